@@ -1,0 +1,176 @@
+/* examples/matmul.c: the tiled matmul of the Pallas TPU docs, run on tilesim
+ * and verified against cblas_sgemm.
+ *
+ *   matmul                              the demo: 1024^3 in f32, then in bf16
+ *   matmul M N K BM BN BK [f32|bf16] [--chip NAME] [--vmem-limit BYTES]
+ *
+ * The kernel keeps an fp32 accumulator in VMEM scratch, zeroes it when the
+ * contraction index is 0, adds x @ y at every step, and casts it into the
+ * output block on the last contraction step. The grid is (M/bm, N/bn, K/bk),
+ * ceil-divided, with the reduction axis last (rule P3: the output block stays
+ * in VMEM while k runs). When bk does not divide K, the last x and y blocks
+ * hang over the edge of the arrays and their overhang is garbage (rule B6):
+ * the kernel slices it away, as a real kernel must mask it.
+ *
+ * Exit status: 0 when every check passes, 1 when a result is wrong, 2 for a
+ * bad command line or a call tilesim rejects.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernel/pallas.h"
+#include "../sim/tilesim.h"
+
+typedef struct mm_params {
+    int64_t k; /* the contraction length, to mask the ragged last block */
+} mm_params;
+
+static void matmul_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
+    const mm_params *p = pl_kernel_user(c);
+    int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
+    if (k == 0) pl_fill(c, acc, 0.0);
+    int64_t bk = x.shape[1], valid = p->k - k * bk;
+    if (valid < bk) { /* B6: the last block's overhang is garbage; drop it */
+        x = pl_ds(c, x, 1, 0, valid);
+        y = pl_ds(c, y, 0, 0, valid);
+    }
+    pl_dot(c, acc, x, y, PL_DOT_ACC);
+    if (k == nk - 1) pl_copy(c, o, acc);
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Fill with a fixed pseudo-random sequence in [-1, 1), converted to dt. */
+static void *random_matrix(int64_t n, pl_dtype dt, uint64_t seed)
+{
+    char *p = malloc((size_t)n * pl_dtype_size(dt));
+    if (!p) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double v = (double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+        pl_store_elem(p + (size_t)i * pl_dtype_size(dt), dt, v);
+    }
+    return p;
+}
+
+typedef struct mm_case {
+    int64_t m, n, k, bm, bn, bk;
+    pl_dtype dt;
+    const char *chip;
+    int64_t vmem_limit;
+} mm_case;
+
+/* Run one case; returns 0 (pass), 1 (wrong result), 2 (rejected). */
+static int run_case(const mm_case *mc)
+{
+    mm_params params = {mc->k};
+    pl_call call = {
+        .name = "matmul",
+        .kernel = matmul_kernel,
+        .user = &params,
+        .grid_rank = 3,
+        .grid = {cdiv(mc->m, mc->bm), cdiv(mc->n, mc->bn), cdiv(mc->k, mc->bk)},
+        .semantics = {PL_PARALLEL, PL_PARALLEL, PL_ARBITRARY},
+        .n_in = 2,
+        .in = {PL_BLOCK(PL_MAP(0, 2), mc->bm, mc->bk), PL_BLOCK(PL_MAP(2, 1), mc->bk, mc->bn)},
+        .n_out = 1,
+        .out = {PL_BLOCK(PL_MAP(0, 1), mc->bm, mc->bn)},
+        .n_scratch = 1,
+        .scratch = {PLTPU_VMEM(PL_F32, mc->bm, mc->bn)},
+        .vmem_limit_bytes = mc->vmem_limit,
+    };
+    call.in[0].name = "x";
+    call.in[1].name = "y";
+    call.out[0].name = "o";
+    call.scratch[0].name = "acc";
+
+    void *a = random_matrix(mc->m * mc->k, mc->dt, 1), *b = random_matrix(mc->k * mc->n, mc->dt, 2);
+    void *c = malloc((size_t)(mc->m * mc->n) * pl_dtype_size(mc->dt));
+    if (!a || !b || !c) {
+        fprintf(stderr, "matmul: out of memory for %lldx%lldx%lld\n", (long long)mc->m, (long long)mc->n,
+                (long long)mc->k);
+        free(a), free(b), free(c);
+        return 2;
+    }
+    memset(c, 0, (size_t)(mc->m * mc->n) * pl_dtype_size(mc->dt));
+    pl_array args[2] = {PL_ARRAY(a, mc->dt, mc->m, mc->k), PL_ARRAY(b, mc->dt, mc->k, mc->n)};
+    pl_array out = PL_ARRAY(c, mc->dt, mc->m, mc->n);
+    pl_options opt = {.chip = mc->chip};
+    pl_report rep;
+
+    printf("== matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)mc->m,
+           (long long)mc->n, (long long)mc->k, pl_dtype_name(mc->dt), (long long)mc->bm, (long long)mc->bn,
+           (long long)mc->bk);
+    int rc = pl_pallas_call(&call, args, &out, &opt, &rep), status;
+    if (rc != PL_OK) {
+        fprintf(stderr, "matmul: %s\n", rep.error);
+        status = 2;
+    } else {
+        pl_report_print(&rep, stdout);
+        status = pl_check_matmul(&args[0], &args[1], &out, NULL, stdout) == PL_OK ? 0 : 1;
+    }
+    free(a), free(b), free(c);
+    return status;
+}
+
+static int parse_int(const char *s, const char *what, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || v < 1 || v > (1LL << 31)) {
+        fprintf(stderr, "matmul: %s must be a whole number from 1 to 2^31, got '%s'\n", what, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME] [--vmem-limit BYTES]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    mm_case mc = {.dt = PL_F32};
+    const char *pos[7];
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--chip") == 0 && i + 1 < argc) mc.chip = argv[++i];
+        else if (strcmp(argv[i], "--vmem-limit") == 0 && i + 1 < argc) {
+            if (parse_int(argv[++i], "--vmem-limit", &mc.vmem_limit)) return 2;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage();
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "matmul: unknown option '%s'\n", argv[i]);
+            return usage();
+        } else if (npos < 7) pos[npos++] = argv[i];
+        else return usage();
+    }
+    if (npos == 0) { /* the demo */
+        int worst = 0;
+        pl_dtype dts[2] = {PL_F32, PL_BF16};
+        for (int i = 0; i < 2; i++) {
+            mm_case d = {1024, 1024, 1024, 256, 256, 512, dts[i], mc.chip, mc.vmem_limit};
+            int s = run_case(&d);
+            worst = s > worst ? s : worst;
+            printf("\n");
+        }
+        return worst;
+    }
+    if (npos != 6 && npos != 7) return usage();
+    const char *names[6] = {"M", "N", "K", "BM", "BN", "BK"};
+    int64_t *dst[6] = {&mc.m, &mc.n, &mc.k, &mc.bm, &mc.bn, &mc.bk};
+    for (int i = 0; i < 6; i++)
+        if (parse_int(pos[i], names[i], dst[i])) return 2;
+    if (npos == 7 && (pl_dtype_parse(pos[6], &mc.dt) || (mc.dt != PL_F32 && mc.dt != PL_BF16))) {
+        fprintf(stderr, "matmul: dtype must be f32 or bf16, got '%s'\n", pos[6]);
+        return 2;
+    }
+    return run_case(&mc);
+}

@@ -1,0 +1,110 @@
+/* kernel/dot.c: pl_dot, the MXU op, on the VMEM copies through OpenBLAS.
+ *
+ * The MXU multiplies bf16 (or f32, in several bf16 passes) and accumulates in
+ * fp32. Debian's OpenBLAS has no bf16 GEMM, so bf16 and f16 operands are
+ * widened to f32 first: a product of two bf16 values is exact in f32, so the
+ * result equals an fp32-accumulating bf16 matmul up to the order of additions.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "context.h"
+
+/* A rank-2 operand seen as a row-major f32 matrix for sgemm. */
+typedef struct f32_mat {
+    float *p;
+    int ld;
+    int packed; /* p is a converted copy in host scratch */
+} f32_mat;
+
+static int is_direct_f32(const pl_ref *r) { return r->dtype == PL_F32 && r->stride[1] == 1; }
+
+static int64_t ld_of(const pl_ref *r) { return r->stride[0] > r->shape[1] ? r->stride[0] : r->shape[1]; }
+
+/* Convert r into the packed row-major buffer dst (shape[0] x shape[1]). */
+static void widen(float *dst, const pl_ref *r)
+{
+    int64_t rows = r->shape[0], cols = r->shape[1];
+    size_t es = pl_dtype_size(r->dtype);
+    for (int64_t i = 0; i < rows; i++) {
+        const char *src = (const char *)r->data + (size_t)(i * r->stride[0]) * es;
+        float *d = dst + i * cols;
+        if (r->dtype == PL_BF16 && r->stride[1] == 1) {
+            const uint16_t *s = (const uint16_t *)src;
+            for (int64_t j = 0; j < cols; j++) {
+                uint32_t u = (uint32_t)s[j] << 16;
+                memcpy(&d[j], &u, 4);
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++)
+                d[j] = (float)pl_load_elem(src + (size_t)(j * r->stride[1]) * es, r->dtype);
+        }
+    }
+}
+
+static void narrow(const pl_ref *r, const float *src)
+{
+    int64_t rows = r->shape[0], cols = r->shape[1];
+    size_t es = pl_dtype_size(r->dtype);
+    for (int64_t i = 0; i < rows; i++) {
+        char *dst = (char *)r->data + (size_t)(i * r->stride[0]) * es;
+        for (int64_t j = 0; j < cols; j++)
+            pl_store_elem(dst + (size_t)(j * r->stride[1]) * es, r->dtype, src[i * cols + j]);
+    }
+}
+
+static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
+{
+    char name[96];
+    kern_ref_name(r, name, sizeof name);
+    if (r->space == PL_ANY || r->space == PL_SEMAPHORE)
+        kern_fault(c, PL_ESPACE, "pl_dot %s is %s: memory space %s is reachable only by DMA (rule M1)", what,
+                   name, pl_memspace_name(r->space));
+    if (r->rank != 2)
+        kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of rank %d; pl_dot takes rank-2 refs", what, name, r->rank);
+    if (!pl_dtype_is_float(r->dtype))
+        kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);
+}
+
+void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
+{
+    check_operand(c, &acc, "accumulator");
+    check_operand(c, &a, "left operand");
+    check_operand(c, &b, "right operand");
+    int tb = (flags & PL_DOT_TRANS_B) != 0;
+    int64_t m = a.shape[0], k = a.shape[1];
+    int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
+    if (kb != k || acc.shape[0] != m || acc.shape[1] != n)
+        kern_fault(c, PL_ESHAPE,
+                   "pl_dot shapes do not match: acc (%lld, %lld) %s= a (%lld, %lld) @ b%s (%lld, %lld)",
+                   (long long)acc.shape[0], (long long)acc.shape[1], (flags & PL_DOT_ACC) ? "+" : "",
+                   (long long)m, (long long)k, tb ? "^T" : "", (long long)b.shape[0], (long long)b.shape[1]);
+
+    kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)a.dtype, .m = m, .n = n, .k = k};
+    op.flops = 2.0 * (double)m * (double)n * (double)k;
+    kern_record(c, &op);
+    if (c->cost_only) return;
+
+    /* One scratch allocation holds every operand that needs widening. */
+    size_t need = 0;
+    need += is_direct_f32(&a) ? 0 : (size_t)(m * k);
+    need += is_direct_f32(&b) ? 0 : (size_t)(b.shape[0] * b.shape[1]);
+    need += is_direct_f32(&acc) ? 0 : (size_t)(m * n);
+    float *tmp = need ? kern_tmp(c, need) : NULL;
+
+    f32_mat A = {a.data, (int)ld_of(&a), 0}, B = {b.data, (int)ld_of(&b), 0}, C = {acc.data, (int)ld_of(&acc), 0};
+    if (!is_direct_f32(&a)) { widen(tmp, &a); A = (f32_mat){tmp, (int)k, 1}; tmp += m * k; }
+    if (!is_direct_f32(&b)) {
+        widen(tmp, &b);
+        B = (f32_mat){tmp, (int)b.shape[1], 1};
+        tmp += b.shape[0] * b.shape[1];
+    }
+    int acc_f32 = is_direct_f32(&acc);
+    if (!acc_f32) {
+        if (flags & PL_DOT_ACC) widen(tmp, &acc);
+        C = (f32_mat){tmp, (int)n, 1};
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A.p,
+                A.ld, B.p, B.ld, (flags & PL_DOT_ACC) ? 1.0f : 0.0f, C.p, C.ld);
+    if (!acc_f32) narrow(&acc, C.p);
+}

@@ -1,0 +1,184 @@
+/* kernel/ops.c: elementwise block ops (fill, copy with conversion, add, mul,
+ * max, relu).
+ *
+ * Every op walks its operands row by row (the last dimension), because a Ref's
+ * last dimension is the contiguous one for every block the simulator makes;
+ * views may leave gaps between rows. Common cases (same-dtype copies, f32
+ * fills, f32 -> bf16 casts) take fast paths; everything else goes through
+ * double, which is exact for every dtype tilesim has.
+ */
+#include <string.h>
+
+#include "context.h"
+
+/* ---- walking rows ----------------------------------------------------------- */
+
+static int64_t row_len(const pl_ref *r) { return r->rank ? r->shape[r->rank - 1] : 1; }
+static int64_t row_count(const pl_ref *r) { return r->rank ? pl_size(*r) / r->shape[r->rank - 1] : 1; }
+static int64_t inner_stride(const pl_ref *r) { return r->rank ? r->stride[r->rank - 1] : 1; }
+
+/* Address of the first element of row `row` (rows counted in row-major order). */
+static char *row_ptr(const pl_ref *r, int64_t row)
+{
+    int64_t off = 0;
+    for (int d = r->rank - 2; d >= 0; d--) {
+        off += (row % r->shape[d]) * r->stride[d];
+        row /= r->shape[d];
+    }
+    return (char *)r->data + (size_t)off * pl_dtype_size(r->dtype);
+}
+
+static void load_row(double *out, const pl_ref *r, const char *p, int64_t n)
+{
+    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
+    if (r->dtype == PL_F32) {
+        for (int64_t i = 0; i < n; i++, p += step) { float f; memcpy(&f, p, 4); out[i] = f; }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++, p += step) out[i] = pl_load_elem(p, r->dtype);
+}
+
+static void store_row(const pl_ref *r, char *p, const double *in, int64_t n)
+{
+    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
+    for (int64_t i = 0; i < n; i++, p += step) pl_store_elem(p, r->dtype, in[i]);
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
+static void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    char name[96];
+    if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
+                   pl_memspace_name(r->space));
+    }
+    if ((unsigned)r->dtype >= PL_DTYPE_COUNT) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_EDTYPE, "%s on %s: unknown dtype %d", fn, name, (int)r->dtype);
+    }
+}
+
+static void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
+{
+    int same = dst->rank == src->rank;
+    for (int d = 0; same && d < dst->rank; d++) same = dst->shape[d] == src->shape[d];
+    if (same) return;
+    char a[96], b[96], sa[128], sb[128];
+    kern_ref_name(dst, a, sizeof a);
+    kern_ref_name(src, b, sizeof b);
+    kern_format_point(dst->shape, dst->rank, sa, sizeof sa);
+    kern_format_point(src->shape, src->rank, sb, sizeof sb);
+    kern_fault(c, PL_ESHAPE, "%s: %s has shape %s but %s has shape %s", fn, a, sa, b, sb);
+}
+
+static void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem)
+{
+    kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst)};
+    op.flops = flops_per_elem * (double)op.elems;
+    kern_record(c, &op);
+}
+
+/* ---- fill and copy --------------------------------------------------------- */
+
+void pl_fill(pl_ctx *c, pl_ref dst, double value)
+{
+    check_data(c, &dst, "pl_fill");
+    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    if (c->cost_only) return;
+    int64_t n = row_len(&dst), rows = row_count(&dst);
+    if (dst.dtype == PL_F32 && inner_stride(&dst) == 1) {
+        float f = (float)value;
+        for (int64_t r = 0; r < rows; r++) {
+            float *p = (float *)row_ptr(&dst, r);
+            for (int64_t i = 0; i < n; i++) p[i] = f;
+        }
+        return;
+    }
+    char one[8];
+    pl_store_elem(one, dst.dtype, value);
+    size_t es = pl_dtype_size(dst.dtype), step = (size_t)inner_stride(&dst) * es;
+    for (int64_t r = 0; r < rows; r++) {
+        char *p = row_ptr(&dst, r);
+        for (int64_t i = 0; i < n; i++, p += step) memcpy(p, one, es);
+    }
+}
+
+void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
+{
+    check_data(c, &dst, "pl_copy");
+    check_data(c, &src, "pl_copy");
+    check_same_shape(c, &dst, &src, "pl_copy");
+    record_vpu(c, KERN_OP_COPY, &dst, 1);
+    if (c->cost_only) return;
+    int64_t n = row_len(&dst), rows = row_count(&dst);
+    int unit = inner_stride(&dst) == 1 && inner_stride(&src) == 1;
+    if (unit && dst.dtype == src.dtype) {
+        size_t bytes = (size_t)n * pl_dtype_size(dst.dtype);
+        for (int64_t r = 0; r < rows; r++) memmove(row_ptr(&dst, r), row_ptr(&src, r), bytes);
+        return;
+    }
+    if (unit && dst.dtype == PL_BF16 && src.dtype == PL_F32) {
+        for (int64_t r = 0; r < rows; r++) {
+            uint16_t *d = (uint16_t *)row_ptr(&dst, r);
+            const float *s = (const float *)row_ptr(&src, r);
+            for (int64_t i = 0; i < n; i++) d[i] = pl_f32_to_bf16(s[i]);
+        }
+        return;
+    }
+    double *buf = (double *)kern_tmp(c, 2 * (size_t)n);
+    for (int64_t r = 0; r < rows; r++) {
+        load_row(buf, &src, row_ptr(&src, r), n);
+        store_row(&dst, row_ptr(&dst, r), buf, n);
+    }
+}
+
+/* ---- elementwise arithmetic ------------------------------------------------ */
+
+typedef enum { EW_ADD, EW_MUL, EW_MAX } ew_kind;
+
+static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind, const char *fn)
+{
+    check_data(c, &dst, fn);
+    check_data(c, &a, fn);
+    check_data(c, &b, fn);
+    check_same_shape(c, &dst, &a, fn);
+    check_same_shape(c, &dst, &b, fn);
+    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    if (c->cost_only) return;
+    int64_t n = row_len(&dst), rows = row_count(&dst);
+    double *x = (double *)kern_tmp(c, 4 * (size_t)n), *y = x + n;
+    for (int64_t r = 0; r < rows; r++) {
+        load_row(x, &a, row_ptr(&a, r), n);
+        load_row(y, &b, row_ptr(&b, r), n);
+        for (int64_t i = 0; i < n; i++)
+            switch (kind) {
+            case EW_ADD: x[i] += y[i]; break;
+            case EW_MUL: x[i] *= y[i]; break;
+            /* NaN propagates, as jnp.maximum does */
+            case EW_MAX: x[i] = (x[i] != x[i] || x[i] > y[i]) ? x[i] : y[i]; break;
+            }
+        store_row(&dst, row_ptr(&dst, r), x, n);
+    }
+}
+
+void pl_add(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b) { elementwise(c, dst, a, b, EW_ADD, "pl_add"); }
+void pl_mul(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b) { elementwise(c, dst, a, b, EW_MUL, "pl_mul"); }
+void pl_max(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b) { elementwise(c, dst, a, b, EW_MAX, "pl_max"); }
+
+void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src)
+{
+    check_data(c, &dst, "pl_relu");
+    check_data(c, &src, "pl_relu");
+    check_same_shape(c, &dst, &src, "pl_relu");
+    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    if (c->cost_only) return;
+    int64_t n = row_len(&dst), rows = row_count(&dst);
+    double *x = (double *)kern_tmp(c, 2 * (size_t)n);
+    for (int64_t r = 0; r < rows; r++) {
+        load_row(x, &src, row_ptr(&src, r), n);
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] != x[i] || x[i] > 0 ? x[i] : 0.0;
+        store_row(&dst, row_ptr(&dst, r), x, n);
+    }
+}

@@ -1,0 +1,167 @@
+/* kernel/pallas.h: the kernel language of tilesim, what code inside a kernel
+ * sees and does. It mirrors JAX Pallas (`pl.`) so that a Python kernel
+ * transliterates line by line.
+ *
+ * A kernel is a C function called once per grid point (rule G1 of PALLAS.md).
+ * It receives a context (the running grid point) and its Refs in the order of
+ * rule M3: scalar-prefetch refs, inputs, outputs, scratch. A Ref is a view of a
+ * VMEM (or SMEM) buffer: it never owns memory. Block ops compute on the data
+ * and report the work they did (FLOPs, elements, bytes) to the context, which
+ * the simulator turns into time.
+ *
+ * Example: the tiled matmul of the Pallas docs.
+ *
+ *     static void matmul_kernel(pl_ctx *c, pl_ref *refs) {
+ *         pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
+ *         if (pl_program_id(c, 2) == 0)
+ *             pl_fill(c, acc, 0.0);                        // acc[...] = 0
+ *         pl_dot(c, acc, x, y, PL_DOT_ACC);                // acc += x @ y
+ *         if (pl_program_id(c, 2) == pl_num_programs(c, 2) - 1)
+ *             pl_copy(c, o, acc);                          // o[...] = acc.astype(o.dtype)
+ *     }
+ *
+ * Contract of every function below: the first argument is the context of the
+ * running kernel. A misuse that hardware would not catch or would crash on
+ * (an index outside a Ref, shapes that do not match, an unsupported dtype)
+ * never returns: the simulator records the error with the grid point, leaves
+ * the kernel and makes pl_pallas_call return the code (PL_EBOUNDS, PL_ESHAPE,
+ * ...). Kernels therefore need no error handling of their own.
+ */
+#ifndef TILESIM_PALLAS_H
+#define TILESIM_PALLAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_MAX_RANK 6 /* dimensions of an array, block or Ref */
+#define PL_MAX_GRID 6 /* axes of a grid */
+
+/* ---- status codes -------------------------------------------------------- */
+
+/* Every public function that can fail returns PL_OK or one of these. */
+typedef enum pl_status {
+    PL_OK = 0,
+    PL_EINVAL = -1,      /* a malformed call, option or argument */
+    PL_EBLOCKSHAPE = -2, /* block shape breaks rules B1, T1-T5 */
+    PL_EINDEXMAP = -3,   /* index map out of range or malformed (B2, B7) */
+    PL_EVMEM = -4,       /* VMEM (or SMEM) budget exceeded (M4) */
+    PL_EREVISIT = -5,    /* an output block revisited after write-back (P5) */
+    PL_EBOUNDS = -6,     /* a kernel access outside a Ref (V2) */
+    PL_ERACE = -7,       /* two writers of the same bytes without order (V4) */
+    PL_EDEADLOCK = -8,   /* a wait that nothing can satisfy (M10) */
+    PL_ENOMEM = -9,      /* the host ran out of memory */
+    PL_ESHAPE = -10,     /* operands of a block op whose shapes do not match */
+    PL_EDTYPE = -11,     /* a dtype an op does not support */
+    PL_ESPACE = -12,     /* an op on a Ref in the wrong memory space (M1) */
+    PL_EVERIFY = -13,    /* a result that does not match its reference (V5) */
+} pl_status;
+
+/* A static string naming the code ("block shape breaks the (8,128) rule"). */
+const char *pl_strerror(int code);
+
+/* ---- dtypes and memory spaces ------------------------------------------- */
+
+typedef enum pl_dtype {
+    PL_F32 = 0, /* IEEE binary32 */
+    PL_BF16,    /* bfloat16, stored as uint16_t (top half of an f32) */
+    PL_F16,     /* IEEE binary16, stored as uint16_t */
+    PL_I32,     /* int32_t */
+    PL_I8,      /* int8_t */
+    PL_DTYPE_COUNT
+} pl_dtype;
+
+size_t pl_dtype_size(pl_dtype t);      /* bytes per element; 0 if invalid */
+int pl_dtype_bits(pl_dtype t);         /* bits per element */
+const char *pl_dtype_name(pl_dtype t); /* "f32", "bf16", ...; "?" if invalid */
+int pl_dtype_is_float(pl_dtype t);
+int pl_dtype_parse(const char *s, pl_dtype *out); /* PL_OK or PL_EINVAL */
+
+/* Conversions, rounding to nearest even (as astype does on TPU). Floats to
+ * integers truncate toward zero and saturate; NaN becomes 0. */
+uint16_t pl_f32_to_bf16(float x);
+float pl_bf16_to_f32(uint16_t x);
+uint16_t pl_f32_to_f16(float x);
+float pl_f16_to_f32(uint16_t x);
+double pl_load_elem(const void *p, pl_dtype t);        /* one element as double */
+void pl_store_elem(void *p, pl_dtype t, double v);     /* one element, converted */
+
+typedef enum pl_memspace {
+    PL_VMEM = 0,  /* vector memory: the default for blocks and scratch */
+    PL_SMEM,      /* scalar memory: 32-bit scalars (M1) */
+    PL_ANY,       /* left in HBM, reachable only by DMA (T5) */
+    PL_SEMAPHORE, /* semaphores (M9) */
+} pl_memspace;
+
+const char *pl_memspace_name(pl_memspace s);
+
+/* ---- Refs ---------------------------------------------------------------- */
+
+/* What a Ref is to the call that made it, for messages and checks. */
+typedef enum pl_role { PL_ROLE_NONE = 0, PL_ROLE_PREFETCH, PL_ROLE_IN, PL_ROLE_OUT, PL_ROLE_SCRATCH } pl_role;
+
+typedef struct pl_ref {
+    void *data;                   /* first element */
+    pl_dtype dtype;
+    pl_memspace space;
+    int rank;                     /* 0..PL_MAX_RANK; squeezed dims are gone */
+    int64_t shape[PL_MAX_RANK];   /* elements per dimension */
+    int64_t stride[PL_MAX_RANK];  /* elements between neighbours, per dimension */
+    /* private: where the Ref came from, for messages */
+    int16_t arg;                  /* kernel argument position (M3), -1 if none */
+    uint8_t role;                 /* pl_role */
+    uint8_t readonly;             /* an input block: writes never reach HBM (V3) */
+} pl_ref;
+
+typedef struct pl_ctx pl_ctx; /* opaque: the running grid point */
+
+/* The kernel: called once per grid point with refs in the order of rule M3. */
+typedef void (*pl_kernel_fn)(pl_ctx *c, pl_ref *refs);
+
+/* ---- the grid (rule G2) ------------------------------------------------- */
+
+int64_t pl_program_id(const pl_ctx *c, int axis);   /* faults on a bad axis */
+int64_t pl_num_programs(const pl_ctx *c, int axis); /* faults on a bad axis */
+void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user */
+
+/* ---- views: never copy ----------------------------------------------------- */
+
+/* ref[..., start:start+size, ...] along dimension dim (pl.ds). */
+pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size);
+/* ref[i]: drops the leading dimension. */
+pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i);
+int64_t pl_size(pl_ref r); /* number of elements */
+
+/* ---- element access --------------------------------------------------------- */
+
+/* idx has r.rank entries. Values pass through double, exact for every dtype. */
+double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx);
+void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v);
+#define pl_get_at(c, r, ...) pl_get((c), (r), (const int64_t[]){__VA_ARGS__})
+#define pl_set_at(c, r, v, ...) pl_set((c), (r), (const int64_t[]){__VA_ARGS__}, (v))
+
+/* ---- block ops: compute and report their cost --------------------------- */
+
+#define PL_DOT_ACC 1u     /* acc += a @ b (otherwise acc = a @ b) */
+#define PL_DOT_TRANS_B 2u /* b is given as (n, k): acc (+)= a @ b^T */
+
+/* acc (m,n) (+)= a (m,k) @ b (k,n), accumulated in fp32 through OpenBLAS, as
+ * jnp.dot(a, b, preferred_element_type=f32). a and b are f32, bf16 or f16
+ * (a bf16 product is exact in f32); acc of any float dtype is read and written
+ * through f32. Reports 2*m*n*k MXU FLOPs. */
+void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags);
+
+void pl_fill(pl_ctx *c, pl_ref dst, double value);       /* dst[...] = value */
+void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst[...] = src.astype(dst.dtype) */
+void pl_add(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = a + b */
+void pl_mul(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = a * b */
+void pl_max(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = maximum(a, b) */
+void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst = maximum(src, 0) */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,177 @@
+/* kernel/ref.c: the grid, views, element access and faults.
+ *
+ * Views (pl_ds, pl_at) only adjust a pointer, a shape and strides; they are
+ * checked against the Ref they slice so that a kernel can never reach memory
+ * outside its block (rule V2).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+
+/* ---- faults ----------------------------------------------------------------- */
+
+void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, n - at, "(");
+    for (int a = 0; a < rank && at < n; a++)
+        at += (size_t)snprintf(buf + at, n - at, a ? ", %lld" : "%lld", (long long)idx[a]);
+    if (at < n) snprintf(buf + at, n - at, ")");
+}
+
+void kern_ref_name(const pl_ref *r, char *buf, size_t n)
+{
+    static const char *roles[] = {"ref", "scalar-prefetch", "input", "output", "scratch"};
+    const char *role = r->role < sizeof roles / sizeof *roles ? roles[r->role] : "ref";
+    if (r->arg >= 0)
+        snprintf(buf, n, "refs[%d] (%s, %s %s)", r->arg, role, pl_memspace_name(r->space),
+                 pl_dtype_name(r->dtype));
+    else
+        snprintf(buf, n, "a %s %s ref", pl_memspace_name(r->space), pl_dtype_name(r->dtype));
+}
+
+void kern_fault(pl_ctx *c, int code, const char *fmt, ...)
+{
+    char point[128];
+    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    int at = snprintf(c->fault_msg, sizeof c->fault_msg, "kernel %s at grid point %s: ",
+                      c->kernel_name ? c->kernel_name : "?", point);
+    if (at < 0) at = 0;
+    if ((size_t)at < sizeof c->fault_msg) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->fault_msg + at, sizeof c->fault_msg - (size_t)at, fmt, ap);
+        va_end(ap);
+    }
+    c->fault_code = code;
+    if (c->fault) longjmp(*c->fault, 1);
+    /* Called outside a running kernel: there is nowhere to return to. This is
+     * the simulator's own invariant, never user input. */
+    fprintf(stderr, "tilesim: fault outside a kernel: %s\n", c->fault_msg);
+    abort();
+}
+
+void kern_record(pl_ctx *c, const kern_op *op)
+{
+    if (c->n_ops == c->cap_ops) {
+        int cap = c->cap_ops ? 2 * c->cap_ops : 16;
+        kern_op *ops = realloc(c->ops, (size_t)cap * sizeof *ops);
+        if (!ops) kern_fault(c, PL_ENOMEM, "out of host memory recording block ops");
+        c->ops = ops;
+        c->cap_ops = cap;
+    }
+    c->ops[c->n_ops++] = *op;
+}
+
+float *kern_tmp(pl_ctx *c, size_t n)
+{
+    if (n > c->tmp_cap) {
+        free(c->tmp);
+        c->tmp = malloc(n * sizeof *c->tmp);
+        c->tmp_cap = c->tmp ? n : 0;
+        if (!c->tmp) kern_fault(c, PL_ENOMEM, "out of host memory (%zu floats of conversion space)", n);
+    }
+    return c->tmp;
+}
+
+/* ---- the grid --------------------------------------------------------------- */
+
+static void check_axis(const pl_ctx *c, int axis, const char *fn)
+{
+    if (axis < 0 || axis >= c->grid_rank)
+        kern_fault((pl_ctx *)c, PL_EINVAL, "%s(%d): the grid has %d ax%s (rule G2)", fn, axis,
+                   c->grid_rank, c->grid_rank == 1 ? "is" : "es");
+}
+
+int64_t pl_program_id(const pl_ctx *c, int axis)
+{
+    check_axis(c, axis, "pl_program_id");
+    return c->idx[axis];
+}
+
+int64_t pl_num_programs(const pl_ctx *c, int axis)
+{
+    check_axis(c, axis, "pl_num_programs");
+    return c->grid[axis];
+}
+
+void *pl_kernel_user(const pl_ctx *c) { return c->user; }
+
+/* ---- views ------------------------------------------------------------------ */
+
+int64_t pl_size(pl_ref r)
+{
+    int64_t n = 1;
+    for (int d = 0; d < r.rank; d++) n *= r.shape[d];
+    return n;
+}
+
+pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
+{
+    char name[96];
+    if (dim < 0 || dim >= r.rank) {
+        kern_ref_name(&r, name, sizeof name);
+        kern_fault(c, PL_EBOUNDS, "pl_ds on dimension %d of %s, which has rank %d (rule V2)", dim, name,
+                   r.rank);
+    }
+    if (start < 0 || size < 0 || start > r.shape[dim] || size > r.shape[dim] - start) {
+        kern_ref_name(&r, name, sizeof name);
+        kern_fault(c, PL_EBOUNDS,
+                   "pl_ds(%lld, %lld) on dimension %d of %s runs past its size %lld (rule V2)",
+                   (long long)start, (long long)size, dim, name, (long long)r.shape[dim]);
+    }
+    r.data = (char *)r.data + (size_t)(start * r.stride[dim]) * pl_dtype_size(r.dtype);
+    r.shape[dim] = size;
+    return r;
+}
+
+pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
+{
+    char name[96];
+    if (r.rank < 1 || i < 0 || i >= r.shape[0]) {
+        kern_ref_name(&r, name, sizeof name);
+        kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld (rule V2)", (long long)i, name,
+                   r.rank ? (long long)r.shape[0] : 0LL);
+    }
+    r.data = (char *)r.data + (size_t)(i * r.stride[0]) * pl_dtype_size(r.dtype);
+    memmove(r.shape, r.shape + 1, (size_t)(r.rank - 1) * sizeof *r.shape);
+    memmove(r.stride, r.stride + 1, (size_t)(r.rank - 1) * sizeof *r.stride);
+    r.rank--;
+    return r;
+}
+
+/* ---- element access -------------------------------------------------------- */
+
+static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn)
+{
+    char name[96];
+    if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
+                   pl_memspace_name(r->space));
+    }
+    int64_t off = 0;
+    for (int d = 0; d < r->rank; d++) {
+        if (idx[d] < 0 || idx[d] >= r->shape[d]) {
+            char at[128];
+            kern_format_point(idx, r->rank, at, sizeof at);
+            kern_ref_name(r, name, sizeof name);
+            kern_fault(c, PL_EBOUNDS, "%s index %s is outside %s: dimension %d has size %lld (rule V2)", fn,
+                       at, name, d, (long long)r->shape[d]);
+        }
+        off += idx[d] * r->stride[d];
+    }
+    return (char *)r->data + (size_t)off * pl_dtype_size(r->dtype);
+}
+
+double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
+{
+    return pl_load_elem(elem_ptr(c, &r, idx, "pl_get"), r.dtype);
+}
+
+void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v)
+{
+    pl_store_elem(elem_ptr(c, &r, idx, "pl_set"), r.dtype, v);
+}

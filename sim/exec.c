@@ -1,0 +1,287 @@
+/* sim/exec.c: pl_pallas_call: validate, allocate VMEM, walk the grid.
+ *
+ * The walk follows rule G1 (lexicographic order, last axis fastest) on one
+ * TensorCore. At each grid point, for each operand: evaluate its index map;
+ * if the block is the one already in VMEM, skip the copy (P2); otherwise an
+ * output writes its previous block back (P3) and a new buffer slot is taken
+ * (P6): inputs copy their block in (P1), outputs start as poison (P4, V1).
+ * Then the kernel runs on the buffers. After the last point every output
+ * writes back its last block.
+ *
+ * A fault inside the kernel longjmps back here (kernel/context.h); every
+ * allocation of the call belongs to the sim_exec value, so one cleanup path
+ * serves success and failure alike.
+ */
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockset.h"
+#include "sim.h"
+
+#define MAX_OPS (3 * PL_MAX_OPERANDS)
+
+typedef struct sim_exec {
+    sim_plan plan;
+    pl_report rep;
+    pl_uninit uninit;
+    int cost_only;
+    pl_ctx ctx;
+    int n_refs;                                /* plan.n_ops + scratch */
+    pl_ref refs[MAX_OPS + PL_MAX_SCRATCH];     /* templates: data set once or per new block */
+    pl_ref kernel_refs[MAX_OPS + PL_MAX_SCRATCH]; /* the copy the kernel may scribble on */
+    pl_ref prefetch[PL_MAX_OPERANDS];          /* SMEM copies of the prefetch args (M5) */
+    void *scratch_mem[PL_MAX_SCRATCH];
+    sim_blockset written[MAX_OPS];             /* per output: block -> write-back step (P5) */
+} sim_exec;
+
+static _Thread_local char last_error[PL_MSG_MAX];
+
+const char *pl_last_error(void) { return last_error; }
+
+/* ---- allocation --------------------------------------------------------------- */
+
+static int alloc_buffers(sim_exec *x)
+{
+    sim_plan *p = &x->plan;
+    for (int i = 0; i < p->n_ops; i++) {
+        sim_operand *op = &p->ops[i];
+        x->refs[op->arg] = op->ref;
+        if (op->role == PL_ROLE_PREFETCH) {
+            size_t bytes = pl_array_bytes(op->arr);
+            op->slots = malloc(bytes);
+            if (!op->slots) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", op->rep->name);
+            memcpy(op->slots, op->arr->data, bytes); /* whole, before the grid (M5) */
+            op->rep->copies = 1;
+            op->rep->bytes_in = (int64_t)bytes;
+            x->refs[op->arg].data = op->slots;
+            x->prefetch[op->index] = x->refs[op->arg];
+            continue;
+        }
+        if (!op->pipelined) { /* ANY: the kernel gets the HBM array itself (T5) */
+            x->refs[op->arg].data = op->arr->data;
+            continue;
+        }
+        size_t bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
+        op->slots = malloc(bytes);
+        if (!op->slots)
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the %d buffers of %s (%zu bytes)",
+                            op->buffers, op->rep->name, bytes);
+        op->slot = op->buffers - 1; /* the first new block takes slot 0 */
+    }
+    const pl_call *call = p->call;
+    for (int i = 0; i < call->n_scratch; i++) {
+        const pl_scratch *s = &call->scratch[i];
+        pl_array shape = {.dtype = s->dtype, .rank = s->rank};
+        memcpy(shape.shape, s->shape, sizeof shape.shape);
+        int64_t n = pl_array_size(&shape);
+        x->scratch_mem[i] = malloc((size_t)n * pl_dtype_size(s->dtype));
+        if (!x->scratch_mem[i])
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", x->rep.scratch[i].name);
+        sim_poison(x->scratch_mem[i], s->dtype, n, x->uninit); /* scratch starts uninitialized (M2, V1) */
+        pl_ref *r = &x->refs[p->n_ops + i];
+        *r = (pl_ref){.data = x->scratch_mem[i], .dtype = s->dtype, .space = s->space, .rank = s->rank,
+                      .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH};
+        int64_t stride = 1;
+        for (int d = s->rank - 1; d >= 0; d--) {
+            r->shape[d] = s->shape[d];
+            r->stride[d] = stride;
+            stride *= s->shape[d];
+        }
+    }
+    x->n_refs = p->n_ops + call->n_scratch;
+    return PL_OK;
+}
+
+static void free_exec(sim_exec *x)
+{
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        free(x->plan.ops[i].slots);
+        sim_blockset_free(&x->written[i]);
+    }
+    for (int i = 0; i < PL_MAX_SCRATCH; i++) free(x->scratch_mem[i]);
+    free(x->ctx.ops);
+    free(x->ctx.tmp);
+    free(x);
+}
+
+/* ---- the pipeline, per operand and step ---------------------------------- */
+
+static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
+{
+    int64_t k = 0;
+    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
+    return k;
+}
+
+static char *slot_ptr(const sim_operand *op) { return op->slots + (size_t)op->slot * (size_t)op->block_elems * op->elem_size; }
+
+static void unravel(const sim_plan *p, int64_t step, int64_t *idx)
+{
+    for (int a = p->call->grid_rank - 1; a >= 0; a--) {
+        idx[a] = step % p->call->grid[a];
+        step /= p->call->grid[a];
+    }
+}
+
+static int write_back(sim_exec *x, sim_operand *op, int64_t last_step)
+{
+    if (!x->cost_only) op->rep->bytes_out += sim_copy_out(op, op->cur, slot_ptr(op));
+    else {
+        int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
+        sim_block_window(op, op->cur, start, count);
+        for (int d = 0; d < op->rank; d++) n *= count[d];
+        op->rep->bytes_out += n;
+    }
+    op->rep->writebacks++;
+    if (sim_blockset_put(&x->written[op->arg], linear_block(op, op->cur), last_step))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory tracking write-backs of %s", op->rep->name);
+    return PL_OK;
+}
+
+/* P5: an output block selected again after it was written back. */
+static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t step)
+{
+    int64_t when;
+    if (!sim_blockset_get(&x->written[op->arg], linear_block(op, bidx), &when)) return PL_OK;
+    int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
+    char a[128], b[128], blk[128];
+    unravel(&x->plan, when, then);
+    unravel(&x->plan, step, now);
+    int g = x->plan.call->grid_rank;
+    sim_format_idx(then, g, a, sizeof a);
+    sim_format_idx(now, g, b, sizeof b);
+    sim_format_idx(bidx, op->rank, blk, sizeof blk);
+    return sim_fail(&x->rep, PL_EREVISIT,
+                    "%s: grid point %s selects output block %s again, but that block was written back to HBM "
+                    "after grid point %s; on hardware the earlier result is lost. Visit each output block in "
+                    "consecutive grid points (put the reduction axis last) (rule P5)",
+                    op->rep->name, b, blk, a);
+}
+
+/* Bring op to the block of this step. */
+static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t step)
+{
+    int64_t bidx[PL_MAX_RANK];
+    int rc = sim_eval_map(&x->plan, op, idx, x->prefetch, bidx, &x->rep);
+    if (rc) return rc;
+    size_t n = (size_t)op->rank * sizeof *bidx;
+    if (op->have_block && memcmp(bidx, op->cur, n) == 0) {
+        if (op->role == PL_ROLE_IN) op->rep->skipped++; /* P2 */
+        return PL_OK;
+    }
+    if (op->role == PL_ROLE_OUT) {
+        if (op->have_block && (rc = write_back(x, op, step - 1))) return rc; /* P3 */
+        if ((rc = check_revisit(x, op, bidx, step))) return rc;
+    }
+    op->slot = (op->slot + 1) % op->buffers;
+    memcpy(op->cur, bidx, n);
+    op->cur_since = step;
+    op->have_block = 1;
+    char *buf = slot_ptr(op);
+    x->refs[op->arg].data = buf;
+    if (op->role == PL_ROLE_IN) {
+        op->rep->copies++;
+        if (!x->cost_only) op->rep->bytes_in += sim_copy_in(op, bidx, buf, x->uninit);
+        else {
+            int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], bytes = (int64_t)op->elem_size;
+            sim_block_window(op, bidx, start, count);
+            for (int d = 0; d < op->rank; d++) bytes *= count[d];
+            op->rep->bytes_in += bytes;
+        }
+    } else if (!x->cost_only) {
+        sim_poison(buf, op->arr->dtype, op->block_elems, x->uninit); /* P4 */
+    }
+    return PL_OK;
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+static int run_kernel(sim_exec *x)
+{
+    jmp_buf jb;
+    memcpy(x->kernel_refs, x->refs, (size_t)x->n_refs * sizeof *x->refs);
+    x->ctx.n_ops = 0;
+    x->ctx.fault = &jb;
+    if (setjmp(jb)) {
+        x->ctx.fault = NULL;
+        return sim_fail(&x->rep, x->ctx.fault_code, "%s", x->ctx.fault_msg);
+    }
+    x->plan.call->kernel(&x->ctx, x->kernel_refs);
+    x->ctx.fault = NULL;
+    for (int i = 0; i < x->ctx.n_ops; i++) {
+        const kern_op *o = &x->ctx.ops[i];
+        if (o->kind == KERN_OP_DOT) x->rep.mxu_flops += o->flops;
+        else x->rep.vpu_flops += o->flops;
+    }
+    return PL_OK;
+}
+
+static int walk(sim_exec *x)
+{
+    sim_plan *p = &x->plan;
+    const pl_call *call = p->call;
+    pl_ctx *c = &x->ctx;
+    c->grid_rank = call->grid_rank;
+    c->grid = call->grid;
+    c->user = call->user;
+    c->kernel_name = x->rep.call_name;
+    c->cost_only = x->cost_only;
+    memset(c->idx, 0, sizeof c->idx);
+    int rc;
+    for (int64_t step = 0; step < p->steps; step++) {
+        c->step = step;
+        for (int i = 0; i < p->n_ops; i++)
+            if (p->ops[i].pipelined && (rc = advance(x, &p->ops[i], c->idx, step))) return rc;
+        if ((rc = run_kernel(x))) return rc;
+        x->rep.steps++;
+        for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */
+            if (++c->idx[a] < call->grid[a]) break;
+            c->idx[a] = 0;
+        }
+    }
+    for (int i = 0; i < p->n_ops; i++) {
+        sim_operand *op = &p->ops[i];
+        if (op->pipelined && op->role == PL_ROLE_OUT && op->have_block && (rc = write_back(x, op, p->steps - 1)))
+            return rc;
+    }
+    return PL_OK;
+}
+
+/* ---- the public calls ------------------------------------------------------------ */
+
+static void finish(sim_exec *x, pl_report *report)
+{
+    for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
+    snprintf(last_error, sizeof last_error, "%s", x->rep.status ? x->rep.error : "");
+    if (report) *report = x->rep;
+}
+
+int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
+                pl_report *report)
+{
+    sim_exec *x = calloc(1, sizeof *x);
+    if (!x) return PL_ENOMEM;
+    sim_plan_call(call, args, outs, opt, &x->plan, &x->rep);
+    int rc = x->rep.status;
+    finish(x, report);
+    free_exec(x);
+    return rc;
+}
+
+int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                   pl_report *report)
+{
+    sim_exec *x = calloc(1, sizeof *x);
+    if (!x) {
+        snprintf(last_error, sizeof last_error, "out of host memory");
+        return PL_ENOMEM;
+    }
+    x->uninit = opt ? opt->uninit : PL_UNINIT_NAN;
+    x->cost_only = opt ? opt->cost_only : 0;
+    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !alloc_buffers(x)) walk(x);
+    int rc = x->rep.status;
+    finish(x, report);
+    free_exec(x);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* sim/sim.h: internals shared by the stages of a call (validate, walk,
+ * pipeline, report). Not part of the public API.
+ *
+ * A call goes through these stages, one file each:
+ *   validate.c  sim_plan:   check the call, resolve each operand into a plan
+ *   window.c    sim_window: copy a block between HBM and a VMEM buffer, poison
+ *   exec.c      pl_pallas_call: allocate, walk the grid, run the kernel
+ *   report.c    pl_report_print
+ * All state of a call lives in one sim_exec value: no globals, so that grid
+ * points may later run on several host threads.
+ */
+#ifndef TILESIM_SIM_H
+#define TILESIM_SIM_H
+
+#include "../kernel/context.h"
+#include "tilesim.h"
+
+/* One operand of the call, resolved: what the pipeline needs at each step. */
+typedef struct sim_operand {
+    pl_role role;
+    int index;                     /* within its role */
+    int arg;                       /* kernel argument position (M3) */
+    const pl_array *arr;           /* the caller's HBM array */
+    pl_memspace space;
+    int rank;                      /* the array's rank */
+    int64_t block[PL_MAX_RANK];    /* block elements per dim (squeezed: 1) */
+    uint8_t squeezed[PL_MAX_RANK]; /* B4: index is an element index */
+    int64_t nblocks[PL_MAX_RANK];  /* legal block indices per dim (B7) */
+    pl_index_map map;              /* fn or declarative; zero map when n == 0 */
+    int pipelined;                 /* has VMEM/SMEM buffers fed by the index map */
+    int buffers;                   /* buffer slots */
+    int64_t block_elems;
+    size_t elem_size;
+    pl_ref ref;                    /* template handed to the kernel (squeezed dims dropped) */
+    pl_operand_report *rep;        /* its row in the report */
+
+    /* state of the walk */
+    char *slots;                   /* buffers x block bytes */
+    int slot;                      /* current slot */
+    int have_block;
+    int64_t cur[PL_MAX_RANK];      /* block index now in VMEM */
+    int64_t cur_since;             /* first step that selected it */
+} sim_operand;
+
+typedef struct sim_plan {
+    const pl_chip *chip;
+    const pl_call *call;
+    int n_ops;
+    sim_operand ops[3 * PL_MAX_OPERANDS];
+    int64_t steps;
+} sim_plan;
+
+/* Fill rep->error and return code; keeps the first error. */
+int sim_fail(pl_report *rep, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void sim_warn(pl_report *rep, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Validate the call and fill plan and the static parts of rep (rules B1-B3,
+ * T1-T7, M3, M4, P6, P7). */
+int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
+                  sim_plan *plan, pl_report *rep);
+
+/* Evaluate op's index map at grid point idx into bidx, checking rule B7.
+ * prefetch: the scalar-prefetch refs. */
+int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
+                 int64_t *bidx, pl_report *rep);
+
+/* Element range [start, start+count) of block bidx along each dim; returns 1
+ * if the block is clipped by the array's edge (B6). */
+int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count);
+
+/* Copy between HBM and a VMEM block buffer; only the in-bounds part moves.
+ * Returns the bytes moved. */
+int64_t sim_copy_in(const sim_operand *op, const int64_t *bidx, void *buf, pl_uninit uninit);
+int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf);
+
+/* Fill n elements with the dtype's poison (V1): NaN, the integer maximum, or zero. */
+void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit);
+
+/* "(1, 2, 3)" */
+void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,272 @@
+/* sim/tilesim.h: the host API of tilesim: describe a call as in Pallas
+ * (grid, BlockSpecs with index maps, scratch, dimension semantics), run it on
+ * a simulated TPU, and read what it did.
+ *
+ * pl_pallas_call first validates the whole call (block shapes against the
+ * (8,128) rule, index maps, the VMEM budget of the chip) and runs nothing if
+ * anything is wrong. Then it walks the grid in lexicographic order (rule G1).
+ * At each grid point the index maps select a block of every operand; an input
+ * block is copied from HBM into a VMEM buffer unless the previous grid point
+ * selected the same block (P2); an output block is written back to HBM when
+ * the next grid point selects a different block, and after the last one (P3).
+ * The kernel sees the VMEM buffers as Refs.
+ *
+ * Example: C = A @ B with (bm, bn, bk) tiles and an fp32 accumulator.
+ *
+ *     pl_call call = {
+ *         .name = "matmul", .kernel = matmul_kernel,            // see kernel/pallas.h
+ *         .grid_rank = 3, .grid = {M / bm, N / bn, K / bk},
+ *         .semantics = {PL_PARALLEL, PL_PARALLEL, PL_ARBITRARY},
+ *         .n_in = 2,
+ *         .in = {PL_BLOCK(PL_MAP(0, 2), bm, bk),                // x block (i, k)
+ *                PL_BLOCK(PL_MAP(2, 1), bk, bn)},               // y block (k, j)
+ *         .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, 1), bm, bn)},  // o block (i, j)
+ *         .n_scratch = 1, .scratch = {PLTPU_VMEM(PL_F32, bm, bn)},
+ *     };
+ *     pl_array args[2] = {PL_ARRAY(a, PL_F32, M, K), PL_ARRAY(b, PL_F32, K, N)};
+ *     pl_array out = PL_ARRAY(c, PL_F32, M, N);
+ *     pl_report rep;
+ *     int rc = pl_pallas_call(&call, args, &out, NULL, &rep);
+ *     if (rc != PL_OK) fprintf(stderr, "%s\n", rep.error);
+ *     pl_report_print(&rep, stdout);
+ *
+ * Ownership: the caller owns every array, spec and report; tilesim allocates
+ * the simulated VMEM for the duration of the call and frees it before
+ * returning. Output arrays are written only by completed write-backs, so a
+ * call that fails validation leaves them untouched.
+ */
+#ifndef TILESIM_H
+#define TILESIM_H
+
+#include <stdio.h>
+
+#include "../kernel/pallas.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_MAX_OPERANDS 16 /* inputs (or outputs) of one call */
+#define PL_MAX_SCRATCH 16  /* scratch buffers of one call */
+
+/* ---- index maps (rule B2) ---------------------------------------------- */
+
+/* Function form: fill block_idx (one entry per array dimension) from the grid
+ * indices and the scalar-prefetch refs (rule M5). A dimension left unset is
+ * an error. */
+typedef void (*pl_index_map_fn)(const int64_t *grid_idx, const pl_ref *prefetch, int64_t *block_idx,
+                                void *user);
+
+#define PL_ZERO (-1) /* in PL_MAP: this block index is the constant 0 */
+
+typedef struct pl_index_map {
+    pl_index_map_fn fn;       /* function form; NULL: declarative form below */
+    void *user;               /* passed to fn */
+    int n;                    /* declarative: number of entries (the array's rank) */
+    int8_t axis[PL_MAX_RANK]; /* declarative: grid axis per dimension, or PL_ZERO */
+} pl_index_map;
+
+/* PL_MAP(0, 2): block index = (grid[0], grid[2]). PL_MAP(PL_ZERO, 1): (0, grid[1]).
+ * A declarative map can be analysed without running it. */
+#define PL_MAP(...)                                                                           \
+    ((pl_index_map){.fn = NULL,                                                               \
+                    .n = (int)(sizeof((int8_t[]){__VA_ARGS__}) / sizeof(int8_t)),             \
+                    .axis = {__VA_ARGS__}})
+#define PL_MAP_FN(f, u) ((pl_index_map){.fn = (f), .user = (u)})
+
+/* ---- BlockSpecs (rules B1-B7, T1-T7) ------------------------------------ */
+
+#define PL_SQUEEZED (-1) /* a block dimension of size 1 that the kernel's Ref drops (B4) */
+
+typedef struct pl_block_spec {
+    int rank;                    /* 0: the block is the whole array and the map is all zeros (B3) */
+    int64_t block[PL_MAX_RANK];  /* elements per dimension, or PL_SQUEEZED */
+    pl_index_map map;            /* a zero map ({0}) means all zeros (B3) */
+    pl_memspace space;           /* PL_VMEM (default), PL_SMEM or PL_ANY */
+    int buffers;                 /* pipeline_mode=Buffered(k); 0: default (2), see P6 */
+    const char *name;            /* for messages and reports; NULL: "in0", "out0", ... */
+} pl_block_spec;
+
+/* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */
+#define PL_BLOCK(m, ...)                                                                          \
+    ((pl_block_spec){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),         \
+                     .block = {__VA_ARGS__},                                                      \
+                     .map = m})
+
+/* ---- scratch (rule M2) --------------------------------------------------- */
+
+typedef struct pl_scratch {
+    pl_memspace space;          /* PL_VMEM or PL_SMEM */
+    pl_dtype dtype;
+    int rank;
+    int64_t shape[PL_MAX_RANK];
+    const char *name;           /* NULL: "scratch0", ... */
+} pl_scratch;
+
+#define PLTPU_VMEM(dt, ...)                                                                       \
+    ((pl_scratch){.space = PL_VMEM, .dtype = (dt),                                                \
+                  .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
+                  .shape = {__VA_ARGS__}})
+#define PLTPU_SMEM(dt, ...)                                                                       \
+    ((pl_scratch){.space = PL_SMEM, .dtype = (dt),                                                \
+                  .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
+                  .shape = {__VA_ARGS__}})
+
+/* ---- the call -------------------------------------------------------------- */
+
+typedef enum pl_semantics { PL_ARBITRARY = 0, PL_PARALLEL = 1 } pl_semantics;
+
+typedef struct pl_call {
+    const char *name;                 /* for messages; NULL: "kernel" */
+    pl_kernel_fn kernel;
+    void *user;                       /* handed to the kernel by pl_kernel_user() */
+    int grid_rank;                    /* 0: one grid point (G1) */
+    int64_t grid[PL_MAX_GRID];        /* grid points per axis, each >= 1 */
+    pl_semantics semantics[PL_MAX_GRID]; /* default arbitrary (G3) */
+    int num_scalar_prefetch;          /* leading args copied whole into SMEM (M5) */
+    int n_in;                         /* inputs, after the prefetch args */
+    pl_block_spec in[PL_MAX_OPERANDS];
+    int n_out;
+    pl_block_spec out[PL_MAX_OPERANDS];
+    int n_scratch;
+    pl_scratch scratch[PL_MAX_SCRATCH];
+    int64_t vmem_limit_bytes;         /* scoped VMEM limit; 0: the chip's default (M4) */
+} pl_call;
+
+/* An array in HBM: caller-owned, contiguous, row-major. */
+typedef struct pl_array {
+    void *data;
+    pl_dtype dtype;
+    int rank;
+    int64_t shape[PL_MAX_RANK];
+} pl_array;
+
+#define PL_ARRAY(ptr, dt, ...)                                                                    \
+    ((pl_array){.data = (ptr), .dtype = (dt),                                                     \
+                .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
+                .shape = {__VA_ARGS__}})
+
+int64_t pl_array_size(const pl_array *a);  /* elements */
+size_t pl_array_bytes(const pl_array *a);
+
+/* ---- options ------------------------------------------------------------- */
+
+typedef enum pl_uninit { PL_UNINIT_NAN = 0, PL_UNINIT_ZERO = 1 } pl_uninit;
+
+typedef struct pl_options {
+    const char *chip;   /* chip preset for limits ("v5e", the default when NULL) */
+    pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
+    int cost_only;      /* walk the grid and count, but touch no data */
+} pl_options;
+
+/* ---- chips ------------------------------------------------------------- */
+
+typedef struct pl_chip {
+    const char *name;            /* "v5e" */
+    int64_t vmem_bytes;          /* physical VMEM per TensorCore */
+    int64_t vmem_default_limit;  /* default scoped VMEM limit */
+    int64_t smem_bytes;          /* SMEM per TensorCore */
+    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
+} pl_chip;
+
+/* The preset named `name`, or NULL. */
+const pl_chip *pl_chip_find(const char *name);
+const pl_chip *pl_chip_default(void);
+int pl_chip_count(void);
+const pl_chip *pl_chip_at(int i);
+
+/* ---- the report -------------------------------------------------------------- */
+
+#define PL_NAME_MAX 32
+#define PL_MSG_MAX 2048
+
+typedef struct pl_operand_report {
+    char name[PL_NAME_MAX];
+    pl_role role;
+    pl_memspace space;
+    pl_dtype dtype;
+    int rank;                     /* of the block, squeezed dims counted as 1 */
+    int64_t block[PL_MAX_RANK];   /* elements (squeezed: 1) */
+    int buffers;                  /* VMEM buffers this operand takes */
+    int64_t block_bytes;          /* logical bytes of one block */
+    int64_t vmem_bytes;           /* bytes of one block as laid out in tiles (T6) */
+    int64_t copies;               /* HBM -> VMEM copies made (inputs) */
+    int64_t skipped;              /* copies skipped: same block as before (P2) */
+    int64_t writebacks;           /* VMEM -> HBM copies (outputs) */
+    int64_t bytes_in, bytes_out;  /* HBM bytes moved, edge blocks clipped */
+} pl_operand_report;
+
+typedef struct pl_scratch_report {
+    char name[PL_NAME_MAX];
+    pl_memspace space;
+    pl_dtype dtype;
+    int64_t bytes;                /* as laid out in tiles */
+} pl_scratch_report;
+
+typedef struct pl_report {
+    int status;                   /* what pl_pallas_call returned */
+    char error[PL_MSG_MAX];       /* the detailed message when status != PL_OK */
+    char warnings[PL_MSG_MAX];    /* one warning per line (T6, P6) */
+    int n_warnings;
+    char call_name[64];
+    const pl_chip *chip;
+    int grid_rank;
+    int64_t grid[PL_MAX_GRID];
+    int64_t steps;                /* grid points run */
+    int n_operands;               /* prefetch + inputs + outputs */
+    pl_operand_report op[3 * PL_MAX_OPERANDS];
+    int n_scratch;
+    pl_scratch_report scratch[PL_MAX_SCRATCH];
+    int64_t vmem_bytes;           /* blocks x buffers + VMEM scratch */
+    int64_t vmem_limit;           /* the scoped limit checked against */
+    int64_t smem_bytes;
+    double mxu_flops;             /* 2mnk summed over pl_dot */
+    double vpu_flops;             /* elementwise work, one per element */
+    int64_t hbm_bytes;            /* bytes_in + bytes_out over all operands */
+} pl_report;
+
+/* ---- calls ------------------------------------------------------------------ */
+
+/* Validate and run `call`. args: the num_scalar_prefetch prefetch arrays, then
+ * the n_in inputs. outs: n_out arrays whose dtype and shape the caller sets
+ * (out_shape) and whose data the call fills. opt and report may be NULL.
+ * Returns PL_OK or a negative PL_E* code; report->error says what and where. */
+int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                   pl_report *report);
+
+/* Validate only: everything pl_pallas_call checks before running. */
+int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
+                pl_report *report);
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *pl_last_error(void);
+
+/* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs. */
+void pl_report_print(const pl_report *r, FILE *f);
+
+/* ---- reference checks (rule V5) --------------------------------------------- */
+
+typedef enum pl_verdict { PL_PASS = 0, PL_MARGINAL = 1, PL_FAIL = 2 } pl_verdict;
+
+typedef struct pl_check {
+    pl_verdict verdict;
+    double max_abs_err;   /* max |C - ref| */
+    double norm_err;      /* max |C - ref| / (u * sum_k |a_ik| |b_kj|), u the unit roundoff */
+    double pass_below;    /* norm_err thresholds used */
+    double fail_above;
+    int64_t worst_row, worst_col;
+    int64_t n_nan;        /* NaN or inf in C where the reference is finite */
+} pl_check;
+
+/* Compare c (m x n) with a @ b computed by cblas_sgemm (bf16 and f16 widened
+ * to f32, exactly). If f is not NULL, print one BLIS-style verdict line.
+ * Returns PL_OK when the verdict is PASS or MARGINAL, PL_EVERIFY on FAIL,
+ * PL_EINVAL / PL_ESHAPE / PL_ENOMEM on bad arguments. */
+int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out, FILE *f);
+
+const char *pl_verdict_name(pl_verdict v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

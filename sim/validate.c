@@ -1,0 +1,518 @@
+/* sim/validate.c: everything checked before a call runs (rule T7): the call's
+ * shape, each operand's BlockSpec against the (8,128) rule and its kin
+ * (B1-B4, T1-T6), scratch, and the VMEM budget of the chip (M4).
+ *
+ * The output of validation is a sim_plan: each operand resolved into block
+ * sizes, block counts, buffer count and the Ref template the kernel will get.
+ * Messages always name the operand, its block shape, its array shape and the
+ * rule, because that is what a user needs to fix the spec.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* ---- messages ------------------------------------------------------------------ */
+
+int sim_fail(pl_report *rep, int code, const char *fmt, ...)
+{
+    if (rep->status != PL_OK) return rep->status; /* keep the first error */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->error, sizeof rep->error, fmt, ap);
+    va_end(ap);
+    rep->status = code;
+    return code;
+}
+
+void sim_warn(pl_report *rep, const char *fmt, ...)
+{
+    size_t used = strlen(rep->warnings);
+    if (used + 2 >= sizeof rep->warnings) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->warnings + used, sizeof rep->warnings - used - 1, fmt, ap);
+    va_end(ap);
+    used = strlen(rep->warnings);
+    rep->warnings[used] = '\n';
+    rep->warnings[used + 1] = '\0';
+    rep->n_warnings++;
+}
+
+void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n) { kern_format_point(idx, rank, buf, n); }
+
+static void format_block(const pl_block_spec *s, char *buf, size_t n)
+{
+    size_t at = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < s->rank && at < n; d++) {
+        const char *sep = d ? ", " : "";
+        if (s->block[d] == PL_SQUEEZED)
+            at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
+        else
+            at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep, (long long)s->block[d]);
+    }
+    if (at < n) snprintf(buf + at, n - at, ")");
+}
+
+/* ---- arrays -------------------------------------------------------------------- */
+
+int64_t pl_array_size(const pl_array *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->rank; d++) n *= a->shape[d];
+    return n;
+}
+
+size_t pl_array_bytes(const pl_array *a) { return (size_t)pl_array_size(a) * pl_dtype_size(a->dtype); }
+
+static int check_array(const pl_array *a, const char *what, pl_report *rep)
+{
+    if (!a->data) return sim_fail(rep, PL_EINVAL, "%s: data is NULL", what);
+    if ((unsigned)a->dtype >= PL_DTYPE_COUNT)
+        return sim_fail(rep, PL_EINVAL, "%s: unknown dtype %d", what, (int)a->dtype);
+    if (a->rank < 0 || a->rank > PL_MAX_RANK)
+        return sim_fail(rep, PL_EINVAL, "%s: rank %d is outside 0..%d", what, a->rank, PL_MAX_RANK);
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] < 1)
+            return sim_fail(rep, PL_EINVAL, "%s: dimension %d has size %lld; sizes must be >= 1", what, d,
+                            (long long)a->shape[d]);
+    return PL_OK;
+}
+
+/* ---- layout in VMEM (T6) -------------------------------------------------------- */
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static int native_sublanes(pl_dtype t, const pl_chip *chip)
+{
+    int bits = pl_dtype_bits(t);
+    return bits >= 32 ? 8 : bits == 16 ? chip->sublanes_16bit : 32;
+}
+
+/* Bytes a buffer of this shape takes in VMEM, laid out in (sublanes, 128)
+ * tiles. Model choice: rank-1 buffers are padded to a multiple of 128
+ * elements; SMEM holds 32-bit words unpadded. */
+static int64_t laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_memspace space, const pl_chip *chip)
+{
+    int64_t es = (int64_t)pl_dtype_size(t), n = 1;
+    if (space == PL_SMEM) {
+        for (int d = 0; d < rank; d++) n *= shape[d];
+        return n * (es < 4 ? 4 : es);
+    }
+    for (int d = 0; d < rank; d++) {
+        int64_t s = shape[d];
+        if (d == rank - 1) s = round_up(s, 128);
+        else if (d == rank - 2) s = round_up(s, native_sublanes(t, chip));
+        n *= s;
+    }
+    return n * es;
+}
+
+/* ---- BlockSpecs --------------------------------------------------------------- */
+
+static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* T1 / T2: the (8,128) rule on a VMEM (or partial SMEM) block. */
+static int check_tiling(const sim_operand *op, const pl_block_spec *s, pl_report *rep)
+{
+    const pl_array *a = op->arr;
+    char blk[128], shp[128];
+    format_block(s, blk, sizeof blk);
+    sim_format_idx(a->shape, a->rank, shp, sizeof shp);
+    int r = a->rank;
+    if (r == 1) {
+        int64_t b = op->block[0], min = 128 * (32 / pl_dtype_bits(a->dtype));
+        if (b == a->shape[0] || b % 1024 == 0 || (is_pow2(b) && b >= min)) return PL_OK;
+        return sim_fail(rep, PL_EBLOCKSHAPE,
+                        "%s: rank-1 block %s of %s array %s must equal the array's size, be a multiple of "
+                        "1024, or be a power of two >= %lld (rule T2)",
+                        op->rep->name, blk, pl_dtype_name(a->dtype), shp, (long long)min);
+    }
+    int64_t last = op->block[r - 1], second = op->block[r - 2];
+    if (last % 128 != 0 && last != a->shape[r - 1])
+        return sim_fail(rep, PL_EBLOCKSHAPE,
+                        "%s: block %s of array %s: the last block dimension %lld%s must be a multiple of 128 "
+                        "or equal the array's last dimension %lld (rule T1, the (8,128) rule)",
+                        op->rep->name, blk, shp, (long long)last, op->squeezed[r - 1] ? " (squeezed)" : "",
+                        (long long)a->shape[r - 1]);
+    if (second % 8 != 0 && second != a->shape[r - 2])
+        return sim_fail(rep, PL_EBLOCKSHAPE,
+                        "%s: block %s of array %s: the second-last block dimension %lld%s must be a multiple "
+                        "of 8 or equal the array's second-last dimension %lld (rule T1, the (8,128) rule)",
+                        op->rep->name, blk, shp, (long long)second, op->squeezed[r - 2] ? " (squeezed)" : "",
+                        (long long)a->shape[r - 2]);
+    return PL_OK;
+}
+
+static int map_is_zero(const pl_index_map *m)
+{
+    if (m->fn) return 0;
+    for (int d = 0; d < m->n; d++)
+        if (m->axis[d] != PL_ZERO) return 0;
+    return 1;
+}
+
+static int check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep)
+{
+    const pl_index_map *m = &op->map;
+    if (m->fn) return PL_OK;
+    if (m->n == 0) {
+        for (int d = 0; d < PL_MAX_RANK; d++)
+            if (m->axis[d] != 0)
+                return sim_fail(rep, PL_EINDEXMAP, "%s: index map has n = 0 but axis entries set; use PL_MAP "
+                                "(rule B2)", op->rep->name);
+        return PL_OK; /* missing map: all zeros (B3) */
+    }
+    if (m->n != op->rank)
+        return sim_fail(rep, PL_EINDEXMAP,
+                        "%s: index map returns %d indices but the array has rank %d; it must return one block "
+                        "index per array dimension (rule B2)",
+                        op->rep->name, m->n, op->rank);
+    for (int d = 0; d < m->n; d++)
+        if (m->axis[d] != PL_ZERO && (m->axis[d] < 0 || m->axis[d] >= plan->call->grid_rank))
+            return sim_fail(rep, PL_EINDEXMAP,
+                            "%s: index map entry %d names grid axis %d but the grid has %d ax%s (rule B2)",
+                            op->rep->name, d, (int)m->axis[d], plan->call->grid_rank,
+                            plan->call->grid_rank == 1 ? "is" : "es");
+    return PL_OK;
+}
+
+/* Resolve one operand's spec into op; checks B1, B3, B4, T1-T5. */
+static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)
+{
+    const pl_array *a = op->arr;
+    char blk[128], shp[128];
+    format_block(s, blk, sizeof blk);
+    sim_format_idx(a->shape, a->rank, shp, sizeof shp);
+    op->rank = a->rank;
+    op->space = s->space;
+    op->map = s->map;
+    op->elem_size = pl_dtype_size(a->dtype);
+    op->rep->space = s->space;
+    op->rep->dtype = a->dtype;
+
+    if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
+        return sim_fail(rep, PL_EINVAL, "%s: memory space %s cannot hold a block operand (rule M1)",
+                        op->rep->name, pl_memspace_name(s->space));
+    if (s->rank != 0 && s->rank != a->rank)
+        return sim_fail(rep, PL_EBLOCKSHAPE,
+                        "%s: block shape %s has rank %d but the array %s has rank %d (rule B1)", op->rep->name, blk,
+                        s->rank, shp, a->rank);
+    if (s->space != PL_ANY && a->rank == 0 && s->space != PL_SMEM)
+        return sim_fail(rep, PL_EBLOCKSHAPE, "%s: a rank-0 array cannot be a VMEM block (rule T3)",
+                        op->rep->name);
+    for (int d = 0; d < a->rank; d++) {
+        int64_t b = s->rank ? s->block[d] : a->shape[d];
+        if (b == PL_SQUEEZED) {
+            op->squeezed[d] = 1;
+            op->block[d] = 1;
+            op->nblocks[d] = a->shape[d];
+        } else if (b < 1) {
+            return sim_fail(rep, PL_EBLOCKSHAPE,
+                            "%s: block shape %s has dimension %d of size %lld; sizes must be >= 1 or "
+                            "PL_SQUEEZED (rule B1)",
+                            op->rep->name, blk, d, (long long)b);
+        } else {
+            op->block[d] = b;
+            op->nblocks[d] = (a->shape[d] + b - 1) / b;
+        }
+    }
+    int rc = check_map(plan, op, rep);
+    if (rc) return rc;
+
+    int whole = 1;
+    for (int d = 0; d < a->rank; d++) whole &= !op->squeezed[d] && op->block[d] == a->shape[d];
+    int constant = map_is_zero(&op->map);
+
+    if (s->space == PL_ANY) {
+        if (!whole || !constant)
+            return sim_fail(rep, PL_EBLOCKSHAPE,
+                            "%s: operand in memory space ANY takes no blocking, but has block %s of array %s%s; "
+                            "give it the whole array with a zero index map (rule T5)",
+                            op->rep->name, blk, shp, constant ? "" : " and a non-constant index map");
+        op->pipelined = 0;
+        op->buffers = 0;
+    } else {
+        op->pipelined = 1;
+        if (!(s->space == PL_SMEM && whole)) { /* T4: whole SMEM windows are exempt */
+            rc = check_tiling(op, s, rep);
+            if (rc) return rc;
+        }
+        if (s->buffers < 0)
+            return sim_fail(rep, PL_EINVAL, "%s: buffers = %d; it must be >= 1, or 0 for the default (rule P6)",
+                            op->rep->name, s->buffers);
+        /* P7: a whole-array block with a constant map is copied once and
+         * needs one buffer; everything else is double-buffered (P6). */
+        op->buffers = s->buffers ? s->buffers : (whole && constant) ? 1 : 2;
+        if (op->buffers > 2)
+            sim_warn(rep, "%s: Buffered(%d) is a what-if: pallas_call accepts only 1 or 2 buffers; deeper "
+                     "buffering exists only inside emit_pipeline (rule P6)",
+                     op->rep->name, op->buffers);
+    }
+
+    /* The kernel's Ref: the block with squeezed dims dropped (B4). */
+    pl_ref *r = &op->ref;
+    memset(r, 0, sizeof *r);
+    r->dtype = a->dtype;
+    r->space = s->space;
+    r->arg = (int16_t)op->arg;
+    r->role = (uint8_t)op->role;
+    r->readonly = op->role == PL_ROLE_IN;
+    op->block_elems = 1;
+    for (int d = a->rank - 1; d >= 0; d--) {
+        int64_t b = op->pipelined ? op->block[d] : a->shape[d];
+        if (!op->pipelined || !op->squeezed[d]) r->rank++;
+        op->block_elems *= b;
+    }
+    int64_t stride = 1;
+    for (int d = a->rank - 1, k = r->rank - 1; d >= 0; d--) {
+        int64_t b = op->pipelined ? op->block[d] : a->shape[d];
+        if (!op->pipelined || !op->squeezed[d]) {
+            r->shape[k] = b;
+            r->stride[k] = stride;
+            k--;
+        }
+        stride *= b;
+    }
+
+    pl_operand_report *or = op->rep;
+    or->rank = a->rank;
+    memcpy(or->block, op->pipelined ? op->block : a->shape, sizeof or->block);
+    or->buffers = op->buffers;
+    or->block_bytes = op->block_elems * (int64_t)op->elem_size;
+    or->vmem_bytes = op->pipelined ? laid_out_bytes(op->block, a->rank, a->dtype, s->space, plan->chip) : 0;
+
+    /* T6: legal but wasteful when the sublane dim is off the native tiling. */
+    if (s->space == PL_VMEM && a->rank >= 2) {
+        int sub = native_sublanes(a->dtype, plan->chip);
+        if (op->block[a->rank - 2] % sub != 0)
+            sim_warn(rep, "%s: block %s (%s) has %lld rows where the native tile has %d sublanes; each buffer "
+                     "takes %lld bytes of VMEM for %lld of data (rule T6)",
+                     or->name, blk, pl_dtype_name(a->dtype), (long long)op->block[a->rank - 2], sub,
+                     (long long)or->vmem_bytes, (long long)or->block_bytes);
+    }
+    return PL_OK;
+}
+
+/* ---- the budget (M4) --------------------------------------------------------- */
+
+static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *rep)
+{
+    const pl_chip *chip = plan->chip;
+    int64_t limit = call->vmem_limit_bytes ? call->vmem_limit_bytes : chip->vmem_default_limit;
+    if (call->vmem_limit_bytes < 0)
+        return sim_fail(rep, PL_EINVAL, "vmem_limit_bytes = %lld; it must be > 0, or 0 for the chip's default",
+                        (long long)call->vmem_limit_bytes);
+    if (limit > chip->vmem_bytes)
+        return sim_fail(rep, PL_EVMEM,
+                        "vmem_limit_bytes = %lld exceeds the %lld bytes of physical VMEM of a %s TensorCore "
+                        "(rule M4)",
+                        (long long)limit, (long long)chip->vmem_bytes, chip->name);
+    rep->vmem_limit = limit;
+    int64_t vmem = 0, smem = 0;
+    for (int i = 0; i < rep->n_operands; i++) {
+        const pl_operand_report *o = &rep->op[i];
+        int64_t b = o->vmem_bytes * o->buffers;
+        if (o->space == PL_VMEM) vmem += b;
+        else if (o->space == PL_SMEM) smem += b;
+    }
+    for (int i = 0; i < rep->n_scratch; i++)
+        *(rep->scratch[i].space == PL_VMEM ? &vmem : &smem) += rep->scratch[i].bytes;
+    rep->vmem_bytes = vmem;
+    rep->smem_bytes = smem;
+    if (smem > chip->smem_bytes)
+        return sim_fail(rep, PL_EVMEM, "SMEM use of %lld bytes exceeds the %lld bytes of SMEM of a %s TensorCore "
+                        "(rule M1)", (long long)smem, (long long)chip->smem_bytes, chip->name);
+    if (vmem <= limit) return PL_OK;
+
+    char list[1400];
+    size_t at = 0;
+    for (int i = 0; i < rep->n_operands && at < sizeof list; i++) {
+        const pl_operand_report *o = &rep->op[i];
+        if (o->space != PL_VMEM) continue;
+        at += (size_t)snprintf(list + at, sizeof list - at, "\n  %-12s %d x %lld bytes = %lld", o->name,
+                               o->buffers, (long long)o->vmem_bytes, (long long)(o->buffers * o->vmem_bytes));
+    }
+    for (int i = 0; i < rep->n_scratch && at < sizeof list; i++)
+        if (rep->scratch[i].space == PL_VMEM)
+            at += (size_t)snprintf(list + at, sizeof list - at, "\n  %-12s 1 x %lld bytes = %lld (scratch)",
+                                   rep->scratch[i].name, (long long)rep->scratch[i].bytes,
+                                   (long long)rep->scratch[i].bytes);
+    return sim_fail(rep, PL_EVMEM,
+                    "VMEM budget exceeded: %lld bytes of buffers over the scoped limit of %lld bytes on %s "
+                    "(rule M4); raise vmem_limit_bytes (at most %lld) or use smaller blocks:%s",
+                    (long long)vmem, (long long)limit, chip->name, (long long)chip->vmem_bytes, list);
+}
+
+/* ---- the call ---------------------------------------------------------------- */
+
+static int check_call_shape(const pl_call *c, const pl_array *args, const pl_array *outs, pl_report *rep)
+{
+    if (!c) return sim_fail(rep, PL_EINVAL, "call is NULL");
+    if (!c->kernel) return sim_fail(rep, PL_EINVAL, "call %s: kernel is NULL", rep->call_name);
+    if (c->grid_rank < 0 || c->grid_rank > PL_MAX_GRID)
+        return sim_fail(rep, PL_EINVAL, "call %s: grid_rank %d is outside 0..%d", rep->call_name, c->grid_rank,
+                        PL_MAX_GRID);
+    for (int a = 0; a < c->grid_rank; a++) {
+        if (c->grid[a] < 1)
+            return sim_fail(rep, PL_EINVAL, "call %s: grid axis %d has size %lld; sizes must be >= 1 (rule G1)",
+                            rep->call_name, a, (long long)c->grid[a]);
+        if (c->semantics[a] != PL_ARBITRARY && c->semantics[a] != PL_PARALLEL)
+            return sim_fail(rep, PL_EINVAL, "call %s: grid axis %d has unknown semantics %d (rule G3)",
+                            rep->call_name, a, (int)c->semantics[a]);
+    }
+    if (c->n_in < 0 || c->n_in > PL_MAX_OPERANDS || c->n_out < 0 || c->n_out > PL_MAX_OPERANDS ||
+        c->num_scalar_prefetch < 0 || c->num_scalar_prefetch > PL_MAX_OPERANDS || c->n_scratch < 0 ||
+        c->n_scratch > PL_MAX_SCRATCH)
+        return sim_fail(rep, PL_EINVAL,
+                        "call %s: operand counts (prefetch %d, in %d, out %d, scratch %d) must each be in 0..%d",
+                        rep->call_name, c->num_scalar_prefetch, c->n_in, c->n_out, c->n_scratch, PL_MAX_OPERANDS);
+    if (c->n_in + c->num_scalar_prefetch > 0 && !args)
+        return sim_fail(rep, PL_EINVAL, "call %s: args is NULL but the call has %d prefetch and %d inputs",
+                        rep->call_name, c->num_scalar_prefetch, c->n_in);
+    if (c->n_out > 0 && !outs)
+        return sim_fail(rep, PL_EINVAL, "call %s: outs is NULL but the call has %d outputs", rep->call_name,
+                        c->n_out);
+    return PL_OK;
+}
+
+static int plan_prefetch(sim_plan *plan, const pl_call *call, const pl_array *args, pl_report *rep)
+{
+    for (int i = 0; i < call->num_scalar_prefetch; i++) {
+        sim_operand *op = &plan->ops[plan->n_ops++];
+        pl_operand_report *or = &rep->op[rep->n_operands++];
+        snprintf(or->name, sizeof or->name, "prefetch%d", i);
+        op->rep = or;
+        op->role = or->role = PL_ROLE_PREFETCH;
+        op->index = i;
+        op->arg = i;
+        op->arr = &args[i];
+        int rc = check_array(op->arr, or->name, rep);
+        if (rc) return rc;
+        if (op->arr->dtype != PL_I32 && op->arr->dtype != PL_F32)
+            return sim_fail(rep, PL_EDTYPE, "%s: scalar-prefetch arrays live in SMEM, which holds 32-bit "
+                            "scalars; got %s (rule M1)", or->name, pl_dtype_name(op->arr->dtype));
+        pl_block_spec whole = {.space = PL_SMEM, .buffers = 1};
+        rc = plan_operand(plan, op, &whole, rep);
+        if (rc) return rc;
+        op->pipelined = 0; /* copied once before the grid (M5) */
+    }
+    return PL_OK;
+}
+
+static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
+{
+    for (int i = 0; i < call->n_scratch; i++) {
+        const pl_scratch *s = &call->scratch[i];
+        pl_scratch_report *sr = &rep->scratch[rep->n_scratch++];
+        if (s->name) snprintf(sr->name, sizeof sr->name, "%s", s->name);
+        else snprintf(sr->name, sizeof sr->name, "scratch%d", i);
+        sr->space = s->space;
+        sr->dtype = s->dtype;
+        if (s->space != PL_VMEM && s->space != PL_SMEM)
+            return sim_fail(rep, PL_EINVAL, "%s: scratch in memory space %s is not supported here (rule M2)",
+                            sr->name, pl_memspace_name(s->space));
+        pl_array shape = {.data = sr, .dtype = s->dtype, .rank = s->rank};
+        memcpy(shape.shape, s->shape, sizeof shape.shape);
+        int rc = check_array(&shape, sr->name, rep);
+        if (rc) return rc;
+        if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
+            return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", sr->name,
+                            pl_dtype_name(s->dtype));
+        sr->bytes = laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);
+    }
+    return PL_OK;
+}
+
+int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
+                  sim_plan *plan, pl_report *rep)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->call = call;
+    snprintf(rep->call_name, sizeof rep->call_name, "%s", call && call->name ? call->name : "kernel");
+    int rc = check_call_shape(call, args, outs, rep);
+    if (rc) return rc;
+
+    const char *chip = opt && opt->chip ? opt->chip : NULL;
+    plan->chip = chip ? pl_chip_find(chip) : pl_chip_default();
+    if (!plan->chip) {
+        char names[256] = "";
+        for (int i = 0; i < pl_chip_count(); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     pl_chip_at(i)->name);
+        return sim_fail(rep, PL_EINVAL, "unknown chip '%s'; the presets are %s", chip, names);
+    }
+    rep->chip = plan->chip;
+    if (opt && opt->uninit != PL_UNINIT_NAN && opt->uninit != PL_UNINIT_ZERO)
+        return sim_fail(rep, PL_EINVAL, "options: uninit = %d; use PL_UNINIT_NAN or PL_UNINIT_ZERO (rule V1)",
+                        (int)opt->uninit);
+
+    rep->grid_rank = call->grid_rank;
+    memcpy(rep->grid, call->grid, sizeof rep->grid);
+    plan->steps = 1;
+    for (int a = 0; a < call->grid_rank; a++) plan->steps *= call->grid[a];
+
+    rc = plan_prefetch(plan, call, args, rep);
+    if (rc) return rc;
+    for (int role = PL_ROLE_IN; role <= PL_ROLE_OUT; role++) {
+        int n = role == PL_ROLE_IN ? call->n_in : call->n_out;
+        for (int i = 0; i < n; i++) {
+            const pl_block_spec *s = role == PL_ROLE_IN ? &call->in[i] : &call->out[i];
+            sim_operand *op = &plan->ops[plan->n_ops];
+            pl_operand_report *or = &rep->op[rep->n_operands++];
+            op->arg = plan->n_ops++;
+            op->rep = or;
+            op->role = or->role = (pl_role)role;
+            op->index = i;
+            op->arr = role == PL_ROLE_IN ? &args[call->num_scalar_prefetch + i] : &outs[i];
+            if (s->name) snprintf(or->name, sizeof or->name, "%s", s->name);
+            else snprintf(or->name, sizeof or->name, "%s%d", role == PL_ROLE_IN ? "in" : "out", i);
+            rc = check_array(op->arr, or->name, rep);
+            if (rc) return rc;
+            rc = plan_operand(plan, op, s, rep);
+            if (rc) return rc;
+        }
+    }
+    rc = plan_scratch(plan, call, rep);
+    if (rc) return rc;
+    return check_budget(plan, call, rep);
+}
+
+/* ---- index maps at run time (B2, B4, B7) ---------------------------------------- */
+
+int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
+                 int64_t *bidx, pl_report *rep)
+{
+    const pl_index_map *m = &op->map;
+    if (m->fn) {
+        for (int d = 0; d < op->rank; d++) bidx[d] = INT64_MIN;
+        m->fn(idx, prefetch, bidx, m->user);
+    } else {
+        for (int d = 0; d < op->rank; d++)
+            bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
+    }
+    for (int d = 0; d < op->rank; d++) {
+        if (bidx[d] >= 0 && bidx[d] < op->nblocks[d]) continue;
+        char point[128], got[160];
+        sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
+        if (bidx[d] == INT64_MIN)
+            return sim_fail(rep, PL_EINDEXMAP,
+                            "%s: at grid point %s the index map left dimension %d unset; it must return one "
+                            "block index per array dimension (rule B2)",
+                            op->rep->name, point, d);
+        sim_format_idx(bidx, op->rank, got, sizeof got);
+        char why[160];
+        if (op->squeezed[d])
+            snprintf(why, sizeof why, "squeezed, so an element index into %lld elements",
+                     (long long)op->arr->shape[d]);
+        else
+            snprintf(why, sizeof why, "%lld elements in blocks of %lld", (long long)op->arr->shape[d],
+                     (long long)op->block[d]);
+        return sim_fail(rep, PL_EINDEXMAP,
+                        "%s: at grid point %s the index map returned block index %s; dimension %d must be in "
+                        "0..%lld (%s) (rule B7)",
+                        op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, why);
+    }
+    return PL_OK;
+}

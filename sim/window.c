@@ -1,0 +1,102 @@
+/* sim/window.c: moving one block between an HBM array and a VMEM buffer.
+ *
+ * A block buffer is contiguous and has the full block shape even at the
+ * array's edge (rule B6): the part past the edge is poison on the way in and
+ * is dropped on the way out. Copies go row by row (the last dimension is
+ * contiguous on both sides); trailing dimensions that the block spans whole
+ * are merged first, so a block of full rows moves in one memcpy.
+ */
+#include <string.h>
+
+#include "sim.h"
+
+int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count)
+{
+    int clipped = 0;
+    for (int d = 0; d < op->rank; d++) {
+        start[d] = op->squeezed[d] ? bidx[d] : bidx[d] * op->block[d];
+        int64_t left = op->arr->shape[d] - start[d];
+        count[d] = left < op->block[d] ? left : op->block[d];
+        clipped |= count[d] < op->block[d];
+    }
+    return clipped;
+}
+
+void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)
+{
+    if (uninit == PL_UNINIT_ZERO) {
+        memset(p, 0, (size_t)n * pl_dtype_size(t));
+        return;
+    }
+    switch (t) {
+    case PL_F32: { uint32_t *q = p, v = 0x7fc00000u; for (int64_t i = 0; i < n; i++) q[i] = v; break; }
+    case PL_BF16: { uint16_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = 0x7fc0u; break; }
+    case PL_F16: { uint16_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = 0x7e00u; break; }
+    case PL_I32: { int32_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = INT32_MAX; break; }
+    case PL_I8: memset(p, INT8_MAX, (size_t)n); break;
+    default: break;
+    }
+}
+
+/* Copy the window (start, count) between the array and the buffer. to_buf
+ * selects the direction. Returns the bytes moved. */
+static int64_t copy_window(const sim_operand *op, const int64_t *start, const int64_t *count, char *buf, int to_buf)
+{
+    const pl_array *a = op->arr;
+    int rank = a->rank;
+    size_t es = op->elem_size;
+    if (rank == 0) {
+        if (to_buf) memcpy(buf, a->data, es);
+        else memcpy(a->data, buf, es);
+        return (int64_t)es;
+    }
+    /* Strides in elements of the array and of the buffer. */
+    int64_t astride[PL_MAX_RANK], bstride[PL_MAX_RANK];
+    astride[rank - 1] = bstride[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--) {
+        astride[d] = astride[d + 1] * a->shape[d + 1];
+        bstride[d] = bstride[d + 1] * op->block[d + 1];
+    }
+    /* Merge trailing dims: while dim d is taken whole on both sides, the
+     * row can extend over dim d-1 too. */
+    int inner = rank - 1;
+    int64_t row = count[inner];
+    while (inner > 0 && count[inner] == a->shape[inner] && count[inner] == op->block[inner]) {
+        inner--;
+        row *= count[inner];
+    }
+    size_t row_bytes = (size_t)row * es;
+    int64_t aoff = 0;
+    for (int d = 0; d < rank; d++) aoff += start[d] * astride[d];
+    int64_t pos[PL_MAX_RANK] = {0}, rows = 1;
+    for (int d = 0; d < inner; d++) rows *= count[d];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ao = aoff, bo = 0;
+        for (int d = 0; d < inner; d++) {
+            ao += pos[d] * astride[d];
+            bo += pos[d] * bstride[d];
+        }
+        char *ap = (char *)a->data + (size_t)ao * es, *bp = buf + (size_t)bo * es;
+        if (to_buf) memcpy(bp, ap, row_bytes);
+        else memcpy(ap, bp, row_bytes);
+        for (int d = inner - 1; d >= 0; d--) { /* odometer over the outer dims */
+            if (++pos[d] < count[d]) break;
+            pos[d] = 0;
+        }
+    }
+    return rows * (int64_t)row_bytes;
+}
+
+int64_t sim_copy_in(const sim_operand *op, const int64_t *bidx, void *buf, pl_uninit uninit)
+{
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
+    if (sim_block_window(op, bidx, start, count)) sim_poison(buf, op->arr->dtype, op->block_elems, uninit);
+    return copy_window(op, start, count, buf, 1);
+}
+
+int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf)
+{
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
+    sim_block_window(op, bidx, start, count);
+    return copy_window(op, start, count, (char *)buf, 0);
+}
