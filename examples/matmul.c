@@ -3,6 +3,7 @@
  *
  *   matmul                              the demo: 1024^3 in f32, then in bf16
  *   matmul M N K BM BN BK [f32|bf16] [--chip NAME] [--vmem-limit BYTES]
+ *          [--json] [--trace FILE.json] [--cost-only]
  *
  * The kernel keeps an fp32 accumulator in VMEM scratch, zeroes it when the
  * contraction index is 0, adds x @ y at every step, and casts it into the
@@ -61,6 +62,8 @@ typedef struct mm_case {
     pl_dtype dt;
     const char *chip;
     int64_t vmem_limit;
+    int json, cost_only;
+    const char *trace;
 } mm_case;
 
 /* Run one case; returns 0 (pass), 1 (wrong result), 2 (rejected). */
@@ -87,30 +90,37 @@ static int run_case(const mm_case *mc)
     call.out[0].name = "o";
     call.scratch[0].name = "acc";
 
-    void *a = random_matrix(mc->m * mc->k, mc->dt, 1), *b = random_matrix(mc->k * mc->n, mc->dt, 2);
-    void *c = malloc((size_t)(mc->m * mc->n) * pl_dtype_size(mc->dt));
-    if (!a || !b || !c) {
+    void *a = NULL, *b = NULL, *c = NULL;
+    if (!mc->cost_only) {
+        a = random_matrix(mc->m * mc->k, mc->dt, 1);
+        b = random_matrix(mc->k * mc->n, mc->dt, 2);
+        c = calloc((size_t)(mc->m * mc->n), pl_dtype_size(mc->dt));
+    }
+    if (!mc->cost_only && (!a || !b || !c)) {
         fprintf(stderr, "matmul: out of memory for %lldx%lldx%lld\n", (long long)mc->m, (long long)mc->n,
                 (long long)mc->k);
         free(a), free(b), free(c);
         return 2;
     }
-    memset(c, 0, (size_t)(mc->m * mc->n) * pl_dtype_size(mc->dt));
     pl_array args[2] = {PL_ARRAY(a, mc->dt, mc->m, mc->k), PL_ARRAY(b, mc->dt, mc->k, mc->n)};
     pl_array out = PL_ARRAY(c, mc->dt, mc->m, mc->n);
-    pl_options opt = {.chip = mc->chip};
+    pl_options opt = {.chip = mc->chip, .cost_only = mc->cost_only, .trace_path = mc->trace};
     pl_report rep;
 
-    printf("== matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)mc->m,
+    if (!mc->json)
+        printf("== matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)mc->m,
            (long long)mc->n, (long long)mc->k, pl_dtype_name(mc->dt), (long long)mc->bm, (long long)mc->bn,
            (long long)mc->bk);
     int rc = pl_pallas_call(&call, args, &out, &opt, &rep), status;
     if (rc != PL_OK) {
         fprintf(stderr, "matmul: %s\n", rep.error);
         status = 2;
+    } else if (mc->json) {
+        pl_report_json(&rep, stdout);
+        status = mc->cost_only ? 0 : pl_check_matmul(&args[0], &args[1], &out, NULL, NULL) == PL_OK ? 0 : 1;
     } else {
         pl_report_print(&rep, stdout);
-        status = pl_check_matmul(&args[0], &args[1], &out, NULL, stdout) == PL_OK ? 0 : 1;
+        status = mc->cost_only ? 0 : pl_check_matmul(&args[0], &args[1], &out, NULL, stdout) == PL_OK ? 0 : 1;
     }
     free(a), free(b), free(c);
     return status;
@@ -130,7 +140,8 @@ static int parse_int(const char *s, const char *what, int64_t *out)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME] [--vmem-limit BYTES]\n");
+    fprintf(stderr, "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME] [--vmem-limit BYTES] [--json]\n"
+                    "              [--trace FILE.json] [--cost-only]\n");
     return 2;
 }
 
@@ -141,6 +152,9 @@ int main(int argc, char **argv)
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--chip") == 0 && i + 1 < argc) mc.chip = argv[++i];
+        else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) mc.trace = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0) mc.json = 1;
+        else if (strcmp(argv[i], "--cost-only") == 0) mc.cost_only = 1;
         else if (strcmp(argv[i], "--vmem-limit") == 0 && i + 1 < argc) {
             if (parse_int(argv[++i], "--vmem-limit", &mc.vmem_limit)) return 2;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -156,7 +170,11 @@ int main(int argc, char **argv)
         int worst = 0;
         pl_dtype dts[2] = {PL_F32, PL_BF16};
         for (int i = 0; i < 2; i++) {
-            mm_case d = {1024, 1024, 1024, 256, 256, 512, dts[i], mc.chip, mc.vmem_limit};
+            mm_case d = mc;
+            d.m = d.n = d.k = 1024;
+            d.bm = d.bn = 256;
+            d.bk = 512;
+            d.dt = dts[i];
             int s = run_case(&d);
             worst = s > worst ? s : worst;
             printf("\n");

@@ -1,33 +1,79 @@
-/* sim/chips.c: the chip presets, one row per TPU generation.
+/* sim/chips.c: the chip presets, one row per TPU generation, and what-if
+ * chips read from `key = value` files.
  *
- * Figures per TensorCore, from ../shared/CHIPS.md (Cloud TPU architecture
- * pages and JAX's pltpu.get_tpu_info() table). Only the limits that
- * validation needs live here so far; timing figures join them with the cost
- * model. v5e is the default.
+ * Sources (../shared/CHIPS.md): the Cloud TPU system-architecture pages for
+ * each generation, JAX's pltpu.get_tpu_info() table, and the scaling book.
+ * Every figure is per TensorCore unless its name says otherwise; per-chip
+ * figures were divided by the TensorCores per chip. Model choices shared by
+ * all presets:
+ *   - f32 matmuls run as three bf16 passes (bf16_3x): f32_fraction = 1/3.
+ *   - VPU rate = MXU bf16 peak / 30. CHIPS.md gives 1/30 (about 1.4e13
+ *     FLOP/s per chip) for v5p only; the other generations are not published,
+ *     and their clocks are not all known, so the same ratio scales them.
+ *   - Per-step overhead 0.35 us: the figure the Pallas TPU pipelining docs
+ *     quote for one grid step ("a few tenths of a microsecond", rule P9).
+ *   - DMA issue latency 0.5 us: about one HBM round trip plus descriptor
+ *     issue; not published, chosen so that many tiny copies cost visibly more
+ *     than their bytes.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tilesim.h"
 
+#define KiB 1024LL
 #define MiB (1024LL * 1024LL)
+#define GiB (1024LL * MiB)
+#define TERA 1e12
+#define GIGA 1e9
+
+#define COMMON .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.5e-6
 
 static const pl_chip chips[] = {
-    /* v4: 16 MiB VMEM; scoped default assumed equal to it (CHIPS.md) */
-    {.name = "v4", .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .smem_bytes = 1 * MiB,
-     .sublanes_16bit = 8},
-    /* v5e: the default preset; 128 MiB VMEM, 16 MiB scoped default */
-    {.name = "v5e", .vmem_bytes = 128 * MiB, .vmem_default_limit = 16 * MiB, .smem_bytes = 1 * MiB,
-     .sublanes_16bit = 8},
-    /* v5p: 64 MiB VMEM, 16 MiB scoped default (assumed, CHIPS.md) */
-    {.name = "v5p", .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .smem_bytes = 1 * MiB,
-     .sublanes_16bit = 8},
-    /* v6e (Trillium): 128 MiB VMEM, 32 MiB scoped default */
-    {.name = "v6e", .vmem_bytes = 128 * MiB, .vmem_default_limit = 32 * MiB, .smem_bytes = 1 * MiB,
-     .sublanes_16bit = 8},
-    /* v7x (Ironwood): 64 MiB VMEM per TensorCore, 32 MiB scoped default;
-     * 16-bit types tile as (16, 128) (rule T6) */
-    {.name = "v7x", .vmem_bytes = 64 * MiB, .vmem_default_limit = 32 * MiB, .smem_bytes = 1 * MiB,
-     .sublanes_16bit = 16},
+    /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
+     * 1200 GB/s HBM per chip shared by both cores; 32 GiB; 16 MiB VMEM per
+     * core, scoped default assumed equal; 4 MXUs of 128x128; ~1.05 GHz;
+     * 6 ICI links at 45 GB/s. */
+    {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
+     .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
+     .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, COMMON},
+    /* v5e (the default): 197 TFLOP/s bf16, 394 TOP/s int8, one TensorCore;
+     * 819 GB/s; 16 GiB; 128 MiB VMEM, 16 MiB scoped default; 4 MXUs of
+     * 128x128; 1.5 GHz; 4 ICI links at 45 GB/s. */
+    {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
+     .mxu_width = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
+     .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
+     .ici_links = 4, .ici_bw = 45 * GIGA, COMMON},
+    /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
+     * (megacore); HBM 2765 GB/s per chip (the Cloud page; JAX's table says
+     * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
+     * 4 MXUs of 128x128; ~1.75 GHz; 6 ICI links at 90 GB/s. */
+    {.name = "v5p", .bf16_flops = 459 * TERA / 2, .int8_ops = 918 * TERA / 2, .vpu_flops = 459 * TERA / 2 / 30,
+     .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
+     .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, COMMON},
+    /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
+     * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
+     * 256x256; clock not published; 4 ICI links at 90 GB/s. */
+    {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
+     .mxu_width = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
+     .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
+     .ici_links = 4, .ici_bw = 90 * GIGA, COMMON},
+    /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
+     * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
+     * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): int8
+     * runs at the bf16 rate. 64 MiB VMEM, 32 MiB scoped default; 2 MXUs of
+     * 256x256; 16-bit types tile as (16, 128) (rule T6); clock not
+     * published; ICI 1200 GB/s per chip both ways over 6 links = 100 GB/s
+     * per link one way. */
+    {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
+     .mxu_width = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
+     .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
+     .ici_links = 6, .ici_bw = 100 * GIGA, COMMON},
 };
 
 int pl_chip_count(void) { return (int)(sizeof chips / sizeof *chips); }
@@ -41,4 +87,163 @@ const pl_chip *pl_chip_find(const char *name)
     for (int i = 0; name && i < pl_chip_count(); i++)
         if (strcmp(chips[i].name, name) == 0) return &chips[i];
     return NULL;
+}
+
+/* ---- what-if chips ------------------------------------------------------------ */
+
+/* One key of the file: where its value goes and in what unit. */
+typedef enum { K_DOUBLE, K_BYTES, K_INT } key_kind;
+typedef struct chip_key {
+    const char *key;
+    key_kind kind;
+    size_t offset;
+    double scale; /* file unit -> model unit */
+    double min, max;
+    const char *unit;
+} chip_key;
+
+#define KEY_D(k, f, s, lo, hi, u) {k, K_DOUBLE, offsetof(pl_chip, f), s, lo, hi, u}
+#define KEY_B(k, f, s, lo, hi, u) {k, K_BYTES, offsetof(pl_chip, f), s, lo, hi, u}
+#define KEY_I(k, f, lo, hi) {k, K_INT, offsetof(pl_chip, f), 1, lo, hi, ""}
+
+static const chip_key keys[] = {
+    KEY_D("bf16_tflops", bf16_flops, TERA, 1e-3, 1e6, "TFLOP/s per TensorCore"),
+    KEY_D("int8_tops", int8_ops, TERA, 0, 1e6, "TOP/s per TensorCore (0: none)"),
+    KEY_D("f32_fraction", f32_fraction, 1, 1e-3, 1, "of the bf16 rate"),
+    KEY_D("vpu_tflops", vpu_flops, TERA, 1e-3, 1e6, "TFLOP/s per TensorCore"),
+    KEY_I("mxu_count", mxu_count, 1, 64),
+    KEY_I("mxu_width", mxu_width, 8, 4096),
+    KEY_D("clock_ghz", clock_hz, GIGA, 0, 100, "GHz (0: unknown)"),
+    KEY_D("hbm_gbps", hbm_bw, GIGA, 1e-3, 1e6, "GB/s per device"),
+    KEY_B("hbm_gib", hbm_bytes, GiB, 1.0 / 1024, 1e6, "GiB per device"),
+    KEY_B("vmem_mib", vmem_bytes, MiB, 1.0 / 1024, 1e6, "MiB per TensorCore"),
+    KEY_B("vmem_limit_mib", vmem_default_limit, MiB, 1.0 / 1024, 1e6, "MiB (default scoped limit)"),
+    KEY_B("smem_kib", smem_bytes, KiB, 1, 1e9, "KiB per TensorCore"),
+    KEY_I("sublanes_16bit", sublanes_16bit, 8, 32),
+    KEY_I("cores_per_device", cores_per_device, 1, 2),
+    KEY_I("devices_per_chip", devices_per_chip, 1, 8),
+    KEY_I("ici_links", ici_links, 0, 64),
+    KEY_D("ici_gbps", ici_bw, GIGA, 0, 1e6, "GB/s per link, one way"),
+    KEY_D("step_overhead_us", step_overhead_s, 1e-6, 0, 1e6, "microseconds per grid step"),
+    KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
+};
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
+static int set_key(pl_chip *c, const char *key, const char *val, const char *where, int line, int first,
+                   char *err, size_t errlen)
+{
+    if (strcmp(key, "name") == 0) {
+        if (!*val || strlen(val) >= sizeof c->name) {
+            snprintf(err, errlen, "%s:%d: name must be 1 to %zu characters", where, line, sizeof c->name - 1);
+            return PL_EINVAL;
+        }
+        snprintf(c->name, sizeof c->name, "%s", val);
+        return PL_OK;
+    }
+    if (strcmp(key, "base") == 0) {
+        const pl_chip *b = pl_chip_find(val);
+        if (!first) {
+            snprintf(err, errlen, "%s:%d: base must be the first key: it replaces every figure", where, line);
+            return PL_EINVAL;
+        }
+        if (!b) {
+            snprintf(err, errlen, "%s:%d: base = %s is not a preset (v4, v5e, v5p, v6e, v7x)", where, line, val);
+            return PL_EINVAL;
+        }
+        *c = *b;
+        c->name[0] = '\0';
+        return PL_OK;
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const chip_key *k = &keys[i];
+        if (strcmp(key, k->key) != 0) continue;
+        char *end;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || *trim(end) || errno || !(v >= k->min && v <= k->max) ||
+            (k->kind == K_INT && v != (double)(int)v)) {
+            snprintf(err, errlen, "%s:%d: %s = '%s' is not %s from %g to %g%s%s", where, line, key, val,
+                     k->kind == K_INT ? "a whole number" : "a number", k->min, k->max, *k->unit ? " " : "", k->unit);
+            return PL_EINVAL;
+        }
+        char *field = (char *)c + k->offset;
+        if (k->kind == K_DOUBLE) *(double *)field = v * k->scale;
+        else if (k->kind == K_BYTES) *(int64_t *)field = (int64_t)(v * k->scale);
+        else *(int *)field = (int)v;
+        return PL_OK;
+    }
+    size_t at = (size_t)snprintf(err, errlen, "%s:%d: unknown key '%s'; known keys: name, base", where, line, key);
+    for (size_t i = 0; i < sizeof keys / sizeof *keys && at < errlen; i++)
+        at += (size_t)snprintf(err + at, errlen - at, ", %s", keys[i].key);
+    return PL_EINVAL;
+}
+
+int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen)
+{
+    pl_chip c = *pl_chip_default();
+    c.name[0] = '\0';
+    char line[512];
+    int lineno = 0, keys_seen = 0;
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        size_t len = nl ? (size_t)(nl - text) : strlen(text);
+        lineno++;
+        if (len >= sizeof line) {
+            snprintf(err, errlen, "%s:%d: line longer than %zu characters", where, lineno, sizeof line - 1);
+            return PL_EINVAL;
+        }
+        memcpy(line, text, len);
+        line[len] = '\0';
+        text += len + (nl ? 1 : 0);
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(err, errlen, "%s:%d: expected 'key = value', got '%s'", where, lineno, s);
+            return PL_EINVAL;
+        }
+        *eq = '\0';
+        int rc = set_key(&c, trim(s), trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
+        if (rc) return rc;
+    }
+    if (!c.name[0]) snprintf(c.name, sizeof c.name, "custom");
+    if (c.vmem_default_limit > c.vmem_bytes) {
+        snprintf(err, errlen, "%s: vmem_limit_mib (%lld MiB) exceeds vmem_mib (%lld MiB) (rule M4)", where,
+                 (long long)(c.vmem_default_limit / MiB), (long long)(c.vmem_bytes / MiB));
+        return PL_EINVAL;
+    }
+    *out = c;
+    return PL_OK;
+}
+
+int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return PL_EINVAL;
+    }
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int too_long = !feof(f);
+    fclose(f);
+    if (too_long) {
+        snprintf(err, errlen, "%s: larger than %zu bytes; a chip file is a few lines", path, sizeof buf - 1);
+        return PL_EINVAL;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) {
+        snprintf(err, errlen, "%s: not a text file", path);
+        return PL_EINVAL;
+    }
+    return pl_chip_parse(buf, path, out, err, errlen);
 }

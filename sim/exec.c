@@ -12,12 +12,14 @@
  * allocation of the call belongs to the sim_exec value, so one cleanup path
  * serves success and failure alike.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blockset.h"
 #include "sim.h"
+#include "timing.h"
 
 #define MAX_OPS (3 * PL_MAX_OPERANDS)
 
@@ -33,6 +35,10 @@ typedef struct sim_exec {
     pl_ref prefetch[PL_MAX_OPERANDS];          /* SMEM copies of the prefetch args (M5) */
     void *scratch_mem[PL_MAX_SCRATCH];
     sim_blockset written[MAX_OPS];             /* per output: block -> write-back step (P5) */
+    sim_coreline core;                         /* what the walk did, for the timing model */
+    int tracing;
+    FILE *trace;
+    double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype */
 } sim_exec;
 
 static _Thread_local char last_error[PL_MSG_MAX];
@@ -54,6 +60,9 @@ static int alloc_buffers(sim_exec *x)
             memcpy(op->slots, op->arr->data, bytes); /* whole, before the grid (M5) */
             op->rep->copies = 1;
             op->rep->bytes_in = (int64_t)bytes;
+            x->core.op[op->arg].buffers = 1;
+            if (sim_opline_push(&x->core.op[op->arg], 0, (int64_t)bytes, 0, NULL))
+                return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
             x->refs[op->arg].data = op->slots;
             x->prefetch[op->index] = x->refs[op->arg];
             continue;
@@ -63,7 +72,12 @@ static int alloc_buffers(sim_exec *x)
             continue;
         }
         size_t bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
-        op->slots = malloc(bytes);
+        sim_opline *line = &x->core.op[op->arg];
+        line->is_out = op->role == PL_ROLE_OUT;
+        line->buffers = op->buffers;
+        line->rank = x->tracing ? op->rank : 0;
+        /* cost-only runs may read what they never wrote: zeroed, not random */
+        op->slots = x->cost_only ? calloc(1, bytes) : malloc(bytes);
         if (!op->slots)
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the %d buffers of %s (%zu bytes)",
                             op->buffers, op->rep->name, bytes);
@@ -90,6 +104,7 @@ static int alloc_buffers(sim_exec *x)
         }
     }
     x->n_refs = p->n_ops + call->n_scratch;
+    x->core.n_ops = p->n_ops;
     return PL_OK;
 }
 
@@ -102,6 +117,8 @@ static void free_exec(sim_exec *x)
     for (int i = 0; i < PL_MAX_SCRATCH; i++) free(x->scratch_mem[i]);
     free(x->ctx.ops);
     free(x->ctx.tmp);
+    sim_coreline_free(&x->core);
+    if (x->trace) fclose(x->trace);
     free(x);
 }
 
@@ -124,16 +141,22 @@ static void unravel(const sim_plan *p, int64_t step, int64_t *idx)
     }
 }
 
+/* In-bounds bytes of block bidx: what a copy moves. */
+static int64_t window_bytes(const sim_operand *op, const int64_t *bidx)
+{
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
+    sim_block_window(op, bidx, start, count);
+    for (int d = 0; d < op->rank; d++) n *= count[d];
+    return n;
+}
+
 static int write_back(sim_exec *x, sim_operand *op, int64_t last_step)
 {
-    if (!x->cost_only) op->rep->bytes_out += sim_copy_out(op, op->cur, slot_ptr(op));
-    else {
-        int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
-        sim_block_window(op, op->cur, start, count);
-        for (int d = 0; d < op->rank; d++) n *= count[d];
-        op->rep->bytes_out += n;
-    }
+    int64_t bytes = x->cost_only ? window_bytes(op, op->cur) : sim_copy_out(op, op->cur, slot_ptr(op));
+    op->rep->bytes_out += bytes;
     op->rep->writebacks++;
+    if (sim_opline_push(&x->core.op[op->arg], last_step, bytes, op->slot, op->cur))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording write-backs of %s", op->rep->name);
     if (sim_blockset_put(&x->written[op->arg], linear_block(op, op->cur), last_step))
         return sim_fail(&x->rep, PL_ENOMEM, "out of host memory tracking write-backs of %s", op->rep->name);
     return PL_OK;
@@ -181,14 +204,11 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
     char *buf = slot_ptr(op);
     x->refs[op->arg].data = buf;
     if (op->role == PL_ROLE_IN) {
+        int64_t bytes = x->cost_only ? window_bytes(op, bidx) : sim_copy_in(op, bidx, buf, x->uninit);
         op->rep->copies++;
-        if (!x->cost_only) op->rep->bytes_in += sim_copy_in(op, bidx, buf, x->uninit);
-        else {
-            int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], bytes = (int64_t)op->elem_size;
-            sim_block_window(op, bidx, start, count);
-            for (int d = 0; d < op->rank; d++) bytes *= count[d];
-            op->rep->bytes_in += bytes;
-        }
+        op->rep->bytes_in += bytes;
+        if (sim_opline_push(&x->core.op[op->arg], step, bytes, op->slot, bidx))
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
     } else if (!x->cost_only) {
         sim_poison(buf, op->arr->dtype, op->block_elems, x->uninit); /* P4 */
     }
@@ -209,11 +229,23 @@ static int run_kernel(sim_exec *x)
     }
     x->plan.call->kernel(&x->ctx, x->kernel_refs);
     x->ctx.fault = NULL;
+    const pl_chip *chip = x->plan.chip;
+    double seconds = 0;
     for (int i = 0; i < x->ctx.n_ops; i++) {
         const kern_op *o = &x->ctx.ops[i];
-        if (o->kind == KERN_OP_DOT) x->rep.mxu_flops += o->flops;
-        else x->rep.vpu_flops += o->flops;
+        double t = sim_op_seconds(chip, o);
+        seconds += t;
+        if (o->kind == KERN_OP_DOT) {
+            x->rep.mxu_flops += o->flops;
+            x->rep.mxu_flops_padded += sim_dot_padded_flops(chip, o);
+            x->rep.mxu_s += t;
+            x->dot_flops[o->dtype] += o->flops;
+        } else {
+            x->rep.vpu_flops += o->flops;
+            x->rep.vpu_s += t;
+        }
     }
+    if (sim_coreline_step(&x->core, seconds)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
     return PL_OK;
 }
 
@@ -248,11 +280,45 @@ static int walk(sim_exec *x)
     return PL_OK;
 }
 
+/* ---- timing and trace ------------------------------------------------------------ */
+
+static int open_trace(sim_exec *x, const pl_options *opt)
+{
+    if (!opt || !opt->trace_path) return PL_OK;
+    x->trace = fopen(opt->trace_path, "w");
+    if (!x->trace)
+        return sim_fail(&x->rep, PL_EINVAL, "cannot write the trace file '%s': %s", opt->trace_path, strerror(errno));
+    x->tracing = 1;
+    return PL_OK;
+}
+
+static void time_run(sim_exec *x)
+{
+    sim_time_result t;
+    sim_coreline *cl = &x->core;
+    x->rep.cores = 1;
+    for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
+    if (x->tracing && !(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t))) {
+        sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
+        return;
+    }
+    if (sim_time_run(cl, 1, x->plan.chip, &t)) {
+        sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
+        return;
+    }
+    sim_analyze(&x->rep, &t, x->dot_flops);
+    if (x->tracing) {
+        int bad = sim_trace_write(x->trace, &x->plan, cl, 1, &x->rep);
+        bad |= fclose(x->trace) != 0;
+        x->trace = NULL;
+        if (bad) sim_fail(&x->rep, PL_EINVAL, "writing the trace file failed (disk full?)");
+    }
+}
+
 /* ---- the public calls ------------------------------------------------------------ */
 
 static void finish(sim_exec *x, pl_report *report)
 {
-    for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
     snprintf(last_error, sizeof last_error, "%s", x->rep.status ? x->rep.error : "");
     if (report) *report = x->rep;
 }
@@ -279,7 +345,9 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     }
     x->uninit = opt ? opt->uninit : PL_UNINIT_NAN;
     x->cost_only = opt ? opt->cost_only : 0;
-    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !alloc_buffers(x)) walk(x);
+    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !open_trace(x, opt) && !alloc_buffers(x) &&
+        !walk(x))
+        time_run(x);
     int rc = x->rep.status;
     finish(x, report);
     free_exec(x);

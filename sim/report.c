@@ -25,6 +25,15 @@ static const char *human_bytes(double b, char *buf, size_t n)
     return buf;
 }
 
+static const char *human_time(double s, char *buf, size_t n)
+{
+    if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(buf, n, "%.2f us", s * 1e6);
+    else if (s < 1) snprintf(buf, n, "%.2f ms", s * 1e3);
+    else snprintf(buf, n, "%.3f s", s);
+    return buf;
+}
+
 static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
 {
     size_t at = 0;
@@ -67,6 +76,16 @@ void pl_report_print(const pl_report *r, FILE *f)
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             human_bytes((double)r->hbm_bytes, a, sizeof a));
+    if (r->cores) {
+        char t[4][32];
+        fprintf(f, "  time on %s: %s = compute %s + exposed DMA %s + step overhead %s\n", r->chip->name,
+                human_time(r->time_s, t[0], 32), human_time(r->compute_s, t[1], 32),
+                human_time(r->dma_exposed_s, t[2], 32), human_time(r->overhead_s, t[3], 32));
+        fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s MXU peak; %.1f FLOP per HBM byte (critical %.0f)\n",
+                r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
+                r->critical_intensity);
+        fprintf(f, "  bound: %s\n", r->bound_msg);
+    }
     if (r->n_warnings) {
         const char *w = r->warnings;
         while (*w) {
@@ -76,4 +95,81 @@ void pl_report_print(const pl_report *r, FILE *f)
             w += len + (nl ? 1 : 0);
         }
     }
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+void sim_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_shape(FILE *f, const int64_t *s, int rank)
+{
+    fputc('[', f);
+    for (int d = 0; d < rank; d++) fprintf(f, d ? ",%lld" : "%lld", (long long)s[d]);
+    fputc(']', f);
+}
+
+void pl_report_json(const pl_report *r, FILE *f)
+{
+    fprintf(f, "{\"call\":");
+    sim_json_string(f, r->call_name);
+    fprintf(f, ",\"status\":%d,\"error\":", r->status);
+    sim_json_string(f, r->status ? r->error : "");
+    fprintf(f, ",\"chip\":");
+    sim_json_string(f, r->chip ? r->chip->name : "");
+    fprintf(f, ",\"grid\":");
+    json_shape(f, r->grid, r->grid_rank);
+    fprintf(f, ",\"steps\":%lld,\"operands\":[", (long long)r->steps);
+    for (int i = 0; i < r->n_operands; i++) {
+        const pl_operand_report *o = &r->op[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        sim_json_string(f, o->name);
+        fprintf(f, ",\"role\":\"%s\",\"space\":\"%s\",\"dtype\":\"%s\",\"block\":", role_name(o->role),
+                pl_memspace_name(o->space), pl_dtype_name(o->dtype));
+        json_shape(f, o->block, o->rank);
+        fprintf(f,
+                ",\"buffers\":%d,\"block_bytes\":%lld,\"vmem_bytes\":%lld,\"copies\":%lld,\"skipped\":%lld,"
+                "\"writebacks\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld}",
+                o->buffers, (long long)o->block_bytes, (long long)o->vmem_bytes, (long long)o->copies,
+                (long long)o->skipped, (long long)o->writebacks, (long long)o->bytes_in, (long long)o->bytes_out);
+    }
+    fprintf(f, "],\"scratch\":[");
+    for (int i = 0; i < r->n_scratch; i++) {
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        sim_json_string(f, r->scratch[i].name);
+        fprintf(f, ",\"space\":\"%s\",\"dtype\":\"%s\",\"bytes\":%lld}", pl_memspace_name(r->scratch[i].space),
+                pl_dtype_name(r->scratch[i].dtype), (long long)r->scratch[i].bytes);
+    }
+    fprintf(f,
+            "],\"vmem_bytes\":%lld,\"vmem_limit\":%lld,\"smem_bytes\":%lld,\"mxu_flops\":%.17g,"
+            "\"vpu_flops\":%.17g,\"hbm_bytes\":%lld,\"cores\":%d,\"time_s\":%.9g,\"compute_s\":%.9g,"
+            "\"mxu_s\":%.9g,\"vpu_s\":%.9g,\"overhead_s\":%.9g,\"dma_exposed_s\":%.9g,\"flops_per_s\":%.9g,"
+            "\"peak_fraction\":%.6g,\"intensity\":%.6g,\"critical_intensity\":%.6g,\"bound\":\"%s\",\"bound_msg\":",
+            (long long)r->vmem_bytes, (long long)r->vmem_limit, (long long)r->smem_bytes, r->mxu_flops,
+            r->vpu_flops, (long long)r->hbm_bytes, r->cores, r->time_s, r->compute_s, r->mxu_s, r->vpu_s,
+            r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
+            r->critical_intensity, pl_bound_name(r->bound));
+    sim_json_string(f, r->bound_msg);
+    fprintf(f, ",\"warnings\":[");
+    const char *w = r->warnings;
+    for (int first = 1; *w; first = 0) {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl ? (size_t)(nl - w) : strlen(w);
+        char line[PL_MSG_MAX];
+        snprintf(line, sizeof line, "%.*s", (int)len, w);
+        fprintf(f, "%s", first ? "" : ",");
+        sim_json_string(f, line);
+        w += len + (nl ? 1 : 0);
+    }
+    fprintf(f, "]}\n");
 }

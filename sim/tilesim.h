@@ -149,36 +149,68 @@ typedef struct pl_array {
 int64_t pl_array_size(const pl_array *a);  /* elements */
 size_t pl_array_bytes(const pl_array *a);
 
+/* ---- chips ------------------------------------------------------------- */
+
+typedef struct pl_chip {
+    char name[32];               /* "v5e" */
+    /* compute, per TensorCore */
+    double bf16_flops;           /* MXU peak, bf16, FLOP/s */
+    double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path (bf16 rate used) */
+    double f32_fraction;         /* f32 matmul rate / bf16 rate (bf16_3x passes: 1/3) */
+    double vpu_flops;            /* VPU elementwise rate, FLOP/s (f32) */
+    int mxu_count;               /* MXUs per TensorCore */
+    int mxu_width;               /* MXU is width x width; matmul dims pad to it */
+    double clock_hz;             /* 0: not published */
+    /* memory */
+    double hbm_bw;               /* HBM bandwidth of one device, bytes/s, shared by its cores */
+    int64_t hbm_bytes;           /* HBM capacity of one device */
+    int64_t vmem_bytes;          /* physical VMEM per TensorCore */
+    int64_t vmem_default_limit;  /* default scoped VMEM limit */
+    int64_t smem_bytes;          /* SMEM per TensorCore */
+    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
+    /* topology */
+    int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p) */
+    int devices_per_chip;        /* JAX devices per package: 2 on v7x */
+    int ici_links;               /* inter-chip links per chip */
+    double ici_bw;               /* bytes/s per link, one way */
+    /* model choices */
+    double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
+    double dma_latency_s;        /* from issuing a DMA to its first byte */
+} pl_chip;
+
+/* The preset named `name`, or NULL. */
+const pl_chip *pl_chip_find(const char *name);
+/* Read a what-if chip from a text file of `key = value` lines (# comments);
+ * `base = v5e` starts from a preset. On error returns PL_EINVAL and writes a
+ * message naming the file, line and key into err. */
+int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
+/* Parse the same format from a string; `where` names it in messages. */
+int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
+const pl_chip *pl_chip_default(void);
+int pl_chip_count(void);
+const pl_chip *pl_chip_at(int i);
+
 /* ---- options ------------------------------------------------------------- */
 
 typedef enum pl_uninit { PL_UNINIT_NAN = 0, PL_UNINIT_ZERO = 1 } pl_uninit;
 
 typedef struct pl_options {
-    const char *chip;   /* chip preset for limits ("v5e", the default when NULL) */
+    const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
+    const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
     pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
-    int cost_only;      /* walk the grid and count, but touch no data */
+    int cost_only;      /* walk the grid and time it, but touch no data: arrays may have data = NULL
+                           (except scalar-prefetch arrays, which index maps read) */
+    const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
 } pl_options;
-
-/* ---- chips ------------------------------------------------------------- */
-
-typedef struct pl_chip {
-    const char *name;            /* "v5e" */
-    int64_t vmem_bytes;          /* physical VMEM per TensorCore */
-    int64_t vmem_default_limit;  /* default scoped VMEM limit */
-    int64_t smem_bytes;          /* SMEM per TensorCore */
-    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
-} pl_chip;
-
-/* The preset named `name`, or NULL. */
-const pl_chip *pl_chip_find(const char *name);
-const pl_chip *pl_chip_default(void);
-int pl_chip_count(void);
-const pl_chip *pl_chip_at(int i);
 
 /* ---- the report -------------------------------------------------------------- */
 
 #define PL_NAME_MAX 32
 #define PL_MSG_MAX 2048
+
+typedef enum pl_bound { PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD } pl_bound;
+
+const char *pl_bound_name(pl_bound b); /* "compute", "VPU", "HBM", "step overhead" */
 
 typedef struct pl_operand_report {
     char name[PL_NAME_MAX];
@@ -223,6 +255,22 @@ typedef struct pl_report {
     double mxu_flops;             /* 2mnk summed over pl_dot */
     double vpu_flops;             /* elementwise work, one per element */
     int64_t hbm_bytes;            /* bytes_in + bytes_out over all operands */
+
+    /* timing on the chip (rules P6, P8, P9); sim/timing.h has the model */
+    int cores;                    /* TensorCores that ran grid steps */
+    double time_s;                /* simulated wall time of the call */
+    double compute_s;             /* kernel time (MXU + VPU), summed over cores */
+    double mxu_s, vpu_s;          /* its parts */
+    double overhead_s;            /* per-step overhead, summed over cores */
+    double dma_exposed_s;         /* time cores waited for copies beyond the overhead */
+    double mxu_flops_padded;      /* MXU work after padding to the MXU width */
+    pl_dtype mxu_dtype;           /* dtype of the dots that did the most work */
+    double flops_per_s;           /* mxu_flops / time_s */
+    double peak_fraction;         /* flops_per_s / the cores' MXU peak for mxu_dtype */
+    double intensity;             /* mxu_flops / hbm_bytes, FLOP per HBM byte */
+    double critical_intensity;    /* the device's MXU peak / HBM bandwidth */
+    pl_bound bound;
+    char bound_msg[512];          /* the bound in one sentence */
 } pl_report;
 
 /* ---- calls ------------------------------------------------------------------ */
@@ -241,8 +289,11 @@ int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs,
 /* The message of the last failed call on this thread ("" if none). */
 const char *pl_last_error(void);
 
-/* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs. */
+/* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs,
+ * simulated time and what bounds it. */
 void pl_report_print(const pl_report *r, FILE *f);
+/* The same as one JSON object (and a newline). */
+void pl_report_json(const pl_report *r, FILE *f);
 
 /* ---- reference checks (rule V5) --------------------------------------------- */
 

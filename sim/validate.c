@@ -66,9 +66,10 @@ int64_t pl_array_size(const pl_array *a)
 
 size_t pl_array_bytes(const pl_array *a) { return (size_t)pl_array_size(a) * pl_dtype_size(a->dtype); }
 
-static int check_array(const pl_array *a, const char *what, pl_report *rep)
+static int check_array(const pl_array *a, const char *what, int allow_null, pl_report *rep)
 {
-    if (!a->data) return sim_fail(rep, PL_EINVAL, "%s: data is NULL", what);
+    if (!a->data && !allow_null)
+        return sim_fail(rep, PL_EINVAL, "%s: data is NULL (allowed only in cost-only mode)", what);
     if ((unsigned)a->dtype >= PL_DTYPE_COUNT)
         return sim_fail(rep, PL_EINVAL, "%s: unknown dtype %d", what, (int)a->dtype);
     if (a->rank < 0 || a->rank > PL_MAX_RANK)
@@ -388,7 +389,7 @@ static int plan_prefetch(sim_plan *plan, const pl_call *call, const pl_array *ar
         op->index = i;
         op->arg = i;
         op->arr = &args[i];
-        int rc = check_array(op->arr, or->name, rep);
+        int rc = check_array(op->arr, or->name, 0, rep);
         if (rc) return rc;
         if (op->arr->dtype != PL_I32 && op->arr->dtype != PL_F32)
             return sim_fail(rep, PL_EDTYPE, "%s: scalar-prefetch arrays live in SMEM, which holds 32-bit "
@@ -415,7 +416,7 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
                             sr->name, pl_memspace_name(s->space));
         pl_array shape = {.data = sr, .dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
-        int rc = check_array(&shape, sr->name, rep);
+        int rc = check_array(&shape, sr->name, 0, rep);
         if (rc) return rc;
         if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
             return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", sr->name,
@@ -430,12 +431,13 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
 {
     memset(plan, 0, sizeof *plan);
     plan->call = call;
+    plan->cost_only = opt && opt->cost_only;
     snprintf(rep->call_name, sizeof rep->call_name, "%s", call && call->name ? call->name : "kernel");
     int rc = check_call_shape(call, args, outs, rep);
     if (rc) return rc;
 
     const char *chip = opt && opt->chip ? opt->chip : NULL;
-    plan->chip = chip ? pl_chip_find(chip) : pl_chip_default();
+    plan->chip = opt && opt->chip_spec ? opt->chip_spec : chip ? pl_chip_find(chip) : pl_chip_default();
     if (!plan->chip) {
         char names[256] = "";
         for (int i = 0; i < pl_chip_count(); i++)
@@ -468,7 +470,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
             op->arr = role == PL_ROLE_IN ? &args[call->num_scalar_prefetch + i] : &outs[i];
             if (s->name) snprintf(or->name, sizeof or->name, "%s", s->name);
             else snprintf(or->name, sizeof or->name, "%s%d", role == PL_ROLE_IN ? "in" : "out", i);
-            rc = check_array(op->arr, or->name, rep);
+            rc = check_array(op->arr, or->name, plan->cost_only, rep);
             if (rc) return rc;
             rc = plan_operand(plan, op, s, rep);
             if (rc) return rc;

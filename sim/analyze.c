@@ -1,0 +1,116 @@
+/* sim/analyze.c: from the simulated timeline to what a user reads: achieved
+ * FLOP/s, fraction of peak, arithmetic intensity against the chip's critical
+ * intensity, and the bound in one sentence with what to change. */
+#include <math.h>
+#include <string.h>
+
+#include "sim.h"
+#include "timing.h"
+
+const char *pl_bound_name(pl_bound b)
+{
+    switch (b) {
+    case PL_BOUND_COMPUTE: return "compute";
+    case PL_BOUND_VPU: return "VPU";
+    case PL_BOUND_HBM: return "HBM";
+    case PL_BOUND_OVERHEAD: return "step overhead";
+    default: return "none";
+    }
+}
+
+/* 2.1e-6 -> "2.10 us" */
+static const char *human_time(double s, char *buf, size_t n)
+{
+    if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(buf, n, "%.2f us", s * 1e6);
+    else if (s < 1) snprintf(buf, n, "%.2f ms", s * 1e3);
+    else snprintf(buf, n, "%.2f s", s);
+    return buf;
+}
+
+static const char *human_bytes(double b, char *buf, size_t n)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+/* The inputs that move the most bytes, "x and y". */
+static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
+{
+    int first = -1, second = -1;
+    for (int i = 0; i < r->n_operands; i++) {
+        int64_t b = r->op[i].bytes_in + r->op[i].bytes_out;
+        if (first < 0 || b > r->op[first].bytes_in + r->op[first].bytes_out) second = first, first = i;
+        else if (second < 0 || b > r->op[second].bytes_in + r->op[second].bytes_out) second = i;
+    }
+    if (first < 0) snprintf(buf, n, "the operands");
+    else if (second < 0 || r->op[second].bytes_in + r->op[second].bytes_out == 0) snprintf(buf, n, "%s", r->op[first].name);
+    else snprintf(buf, n, "%s and %s", r->op[first].name, r->op[second].name);
+}
+
+void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops)
+{
+    const pl_chip *chip = r->chip;
+    char a[32], b[32], c[32], names[80];
+    r->time_s = t->total_s;
+    r->compute_s = t->compute_s;
+    r->overhead_s = t->overhead_s;
+    r->dma_exposed_s = t->exposed_s;
+    int best = PL_BF16;
+    for (int d = 0; d < PL_DTYPE_COUNT; d++)
+        if (dot_flops[d] > dot_flops[best]) best = d;
+    r->mxu_dtype = (pl_dtype)best;
+    double rate = sim_mxu_rate(chip, r->mxu_dtype);
+    r->flops_per_s = r->time_s > 0 ? r->mxu_flops / r->time_s : 0;
+    r->peak_fraction = r->flops_per_s / (rate * r->cores);
+    r->intensity = r->hbm_bytes ? r->mxu_flops / (double)r->hbm_bytes : 0;
+    r->critical_intensity = rate * chip->cores_per_device / chip->hbm_bw;
+
+    double per_core = r->cores ? 1.0 / r->cores : 1;
+    double comp = r->compute_s * per_core, over = r->overhead_s * per_core, wait = r->dma_exposed_s * per_core;
+    if (r->steps == 0 || r->time_s <= 0) {
+        r->bound = PL_BOUND_NONE;
+        snprintf(r->bound_msg, sizeof r->bound_msg, "nothing ran");
+        return;
+    }
+    if (wait >= comp && wait >= over) {
+        r->bound = PL_BOUND_HBM;
+        heaviest_inputs(r, names, sizeof names);
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); "
+                 "%.0f FLOP per HBM byte against the %s's critical %.0f: larger blocks along the dimensions "
+                 "that are re-read (bm and bn for a matmul) raise the intensity",
+                 human_time(r->dma_exposed_s, a, sizeof a), human_time(r->time_s, b, sizeof b), names,
+                 human_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, r->intensity, chip->name,
+                 r->critical_intensity);
+    } else if (over >= comp) {
+        r->bound = PL_BOUND_OVERHEAD;
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (rule P9); fewer, larger blocks "
+                 "amortize it",
+                 (long long)r->steps, chip->step_overhead_s * 1e6, human_time(r->overhead_s, a, sizeof a),
+                 human_time(r->time_s, b, sizeof b));
+    } else if (r->vpu_s > r->mxu_s) {
+        r->bound = PL_BOUND_VPU;
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "VPU-bound: elementwise work takes %s of %s, more than the MXU's %s; fold elementwise ops "
+                 "together or move them off the inner loop",
+                 human_time(r->vpu_s, a, sizeof a), human_time(r->time_s, b, sizeof b),
+                 human_time(r->mxu_s, c, sizeof c));
+    } else {
+        r->bound = PL_BOUND_COMPUTE;
+        int n = snprintf(r->bound_msg, sizeof r->bound_msg,
+                         "compute-bound: the MXU is busy %s of %s, at %.0f%% of the %s %s peak",
+                         human_time(r->mxu_s, a, sizeof a), human_time(r->time_s, b, sizeof b),
+                         100 * r->peak_fraction, chip->name, pl_dtype_name(r->mxu_dtype));
+        double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
+        if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)
+            snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
+                     "; %.0f%% of the MXU's work is padding: make the contraction and output widths multiples "
+                     "of %d",
+                     100 * waste, chip->mxu_width);
+    }
+}

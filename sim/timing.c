@@ -1,0 +1,297 @@
+/* sim/timing.c: the discrete-event model of sim/timing.h.
+ *
+ * Time advances from event to event: a core becoming free (overhead or
+ * kernel done), a transfer's first byte (issue + latency), a transfer's
+ * last byte. Between events every active transfer drains at hbm_bw / k
+ * bytes per second, k the number of active transfers (processor sharing:
+ * the DMA engines interleave their requests to HBM).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timing.h"
+
+/* ---- records ------------------------------------------------------------------ */
+
+int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx)
+{
+    if (l->n == l->cap) {
+        int64_t cap = l->cap ? 2 * l->cap : 64;
+        sim_xfer *x = realloc(l->x, (size_t)cap * sizeof *x);
+        if (!x) return -1;
+        l->x = x;
+        if (bidx && l->rank) {
+            int64_t *b = realloc(l->bidx, (size_t)(cap * l->rank) * sizeof *b);
+            if (!b) return -1;
+            l->bidx = b;
+        }
+        l->cap = cap;
+    }
+    l->x[l->n] = (sim_xfer){.step = step, .bytes = bytes, .slot = slot};
+    if (bidx && l->rank && l->bidx) memcpy(l->bidx + l->n * l->rank, bidx, (size_t)l->rank * sizeof *bidx);
+    l->n++;
+    return 0;
+}
+
+int sim_coreline_step(sim_coreline *c, double seconds)
+{
+    if (c->steps == c->cap) {
+        int64_t cap = c->cap ? 2 * c->cap : 256;
+        double *s = realloc(c->step_s, (size_t)cap * sizeof *s);
+        if (!s) return -1;
+        c->step_s = s;
+        c->cap = cap;
+    }
+    c->step_s[c->steps++] = seconds;
+    return 0;
+}
+
+void sim_coreline_free(sim_coreline *c)
+{
+    for (int i = 0; i < c->n_ops; i++) {
+        free(c->op[i].x);
+        free(c->op[i].bidx);
+    }
+    free(c->step_s);
+    free(c->step_point);
+    free(c->kernel_t);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- compute ---------------------------------------------------------------------- */
+
+static double pad(double x, double m) { return ceil(x / m) * m; }
+
+double sim_mxu_rate(const pl_chip *chip, pl_dtype t)
+{
+    if (t == PL_F32) return chip->bf16_flops * chip->f32_fraction;
+    if (t == PL_I8 && chip->int8_ops > 0) return chip->int8_ops;
+    return chip->bf16_flops; /* bf16, f16, and int8 where the chip has no int8 path */
+}
+
+/* The MXU holds the (k, n) operand in a width x width array and streams m
+ * through it in rows of 8 sublanes: k and n pad to the width, m to 8. */
+double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
+{
+    return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
+}
+
+double sim_op_seconds(const pl_chip *chip, const kern_op *op)
+{
+    if (op->kind == KERN_OP_DOT) return sim_dot_padded_flops(chip, op) / sim_mxu_rate(chip, (pl_dtype)op->dtype);
+    /* the VPU works on whole (8, 128) registers */
+    return pad((double)op->elems, 1024) / chip->vpu_flops;
+}
+
+/* ---- the DMA engine --------------------------------------------------------------- */
+
+typedef struct dma_engine {
+    double bw, latency, now;
+    sim_xfer **live; /* issued, not done */
+    int n, cap;
+} dma_engine;
+
+static int dma_issue(dma_engine *d, sim_xfer *x)
+{
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 16;
+        sim_xfer **l = realloc(d->live, (size_t)cap * sizeof *l);
+        if (!l) return -1;
+        d->live = l;
+        d->cap = cap;
+    }
+    x->t_issue = d->now;
+    x->t_ready = d->now + d->latency;
+    x->remaining = (double)x->bytes;
+    x->done = 0;
+    d->live[d->n++] = x;
+    return 0;
+}
+
+/* The next time something changes in the engine: a transfer activates or
+ * one finishes. INFINITY when idle. */
+static double dma_next(const dma_engine *d)
+{
+    int active = 0;
+    double next_ready = INFINITY, min_rem = INFINITY;
+    for (int i = 0; i < d->n; i++) {
+        const sim_xfer *x = d->live[i];
+        if (x->t_ready <= d->now) {
+            active++;
+            if (x->remaining < min_rem) min_rem = x->remaining;
+        } else if (x->t_ready < next_ready) next_ready = x->t_ready;
+    }
+    double finish = active ? d->now + min_rem * active / d->bw : INFINITY;
+    return finish < next_ready ? finish : next_ready;
+}
+
+/* Drain to time t (no event strictly before t, by construction). */
+static void dma_advance(dma_engine *d, double t)
+{
+    double was = d->now;
+    int active = 0;
+    for (int i = 0; i < d->n; i++) active += d->live[i]->t_ready <= was;
+    double moved = active ? (t - was) * d->bw / active : 0;
+    d->now = t;
+    for (int i = 0; i < d->n;) {
+        sim_xfer *x = d->live[i];
+        if (x->t_ready <= was) x->remaining -= moved;
+        /* within a millionth of its bytes is done: floating-point residue */
+        if (x->t_ready <= was && x->remaining <= 1e-6 * (double)x->bytes) {
+            x->done = 1;
+            x->t_done = t;
+            d->live[i] = d->live[--d->n];
+        } else i++;
+    }
+}
+
+/* ---- the cores ------------------------------------------------------------------ */
+
+enum { PH_BEGIN, PH_WAIT_COPIES, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_DONE };
+
+typedef struct core_state {
+    sim_coreline *cl;
+    int64_t n; /* current step */
+    int phase;
+    double wake;
+    double compute, overhead;
+    int64_t next_issue[3 * PL_MAX_OPERANDS]; /* next transfer to issue */
+    int64_t next_wait[3 * PL_MAX_OPERANDS];  /* first transfer not yet known done */
+} core_state;
+
+/* Inputs: issue every copy whose step is within the lookahead of its buffers
+ * and whose slot is free (the block k copies back is no longer in use). */
+static int issue_copies(core_state *c, dma_engine *d)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (l->is_out) continue;
+        int64_t k = l->buffers, j;
+        while ((j = c->next_issue[i]) < l->n && l->x[j].step <= c->n + k - 1 &&
+               (j < k || c->n >= l->x[j - k + 1].step)) {
+            if (dma_issue(d, &l->x[j])) return -1;
+            c->next_issue[i]++;
+        }
+    }
+    return 0;
+}
+
+static int issue_writebacks(core_state *c, dma_engine *d)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (!l->is_out) continue;
+        while (c->next_issue[i] < l->n && l->x[c->next_issue[i]].step <= c->n)
+            if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
+    }
+    return 0;
+}
+
+/* Are all transfers of the wanted kind with step <= upto done? */
+static int all_done(core_state *c, int outputs, int64_t upto)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (l->is_out != outputs) continue;
+        while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= upto) {
+            if (!l->x[c->next_wait[i]].done) return 0;
+            c->next_wait[i]++;
+        }
+    }
+    return 1;
+}
+
+/* Let the core act at time now if it can; returns 1 if it did, -1 on error. */
+static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double now)
+{
+    if (c->phase == PH_DONE || c->wake > now) return 0;
+    sim_coreline *cl = c->cl;
+    switch (c->phase) {
+    case PH_BEGIN:
+        if (issue_copies(c, d)) return -1;
+        c->wake = now + chip->step_overhead_s;
+        c->overhead += chip->step_overhead_s;
+        c->phase = PH_WAIT_COPIES;
+        return 1;
+    case PH_WAIT_COPIES:
+        if (!all_done(c, 0, c->n)) return 0;
+        if (cl->kernel_t) cl->kernel_t[2 * c->n] = now;
+        c->wake = now + cl->step_s[c->n];
+        c->compute += cl->step_s[c->n];
+        c->phase = PH_KERNEL;
+        return 1;
+    case PH_KERNEL:
+        if (cl->kernel_t) cl->kernel_t[2 * c->n + 1] = now;
+        if (issue_writebacks(c, d)) return -1;
+        c->phase = PH_WAIT_WB;
+        return 1;
+    case PH_WAIT_WB:
+        /* P8: before the next step reuses an output slot, the write-back that
+         * last used it must be done: k - 1 steps back for k buffers. */
+        for (int i = 0; i < cl->n_ops; i++) {
+            sim_opline *l = &cl->op[i];
+            if (!l->is_out) continue;
+            while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= c->n - (l->buffers - 1)) {
+                if (!l->x[c->next_wait[i]].done) return 0;
+                c->next_wait[i]++;
+            }
+        }
+        c->n++;
+        c->phase = c->n == cl->steps ? PH_EPILOGUE : PH_BEGIN;
+        return 1;
+    case PH_EPILOGUE:
+        if (!all_done(c, 1, INT64_MAX)) return 0;
+        c->phase = PH_DONE;
+        return 1;
+    }
+    return 0;
+}
+
+int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n_cores < 1 || n_cores > 8) return -1;
+    dma_engine d = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s};
+    core_state cs[8];
+    memset(cs, 0, sizeof cs);
+    for (int i = 0; i < n_cores; i++) {
+        cs[i].cl = &cores[i];
+        cs[i].phase = cores[i].steps ? PH_BEGIN : PH_DONE;
+    }
+    double now = 0;
+    int rc = 0;
+    for (;;) {
+        int acted;
+        do { /* everything that can happen at this instant */
+            acted = 0;
+            for (int i = 0; i < n_cores; i++) {
+                int r;
+                while ((r = core_act(&cs[i], &d, chip, now)) > 0) acted = 1;
+                if (r < 0) { rc = -1; goto out; }
+                if (cs[i].phase == PH_DONE && out->core_end_s[i] == 0) out->core_end_s[i] = now;
+            }
+        } while (acted);
+        double next = dma_next(&d);
+        int running = 0;
+        for (int i = 0; i < n_cores; i++) {
+            if (cs[i].phase == PH_DONE) continue;
+            running = 1;
+            if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
+        }
+        if (!running) break;
+        if (!isfinite(next)) { rc = -1; goto out; } /* a core waits on nothing: broken records */
+        dma_advance(&d, next);
+        now = next;
+    }
+    for (int i = 0; i < n_cores; i++) {
+        out->compute_s += cs[i].compute;
+        out->overhead_s += cs[i].overhead;
+        double busy = cs[i].compute + cs[i].overhead, exposed = out->core_end_s[i] - busy;
+        out->exposed_s += exposed > 0 ? exposed : 0;
+        if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
+    }
+out:
+    free(d.live);
+    return rc;
+}

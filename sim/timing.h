@@ -1,0 +1,88 @@
+/* sim/timing.h: the discrete-event timing model (rules P6, P8, P9).
+ *
+ * The functional walk records, per TensorCore, what each grid step did: its
+ * compute time (from the block ops) and, per pipelined operand, the copies
+ * into VMEM it needed and the write-backs it started. sim_time_run then
+ * replays those records on a chip:
+ *
+ *   - a DMA engine shared by all cores of the device: every transfer in
+ *     flight gets an equal share of HBM bandwidth (a fluid model), after a
+ *     fixed issue latency;
+ *   - per core, the schedule of rule P8: start the copies for the next step
+ *     (further with more buffers, never into a slot still in use), wait for
+ *     this step's copies, pay the step overhead (P9) and run the kernel,
+ *     start this step's write-backs, wait for the write-backs that the next
+ *     step's output slot needs; at the end wait for every write-back.
+ *
+ * Results never depend on the host: only on the records and the chip.
+ */
+#ifndef TILESIM_TIMING_H
+#define TILESIM_TIMING_H
+
+#include "../kernel/context.h"
+#include "sim.h"
+
+/* One HBM <-> VMEM transfer. */
+typedef struct sim_xfer {
+    int64_t step;     /* input: the step that needs it; output: the step whose kernel it follows */
+    int64_t bytes;
+    int slot;         /* buffer slot of its operand */
+    /* filled by sim_time_run */
+    uint8_t done;
+    double t_issue, t_ready, t_done, remaining;
+} sim_xfer;
+
+typedef struct sim_opline {
+    int is_out;
+    int buffers;
+    sim_xfer *x;      /* in step order */
+    int64_t n, cap;
+    int64_t *bidx;    /* rank entries per transfer, only when tracing */
+    int rank;
+} sim_opline;
+
+/* What one TensorCore did. */
+typedef struct sim_coreline {
+    int n_ops;
+    sim_opline op[3 * PL_MAX_OPERANDS];
+    double *step_s;   /* compute time of each step */
+    int64_t steps, cap;
+    int64_t *step_point; /* linear grid point of each step (for traces of split grids); NULL: = step */
+    /* filled by sim_time_run when kernel_t is set (tracing) */
+    double *kernel_t; /* 2 per step: start, end */
+} sim_coreline;
+
+typedef struct sim_time_result {
+    double total_s;      /* until the last write-back of the last core */
+    double compute_s;    /* summed over cores: kernel time */
+    double overhead_s;   /* summed over cores: per-step overhead */
+    double exposed_s;    /* summed over cores: waiting for DMA beyond the overhead */
+    double core_end_s[8];
+} sim_time_result;
+
+/* Append a transfer; returns 0, or -1 when out of host memory. */
+int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx);
+int sim_coreline_step(sim_coreline *c, double seconds);
+void sim_coreline_free(sim_coreline *c);
+
+/* Time of one block op on the chip: MXU ops padded to the MXU width and run at
+ * the dtype's rate, elementwise ops on the VPU. */
+double sim_op_seconds(const pl_chip *chip, const kern_op *op);
+/* The MXU work of a dot after padding, in FLOPs. */
+double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
+/* The MXU rate for a dtype, FLOP/s per TensorCore. */
+double sim_mxu_rate(const pl_chip *chip, pl_dtype t);
+
+/* Replay the records of n_cores cores; returns 0, or -1 on an internal
+ * inconsistency of the records (never user input) or out of memory. */
+int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out);
+
+/* Write the timeline of a timed run (kernel_t and transfer times filled) as
+ * Chrome trace-event JSON. Returns 0, or -1 on a write error. */
+int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep);
+
+/* Fill the report's timing fields and the bound sentence. dot_flops: MXU
+ * FLOPs per dtype. */
+void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops);
+
+#endif

@@ -1,0 +1,144 @@
+/* sim/trace.c: the simulated timeline as Chrome trace-event JSON, which
+ * Perfetto (ui.perfetto.dev) and chrome://tracing open.
+ *
+ * One process per TensorCore. In it: thread 0 holds the kernel steps (args:
+ * the grid point and every operand's block index); one thread per buffer
+ * slot of each operand holds its DMAs (a slot holds one block at a time, so
+ * its copies never overlap on a track); a counter shows the VMEM that holds
+ * live data. Times are microseconds, as the format wants.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "timing.h"
+
+typedef struct vmem_delta {
+    double t;
+    int64_t bytes;
+} vmem_delta;
+
+static int cmp_delta(const void *a, const void *b)
+{
+    const vmem_delta *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->bytes < y->bytes ? -1 : x->bytes > y->bytes; /* frees first at equal times */
+}
+
+static void meta(FILE *f, int *first, int pid, int tid, const char *kind, const char *name)
+{
+    fprintf(f, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", *first ? "" : ",\n", kind,
+            pid, tid);
+    sim_json_string(f, name);
+    fprintf(f, "}}");
+    *first = 0;
+}
+
+/* The block operand op holds at step n: inputs take the latest copy at or
+ * before n, outputs the first write-back at or after n. */
+static const int64_t *block_at(const sim_opline *l, int64_t n, int64_t *cursor)
+{
+    if (!l->bidx || !l->n) return NULL;
+    if (!l->is_out) {
+        while (*cursor + 1 < l->n && l->x[*cursor + 1].step <= n) (*cursor)++;
+    } else {
+        while (*cursor < l->n - 1 && l->x[*cursor].step < n) (*cursor)++;
+    }
+    return l->bidx + *cursor * l->rank;
+}
+
+static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const sim_coreline *cl,
+                      const pl_report *rep)
+{
+    char name[96];
+    snprintf(name, sizeof name, "TensorCore %d", pid);
+    meta(f, first, pid, 0, "process_name", name);
+    meta(f, first, pid, 0, "thread_name", "kernel steps");
+    int tid_base[3 * PL_MAX_OPERANDS], tid = 1;
+    for (int i = 0; i < cl->n_ops; i++) {
+        const sim_opline *l = &cl->op[i];
+        tid_base[i] = tid;
+        if (!l->n) continue;
+        for (int s = 0; s < l->buffers; s++) {
+            snprintf(name, sizeof name, "%s slot %d (%s)", plan->ops[i].rep->name, s, l->is_out ? "write-back" : "copy in");
+            meta(f, first, pid, tid + s, "thread_name", name);
+        }
+        tid += l->buffers;
+    }
+
+    /* kernel steps */
+    int64_t cursor[3 * PL_MAX_OPERANDS] = {0};
+    int g = plan->call->grid_rank;
+    for (int64_t n = 0; n < cl->steps; n++) {
+        int64_t point = cl->step_point ? cl->step_point[n] : n, idx[PL_MAX_GRID];
+        for (int a = g - 1; a >= 0; a--) idx[a] = point % plan->call->grid[a], point /= plan->call->grid[a];
+        char gp[128];
+        sim_format_idx(idx, g, gp, sizeof gp);
+        double t0 = cl->kernel_t[2 * n], t1 = cl->kernel_t[2 * n + 1];
+        fprintf(f, ",\n{\"name\":\"step %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"grid\":\"%s\"",
+                gp, pid, t0 * 1e6, (t1 - t0) * 1e6, gp);
+        for (int i = 0; i < cl->n_ops; i++) {
+            const int64_t *b = block_at(&cl->op[i], n, &cursor[i]);
+            if (!b) continue;
+            sim_format_idx(b, cl->op[i].rank, gp, sizeof gp);
+            fprintf(f, ",");
+            sim_json_string(f, plan->ops[i].rep->name);
+            fprintf(f, ":\"%s\"", gp);
+        }
+        fprintf(f, "}}");
+    }
+
+    /* DMAs, and the VMEM each holds */
+    int64_t n_delta = 0, cap = 2;
+    for (int i = 0; i < cl->n_ops; i++) cap += 2 * cl->op[i].n;
+    vmem_delta *dl = malloc((size_t)cap * sizeof *dl);
+    if (!dl) return -1;
+    for (int i = 0; i < rep->n_scratch; i++)
+        if (rep->scratch[i].space == PL_VMEM) dl[n_delta++] = (vmem_delta){0, rep->scratch[i].bytes};
+    for (int i = 0; i < cl->n_ops; i++) {
+        const sim_opline *l = &cl->op[i];
+        const sim_operand *op = &plan->ops[i];
+        for (int64_t j = 0; j < l->n; j++) {
+            const sim_xfer *x = &l->x[j];
+            char blk[128] = "";
+            if (l->bidx) sim_format_idx(l->bidx + j * l->rank, l->rank, blk, sizeof blk);
+            fprintf(f, ",\n{\"name\":\"%s %s %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
+                       "\"args\":{\"bytes\":%lld,\"step\":%lld}}",
+                    op->rep->name, l->is_out ? "write-back" : "copy", blk, pid, tid_base[i] + x->slot,
+                    x->t_issue * 1e6, (x->t_done - x->t_issue) * 1e6, (long long)x->bytes, (long long)x->step);
+            if (op->space != PL_VMEM) continue;
+            int64_t vb = op->rep->vmem_bytes;
+            if (!l->is_out) { /* live from its issue to the end of the last step that reads it */
+                int64_t last = j + 1 < l->n ? l->x[j + 1].step - 1 : cl->steps - 1;
+                dl[n_delta++] = (vmem_delta){x->t_issue, vb};
+                dl[n_delta++] = (vmem_delta){cl->kernel_t[2 * last + 1], -vb};
+            } else { /* live from the first step that writes it until its write-back lands */
+                int64_t firstn = j ? l->x[j - 1].step + 1 : 0;
+                dl[n_delta++] = (vmem_delta){cl->kernel_t[2 * firstn], vb};
+                dl[n_delta++] = (vmem_delta){x->t_done, -vb};
+            }
+        }
+    }
+    qsort(dl, (size_t)n_delta, sizeof *dl, cmp_delta);
+    int64_t live = 0;
+    for (int64_t i = 0; i < n_delta; i++) {
+        live += dl[i].bytes;
+        if (i + 1 < n_delta && dl[i + 1].t == dl[i].t) continue; /* one sample per instant */
+        fprintf(f, ",\n{\"name\":\"VMEM in use\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"bytes\":%lld}}", pid,
+                dl[i].t * 1e6, (long long)live);
+    }
+    free(dl);
+    return 0;
+}
+
+int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep)
+{
+    int first = 1;
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
+    sim_json_string(f, rep->call_name);
+    fprintf(f, ",\"chip\":\"%s\",\"time_s\":%.9g},\"traceEvents\":[\n", rep->chip->name, rep->time_s);
+    for (int c = 0; c < n_cores; c++)
+        if (write_core(f, &first, c, plan, &cores[c], rep)) return -1;
+    fprintf(f, "\n]}\n");
+    return ferror(f) ? -1 : 0;
+}
