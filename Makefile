@@ -11,8 +11,8 @@ PKGS    := openblas criterion hwloc
 DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev pkg-config
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -MMD -MP $(EXTRA_CFLAGS)
-LDFLAGS += $(EXTRA_LDFLAGS)
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(EXTRA_CFLAGS)
+LDFLAGS += -pthread $(EXTRA_LDFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
 PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm
 CRIT_LIBS  = $(shell pkg-config --libs criterion)
@@ -22,14 +22,21 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libtilesim.a
 EX_SRC    := $(wildcard examples/*.c)
 EXAMPLES  := $(EX_SRC:%.c=$(BUILD)/%)
+KER_SRC   := $(wildcard examples/kernels/*.c)
+KER_OBJ   := $(KER_SRC:%.c=$(BUILD)/%.o)
+# example kernels shared by examples, cli, tests and bench
+KERNELS   := $(BUILD)/libexamples.a
 TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TESTS     := $(BUILD)/tests/tilesim_tests
+CLI_SRC   := $(wildcard cli/*.c)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CLI       := $(BUILD)/tilesim
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 .PHONY: all deps demo test bench check-asan install clean
-all: $(LIB) $(EXAMPLES) $(TESTS) $(BENCHES)
+all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES)
 
 # Install what the build needs, only when something is missing.
 deps:
@@ -47,14 +54,22 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/examples/%: $(BUILD)/examples/%.o $(LIB)
-	$(CC) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+$(KERNELS): $(KER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
-	$(CC) $(CFLAGS) $< $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+$(BUILD)/examples/%: $(BUILD)/examples/%.o $(KERNELS) $(LIB)
+	$(CC) $(CFLAGS) $< $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
 
-$(TESTS): $(TEST_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(TEST_OBJ) $(LIB) $(LDFLAGS) $(PKG_LIBS) $(CRIT_LIBS) -o $@
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(KERNELS) $(LIB)
+	$(CC) $(CFLAGS) $< $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+
+# the `tilesim` command
+$(CLI): $(CLI_OBJ) $(KERNELS) $(LIB)
+	$(CC) $(CFLAGS) $(CLI_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+
+$(TESTS): $(TEST_OBJ) $(KERNELS) $(LIB)
+	$(CC) $(CFLAGS) $(TEST_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) $(CRIT_LIBS) -o $@
 
 # The main job: the tiled matmul, f32 then bf16, verified against OpenBLAS.
 demo: $(BUILD)/examples/matmul
@@ -62,7 +77,7 @@ demo: $(BUILD)/examples/matmul
 
 # OpenBLAS inside the tests runs on one thread: results must not depend on it,
 # and Criterion already runs tests in parallel processes.
-test: $(TESTS) $(EXAMPLES)
+test: $(TESTS) $(EXAMPLES) $(CLI)
 	OPENBLAS_NUM_THREADS=1 $(TESTS) -j2
 
 bench: $(BENCHES)
@@ -79,8 +94,9 @@ check-asan: deps
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 f32 >/dev/null
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 bf16 >/dev/null
 
-install: $(LIB)
-	install -d $(PREFIX)/lib $(PREFIX)/include/tilesim/kernel $(PREFIX)/include/tilesim/sim
+install: $(LIB) $(CLI)
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include/tilesim/kernel $(PREFIX)/include/tilesim/sim
+	install -m 755 $(CLI) $(PREFIX)/bin/
 	install -m 644 $(LIB) $(PREFIX)/lib/
 	install -m 644 kernel/pallas.h $(PREFIX)/include/tilesim/kernel/
 	install -m 644 sim/tilesim.h $(PREFIX)/include/tilesim/sim/

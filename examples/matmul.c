@@ -5,13 +5,7 @@
  *   matmul M N K BM BN BK [f32|bf16] [--chip NAME] [--vmem-limit BYTES]
  *          [--json] [--trace FILE.json] [--cost-only]
  *
- * The kernel keeps an fp32 accumulator in VMEM scratch, zeroes it when the
- * contraction index is 0, adds x @ y at every step, and casts it into the
- * output block on the last contraction step. The grid is (M/bm, N/bn, K/bk),
- * ceil-divided, with the reduction axis last (rule P3: the output block stays
- * in VMEM while k runs). When bk does not divide K, the last x and y blocks
- * hang over the edge of the arrays and their overhang is garbage (rule B6):
- * the kernel slices it away, as a real kernel must mask it.
+ * The kernel and its call are in kernels/matmul.h.
  *
  * Exit status: 0 when every check passes, 1 when a result is wrong, 2 for a
  * bad command line or a call tilesim rejects.
@@ -22,27 +16,7 @@
 
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
-
-typedef struct mm_params {
-    int64_t k; /* the contraction length, to mask the ragged last block */
-} mm_params;
-
-static void matmul_kernel(pl_ctx *c, pl_ref *refs)
-{
-    pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
-    const mm_params *p = pl_kernel_user(c);
-    int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
-    if (k == 0) pl_fill(c, acc, 0.0);
-    int64_t bk = x.shape[1], valid = p->k - k * bk;
-    if (valid < bk) { /* B6: the last block's overhang is garbage; drop it */
-        x = pl_ds(c, x, 1, 0, valid);
-        y = pl_ds(c, y, 0, 0, valid);
-    }
-    pl_dot(c, acc, x, y, PL_DOT_ACC);
-    if (k == nk - 1) pl_copy(c, o, acc);
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+#include "kernels/matmul.h"
 
 /* Fill with a fixed pseudo-random sequence in [-1, 1), converted to dt. */
 static void *random_matrix(int64_t n, pl_dtype dt, uint64_t seed)
@@ -69,26 +43,10 @@ typedef struct mm_case {
 /* Run one case; returns 0 (pass), 1 (wrong result), 2 (rejected). */
 static int run_case(const mm_case *mc)
 {
-    mm_params params = {mc->k};
-    pl_call call = {
-        .name = "matmul",
-        .kernel = matmul_kernel,
-        .user = &params,
-        .grid_rank = 3,
-        .grid = {cdiv(mc->m, mc->bm), cdiv(mc->n, mc->bn), cdiv(mc->k, mc->bk)},
-        .semantics = {PL_PARALLEL, PL_PARALLEL, PL_ARBITRARY},
-        .n_in = 2,
-        .in = {PL_BLOCK(PL_MAP(0, 2), mc->bm, mc->bk), PL_BLOCK(PL_MAP(2, 1), mc->bk, mc->bn)},
-        .n_out = 1,
-        .out = {PL_BLOCK(PL_MAP(0, 1), mc->bm, mc->bn)},
-        .n_scratch = 1,
-        .scratch = {PLTPU_VMEM(PL_F32, mc->bm, mc->bn)},
-        .vmem_limit_bytes = mc->vmem_limit,
-    };
-    call.in[0].name = "x";
-    call.in[1].name = "y";
-    call.out[0].name = "o";
-    call.scratch[0].name = "acc";
+    mm_params params;
+    pl_call call;
+    mm_call(&call, &params, mc->m, mc->n, mc->k, mc->bm, mc->bn, mc->bk);
+    call.vmem_limit_bytes = mc->vmem_limit;
 
     void *a = NULL, *b = NULL, *c = NULL;
     if (!mc->cost_only) {

@@ -39,6 +39,9 @@ typedef struct sim_exec {
     int tracing;
     FILE *trace;
     double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype */
+    pl_step_fn on_step;
+    void *on_step_user;
+    pl_step_info *info;                        /* what this step did, when on_step is set */
 } sim_exec;
 
 static _Thread_local char last_error[PL_MSG_MAX];
@@ -105,6 +108,15 @@ static int alloc_buffers(sim_exec *x)
     }
     x->n_refs = p->n_ops + call->n_scratch;
     x->core.n_ops = p->n_ops;
+    if (x->on_step) {
+        if (!(x->info = calloc(1, sizeof *x->info))) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+        x->info->grid_rank = call->grid_rank;
+        x->info->n_operands = p->n_ops;
+        for (int i = 0; i < p->n_ops; i++) {
+            x->info->names[i] = p->ops[i].rep->name;
+            x->info->ranks[i] = p->ops[i].rank;
+        }
+    }
     return PL_OK;
 }
 
@@ -118,6 +130,7 @@ static void free_exec(sim_exec *x)
     free(x->ctx.ops);
     free(x->ctx.tmp);
     sim_coreline_free(&x->core);
+    free(x->info);
     if (x->trace) fclose(x->trace);
     free(x);
 }
@@ -189,12 +202,22 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
     int rc = sim_eval_map(&x->plan, op, idx, x->prefetch, bidx, &x->rep);
     if (rc) return rc;
     size_t n = (size_t)op->rank * sizeof *bidx;
+    pl_step_operand *so = x->info ? &x->info->op[op->arg] : NULL;
+    if (so) {
+        memset(so, 0, sizeof *so);
+        memcpy(so->block, bidx, n);
+    }
     if (op->have_block && memcmp(bidx, op->cur, n) == 0) {
         if (op->role == PL_ROLE_IN) op->rep->skipped++; /* P2 */
+        if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_SKIP : PL_ACT_KEEP, so->slot = op->slot;
         return PL_OK;
     }
     if (op->role == PL_ROLE_OUT) {
-        if (op->have_block && (rc = write_back(x, op, step - 1))) return rc; /* P3 */
+        if (op->have_block) { /* P3 */
+            int64_t before = op->rep->bytes_out;
+            if ((rc = write_back(x, op, step - 1))) return rc;
+            if (so) so->wrote_back = 1, so->wb_bytes = op->rep->bytes_out - before, memcpy(so->wb_block, op->cur, n);
+        }
         if ((rc = check_revisit(x, op, bidx, step))) return rc;
     }
     op->slot = (op->slot + 1) % op->buffers;
@@ -207,11 +230,13 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
         int64_t bytes = x->cost_only ? window_bytes(op, bidx) : sim_copy_in(op, bidx, buf, x->uninit);
         op->rep->copies++;
         op->rep->bytes_in += bytes;
+        if (so) so->bytes = bytes;
         if (sim_opline_push(&x->core.op[op->arg], step, bytes, op->slot, bidx))
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
     } else if (!x->cost_only) {
         sim_poison(buf, op->arr->dtype, op->block_elems, x->uninit); /* P4 */
     }
+    if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : PL_ACT_NEW, so->slot = op->slot;
     return PL_OK;
 }
 
@@ -265,6 +290,11 @@ static int walk(sim_exec *x)
         c->step = step;
         for (int i = 0; i < p->n_ops; i++)
             if (p->ops[i].pipelined && (rc = advance(x, &p->ops[i], c->idx, step))) return rc;
+        if (x->info) {
+            x->info->step = step;
+            memcpy(x->info->idx, c->idx, sizeof c->idx);
+            x->on_step(x->info, x->on_step_user);
+        }
         if ((rc = run_kernel(x))) return rc;
         x->rep.steps++;
         for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */
@@ -272,10 +302,20 @@ static int walk(sim_exec *x)
             c->idx[a] = 0;
         }
     }
+    if (x->info) x->info->final = 1;
     for (int i = 0; i < p->n_ops; i++) {
         sim_operand *op = &p->ops[i];
-        if (op->pipelined && op->role == PL_ROLE_OUT && op->have_block && (rc = write_back(x, op, p->steps - 1)))
-            return rc;
+        pl_step_operand *so = x->info ? &x->info->op[i] : NULL;
+        if (so) memset(so, 0, sizeof *so);
+        if (!op->pipelined || op->role != PL_ROLE_OUT || !op->have_block) continue;
+        int64_t before = op->rep->bytes_out;
+        if ((rc = write_back(x, op, p->steps - 1))) return rc;
+        if (so) so->wrote_back = 1, so->wb_bytes = op->rep->bytes_out - before,
+                memcpy(so->wb_block, op->cur, (size_t)op->rank * sizeof *op->cur);
+    }
+    if (x->info) {
+        x->info->step = p->steps;
+        x->on_step(x->info, x->on_step_user);
     }
     return PL_OK;
 }
@@ -345,6 +385,8 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     }
     x->uninit = opt ? opt->uninit : PL_UNINIT_NAN;
     x->cost_only = opt ? opt->cost_only : 0;
+    x->on_step = opt ? opt->on_step : NULL;
+    x->on_step_user = opt ? opt->on_step_user : NULL;
     if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !open_trace(x, opt) && !alloc_buffers(x) &&
         !walk(x))
         time_run(x);

@@ -194,6 +194,41 @@ const pl_chip *pl_chip_at(int i);
 
 typedef enum pl_uninit { PL_UNINIT_NAN = 0, PL_UNINIT_ZERO = 1 } pl_uninit;
 
+/* What the pipeline did for one operand at one grid point. */
+typedef enum pl_step_action {
+    PL_ACT_NONE = 0, /* not pipelined (prefetch, ANY) */
+    PL_ACT_COPY,     /* input: a new block was copied HBM -> VMEM (P1) */
+    PL_ACT_SKIP,     /* input: same block as the previous step, copy skipped (P2) */
+    PL_ACT_NEW,      /* output: a new block, its buffer starts as garbage (P4) */
+    PL_ACT_KEEP,     /* output: same block, the kernel gets the same buffer back (P3) */
+} pl_step_action;
+
+typedef struct pl_step_operand {
+    pl_step_action action;
+    int64_t block[PL_MAX_RANK];    /* block index at this step */
+    int slot;                      /* buffer slot holding it */
+    int64_t bytes;                 /* bytes copied in (COPY) */
+    int wrote_back;                /* output: the previous block went to HBM before this step (P3) */
+    int64_t wb_block[PL_MAX_RANK]; /* which block that was */
+    int64_t wb_bytes;
+} pl_step_operand;
+
+/* Handed to pl_options.on_step before the kernel runs at each grid point,
+ * and once more after the last (final = 1) for the last write-backs. */
+typedef struct pl_step_info {
+    int64_t step;                  /* steps run so far on this core */
+    int core;
+    int final;
+    int grid_rank;
+    int64_t idx[PL_MAX_GRID];      /* the grid point */
+    int n_operands;                /* same order as pl_report.op */
+    const char *names[3 * PL_MAX_OPERANDS];
+    int ranks[3 * PL_MAX_OPERANDS];
+    pl_step_operand op[3 * PL_MAX_OPERANDS];
+} pl_step_info;
+
+typedef void (*pl_step_fn)(const pl_step_info *info, void *user);
+
 typedef struct pl_options {
     const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
     const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
@@ -201,6 +236,8 @@ typedef struct pl_options {
     int cost_only;      /* walk the grid and time it, but touch no data: arrays may have data = NULL
                            (except scalar-prefetch arrays, which index maps read) */
     const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
+    pl_step_fn on_step; /* called at each grid point (a recorder); NULL: none */
+    void *on_step_user;
 } pl_options;
 
 /* ---- the report -------------------------------------------------------------- */
@@ -294,6 +331,31 @@ const char *pl_last_error(void);
 void pl_report_print(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). */
 void pl_report_json(const pl_report *r, FILE *f);
+
+/* ---- sweeps: many calls in cost-only mode, on every host core ---------------- */
+
+#define PL_SWEEP_PARAM_BYTES 256
+
+/* Describe configuration i: fill call, args (prefetch + inputs) and outs
+ * (shapes and dtypes; data may stay NULL). `param` is PL_SWEEP_PARAM_BYTES
+ * of zeroed memory that lives as long as the call: put the kernel's
+ * parameters there and point call->user at it. Return PL_OK, or an error
+ * code to record in that configuration's report without running it. */
+typedef int (*pl_sweep_build_fn)(int i, pl_call *call, pl_array *args, pl_array *outs, void *param, void *user);
+typedef void (*pl_sweep_progress_fn)(int done, int total, void *user);
+
+typedef struct pl_sweep_options {
+    int threads;                   /* host threads; 0: one per core (hwloc), pinned */
+    pl_sweep_progress_fn progress; /* called from the calling thread about 10 times a second */
+    void *progress_user;
+} pl_sweep_options;
+
+/* Run configurations 0..n-1 with pl_pallas_call in cost-only mode (opt's
+ * other fields apply) and fill reports[i]; a configuration that fails
+ * validation has reports[i].status < 0 and the reason in reports[i].error.
+ * Returns PL_OK, PL_EINVAL on bad arguments, PL_ENOMEM. */
+int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, const pl_sweep_options *sopt,
+             pl_report *reports);
 
 /* ---- reference checks (rule V5) --------------------------------------------- */
 

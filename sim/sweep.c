@@ -1,0 +1,129 @@
+/* sim/sweep.c: evaluate many configurations of a call in cost-only mode, one
+ * host thread per core (pinned with hwloc), for tile-size sweeps.
+ *
+ * Configurations are independent, and a call keeps all its state in its own
+ * sim_exec, so workers just take the next index from an atomic counter.
+ * Results land in reports[i] whatever thread ran i, so the output does not
+ * depend on the host's thread count.
+ */
+#include <hwloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tilesim.h"
+
+typedef struct sweep_job {
+    int n;
+    pl_sweep_build_fn build;
+    void *user;
+    pl_options opt;
+    pl_report *reports;
+    atomic_int next, done;
+    hwloc_topology_t topo;
+    int have_topo;
+} sweep_job;
+
+typedef struct sweep_worker {
+    sweep_job *job;
+    int index;
+    pthread_t tid;
+} sweep_worker;
+
+static void pin(sweep_job *job, int index)
+{
+    if (!job->have_topo) return;
+    int cores = hwloc_get_nbobjs_by_type(job->topo, HWLOC_OBJ_CORE);
+    if (cores < 1) return;
+    hwloc_obj_t core = hwloc_get_obj_by_type(job->topo, HWLOC_OBJ_CORE, index % cores);
+    if (core) hwloc_set_cpubind(job->topo, core->cpuset, HWLOC_CPUBIND_THREAD); /* best effort */
+}
+
+static void run_one(sweep_job *job, int i)
+{
+    pl_call call;
+    pl_array args[2 * PL_MAX_OPERANDS], outs[PL_MAX_OPERANDS];
+    _Alignas(max_align_t) unsigned char param[PL_SWEEP_PARAM_BYTES];
+    memset(&call, 0, sizeof call);
+    memset(args, 0, sizeof args);
+    memset(outs, 0, sizeof outs);
+    memset(param, 0, sizeof param);
+    pl_report *rep = &job->reports[i];
+    int rc = job->build(i, &call, args, outs, param, job->user);
+    if (rc != PL_OK) {
+        memset(rep, 0, sizeof *rep);
+        rep->status = rc;
+        snprintf(rep->error, sizeof rep->error, "configuration %d: %s", i, pl_strerror(rc));
+        return;
+    }
+    pl_pallas_call(&call, args, outs, &job->opt, rep);
+}
+
+static void *worker_main(void *arg)
+{
+    sweep_worker *w = arg;
+    sweep_job *job = w->job;
+    pin(job, w->index);
+    int i;
+    while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
+        run_one(job, i);
+        atomic_fetch_add(&job->done, 1);
+    }
+    return NULL;
+}
+
+int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, const pl_sweep_options *sopt,
+             pl_report *reports)
+{
+    if (n < 0 || !build || (n > 0 && !reports)) return PL_EINVAL;
+    sweep_job job = {.n = n, .build = build, .user = user, .reports = reports};
+    if (opt) job.opt = *opt;
+    job.opt.cost_only = 1;
+    job.opt.trace_path = NULL; /* one file for many calls makes no sense */
+    atomic_init(&job.next, 0);
+    atomic_init(&job.done, 0);
+    job.have_topo = hwloc_topology_init(&job.topo) == 0 && hwloc_topology_load(job.topo) == 0;
+
+    int threads = sopt && sopt->threads > 0 ? sopt->threads : 0;
+    if (!threads) threads = job.have_topo ? hwloc_get_nbobjs_by_type(job.topo, HWLOC_OBJ_CORE) : 1;
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
+    if (threads > n) threads = n > 0 ? n : 1;
+
+    sweep_worker w[64];
+    int started = 0;
+    for (int t = 1; t < threads; t++) { /* the calling thread is worker 0 unless it reports progress */
+        w[t] = (sweep_worker){.job = &job, .index = t};
+        if (pthread_create(&w[t].tid, NULL, worker_main, &w[t]) == 0) started = t;
+        else break;
+    }
+    w[0] = (sweep_worker){.job = &job, .index = 0};
+    if (sopt && sopt->progress) {
+        /* the caller's thread reports progress while the others work; with
+         * one thread it works itself between reports */
+        struct timespec tick = {0, 100 * 1000 * 1000}, last, now;
+        clock_gettime(CLOCK_MONOTONIC, &last);
+        while (atomic_load(&job.done) < n) {
+            if (started == 0) {
+                int i = atomic_fetch_add(&job.next, 1);
+                if (i < n) {
+                    run_one(&job, i);
+                    atomic_fetch_add(&job.done, 1);
+                }
+            } else nanosleep(&tick, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - last.tv_sec) * 1e9 + (now.tv_nsec - last.tv_nsec) >= 1e8) {
+                sopt->progress(atomic_load(&job.done), n, sopt->progress_user);
+                last = now;
+            }
+        }
+        sopt->progress(n, n, sopt->progress_user);
+    } else {
+        worker_main(&w[0]);
+    }
+    for (int t = 1; t <= started; t++) pthread_join(w[t].tid, NULL);
+    if (job.have_topo) hwloc_topology_destroy(job.topo);
+    return PL_OK;
+}
