@@ -10,9 +10,11 @@ PREFIX  ?= /usr/local
 PKGS    := openblas criterion hwloc
 DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev pkg-config
 
+# CFLAGS may be given on the command line (check-asan does); the flags the
+# build needs are appended with override so that they survive it.
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(EXTRA_CFLAGS)
-LDFLAGS += -pthread $(EXTRA_LDFLAGS)
+override CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(EXTRA_CFLAGS)
+override LDFLAGS += -pthread $(EXTRA_LDFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
 PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm
 CRIT_LIBS  = $(shell pkg-config --libs criterion)

@@ -55,15 +55,16 @@ static void narrow(const pl_ref *r, const float *src)
 
 static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
 {
+    int bad_space = r->space == PL_ANY || r->space == PL_SEMAPHORE;
+    if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
     char name[96];
     kern_ref_name(r, name, sizeof name);
-    if (r->space == PL_ANY || r->space == PL_SEMAPHORE)
+    if (bad_space)
         kern_fault(c, PL_ESPACE, "pl_dot %s is %s: memory space %s is reachable only by DMA (rule M1)", what,
                    name, pl_memspace_name(r->space));
     if (r->rank != 2)
         kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of rank %d; pl_dot takes rank-2 refs", what, name, r->rank);
-    if (!pl_dtype_is_float(r->dtype))
-        kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);
+    kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);
 }
 
 void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)

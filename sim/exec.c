@@ -92,10 +92,11 @@ static int alloc_buffers(sim_exec *x)
         pl_array shape = {.dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int64_t n = pl_array_size(&shape);
-        x->scratch_mem[i] = malloc((size_t)n * pl_dtype_size(s->dtype));
+        size_t bytes = (size_t)n * pl_dtype_size(s->dtype);
+        x->scratch_mem[i] = x->cost_only ? calloc(1, bytes) : malloc(bytes);
         if (!x->scratch_mem[i])
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", x->rep.scratch[i].name);
-        sim_poison(x->scratch_mem[i], s->dtype, n, x->uninit); /* scratch starts uninitialized (M2, V1) */
+        if (!x->cost_only) sim_poison(x->scratch_mem[i], s->dtype, n, x->uninit); /* M2, V1 */
         pl_ref *r = &x->refs[p->n_ops + i];
         *r = (pl_ref){.data = x->scratch_mem[i], .dtype = s->dtype, .space = s->space, .rank = s->rank,
                       .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH};
@@ -195,6 +196,13 @@ static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx
                     op->rep->name, b, blk, a);
 }
 
+static int same_block(const int64_t *a, const int64_t *b, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if (a[d] != b[d]) return 0;
+    return 1;
+}
+
 /* Bring op to the block of this step. */
 static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t step)
 {
@@ -207,7 +215,7 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
         memset(so, 0, sizeof *so);
         memcpy(so->block, bidx, n);
     }
-    if (op->have_block && memcmp(bidx, op->cur, n) == 0) {
+    if (op->have_block && same_block(bidx, op->cur, op->rank)) {
         if (op->role == PL_ROLE_IN) op->rep->skipped++; /* P2 */
         if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_SKIP : PL_ACT_KEEP, so->slot = op->slot;
         return PL_OK;
@@ -258,11 +266,11 @@ static int run_kernel(sim_exec *x)
     double seconds = 0;
     for (int i = 0; i < x->ctx.n_ops; i++) {
         const kern_op *o = &x->ctx.ops[i];
-        double t = sim_op_seconds(chip, o);
+        double padded, t = sim_op_seconds(chip, o, &padded);
         seconds += t;
         if (o->kind == KERN_OP_DOT) {
             x->rep.mxu_flops += o->flops;
-            x->rep.mxu_flops_padded += sim_dot_padded_flops(chip, o);
+            x->rep.mxu_flops_padded += padded;
             x->rep.mxu_s += t;
             x->dot_flops[o->dtype] += o->flops;
         } else {

@@ -77,11 +77,14 @@ double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
     return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
 }
 
-double sim_op_seconds(const pl_chip *chip, const kern_op *op)
+double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
 {
-    if (op->kind == KERN_OP_DOT) return sim_dot_padded_flops(chip, op) / sim_mxu_rate(chip, (pl_dtype)op->dtype);
-    /* the VPU works on whole (8, 128) registers */
-    return pad((double)op->elems, 1024) / chip->vpu_flops;
+    if (op->kind == KERN_OP_DOT) {
+        *padded = sim_dot_padded_flops(chip, op);
+        return *padded / sim_mxu_rate(chip, (pl_dtype)op->dtype);
+    }
+    *padded = pad((double)op->elems, 1024); /* the VPU works on whole (8, 128) registers */
+    return *padded / chip->vpu_flops;
 }
 
 /* ---- the DMA engine --------------------------------------------------------------- */

@@ -66,8 +66,9 @@ int sim_coreline_step(sim_coreline *c, double seconds);
 void sim_coreline_free(sim_coreline *c);
 
 /* Time of one block op on the chip: MXU ops padded to the MXU width and run at
- * the dtype's rate, elementwise ops on the VPU. */
-double sim_op_seconds(const pl_chip *chip, const kern_op *op);
+ * the dtype's rate, elementwise ops on the VPU. *padded: the work after
+ * padding (FLOPs for a dot, elements for the VPU). */
+double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
 /* The MXU rate for a dtype, FLOP/s per TensorCore. */

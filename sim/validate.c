@@ -45,7 +45,8 @@ void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n) { kern_fo
 static void format_block(const pl_block_spec *s, char *buf, size_t n)
 {
     size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < s->rank && at < n; d++) {
+    int rank = s->rank < 0 ? 0 : s->rank > PL_MAX_RANK ? PL_MAX_RANK : s->rank;
+    for (int d = 0; d < rank && at < n; d++) {
         const char *sep = d ? ", " : "";
         if (s->block[d] == PL_SQUEEZED)
             at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
@@ -57,10 +58,12 @@ static void format_block(const pl_block_spec *s, char *buf, size_t n)
 
 /* ---- arrays -------------------------------------------------------------------- */
 
+static int64_t sat_mul(int64_t a, int64_t b);
+
 int64_t pl_array_size(const pl_array *a)
 {
     int64_t n = 1;
-    for (int d = 0; d < a->rank; d++) n *= a->shape[d];
+    for (int d = 0; d < a->rank && d < PL_MAX_RANK; d++) n = sat_mul(n, a->shape[d]);
     return n;
 }
 
@@ -81,9 +84,33 @@ static int check_array(const pl_array *a, const char *what, int allow_null, pl_r
     return PL_OK;
 }
 
+/* Operands must be addressable with int64 byte offsets; scratch that is too
+ * large is left to the budget (M4). */
+static int check_addressable(const pl_array *a, const char *what, pl_report *rep)
+{
+    if (sat_mul(pl_array_size(a), (int64_t)pl_dtype_size(a->dtype)) >= INT64_MAX / 2)
+        return sim_fail(rep, PL_EINVAL, "%s: an array of %lld x %zu bytes is too large to address", what,
+                        (long long)pl_array_size(a), pl_dtype_size(a->dtype));
+    return PL_OK;
+}
+
 /* ---- layout in VMEM (T6) -------------------------------------------------------- */
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+/* Byte counts saturate at INT64_MAX instead of wrapping, so that an absurd
+ * block is rejected by the budget (M4) rather than sized as a tiny one. */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return x > INT64_MAX - m ? INT64_MAX : (x + m - 1) / m * m; }
 
 static int native_sublanes(pl_dtype t, const pl_chip *chip)
 {
@@ -98,16 +125,16 @@ static int64_t laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_mem
 {
     int64_t es = (int64_t)pl_dtype_size(t), n = 1;
     if (space == PL_SMEM) {
-        for (int d = 0; d < rank; d++) n *= shape[d];
-        return n * (es < 4 ? 4 : es);
+        for (int d = 0; d < rank; d++) n = sat_mul(n, shape[d]);
+        return sat_mul(n, es < 4 ? 4 : es);
     }
     for (int d = 0; d < rank; d++) {
         int64_t s = shape[d];
         if (d == rank - 1) s = round_up(s, 128);
         else if (d == rank - 2) s = round_up(s, native_sublanes(t, chip));
-        n *= s;
+        n = sat_mul(n, s);
     }
-    return n * es;
+    return sat_mul(n, es);
 }
 
 /* ---- BlockSpecs --------------------------------------------------------------- */
@@ -179,6 +206,31 @@ static int check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep
     return PL_OK;
 }
 
+/* A declarative map can be checked against B7 before anything runs: the
+ * largest index it returns along a dimension is its axis size minus one. */
+static int check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *rep)
+{
+    const pl_index_map *m = &op->map;
+    if (m->fn) return PL_OK;
+    for (int d = 0; d < m->n; d++) {
+        if (m->axis[d] == PL_ZERO) continue;
+        int64_t top = plan->call->grid[m->axis[d]] - 1;
+        if (top < op->nblocks[d]) continue;
+        int64_t idx[PL_MAX_GRID] = {0}, bidx[PL_MAX_RANK];
+        idx[m->axis[d]] = top;
+        for (int e = 0; e < op->rank; e++) bidx[e] = m->axis[e] == PL_ZERO ? 0 : idx[m->axis[e]];
+        char point[128], got[128];
+        sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
+        sim_format_idx(bidx, op->rank, got, sizeof got);
+        return sim_fail(rep, PL_EINDEXMAP,
+                        "%s: at grid point %s the index map returns block index %s; dimension %d must be in "
+                        "0..%lld (%lld elements in blocks of %lld): the grid is larger than the array (rule B7)",
+                        op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, (long long)op->arr->shape[d],
+                        (long long)op->block[d]);
+    }
+    return PL_OK;
+}
+
 /* Resolve one operand's spec into op; checks B1, B3, B4, T1-T5. */
 static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)
 {
@@ -196,6 +248,9 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
         return sim_fail(rep, PL_EINVAL, "%s: memory space %s cannot hold a block operand (rule M1)",
                         op->rep->name, pl_memspace_name(s->space));
+    if (s->space == PL_SMEM && pl_dtype_bits(a->dtype) != 32)
+        return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; a %s array cannot live there (rule M1)",
+                        op->rep->name, pl_dtype_name(a->dtype));
     if (s->rank != 0 && s->rank != a->rank)
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block shape %s has rank %d but the array %s has rank %d (rule B1)", op->rep->name, blk,
@@ -211,9 +266,9 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
             op->nblocks[d] = a->shape[d];
         } else if (b < 1) {
             return sim_fail(rep, PL_EBLOCKSHAPE,
-                            "%s: block shape %s has dimension %d of size %lld; sizes must be >= 1 or "
+                            "%s: block shape %s of array %s has dimension %d of size %lld; sizes must be >= 1 or "
                             "PL_SQUEEZED (rule B1)",
-                            op->rep->name, blk, d, (long long)b);
+                            op->rep->name, blk, shp, d, (long long)b);
         } else {
             op->block[d] = b;
             op->nblocks[d] = (a->shape[d] + b - 1) / b;
@@ -252,6 +307,8 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
                      op->rep->name, op->buffers);
     }
 
+    if (op->pipelined && (rc = check_map_range(plan, op, rep))) return rc;
+
     /* The kernel's Ref: the block with squeezed dims dropped (B4). */
     pl_ref *r = &op->ref;
     memset(r, 0, sizeof *r);
@@ -264,7 +321,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     for (int d = a->rank - 1; d >= 0; d--) {
         int64_t b = op->pipelined ? op->block[d] : a->shape[d];
         if (!op->pipelined || !op->squeezed[d]) r->rank++;
-        op->block_elems *= b;
+        op->block_elems = sat_mul(op->block_elems, b);
     }
     int64_t stride = 1;
     for (int d = a->rank - 1, k = r->rank - 1; d >= 0; d--) {
@@ -281,7 +338,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     or->rank = a->rank;
     memcpy(or->block, op->pipelined ? op->block : a->shape, sizeof or->block);
     or->buffers = op->buffers;
-    or->block_bytes = op->block_elems * (int64_t)op->elem_size;
+    or->block_bytes = sat_mul(op->block_elems, (int64_t)op->elem_size);
     or->vmem_bytes = op->pipelined ? laid_out_bytes(op->block, a->rank, a->dtype, s->space, plan->chip) : 0;
 
     /* T6: legal but wasteful when the sublane dim is off the native tiling. */
@@ -314,12 +371,14 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
     int64_t vmem = 0, smem = 0;
     for (int i = 0; i < rep->n_operands; i++) {
         const pl_operand_report *o = &rep->op[i];
-        int64_t b = o->vmem_bytes * o->buffers;
-        if (o->space == PL_VMEM) vmem += b;
-        else if (o->space == PL_SMEM) smem += b;
+        int64_t b = sat_mul(o->vmem_bytes, o->buffers);
+        if (o->space == PL_VMEM) vmem = sat_add(vmem, b);
+        else if (o->space == PL_SMEM) smem = sat_add(smem, b);
     }
-    for (int i = 0; i < rep->n_scratch; i++)
-        *(rep->scratch[i].space == PL_VMEM ? &vmem : &smem) += rep->scratch[i].bytes;
+    for (int i = 0; i < rep->n_scratch; i++) {
+        int64_t *sum = rep->scratch[i].space == PL_VMEM ? &vmem : &smem;
+        *sum = sat_add(*sum, rep->scratch[i].bytes);
+    }
     rep->vmem_bytes = vmem;
     rep->smem_bytes = smem;
     if (smem > chip->smem_bytes)
@@ -390,6 +449,7 @@ static int plan_prefetch(sim_plan *plan, const pl_call *call, const pl_array *ar
         op->arg = i;
         op->arr = &args[i];
         int rc = check_array(op->arr, or->name, 0, rep);
+        if (!rc) rc = check_addressable(op->arr, or->name, rep);
         if (rc) return rc;
         if (op->arr->dtype != PL_I32 && op->arr->dtype != PL_F32)
             return sim_fail(rep, PL_EDTYPE, "%s: scalar-prefetch arrays live in SMEM, which holds 32-bit "
@@ -471,6 +531,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
             if (s->name) snprintf(or->name, sizeof or->name, "%s", s->name);
             else snprintf(or->name, sizeof or->name, "%s%d", role == PL_ROLE_IN ? "in" : "out", i);
             rc = check_array(op->arr, or->name, plan->cost_only, rep);
+            if (!rc) rc = check_addressable(op->arr, or->name, rep);
             if (rc) return rc;
             rc = plan_operand(plan, op, s, rep);
             if (rc) return rc;
