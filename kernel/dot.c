@@ -84,7 +84,11 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
     kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)a.dtype, .m = m, .n = n, .k = k};
     op.flops = 2.0 * (double)m * (double)n * (double)k;
     kern_record(c, &op);
-    if (c->cost_only) return;
+    if (c->cost_only || m == 0 || n == 0) return;
+    if (k == 0) { /* an empty contraction adds nothing */
+        if (!(flags & PL_DOT_ACC)) pl_fill(c, acc, 0.0);
+        return;
+    }
 
     /* One scratch allocation holds every operand that needs widening. */
     size_t need = 0;

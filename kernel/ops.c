@@ -14,7 +14,11 @@
 /* ---- walking rows ----------------------------------------------------------- */
 
 static int64_t row_len(const pl_ref *r) { return r->rank ? r->shape[r->rank - 1] : 1; }
-static int64_t row_count(const pl_ref *r) { return r->rank ? pl_size(*r) / r->shape[r->rank - 1] : 1; }
+static int64_t row_count(const pl_ref *r)
+{
+    if (!r->rank) return 1;
+    return r->shape[r->rank - 1] ? pl_size(*r) / r->shape[r->rank - 1] : 0; /* an empty view has no rows */
+}
 static int64_t inner_stride(const pl_ref *r) { return r->rank ? r->stride[r->rank - 1] : 1; }
 
 /* Address of the first element of row `row` (rows counted in row-major order). */
@@ -138,6 +142,27 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
 
 typedef enum { EW_ADD, EW_MUL, EW_MAX } ew_kind;
 
+static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8; }
+
+/* Integer arithmetic wraps at the dtype's width, as XLA's does; it goes
+ * through uint64 so that i32 products stay exact before wrapping. */
+static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa, const pl_ref *b, const char *pb,
+                    int64_t n, ew_kind kind)
+{
+    size_t sd = (size_t)inner_stride(dst) * pl_dtype_size(dst->dtype);
+    size_t sa = (size_t)inner_stride(a) * pl_dtype_size(a->dtype), sb = (size_t)inner_stride(b) * pl_dtype_size(b->dtype);
+    for (int64_t i = 0; i < n; i++, d += sd, pa += sa, pb += sb) {
+        int64_t x = (int64_t)pl_load_elem(pa, a->dtype), y = (int64_t)pl_load_elem(pb, b->dtype), r;
+        switch (kind) {
+        case EW_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+        case EW_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+        default: r = x > y ? x : y; break;
+        }
+        if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
+        else *(int8_t *)d = (int8_t)(uint8_t)r;
+    }
+}
+
 static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind, const char *fn)
 {
     check_data(c, &dst, fn);
@@ -148,6 +173,10 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
     record_vpu(c, KERN_OP_VPU, &dst, 1);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
+    if (is_int(dst.dtype) && is_int(a.dtype) && is_int(b.dtype)) {
+        for (int64_t r = 0; r < rows; r++) int_row(&dst, row_ptr(&dst, r), &a, row_ptr(&a, r), &b, row_ptr(&b, r), n, kind);
+        return;
+    }
     double *x = (double *)kern_tmp(c, 4 * (size_t)n), *y = x + n;
     for (int64_t r = 0; r < rows; r++) {
         load_row(x, &a, row_ptr(&a, r), n);
