@@ -24,17 +24,23 @@ int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start,
 
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)
 {
-    if (uninit == PL_UNINIT_ZERO) {
-        memset(p, 0, (size_t)n * pl_dtype_size(t));
+    size_t es = pl_dtype_size(t), total = (size_t)n * es;
+    if (uninit == PL_UNINIT_ZERO || total == 0) {
+        memset(p, 0, total);
         return;
     }
-    switch (t) {
-    case PL_F32: { uint32_t *q = p, v = 0x7fc00000u; for (int64_t i = 0; i < n; i++) q[i] = v; break; }
-    case PL_BF16: { uint16_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = 0x7fc0u; break; }
-    case PL_F16: { uint16_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = 0x7e00u; break; }
-    case PL_I32: { int32_t *q = p; for (int64_t i = 0; i < n; i++) q[i] = INT32_MAX; break; }
-    case PL_I8: memset(p, INT8_MAX, (size_t)n); break;
-    default: break;
+    uint32_t f32 = 0x7fc00000u;
+    uint16_t bf16 = 0x7fc0u, f16 = 0x7e00u;
+    int32_t i32 = INT32_MAX;
+    int8_t i8 = INT8_MAX;
+    const void *one = t == PL_F32 ? (const void *)&f32 : t == PL_BF16 ? (const void *)&bf16
+                    : t == PL_F16 ? (const void *)&f16 : t == PL_I32 ? (const void *)&i32 : (const void *)&i8;
+    /* one element, then double the filled prefix: memcpy-speed for any size */
+    memcpy(p, one, es);
+    for (size_t done = es; done < total;) {
+        size_t chunk = done < total - done ? done : total - done;
+        memcpy((char *)p + done, p, chunk);
+        done += chunk;
     }
 }
 
