@@ -84,6 +84,31 @@ static void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double f
     kern_record(c, &op);
 }
 
+typedef enum { EW_ADD, EW_MUL, EW_MAX, EW_COPY } ew_kind;
+
+static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8; }
+
+/* Integer arithmetic (and integer narrowing) wraps at the dtype's width, as XLA's does; it goes
+ * through uint64 so that i32 products stay exact before wrapping. */
+static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa, const pl_ref *b, const char *pb,
+                    int64_t n, ew_kind kind)
+{
+    size_t sd = (size_t)inner_stride(dst) * pl_dtype_size(dst->dtype);
+    size_t sa = (size_t)inner_stride(a) * pl_dtype_size(a->dtype);
+    size_t sb = b ? (size_t)inner_stride(b) * pl_dtype_size(b->dtype) : 0;
+    for (int64_t i = 0; i < n; i++, d += sd, pa += sa, pb += sb) {
+        int64_t x = (int64_t)pl_load_elem(pa, a->dtype), y = b ? (int64_t)pl_load_elem(pb, b->dtype) : 0, r;
+        switch (kind) {
+        case EW_COPY: r = x; break;
+        case EW_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+        case EW_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+        default: r = x > y ? x : y; break;
+        }
+        if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
+        else *(int8_t *)d = (int8_t)(uint8_t)r;
+    }
+}
+
 /* ---- fill and copy --------------------------------------------------------- */
 
 void pl_fill(pl_ctx *c, pl_ref dst, double value)
@@ -131,6 +156,10 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
         }
         return;
     }
+    if (is_int(dst.dtype) && is_int(src.dtype)) { /* integer narrowing keeps the low bits, as XLA does */
+        for (int64_t r = 0; r < rows; r++) int_row(&dst, row_ptr(&dst, r), &src, row_ptr(&src, r), NULL, NULL, n, EW_COPY);
+        return;
+    }
     double *buf = (double *)kern_tmp(c, 2 * (size_t)n);
     for (int64_t r = 0; r < rows; r++) {
         load_row(buf, &src, row_ptr(&src, r), n);
@@ -139,29 +168,6 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
 }
 
 /* ---- elementwise arithmetic ------------------------------------------------ */
-
-typedef enum { EW_ADD, EW_MUL, EW_MAX } ew_kind;
-
-static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8; }
-
-/* Integer arithmetic wraps at the dtype's width, as XLA's does; it goes
- * through uint64 so that i32 products stay exact before wrapping. */
-static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa, const pl_ref *b, const char *pb,
-                    int64_t n, ew_kind kind)
-{
-    size_t sd = (size_t)inner_stride(dst) * pl_dtype_size(dst->dtype);
-    size_t sa = (size_t)inner_stride(a) * pl_dtype_size(a->dtype), sb = (size_t)inner_stride(b) * pl_dtype_size(b->dtype);
-    for (int64_t i = 0; i < n; i++, d += sd, pa += sa, pb += sb) {
-        int64_t x = (int64_t)pl_load_elem(pa, a->dtype), y = (int64_t)pl_load_elem(pb, b->dtype), r;
-        switch (kind) {
-        case EW_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
-        case EW_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
-        default: r = x > y ? x : y; break;
-        }
-        if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
-        else *(int8_t *)d = (int8_t)(uint8_t)r;
-    }
-}
 
 static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind, const char *fn)
 {
@@ -187,6 +193,7 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
             case EW_MUL: x[i] *= y[i]; break;
             /* NaN propagates, as jnp.maximum does */
             case EW_MAX: x[i] = (x[i] != x[i] || x[i] > y[i]) ? x[i] : y[i]; break;
+            case EW_COPY: break;
             }
         store_row(&dst, row_ptr(&dst, r), x, n);
     }
