@@ -26,6 +26,17 @@ typedef struct kern_op {
     double flops;     /* 2mnk for a dot, elems for an elementwise op */
 } kern_op;
 
+/* What the checks know of one kernel argument (set by the executor). */
+typedef struct kern_arg {
+    char *base;                  /* the buffer the Ref views, its first element */
+    pl_ref tmpl;                 /* the Ref as handed to the kernel: shape and strides of the buffer */
+    int64_t valid[PL_MAX_RANK];  /* in-bounds extent per Ref dimension; less than shape on an edge block (B6) */
+    uint8_t clipped;             /* the current block hangs over the array's edge */
+    uint8_t written;             /* an op wrote to it since its block became current (P4) */
+    uint8_t initialized;         /* scratch: an op wrote all of it (M2) */
+    uint8_t warned;              /* a write-protection warning was given (V3) */
+} kern_arg;
+
 struct pl_ctx {
     /* the running grid point */
     int grid_rank;
@@ -38,6 +49,20 @@ struct pl_ctx {
 
     /* options */
     int cost_only;              /* block ops report cost but touch no data */
+    int checks;                 /* track reads, writes and poison (V1, V3) */
+    int strict;                 /* writes into input blocks are errors (V3) */
+    int oob_poison;             /* pl_get outside a Ref reads poison instead of failing (V2) */
+    int uninit_zero;            /* poison is zero (V1) */
+
+    /* per kernel argument, for the checks; NULL when checks are off */
+    kern_arg *args;
+    int n_args;
+    /* the first suspicious reads, to explain a NaN that reaches HBM (V1) */
+    char uninit_read[512];      /* scratch read before anything wrote all of it */
+    char padding_read[512];     /* an edge block's overhang read */
+    /* warnings go to the executor's report */
+    void (*warn)(void *sink, const char *msg);
+    void *warn_sink;
 
     /* the op log of the current step (reset by the executor) */
     kern_op *ops;
@@ -58,6 +83,18 @@ struct pl_ctx {
 __attribute__((noreturn, format(printf, 3, 4)))
 #endif
 void kern_fault(pl_ctx *c, int code, const char *fmt, ...);
+
+/* Checks around block ops (no-ops when c->checks is off): a write marks the
+ * argument written and is refused or warned about on an input block (V3); a
+ * read of uninitialized scratch or of edge-block padding is remembered (V1). */
+void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn);
+void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn);
+
+/* A warning with the grid point, to the report. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void kern_warn(pl_ctx *c, const char *fmt, ...);
 
 /* "x (input 0)" style description of a Ref for messages. */
 void kern_ref_name(const pl_ref *r, char *buf, size_t n);

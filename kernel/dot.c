@@ -81,6 +81,12 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
                    (long long)acc.shape[0], (long long)acc.shape[1], (flags & PL_DOT_ACC) ? "+" : "",
                    (long long)m, (long long)k, tb ? "^T" : "", (long long)b.shape[0], (long long)b.shape[1]);
 
+    if (c->args) {
+        kern_note_read(c, &a, "pl_dot");
+        kern_note_read(c, &b, "pl_dot");
+        if (flags & PL_DOT_ACC) kern_note_read(c, &acc, "pl_dot");
+        kern_note_write(c, &acc, "pl_dot");
+    }
     kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)a.dtype, .m = m, .n = n, .k = k};
     op.flops = 2.0 * (double)m * (double)n * (double)k;
     kern_record(c, &op);

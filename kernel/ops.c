@@ -114,6 +114,7 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
 void pl_fill(pl_ctx *c, pl_ref dst, double value)
 {
     check_data(c, &dst, "pl_fill");
+    if (c->args) kern_note_write(c, &dst, "pl_fill");
     record_vpu(c, KERN_OP_VPU, &dst, 1);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
@@ -139,6 +140,10 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
     check_data(c, &dst, "pl_copy");
     check_data(c, &src, "pl_copy");
     check_same_shape(c, &dst, &src, "pl_copy");
+    if (c->args) {
+        kern_note_read(c, &src, "pl_copy");
+        kern_note_write(c, &dst, "pl_copy");
+    }
     record_vpu(c, KERN_OP_COPY, &dst, 1);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
@@ -176,6 +181,11 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
     check_data(c, &b, fn);
     check_same_shape(c, &dst, &a, fn);
     check_same_shape(c, &dst, &b, fn);
+    if (c->args) {
+        kern_note_read(c, &a, fn);
+        kern_note_read(c, &b, fn);
+        kern_note_write(c, &dst, fn);
+    }
     record_vpu(c, KERN_OP_VPU, &dst, 1);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
@@ -208,6 +218,10 @@ void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src)
     check_data(c, &dst, "pl_relu");
     check_data(c, &src, "pl_relu");
     check_same_shape(c, &dst, &src, "pl_relu");
+    if (c->args) {
+        kern_note_read(c, &src, "pl_relu");
+        kern_note_write(c, &dst, "pl_relu");
+    }
     record_vpu(c, KERN_OP_VPU, &dst, 1);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);

@@ -58,6 +58,8 @@ typedef enum pl_status {
     PL_EDTYPE = -11,     /* a dtype an op does not support */
     PL_ESPACE = -12,     /* an op on a Ref in the wrong memory space (M1) */
     PL_EVERIFY = -13,    /* a result that does not match its reference (V5) */
+    PL_EPOISON = -14,    /* uninitialized data (NaN poison) reached HBM, in strict mode (V1) */
+    PL_EREADONLY = -15,  /* a write into an input block, in strict mode (V3) */
 } pl_status;
 
 /* A static string naming the code ("block shape breaks the (8,128) rule"). */

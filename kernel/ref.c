@@ -4,6 +4,7 @@
  * checked against the Ref they slice so that a kernel can never reach memory
  * outside its block (rule V2).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +145,9 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 
 /* ---- element access -------------------------------------------------------- */
 
-static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn)
+/* The element's address, or NULL for a read outside the Ref when
+ * out-of-bounds reads are poison (V2). */
+static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn, int reading)
 {
     char name[96];
     if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
@@ -155,6 +158,7 @@ static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char
     int64_t off = 0;
     for (int d = 0; d < r->rank; d++) {
         if (idx[d] < 0 || idx[d] >= r->shape[d]) {
+            if (reading && c->oob_poison) return NULL;
             char at[128];
             kern_format_point(idx, r->rank, at, sizeof at);
             kern_ref_name(r, name, sizeof name);
@@ -166,12 +170,35 @@ static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char
     return (char *)r->data + (size_t)off * pl_dtype_size(r->dtype);
 }
 
+/* A one-element view of r at idx, for the checks. */
+static pl_ref element_view(const pl_ref *r, char *p)
+{
+    pl_ref e = *r;
+    e.data = p;
+    for (int d = 0; d < e.rank; d++) e.shape[d] = 1;
+    return e;
+}
+
 double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 {
-    return pl_load_elem(elem_ptr(c, &r, idx, "pl_get"), r.dtype);
+    char *p = elem_ptr(c, &r, idx, "pl_get", 1);
+    if (!p) { /* V2 in poison mode: what an uninitialized element holds */
+        if (c->uninit_zero) return 0;
+        return pl_dtype_is_float(r.dtype) ? (double)NAN : r.dtype == PL_I32 ? INT32_MAX : INT8_MAX;
+    }
+    if (c->args) {
+        pl_ref e = element_view(&r, p);
+        kern_note_read(c, &e, "pl_get");
+    }
+    return pl_load_elem(p, r.dtype);
 }
 
 void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v)
 {
-    pl_store_elem(elem_ptr(c, &r, idx, "pl_set"), r.dtype, v);
+    char *p = elem_ptr(c, &r, idx, "pl_set", 0);
+    if (c->args) {
+        pl_ref e = element_view(&r, p);
+        kern_note_write(c, &e, "pl_set");
+    }
+    pl_store_elem(p, r.dtype, v);
 }

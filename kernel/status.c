@@ -18,6 +18,8 @@ const char *pl_strerror(int code)
     case PL_EDTYPE: return "unsupported dtype";
     case PL_ESPACE: return "wrong memory space";
     case PL_EVERIFY: return "result does not match its reference";
+    case PL_EPOISON: return "uninitialized data reached HBM";
+    case PL_EREADONLY: return "write into an input block";
     }
     return "unknown status code";
 }

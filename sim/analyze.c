@@ -63,12 +63,13 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
     for (int d = 0; d < PL_DTYPE_COUNT; d++)
         if (dot_flops[d] > dot_flops[best]) best = d;
     r->mxu_dtype = (pl_dtype)best;
-    double rate = sim_mxu_rate(chip, r->mxu_dtype);
+    double rate = pl_chip_mxu_rate(chip, r->mxu_dtype);
     r->flops_per_s = r->time_s > 0 ? r->mxu_flops / r->time_s : 0;
     r->peak_fraction = r->flops_per_s / (rate * r->cores);
     r->intensity = r->hbm_bytes ? r->mxu_flops / (double)r->hbm_bytes : 0;
     r->critical_intensity = rate * chip->cores_per_device / chip->hbm_bw;
 
+    /* sentences speak of one core: sums over cores divided by their number */
     double per_core = r->cores ? 1.0 / r->cores : 1;
     double comp = r->compute_s * per_core, over = r->overhead_s * per_core, wait = r->dma_exposed_s * per_core;
     if (r->steps == 0 || r->time_s <= 0) {
@@ -83,7 +84,7 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
                  "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); "
                  "%.0f FLOP per HBM byte against the %s's critical %.0f: larger blocks along the dimensions "
                  "that are re-read (bm and bn for a matmul) raise the intensity",
-                 human_time(r->dma_exposed_s, a, sizeof a), human_time(r->time_s, b, sizeof b), names,
+                 human_time(wait, a, sizeof a), human_time(r->time_s, b, sizeof b), names,
                  human_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, r->intensity, chip->name,
                  r->critical_intensity);
     } else if (over >= comp) {
@@ -91,20 +92,20 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
         snprintf(r->bound_msg, sizeof r->bound_msg,
                  "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (rule P9); fewer, larger blocks "
                  "amortize it",
-                 (long long)r->steps, chip->step_overhead_s * 1e6, human_time(r->overhead_s, a, sizeof a),
+                 (long long)(r->steps / r->cores), chip->step_overhead_s * 1e6, human_time(over, a, sizeof a),
                  human_time(r->time_s, b, sizeof b));
     } else if (r->vpu_s > r->mxu_s) {
         r->bound = PL_BOUND_VPU;
         snprintf(r->bound_msg, sizeof r->bound_msg,
                  "VPU-bound: elementwise work takes %s of %s, more than the MXU's %s; fold elementwise ops "
                  "together or move them off the inner loop",
-                 human_time(r->vpu_s, a, sizeof a), human_time(r->time_s, b, sizeof b),
-                 human_time(r->mxu_s, c, sizeof c));
+                 human_time(r->vpu_s * per_core, a, sizeof a), human_time(r->time_s, b, sizeof b),
+                 human_time(r->mxu_s * per_core, c, sizeof c));
     } else {
         r->bound = PL_BOUND_COMPUTE;
         int n = snprintf(r->bound_msg, sizeof r->bound_msg,
                          "compute-bound: the MXU is busy %s of %s, at %.0f%% of the %s %s peak",
-                         human_time(r->mxu_s, a, sizeof a), human_time(r->time_s, b, sizeof b),
+                         human_time(r->mxu_s * per_core, a, sizeof a), human_time(r->time_s, b, sizeof b),
                          100 * r->peak_fraction, chip->name, pl_dtype_name(r->mxu_dtype));
         double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
         if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)

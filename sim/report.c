@@ -99,7 +99,7 @@ void pl_report_print(const pl_report *r, FILE *f)
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-void sim_json_string(FILE *f, const char *s)
+void pl_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -122,18 +122,18 @@ static void json_shape(FILE *f, const int64_t *s, int rank)
 void pl_report_json(const pl_report *r, FILE *f)
 {
     fprintf(f, "{\"call\":");
-    sim_json_string(f, r->call_name);
+    pl_json_string(f, r->call_name);
     fprintf(f, ",\"status\":%d,\"error\":", r->status);
-    sim_json_string(f, r->status ? r->error : "");
+    pl_json_string(f, r->status ? r->error : "");
     fprintf(f, ",\"chip\":");
-    sim_json_string(f, r->chip ? r->chip->name : "");
+    pl_json_string(f, r->chip ? r->chip->name : "");
     fprintf(f, ",\"grid\":");
     json_shape(f, r->grid, r->grid_rank);
     fprintf(f, ",\"steps\":%lld,\"operands\":[", (long long)r->steps);
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         fprintf(f, "%s{\"name\":", i ? "," : "");
-        sim_json_string(f, o->name);
+        pl_json_string(f, o->name);
         fprintf(f, ",\"role\":\"%s\",\"space\":\"%s\",\"dtype\":\"%s\",\"block\":", role_name(o->role),
                 pl_memspace_name(o->space), pl_dtype_name(o->dtype));
         json_shape(f, o->block, o->rank);
@@ -146,7 +146,7 @@ void pl_report_json(const pl_report *r, FILE *f)
     fprintf(f, "],\"scratch\":[");
     for (int i = 0; i < r->n_scratch; i++) {
         fprintf(f, "%s{\"name\":", i ? "," : "");
-        sim_json_string(f, r->scratch[i].name);
+        pl_json_string(f, r->scratch[i].name);
         fprintf(f, ",\"space\":\"%s\",\"dtype\":\"%s\",\"bytes\":%lld}", pl_memspace_name(r->scratch[i].space),
                 pl_dtype_name(r->scratch[i].dtype), (long long)r->scratch[i].bytes);
     }
@@ -159,7 +159,7 @@ void pl_report_json(const pl_report *r, FILE *f)
             r->vpu_flops, (long long)r->hbm_bytes, r->cores, r->time_s, r->compute_s, r->mxu_s, r->vpu_s,
             r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
             r->critical_intensity, pl_bound_name(r->bound));
-    sim_json_string(f, r->bound_msg);
+    pl_json_string(f, r->bound_msg);
     fprintf(f, ",\"warnings\":[");
     const char *w = r->warnings;
     for (int first = 1; *w; first = 0) {
@@ -168,7 +168,7 @@ void pl_report_json(const pl_report *r, FILE *f)
         char line[PL_MSG_MAX];
         snprintf(line, sizeof line, "%.*s", (int)len, w);
         fprintf(f, "%s", first ? "" : ",");
-        sim_json_string(f, line);
+        pl_json_string(f, line);
         w += len + (nl ? 1 : 0);
     }
     fprintf(f, "]}\n");

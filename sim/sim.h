@@ -85,9 +85,6 @@ int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf
 /* Fill n elements with the dtype's poison (V1): NaN, the integer maximum, or zero. */
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit);
 
-/* Write s as a JSON string literal. */
-void sim_json_string(FILE *f, const char *s);
-
 /* "(1, 2, 3)" */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 

@@ -92,36 +92,28 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
     if (threads > 64) threads = 64;
     if (threads > n) threads = n > 0 ? n : 1;
 
-    sweep_worker w[64];
+    /* Workers 1.. run on threads of their own; worker 0 is the calling
+     * thread, unless it reports progress, in which case one more thread
+     * works in its place. */
+    int reporting = sopt && sopt->progress, spawn = reporting ? threads : threads - 1;
+    sweep_worker w[65];
     int started = 0;
-    for (int t = 1; t < threads; t++) { /* the calling thread is worker 0 unless it reports progress */
-        w[t] = (sweep_worker){.job = &job, .index = t};
-        if (pthread_create(&w[t].tid, NULL, worker_main, &w[t]) == 0) started = t;
-        else break;
+    for (int t = 1; t <= spawn; t++) {
+        w[t] = (sweep_worker){.job = &job, .index = reporting ? t - 1 : t};
+        if (pthread_create(&w[t].tid, NULL, worker_main, &w[t]) != 0) break;
+        started = t;
     }
     w[0] = (sweep_worker){.job = &job, .index = 0};
-    if (sopt && sopt->progress) {
-        /* the caller's thread reports progress while the others work; with
-         * one thread it works itself between reports */
-        struct timespec tick = {0, 100 * 1000 * 1000}, last, now;
-        clock_gettime(CLOCK_MONOTONIC, &last);
+    if (reporting && started > 0) {
+        struct timespec tick = {0, 100 * 1000 * 1000};
         while (atomic_load(&job.done) < n) {
-            if (started == 0) {
-                int i = atomic_fetch_add(&job.next, 1);
-                if (i < n) {
-                    run_one(&job, i);
-                    atomic_fetch_add(&job.done, 1);
-                }
-            } else nanosleep(&tick, NULL);
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if ((now.tv_sec - last.tv_sec) * 1e9 + (now.tv_nsec - last.tv_nsec) >= 1e8) {
-                sopt->progress(atomic_load(&job.done), n, sopt->progress_user);
-                last = now;
-            }
+            nanosleep(&tick, NULL);
+            sopt->progress(atomic_load(&job.done), n, sopt->progress_user);
         }
         sopt->progress(n, n, sopt->progress_user);
     } else {
-        worker_main(&w[0]);
+        worker_main(&w[0]); /* also when no thread could be started */
+        if (reporting) sopt->progress(n, n, sopt->progress_user);
     }
     for (int t = 1; t <= started; t++) pthread_join(w[t].tid, NULL);
     if (job.have_topo) hwloc_topology_destroy(job.topo);

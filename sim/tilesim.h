@@ -187,12 +187,16 @@ int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
 /* Parse the same format from a string; `where` names it in messages. */
 int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
 const pl_chip *pl_chip_default(void);
+/* The MXU's peak for a dtype, FLOP/s per TensorCore: bf16 (and f16) at the
+ * bf16 peak, f32 at f32_fraction of it, int8 at the int8 peak if any. */
+double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t);
 int pl_chip_count(void);
 const pl_chip *pl_chip_at(int i);
 
 /* ---- options ------------------------------------------------------------- */
 
 typedef enum pl_uninit { PL_UNINIT_NAN = 0, PL_UNINIT_ZERO = 1 } pl_uninit;
+typedef enum pl_oob { PL_OOB_RAISE = 0, PL_OOB_POISON = 1 } pl_oob;
 
 /* What the pipeline did for one operand at one grid point. */
 typedef enum pl_step_action {
@@ -233,6 +237,11 @@ typedef struct pl_options {
     const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
     const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
     pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
+    pl_oob oob_reads;   /* pl_get outside a Ref: end the call (raise, default) or read poison (V2) */
+    int checks_off;     /* 1: no poison fills, no NaN, write-protection or race tracking (V1, V3, V4):
+                           faster, for kernels already verified; bounds (V2) stay checked */
+    int strict;         /* 1: a NaN reaching HBM (V1) and a write into an input block (V3) are errors */
+    uint64_t seed;      /* nonzero: visit each parallel axis in a shuffled order seeded by this (V4) */
     int cost_only;      /* walk the grid and time it, but touch no data: arrays may have data = NULL
                            (except scalar-prefetch arrays, which index maps read) */
     const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
@@ -244,6 +253,25 @@ typedef struct pl_options {
 
 #define PL_NAME_MAX 32
 #define PL_MSG_MAX 2048
+
+/* A finding of the checks: something the kernel got wrong that hardware
+ * would hide (V1, V3, V4). The first few are kept in the report. */
+typedef enum pl_finding_kind {
+    PL_FIND_POISON = 1,   /* NaN (uninitialized data) written back to HBM (V1) */
+    PL_FIND_UNWRITTEN,    /* an output block written back though no op wrote it (P4) */
+    PL_FIND_INPUT_WRITE,  /* a write into an input block (V3) */
+} pl_finding_kind;
+
+#define PL_MAX_FINDINGS 8
+
+typedef struct pl_finding {
+    pl_finding_kind kind;
+    char rule[8];                /* "V1", "P4", ... */
+    int operand;                 /* index into pl_report.op, -1 if none */
+    int64_t point[PL_MAX_GRID];  /* the grid point that wrote it */
+    int64_t block[PL_MAX_RANK];  /* the block written back */
+    char msg[512];               /* what, where, and the likely cause */
+} pl_finding;
 
 typedef enum pl_bound { PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD } pl_bound;
 
@@ -308,6 +336,10 @@ typedef struct pl_report {
     double critical_intensity;    /* the device's MXU peak / HBM bandwidth */
     pl_bound bound;
     char bound_msg[512];          /* the bound in one sentence */
+
+    /* what the checks found (V1, V3); also summarized in warnings */
+    int n_findings;               /* may exceed PL_MAX_FINDINGS; the first ones are kept */
+    pl_finding findings[PL_MAX_FINDINGS];
 } pl_report;
 
 /* ---- calls ------------------------------------------------------------------ */
@@ -331,6 +363,8 @@ const char *pl_last_error(void);
 void pl_report_print(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). */
 void pl_report_json(const pl_report *r, FILE *f);
+/* Write s as a JSON string literal, escaped. */
+void pl_json_string(FILE *f, const char *s);
 
 /* ---- sweeps: many calls in cost-only mode, on every host core ---------------- */
 

@@ -63,7 +63,7 @@ void sim_coreline_free(sim_coreline *c)
 
 static double pad(double x, double m) { return ceil(x / m) * m; }
 
-double sim_mxu_rate(const pl_chip *chip, pl_dtype t)
+double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t)
 {
     if (t == PL_F32) return chip->bf16_flops * chip->f32_fraction;
     if (t == PL_I8 && chip->int8_ops > 0) return chip->int8_ops;
@@ -81,7 +81,7 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
 {
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
-        return *padded / sim_mxu_rate(chip, (pl_dtype)op->dtype);
+        return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
     }
     *padded = pad((double)op->elems, 1024); /* the VPU works on whole (8, 128) registers */
     return *padded / chip->vpu_flops;

@@ -71,8 +71,6 @@ void sim_coreline_free(sim_coreline *c);
 double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
-/* The MXU rate for a dtype, FLOP/s per TensorCore. */
-double sim_mxu_rate(const pl_chip *chip, pl_dtype t);
 
 /* Replay the records of n_cores cores; returns 0, or -1 on an internal
  * inconsistency of the records (never user input) or out of memory. */

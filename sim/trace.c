@@ -29,7 +29,7 @@ static void meta(FILE *f, int *first, int pid, int tid, const char *kind, const 
 {
     fprintf(f, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", *first ? "" : ",\n", kind,
             pid, tid);
-    sim_json_string(f, name);
+    pl_json_string(f, name);
     fprintf(f, "}}");
     *first = 0;
 }
@@ -82,7 +82,7 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
             if (!b) continue;
             sim_format_idx(b, cl->op[i].rank, gp, sizeof gp);
             fprintf(f, ",");
-            sim_json_string(f, plan->ops[i].rep->name);
+            pl_json_string(f, plan->ops[i].rep->name);
             fprintf(f, ":\"%s\"", gp);
         }
         fprintf(f, "}}");
@@ -135,7 +135,7 @@ int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, in
 {
     int first = 1;
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
-    sim_json_string(f, rep->call_name);
+    pl_json_string(f, rep->call_name);
     fprintf(f, ",\"chip\":\"%s\",\"time_s\":%.9g},\"traceEvents\":[\n", rep->chip->name, rep->time_s);
     for (int c = 0; c < n_cores; c++)
         if (write_core(f, &first, c, plan, &cores[c], rep)) return -1;

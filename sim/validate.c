@@ -405,6 +405,40 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
                     (long long)vmem, (long long)limit, chip->name, (long long)chip->vmem_bytes, list);
 }
 
+/* ---- races (V4) ----------------------------------------------------------------- */
+
+/* A declarative output map that ignores a parallel axis sends every point
+ * along that axis to the same block: on a megacore chip those points may run
+ * on different TensorCores, and one result is lost. Function-form maps are
+ * checked as they run (checks.c). */
+static int check_races(const sim_plan *plan, pl_report *rep)
+{
+    const pl_call *call = plan->call;
+    for (int i = 0; i < plan->n_ops; i++) {
+        const sim_operand *op = &plan->ops[i];
+        if (op->role != PL_ROLE_OUT || !op->pipelined || op->map.fn) continue;
+        for (int a = 0; a < call->grid_rank; a++) {
+            if (call->semantics[a] != PL_PARALLEL || call->grid[a] < 2) continue;
+            int used = 0;
+            for (int d = 0; d < op->map.n; d++) used |= op->map.axis[d] == a;
+            if (used) continue;
+            int64_t p0[PL_MAX_GRID] = {0}, p1[PL_MAX_GRID] = {0}, blk[PL_MAX_RANK] = {0};
+            p1[a] = 1;
+            char s0[128], s1[128], sb[128];
+            sim_format_idx(p0, call->grid_rank, s0, sizeof s0);
+            sim_format_idx(p1, call->grid_rank, s1, sizeof s1);
+            sim_format_idx(blk, op->rank, sb, sizeof sb);
+            return sim_fail(rep, PL_ERACE,
+                            "%s: grid points %s and %s differ only in axis %d, which is parallel, yet write the "
+                            "same output block %s (its index map ignores axis %d): on a megacore chip they may "
+                            "run on different TensorCores and one result is lost (rules V4, G3); mark axis %d "
+                            "arbitrary if it is a reduction",
+                            op->rep->name, s0, s1, a, sb, a, a);
+        }
+    }
+    return PL_OK;
+}
+
 /* ---- the call ---------------------------------------------------------------- */
 
 static int check_call_shape(const pl_call *c, const pl_array *args, const pl_array *outs, pl_report *rep)
@@ -513,7 +547,10 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     rep->grid_rank = call->grid_rank;
     memcpy(rep->grid, call->grid, sizeof rep->grid);
     plan->steps = 1;
-    for (int a = 0; a < call->grid_rank; a++) plan->steps *= call->grid[a];
+    for (int a = 0; a < call->grid_rank; a++) plan->steps = sat_mul(plan->steps, call->grid[a]);
+    if (plan->steps >= (1LL << 50))
+        return sim_fail(rep, PL_EINVAL, "call %s: a grid of %s%lld points is more than tilesim walks (2^50)",
+                        rep->call_name, plan->steps == INT64_MAX ? "over " : "", (long long)plan->steps);
 
     rc = plan_prefetch(plan, call, args, rep);
     if (rc) return rc;
@@ -539,7 +576,9 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     }
     rc = plan_scratch(plan, call, rep);
     if (rc) return rc;
-    return check_budget(plan, call, rep);
+    rc = check_budget(plan, call, rep);
+    if (rc) return rc;
+    return check_races(plan, rep);
 }
 
 /* ---- index maps at run time (B2, B4, B7) ---------------------------------------- */

@@ -130,9 +130,37 @@ Test(timing, single_buffering_exposes_copies)
 /* The time splits into compute + exposed DMA + overhead on one core. */
 Test(timing, time_is_compute_plus_exposed_plus_overhead)
 {
-    pl_report r = matmul_cost(2048, 2048, 2048, 256, 512, 256, PL_F32, "v5p", 0);
+    pl_report r = matmul_cost(2048, 2048, 2048, 256, 512, 256, PL_F32, "v5e", 0);
     assert_near(r.compute_s + r.dma_exposed_s + r.overhead_s, r.time_s, 1e-9, "sum of parts");
     cr_assert_eq(r.cores, 1);
+}
+
+/* G4: on a megacore chip (v5p) the first parallel axis is split over two
+ * TensorCores; a compute-bound matmul then takes about half as long as with
+ * every axis arbitrary, which keeps it on one core (G3). */
+Test(timing, megacore_splits_the_first_parallel_axis)
+{
+    mm_params p;
+    pl_call call;
+    mm_call(&call, &p, 4096, 4096, 4096, 512, 512, 512);
+    pl_array args[2] = {PL_ARRAY(NULL, PL_BF16, 4096, 4096), PL_ARRAY(NULL, PL_BF16, 4096, 4096)};
+    pl_array out = PL_ARRAY(NULL, PL_BF16, 4096, 4096);
+    pl_options opt = {.chip = "v5p", .cost_only = 1};
+    pl_report two, one;
+    cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &two), PL_OK, "%s", two.error);
+    call.semantics[0] = call.semantics[1] = PL_ARBITRARY;
+    cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &one), PL_OK, "%s", one.error);
+    cr_assert_eq(two.cores, 2);
+    cr_assert_eq(one.cores, 1);
+    cr_assert_eq(two.steps, one.steps, "the same grid points run, split over cores");
+    assert_near(two.compute_s, one.compute_s, 1e-9, "compute is summed over cores");
+    assert_near(two.time_s, one.time_s / 2, 0.1, "two cores vs one");
+    /* on a single-core chip the marking changes nothing (G3) */
+    opt.chip = "v5e";
+    cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &one), PL_OK);
+    call.semantics[0] = call.semantics[1] = PL_PARALLEL;
+    cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &two), PL_OK);
+    cr_assert_eq(one.time_s, two.time_s);
 }
 
 /* Results never depend on the chip; timing never on the data: a real run

@@ -1,0 +1,174 @@
+/* cli/chips.c: `tilesim chips`: every figure of every preset (and of a
+ * what-if chip file) in readable units; and choosing the chip of a run. */
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_COLS 8
+
+static double critical_intensity(const pl_chip *c)
+{
+    return c->hbm_bw > 0 ? c->bf16_flops * c->cores_per_device / c->hbm_bw : 0;
+}
+
+static void preset_names(char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < pl_chip_count() && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", pl_chip_at(i)->name);
+}
+
+int cli_select_chip(const cli_cmd *cmd, const char *name, const char *file, pl_chip *file_chip,
+                    const pl_chip **out)
+{
+    if (name && file) return cli_fail(cmd, "--chip and --chip-file exclude each other; give one");
+    if (file) {
+        char err[PL_MSG_MAX];
+        if (pl_chip_load(file, file_chip, err, sizeof err) != PL_OK) return cli_fail(cmd, "--chip-file: %s", err);
+        *out = file_chip;
+        return 0;
+    }
+    if (!name) {
+        *out = pl_chip_default();
+        return 0;
+    }
+    if (!(*out = pl_chip_find(name))) {
+        char names[128];
+        preset_names(names, sizeof names);
+        return cli_fail(cmd, "--chip: unknown chip '%s'; the presets are %s (or use --chip-file)", name, names);
+    }
+    return 0;
+}
+
+/* ---- the table --------------------------------------------------------------- */
+
+typedef void (*cell_fn)(const pl_chip *c, char *buf, size_t n);
+
+#define CELL(fn, fmt, expr) \
+    static void fn(const pl_chip *c, char *b, size_t n) { snprintf(b, n, fmt, expr); }
+
+CELL(c_bf16, "%.1f", c->bf16_flops / 1e12)
+CELL(c_f32, "%.3f", c->f32_fraction)
+CELL(c_vpu, "%.2f", c->vpu_flops / 1e12)
+CELL(c_hbm_bw, "%.0f", c->hbm_bw / 1e9)
+CELL(c_hbm, "%.1f", (double)c->hbm_bytes / (1024.0 * 1024 * 1024))
+CELL(c_vmem, "%.0f", (double)c->vmem_bytes / (1024.0 * 1024))
+CELL(c_limit, "%.0f", (double)c->vmem_default_limit / (1024.0 * 1024))
+CELL(c_smem, "%.0f", (double)c->smem_bytes / 1024.0)
+CELL(c_sub, "%d", c->sublanes_16bit)
+CELL(c_cores, "%d", c->cores_per_device)
+CELL(c_devs, "%d", c->devices_per_chip)
+CELL(c_step, "%.2f", c->step_overhead_s * 1e6)
+CELL(c_dma, "%.2f", c->dma_latency_s * 1e6)
+CELL(c_crit, "%.0f", critical_intensity(c))
+
+static void c_int8(const pl_chip *c, char *b, size_t n)
+{
+    if (c->int8_ops > 0) snprintf(b, n, "%.1f", c->int8_ops / 1e12);
+    else snprintf(b, n, "none*");
+}
+static void c_mxu(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %d", c->mxu_count, c->mxu_width); }
+static void c_ici(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %.0f", c->ici_links, c->ici_bw / 1e9); }
+static void c_clock(const pl_chip *c, char *b, size_t n)
+{
+    if (c->clock_hz > 0) snprintf(b, n, "%.2f", c->clock_hz / 1e9);
+    else snprintf(b, n, "n/a");
+}
+
+static const struct {
+    const char *label;
+    cell_fn cell;
+} rows[] = {
+    {"bf16 MXU peak, TFLOP/s", c_bf16},
+    {"int8 MXU peak, TOP/s", c_int8},
+    {"f32 matmul rate / bf16 rate", c_f32},
+    {"VPU (f32), TFLOP/s", c_vpu},
+    {"MXUs x width", c_mxu},
+    {"HBM bandwidth, GB/s (per device)", c_hbm_bw},
+    {"HBM capacity, GiB (per device)", c_hbm},
+    {"VMEM, MiB", c_vmem},
+    {"scoped VMEM limit, MiB (default)", c_limit},
+    {"SMEM, KiB", c_smem},
+    {"sublanes of 16-bit types (T6)", c_sub},
+    {"TensorCores per device", c_cores},
+    {"devices per chip", c_devs},
+    {"ICI links x GB/s (one way)", c_ici},
+    {"clock, GHz", c_clock},
+    {"step overhead, us (P9)", c_step},
+    {"DMA latency, us", c_dma},
+    {"critical intensity, FLOP/B", c_crit},
+};
+
+static void print_table(const pl_chip **cols, int n, FILE *f)
+{
+    int width[MAX_COLS];
+    fprintf(f, "%-34s", "per TensorCore unless noted");
+    for (int i = 0; i < n; i++) {
+        width[i] = (int)strlen(cols[i]->name) + 2;
+        if (width[i] < 10) width[i] = 10;
+        fprintf(f, "%*s", width[i], cols[i]->name);
+    }
+    fputc('\n', f);
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        fprintf(f, "%-34s", rows[r].label);
+        for (int i = 0; i < n; i++) {
+            char cell[64];
+            rows[r].cell(cols[i], cell, sizeof cell);
+            fprintf(f, "%*s", width[i], cell);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "\n%s is the default chip; --chip NAME picks another.\n", pl_chip_default()->name);
+    fprintf(f, "critical intensity = bf16 peak x TensorCores per device / HBM bandwidth: a kernel with fewer\n"
+               "  FLOPs per HBM byte is HBM-bound. Megacore devices (2 TensorCores) share one HBM.\n"
+               "* no int8 MXU path: int8 matmuls run at the bf16 rate.\n");
+}
+
+static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *f)
+{
+    fprintf(f, "{\"default\":");
+    pl_json_string(f, pl_chip_default()->name);
+    fprintf(f, ",\"chips\":[");
+    for (int i = 0; i < n; i++) {
+        const pl_chip *c = cols[i];
+        fprintf(f, "%s\n{\"name\":", i ? "," : "");
+        pl_json_string(f, c->name);
+        fprintf(f,
+                ",\"source\":\"%s\",\"bf16_flops\":%.6g,\"int8_ops\":%.6g,\"f32_fraction\":%.6g,\"vpu_flops\":%.6g,"
+                "\"mxu_count\":%d,\"mxu_width\":%d,\"clock_hz\":%.6g,\"hbm_bw\":%.6g,\"hbm_bytes\":%lld,"
+                "\"vmem_bytes\":%lld,\"vmem_default_limit\":%lld,\"smem_bytes\":%lld,\"sublanes_16bit\":%d,"
+                "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
+                "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"critical_intensity\":%.6g}",
+                from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
+                c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
+                (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
+                c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
+                c->step_overhead_s, c->dma_latency_s, critical_intensity(c));
+    }
+    fprintf(f, "\n]}\n");
+}
+
+int cli_chips(int argc, char **argv)
+{
+    static const cli_optspec specs[] = {{"--json", 0}, {"--chip-file", 1}};
+    enum { N = sizeof specs / sizeof *specs };
+    const cli_cmd *cmd = &cli_chips_cmd;
+    cli_args a;
+    int rc = cli_start(cmd, argc, argv, specs, N, &a);
+    if (rc >= 0) return rc;
+    if (a.npos) return cli_fail(cmd, "unexpected argument '%s'; chips takes only options", a.pos[0]);
+    const pl_chip *cols[MAX_COLS];
+    int from_file[MAX_COLS] = {0}, n = 0;
+    for (int i = 0; i < pl_chip_count() && n < MAX_COLS - 1; i++) cols[n++] = pl_chip_at(i);
+    pl_chip custom;
+    const char *file = cli_opt(&a, specs, N, "--chip-file");
+    if (file) {
+        if ((rc = cli_select_chip(cmd, NULL, file, &custom, &cols[n]))) return rc;
+        from_file[n++] = 1;
+    }
+    if (cli_opt(&a, specs, N, "--json")) print_json(cols, from_file, n, stdout);
+    else print_table(cols, n, stdout);
+    if (file && !cli_opt(&a, specs, N, "--json")) printf("%s: read from %s.\n", custom.name, file);
+    return cli_finish_stdout(cmd, 0);
+}

@@ -1,0 +1,158 @@
+/* cli/cli.h: what the files of the `tilesim` command share.
+ *
+ * The command is a thin layer over the host API of sim/tilesim.h. main.c
+ * dispatches on the first word (chips, sweep, explain, help) and owns the
+ * usage text. Each command parses its own arguments with the strict helpers
+ * of args.c: a value that is not exactly a positive whole number, a list
+ * with an empty or repeated item, an unknown option or a missing value is a
+ * user error. A user error prints one message naming the command, the
+ * option or argument and the offending text ("tilesim sweep: --bm: '12x' is
+ * not a whole number"), then a one-line usage hint, all on stderr, and the
+ * command exits 2. Output goes to stdout; nothing else is ever printed on
+ * stderr except the sweep's progress bar on a terminal.
+ *
+ * Exit status: 0 success, 1 a run that found nothing to report (a sweep in
+ * which no configuration is legal) or a host failure (out of memory), 2 a
+ * user error.
+ */
+#ifndef TILESIM_CLI_H
+#define TILESIM_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../sim/tilesim.h"
+
+#define CLI_EXIT_USAGE 2
+
+/* ---- commands and their usage (main.c) ----------------------------------- */
+
+/* A command: its name and its one-line synopsis, for messages. */
+typedef struct cli_cmd {
+    const char *name;     /* "sweep" */
+    const char *brief;    /* "tilesim sweep matmul M N K [options]": the usage hint */
+    const char *synopsis; /* every option, for help */
+} cli_cmd;
+
+extern const cli_cmd cli_chips_cmd, cli_sweep_cmd, cli_explain_cmd;
+
+/* Print the long help of a command (NULL: of the whole tool) on f. */
+void cli_help(const cli_cmd *cmd, FILE *f);
+
+/* Print "tilesim CMD: <message>" and the usage hint on stderr; returns
+ * CLI_EXIT_USAGE so that callers can `return cli_fail(...)`. */
+int cli_fail(const cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cli_chips(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+
+/* ---- strict argument parsing (args.c) ------------------------------------ */
+
+#define CLI_MAX_POS 16
+#define CLI_MAX_OPTS 16
+#define CLI_MAX_LIST 64
+
+/* An option a command accepts: "--bm" with a value, or "--json" alone. */
+typedef struct cli_optspec {
+    const char *name;
+    int has_value;
+} cli_optspec;
+
+/* argv split into positional words and option values (NULL: not given;
+ * flags get ""). */
+typedef struct cli_args {
+    int npos;
+    const char *pos[CLI_MAX_POS];
+    const char *val[CLI_MAX_OPTS]; /* indexed like the spec table */
+    int help;                      /* --help or -h was given */
+} cli_args;
+
+/* Split argv[0..argc) by the spec table. Accepts "--opt value" and
+ * "--opt=value"; a word starting with "-" and a digit is positional (so that
+ * "-5" is reported as a non-positive number, not as an unknown option).
+ * Returns 0, or CLI_EXIT_USAGE after printing the error. */
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *specs, int nspecs, cli_args *out);
+/* cli_parse, then --help: returns -1 when the command should go on, else
+ * the exit status (a parse error, or 0 after printing the help). */
+int cli_start(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *specs, int nspecs, cli_args *out);
+
+/* The value of option `name` in a, or NULL. */
+const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, const char *name);
+
+/* A positive whole number of at most max: digits only, no sign, no spaces.
+ * `what` names it in messages ("--bm", "M"). Returns 0 or CLI_EXIT_USAGE. */
+int cli_parse_count(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out);
+
+/* A comma-separated list of distinct positive whole numbers of at most max,
+ * at most CLI_MAX_LIST of them. Returns 0 or CLI_EXIT_USAGE. */
+int cli_parse_list(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out, int *n);
+
+/* "f32" or "bf16" (the dtypes the matmul example supports). */
+int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out);
+
+/* ---- chips (chips.c) ------------------------------------------------------ */
+
+/* The chip named by --chip or read from --chip-file (at most one of them;
+ * neither: the default preset). file_chip is storage for a loaded chip.
+ * Returns 0 or CLI_EXIT_USAGE after printing the error. */
+int cli_select_chip(const cli_cmd *cmd, const char *name, const char *file, pl_chip *file_chip,
+                    const pl_chip **out);
+
+/* ---- formatting (fmt.c) --------------------------------------------------- */
+
+/* 1536 -> "1.5 KiB"; 3.2e-3 -> "3.20 ms". Return buf. */
+const char *cli_bytes(double bytes, char *buf, size_t n);
+const char *cli_time(double seconds, char *buf, size_t n);
+/* (0, 1, 1) */
+const char *cli_tuple(const int64_t *v, int n, char *buf, size_t len);
+/* A JSON number, or null when not finite. */
+void cli_json_number(FILE *f, double v);
+/* The first line of msg, cut at its first "; " or ". " when longer than
+ * max characters (the rule citation before the cut is kept). */
+const char *cli_first_sentence(const char *msg, size_t max, char *buf, size_t n);
+/* Flush stdout; on a write error print it and return CLI_EXIT_USAGE. */
+int cli_finish_stdout(const cli_cmd *cmd, int status);
+
+/* ---- the sweep (sweep.c, sweep_print.c, svg.c) ---------------------------- */
+
+/* One configuration of a sweep and what the simulator said about it. */
+typedef struct cli_sweep_row {
+    int64_t bm, bn, bk;
+    int64_t steps;        /* grid points, computed before running */
+    pl_report *rep;       /* status < 0: rejected, the reason in rep->error */
+    int too_many_steps;   /* rejected by the sweep itself, not run */
+} cli_sweep_row;
+
+typedef enum cli_format { CLI_TEXT = 0, CLI_CSV, CLI_JSON } cli_format;
+
+/* Everything a sweep prints about. */
+typedef struct cli_sweep_result {
+    int64_t m, n, k;
+    pl_dtype dtype;
+    const pl_chip *chip;
+    int64_t vmem_limit;   /* 0: the chip's default */
+    cli_format format;
+    int64_t top;          /* legal rows to print; 0: all */
+    int n_rows;
+    cli_sweep_row *rows;  /* the configurations in list order */
+    pl_report *reports;   /* one per row: those run first, in pl_sweep's order */
+    int n_legal;
+    int *legal;           /* indexes into rows, fastest first */
+    int n_rejected;
+    int *rejected;        /* indexes into rows, in list order */
+    double wall_s;        /* host time the sweep took */
+} cli_sweep_result;
+
+/* AI column: bm * bn / (bm + bn). */
+double cli_tile_intensity(const cli_sweep_row *r);
+/* "over budget" for PL_EVMEM, "too many steps", else "illegal". */
+const char *cli_reject_kind(const cli_sweep_row *r);
+
+void cli_sweep_print_text(const cli_sweep_result *s, FILE *f);
+void cli_sweep_print_csv(const cli_sweep_result *s, FILE *f);
+void cli_sweep_print_json(const cli_sweep_result *s, FILE *f);
+/* The roofline plot; returns 0, or -1 on a write error. */
+int cli_sweep_svg(const cli_sweep_result *s, FILE *f);
+
+#endif

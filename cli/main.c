@@ -1,0 +1,99 @@
+/* cli/main.c: `tilesim COMMAND ...`: dispatch, usage and help. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+const cli_cmd cli_chips_cmd = {"chips", "tilesim chips [--json] [--chip-file FILE]",
+                                "tilesim chips [--json] [--chip-file FILE]"};
+const cli_cmd cli_sweep_cmd = {
+    "sweep", "tilesim sweep matmul M N K [options]", "tilesim sweep matmul M N K [--dtype f32|bf16] [--chip NAME | --chip-file FILE] [--bm LIST] [--bn LIST] "
+             "[--bk LIST] [--vmem-limit BYTES] [--csv | --json] [--top N] [--svg FILE] [--threads N]"};
+const cli_cmd cli_explain_cmd = {
+    "explain", "tilesim explain matmul M N K BM BN BK [options]", "tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
+static const cli_cmd tool_cmd = {"", "tilesim chips | sweep | explain | help [COMMAND]", ""};
+
+static const char *long_help(const cli_cmd *cmd)
+{
+    if (cmd == &cli_chips_cmd)
+        return "Print the chip presets with every figure of the timing model, in readable units.\n"
+               "  --json            one JSON object instead of the table (figures in SI units)\n"
+               "  --chip-file FILE  add the what-if chip read from FILE ('key = value' lines, '# comments',\n"
+               "                    'base = v5e' first to start from a preset) as another column\n";
+    if (cmd == &cli_sweep_cmd)
+        return "Evaluate every (bm, bn, bk) block configuration of the tiled matmul C (M x N) = A (M x K) @ B\n"
+               "(K x N) in cost-only mode on all host cores, and rank the legal ones by predicted time.\n"
+               "  --dtype f32|bf16     element type of A, B and C (default f32)\n"
+               "  --chip NAME          a preset (see 'tilesim chips'; default v5e)\n"
+               "  --chip-file FILE     a what-if chip file instead of a preset\n"
+               "  --bm/--bn/--bk LIST  comma-separated block sizes (default 128,256,512,1024,2048)\n"
+               "  --vmem-limit BYTES   the scoped VMEM limit (default: the chip's; rule M4)\n"
+               "  --csv | --json       machine-readable output, every row\n"
+               "  --top N              legal rows to show (default 20 in text, all in CSV and JSON)\n"
+               "  --svg FILE           also write a roofline plot of the legal configurations\n"
+               "  --threads N          host threads (default: one per core)\n"
+               "Exit status 1 when no configuration is legal.\n";
+    if (cmd == &cli_explain_cmd)
+        return "Narrate the pipeline of one small tiled matmul grid step by step: which block each operand\n"
+               "holds, what was copied, skipped, kept or written back, and the rule of PALLAS.md behind it.\n"
+               "Grids of more than 512 steps are refused.\n"
+               "  --dtype f32|bf16     element type (default f32)\n"
+               "  --chip NAME          a preset (default v5e)\n"
+               "  --chip-file FILE     a what-if chip file instead of a preset\n";
+    return "Commands:\n"
+           "  chips     the chip presets and their figures\n"
+           "  sweep     rank the block sizes of a tiled matmul by predicted time\n"
+           "  explain   narrate a small matmul grid, step by step, with the rules\n"
+           "  help      this text; 'tilesim help COMMAND' for one command\n"
+           "Exit status: 0 success, 1 nothing legal or a host failure, 2 a bad command line.\n";
+}
+
+void cli_help(const cli_cmd *cmd, FILE *f)
+{
+    if (!cmd) {
+        fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n  %s\n  %s\n  %s\n  tilesim help [COMMAND]\n\n%s",
+                cli_chips_cmd.synopsis, cli_sweep_cmd.synopsis, cli_explain_cmd.synopsis, long_help(NULL));
+        return;
+    }
+    fprintf(f, "usage: %s\n\n%s", cmd->synopsis, long_help(cmd));
+}
+
+int cli_fail(const cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tilesim%s%s: ", cmd->name[0] ? " " : "", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (cmd->name[0]) fprintf(stderr, "\nusage: %s  (see 'tilesim help %s')\n", cmd->brief, cmd->name);
+    else fprintf(stderr, "\nusage: %s  (see 'tilesim help')\n", cmd->brief);
+    return CLI_EXIT_USAGE;
+}
+
+static const cli_cmd *find_cmd(const char *name)
+{
+    const cli_cmd *all[] = {&cli_chips_cmd, &cli_sweep_cmd, &cli_explain_cmd};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (strcmp(all[i]->name, name) == 0) return all[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return cli_fail(&tool_cmd, "no command given");
+    const char *c = argv[1];
+    if (strcmp(c, "help") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0) {
+        if (argc > 3) return cli_fail(&tool_cmd, "help: too many arguments at '%s'", argv[3]);
+        const cli_cmd *cmd = argc == 3 ? find_cmd(argv[2]) : NULL;
+        if (argc == 3 && !cmd)
+            return cli_fail(&tool_cmd, "help: unknown command '%s'; the commands are chips, sweep, explain",
+                            argv[2]);
+        cli_help(cmd, stdout);
+        return cli_finish_stdout(&tool_cmd, 0);
+    }
+    if (strcmp(c, "chips") == 0) return cli_chips(argc - 2, argv + 2);
+    if (strcmp(c, "sweep") == 0) return cli_sweep(argc - 2, argv + 2);
+    if (strcmp(c, "explain") == 0) return cli_explain(argc - 2, argv + 2);
+    if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", c);
+    return cli_fail(&tool_cmd, "unknown command '%s'; the commands are chips, sweep, explain, help", c);
+}

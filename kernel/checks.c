@@ -1,0 +1,105 @@
+/* kernel/checks.c: what block ops tell the checks about their reads and
+ * writes (rules V1, V3 of PALLAS.md).
+ *
+ * Hardware cannot tell a kernel that it wrote into an input block (the write
+ * never reaches HBM), that it read an accumulator nobody zeroed, or that it
+ * read the garbage past the edge of an edge block: the results are just
+ * wrong later. The executor describes each argument's buffer in c->args;
+ * block ops call kern_note_write / kern_note_read with the views they touch,
+ * and the first suspicious read is kept to explain a NaN that reaches HBM.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+
+static kern_arg *arg_of(pl_ctx *c, const pl_ref *r)
+{
+    return c->args && r->arg >= 0 && r->arg < c->n_args ? &c->args[r->arg] : NULL;
+}
+
+void kern_warn(pl_ctx *c, const char *fmt, ...)
+{
+    if (!c->warn) return;
+    char point[128], msg[512];
+    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    int at = snprintf(msg, sizeof msg, "kernel %s at grid point %s: ", c->kernel_name ? c->kernel_name : "?", point);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + at, sizeof msg - (size_t)at, fmt, ap);
+    va_end(ap);
+    c->warn(c->warn_sink, msg);
+}
+
+/* Where view v starts inside its argument's buffer, per dimension of the
+ * buffer's Ref, and how far it reaches: lo[d] <= index < hi[d]. Views only
+ * offset the pointer, narrow dimensions (pl_ds) or drop leading ones (pl_at),
+ * so the offset decomposes over the buffer's strides. */
+static void view_extent(const kern_arg *a, const pl_ref *v, int64_t *lo, int64_t *hi)
+{
+    const pl_ref *t = &a->tmpl;
+    size_t es = pl_dtype_size(t->dtype);
+    int64_t off = es ? (int64_t)(((const char *)v->data - a->base) / (ptrdiff_t)es) : 0;
+    int dropped = t->rank - v->rank;
+    for (int d = 0; d < t->rank; d++) {
+        lo[d] = t->shape[d] ? off / t->stride[d] % t->shape[d] : 0;
+        hi[d] = lo[d] + (d >= dropped ? v->shape[d - dropped] : 1);
+    }
+}
+
+static int covers_all(const kern_arg *a, const pl_ref *v)
+{
+    int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];
+    if (v->data != a->base || v->rank != a->tmpl.rank) return 0;
+    view_extent(a, v, lo, hi);
+    for (int d = 0; d < a->tmpl.rank; d++)
+        if (lo[d] != 0 || hi[d] != a->tmpl.shape[d]) return 0;
+    return 1;
+}
+
+void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
+{
+    kern_arg *a = arg_of(c, dst);
+    if (!a) return;
+    a->written = 1;
+    if (dst->role == PL_ROLE_SCRATCH && !a->initialized && covers_all(a, dst)) a->initialized = 1;
+    if (!dst->readonly) return;
+    char name[96];
+    kern_ref_name(dst, name, sizeof name);
+    if (c->strict)
+        kern_fault(c, PL_EREADONLY, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn,
+                   name);
+    if (!a->warned) {
+        a->warned = 1;
+        kern_warn(c, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
+    }
+}
+
+void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
+{
+    kern_arg *a = arg_of(c, src);
+    if (!a) return;
+    char name[96], point[128];
+    if (src->role == PL_ROLE_SCRATCH && !a->initialized && !c->uninit_read[0]) {
+        kern_ref_name(src, name, sizeof name);
+        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+        snprintf(c->uninit_read, sizeof c->uninit_read,
+                 "%s read %s at grid point %s before any op wrote all of it (scratch starts uninitialized, "
+                 "rule M2)",
+                 fn, name, point);
+    }
+    if (a->clipped && !c->padding_read[0]) {
+        int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];
+        view_extent(a, src, lo, hi);
+        for (int d = 0; d < a->tmpl.rank; d++) {
+            if (hi[d] <= a->valid[d]) continue;
+            kern_ref_name(src, name, sizeof name);
+            kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+            snprintf(c->padding_read, sizeof c->padding_read,
+                     "%s read %s at grid point %s up to index %lld of dimension %d, but only %lld elements "
+                     "there are inside the array: the rest of an edge block is garbage (rule B6)",
+                     fn, name, point, (long long)hi[d] - 1, d, (long long)a->valid[d]);
+            break;
+        }
+    }
+}

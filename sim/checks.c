@@ -1,0 +1,218 @@
+/* sim/checks.c: the executor's side of the checks hardware cannot make
+ * (rules V1, V3, V4, P4 of PALLAS.md).
+ *
+ * The kernel layer notes reads and writes per argument (kernel/checks.c);
+ * this file keeps that table up to date as blocks change, looks at every
+ * output block on its way to HBM (was it written at all? does it carry NaN
+ * poison, and which suspicious read explains it?), and tracks which grid
+ * points write each output block, so that two points that differ in a
+ * parallel axis cannot share one (a race on a megacore chip).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "exec.h"
+
+/* ---- findings --------------------------------------------------------------- */
+
+void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int operand, const int64_t *point,
+                     int grid_rank, const int64_t *block, int rank, const char *msg)
+{
+    sim_warn(rep, "%s", msg);
+    if (rep->n_findings++ >= PL_MAX_FINDINGS) return;
+    pl_finding *f = &rep->findings[rep->n_findings - 1];
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    snprintf(f->rule, sizeof f->rule, "%s", rule);
+    f->operand = operand;
+    if (point) memcpy(f->point, point, (size_t)grid_rank * sizeof *point);
+    if (block) memcpy(f->block, block, (size_t)rank * sizeof *block);
+    snprintf(f->msg, sizeof f->msg, "%s", msg);
+}
+
+/* Warnings from the kernel layer: so far only writes into input blocks. */
+static void kernel_warning(void *sink, const char *msg)
+{
+    sim_exec *x = sink;
+    sim_add_finding(&x->rep, PL_FIND_INPUT_WRITE, "V3", -1, x->ctx.idx, x->ctx.grid_rank, NULL, 0, msg);
+}
+
+/* ---- the argument table ------------------------------------------------------ */
+
+int sim_checks_init(sim_exec *x)
+{
+    if (!x->checks) return PL_OK;
+    pl_ctx *c = &x->ctx;
+    c->checks = 1;
+    c->args = x->args;
+    c->n_args = x->n_refs;
+    c->warn = kernel_warning;
+    c->warn_sink = x;
+    for (int i = 0; i < x->n_refs; i++) {
+        kern_arg *a = &x->args[i];
+        memset(a, 0, sizeof *a);
+        a->tmpl = x->refs[i];
+        a->base = x->refs[i].data; /* pipelined operands: set per block */
+        for (int d = 0; d < a->tmpl.rank; d++) a->valid[d] = a->tmpl.shape[d];
+    }
+    return PL_OK;
+}
+
+void sim_checks_new_block(sim_exec *x, const sim_operand *op, const int64_t *bidx)
+{
+    if (!x->checks) return;
+    kern_arg *a = &x->args[op->arg];
+    a->base = x->refs[op->arg].data;
+    a->written = 0;
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
+    a->clipped = (uint8_t)sim_block_window(op, bidx, start, count);
+    for (int d = 0, k = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
+        if (!op->squeezed[d]) a->valid[k++] = count[d];
+}
+
+/* ---- output blocks on their way to HBM ----------------------------------- */
+
+static int is_nan_bits(const char *p, pl_dtype t)
+{
+    uint32_t u;
+    uint16_t h;
+    switch (t) {
+    case PL_F32: memcpy(&u, p, 4); return (u & 0x7fffffffu) > 0x7f800000u;
+    case PL_BF16: memcpy(&h, p, 2); return (h & 0x7fffu) > 0x7f80u;
+    case PL_F16: memcpy(&h, p, 2); return (h & 0x7fffu) > 0x7c00u;
+    default: return 0;
+    }
+}
+
+/* First NaN inside the in-bounds window of block bidx in buf; its position
+ * within the block in *pos. */
+static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf, int64_t *pos)
+{
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], idx[PL_MAX_RANK] = {0};
+    sim_block_window(op, bidx, start, count);
+    int rank = op->rank;
+    for (int d = 0; d < rank; d++)
+        if (count[d] <= 0) return 0;
+    size_t es = op->elem_size;
+    for (;;) {
+        int64_t off = 0, stride = 1;
+        for (int d = rank - 1; d >= 0; d--) off += idx[d] * stride, stride *= op->block[d];
+        const char *row = buf + (size_t)off * es;
+        int64_t n = rank ? count[rank - 1] : 1;
+        if (op->arr->dtype == PL_F32) {
+            const float *f = (const float *)row;
+            for (int64_t i = 0; i < n; i++)
+                if (f[i] != f[i]) {
+                    memcpy(pos, idx, (size_t)rank * sizeof *pos);
+                    pos[rank - 1] = i;
+                    return 1;
+                }
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {
+                    memcpy(pos, idx, (size_t)rank * sizeof *pos);
+                    pos[rank - 1] = i;
+                    return 1;
+                }
+        }
+        int d = rank - 2;
+        for (; d >= 0; d--) {
+            if (++idx[d] < count[d]) break;
+            idx[d] = 0;
+        }
+        if (d < 0) return 0;
+    }
+}
+
+/* Does any input array already hold NaN? Then NaN in an output proves little. */
+static int inputs_hold_nan(const sim_exec *x)
+{
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        const sim_operand *op = &x->plan.ops[i];
+        if (op->role != PL_ROLE_IN || !pl_dtype_is_float(op->arr->dtype) || !op->arr->data) continue;
+        int64_t n = pl_array_size(op->arr);
+        for (int64_t e = 0; e < n; e++)
+            if (is_nan_bits((const char *)op->arr->data + (size_t)e * op->elem_size, op->arr->dtype)) return 1;
+    }
+    return 0;
+}
+
+int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
+{
+    if (!x->checks || x->cost_only) return PL_OK;
+    const kern_arg *a = &x->args[op->arg];
+    const pl_call *call = x->plan.call;
+    int64_t point[PL_MAX_GRID], pos[PL_MAX_RANK];
+    char where[128], blk[128], at[128], msg[1024];
+    sim_point_of_step(x, last_step, point);
+    sim_format_idx(point, call->grid_rank, where, sizeof where);
+    sim_format_idx(op->cur, op->rank, blk, sizeof blk);
+    pl_finding_kind kind;
+    const char *rule;
+    if (!a->written) {
+        kind = PL_FIND_UNWRITTEN;
+        rule = "P4";
+        snprintf(msg, sizeof msg,
+                 "%s: block %s went to HBM after grid point %s, but no op wrote to it while it was in VMEM: an "
+                 "output block starts as garbage (rule P4); write all of it at the grid points that select it "
+                 "(when accumulating, store it on the last reduction step)",
+                 op->rep->name, blk, where);
+    } else if (pl_dtype_is_float(op->arr->dtype) && find_nan(op, op->cur, x->refs[op->arg].data, pos)) {
+        kind = PL_FIND_POISON;
+        rule = "V1";
+        sim_format_idx(pos, op->rank, at, sizeof at);
+        const char *cause;
+        char because[600];
+        if (x->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", snprintf(because, sizeof because, "%s", x->ctx.uninit_read);
+        else if (x->ctx.padding_read[0]) cause = "a read of edge-block padding: ", snprintf(because, sizeof because, "%s", x->ctx.padding_read);
+        else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(x))
+            cause = "part of the block left unwritten (rule P4), or a NaN computed by the kernel", because[0] = '\0';
+        else cause = "NaN already in the inputs, or computed by the kernel", because[0] = '\0';
+        snprintf(msg, sizeof msg,
+                 "%s: NaN written back to HBM at element %s of block %s, after grid point %s (rule V1); likely "
+                 "cause: %s%s",
+                 op->rep->name, at, blk, where, cause, because);
+    } else {
+        return PL_OK;
+    }
+    sim_add_finding(&x->rep, kind, rule, op->arg, point, call->grid_rank, op->cur, op->rank, msg);
+    return x->strict ? sim_fail(&x->rep, PL_EPOISON, "%s", msg) : PL_OK;
+}
+
+/* ---- races (V4) ------------------------------------------------------------------ */
+
+static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
+{
+    int64_t k = 0;
+    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
+    return k;
+}
+
+int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t step)
+{
+    /* declarative maps were checked before running (validate.c) */
+    if (!x->checks || !x->parallel_axes || !op->map.fn) return PL_OK;
+    sim_blockset *set = &x->writers[op->arg];
+    int64_t first, key = linear_block(op, bidx);
+    if (!sim_blockset_get(set, key, &first)) {
+        if (sim_blockset_put(set, key, step)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+        return PL_OK;
+    }
+    const pl_call *call = x->plan.call;
+    int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
+    sim_point_of_step(x, first, then);
+    sim_point_of_step(x, step, now);
+    for (int a = 0; a < call->grid_rank; a++) {
+        if (call->semantics[a] != PL_PARALLEL || then[a] == now[a]) continue;
+        char p1[128], p2[128], blk[128];
+        sim_format_idx(then, call->grid_rank, p1, sizeof p1);
+        sim_format_idx(now, call->grid_rank, p2, sizeof p2);
+        sim_format_idx(bidx, op->rank, blk, sizeof blk);
+        return sim_fail(&x->rep, PL_ERACE,
+                        "%s: grid points %s and %s differ in axis %d, which is parallel, yet both write output "
+                        "block %s: on a megacore chip they may run on different TensorCores and one result is "
+                        "lost (rules V4, G3); mark axis %d arbitrary if it is a reduction",
+                        op->rep->name, p1, p2, a, blk, a);
+    }
+    return PL_OK;
+}

@@ -1,0 +1,294 @@
+/* sim/walk.c: the grid walk and the pipeline (rules G1, G4, P1-P5).
+ *
+ * Each TensorCore walks its part of the grid in lexicographic order, last
+ * axis fastest (G1); on a megacore chip the cores split one parallel axis
+ * (G4) and are walked one after the other, each with its own VMEM buffers
+ * and scratch (their timelines overlap again in the timing model). At each
+ * grid point, for each operand: evaluate its index map; if the block is the
+ * one already in VMEM, skip the copy (P2); otherwise an output writes its
+ * previous block back (P3) and a new buffer slot is taken (P6): inputs copy
+ * their block in (P1), outputs start as poison (P4, V1). Then the kernel
+ * runs. After a core's last point, every output writes back its last block.
+ *
+ * Steps are numbered per core for the timing model, and globally (each
+ * core's after the previous core's) for messages.
+ */
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+/* ---- steps and grid points ---------------------------------------------------- */
+
+static int64_t core_steps(const sim_exec *x, int c)
+{
+    const pl_call *call = x->plan.call;
+    int64_t n = 1;
+    for (int a = 0; a < call->grid_rank; a++) n *= a == x->split_axis ? x->hi[c] - x->lo[c] : call->grid[a];
+    return n;
+}
+
+void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx)
+{
+    const pl_call *call = x->plan.call;
+    int c = x->n_cores > 1 && step >= x->step_base[1] ? 1 : 0;
+    step -= x->step_base[c];
+    for (int a = call->grid_rank - 1; a >= 0; a--) {
+        int64_t size = a == x->split_axis ? x->hi[c] - x->lo[c] : call->grid[a];
+        int64_t pos = step % size + (a == x->split_axis ? x->lo[c] : 0);
+        step /= size;
+        idx[a] = x->perm[a] ? x->perm[a][pos] : pos;
+    }
+}
+
+static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
+{
+    int64_t k = 0;
+    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
+    return k;
+}
+
+static char *slot_ptr(const sim_operand *op)
+{
+    return op->slots + (size_t)op->slot * (size_t)op->block_elems * op->elem_size;
+}
+
+/* In-bounds bytes of block bidx: what a copy moves. */
+static int64_t window_bytes(const sim_operand *op, const int64_t *bidx)
+{
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
+    sim_block_window(op, bidx, start, count);
+    for (int d = 0; d < op->rank; d++) n *= count[d];
+    return n;
+}
+
+static int same_block(const int64_t *a, const int64_t *b, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if (a[d] != b[d]) return 0;
+    return 1;
+}
+
+/* ---- the pipeline, per operand and step ---------------------------------- */
+
+/* step: this core's step number. */
+static int write_back(sim_exec *x, sim_operand *op, int64_t step)
+{
+    int64_t global = x->step_base[x->core] + step;
+    int rc = sim_checks_writeback(x, op, global);
+    if (rc) return rc;
+    int64_t bytes = x->cost_only ? window_bytes(op, op->cur) : sim_copy_out(op, op->cur, slot_ptr(op));
+    op->rep->bytes_out += bytes;
+    op->rep->writebacks++;
+    if (sim_opline_push(&x->cores[x->core].op[op->arg], step, bytes, op->slot, op->cur) ||
+        sim_blockset_put(&x->written[op->arg], linear_block(op, op->cur), global))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording write-backs of %s", op->rep->name);
+    return PL_OK;
+}
+
+/* P5: an output block selected again after it was written back. */
+static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t global)
+{
+    int64_t when;
+    if (!sim_blockset_get(&x->written[op->arg], linear_block(op, bidx), &when)) return PL_OK;
+    int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
+    char a[128], b[128], blk[128];
+    sim_point_of_step(x, when, then);
+    sim_point_of_step(x, global, now);
+    int g = x->plan.call->grid_rank;
+    sim_format_idx(then, g, a, sizeof a);
+    sim_format_idx(now, g, b, sizeof b);
+    sim_format_idx(bidx, op->rank, blk, sizeof blk);
+    return sim_fail(&x->rep, PL_EREVISIT,
+                    "%s: grid point %s selects output block %s again, but that block was written back to HBM "
+                    "after grid point %s; on hardware the earlier result is lost. Visit each output block in "
+                    "consecutive grid points (put the reduction axis last) (rule P5)",
+                    op->rep->name, b, blk, a);
+}
+
+/* Bring op to the block of this step. */
+static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t step)
+{
+    int64_t bidx[PL_MAX_RANK], global = x->step_base[x->core] + step;
+    int rc = sim_eval_map(&x->plan, op, idx, x->prefetch, bidx, &x->rep);
+    if (rc) return rc;
+    size_t n = (size_t)op->rank * sizeof *bidx;
+    pl_step_operand *so = x->info ? &x->info->op[op->arg] : NULL;
+    if (so) {
+        memset(so, 0, sizeof *so);
+        memcpy(so->block, bidx, n);
+    }
+    if (op->role == PL_ROLE_OUT && (rc = sim_checks_race(x, op, bidx, global))) return rc;
+    if (op->have_block && same_block(bidx, op->cur, op->rank)) {
+        if (op->role == PL_ROLE_IN) op->rep->skipped++; /* P2 */
+        if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_SKIP : PL_ACT_KEEP, so->slot = op->slot;
+        return PL_OK;
+    }
+    if (op->role == PL_ROLE_OUT) {
+        if (op->have_block) { /* P3 */
+            int64_t before = op->rep->bytes_out;
+            if ((rc = write_back(x, op, step - 1))) return rc;
+            if (so) so->wrote_back = 1, so->wb_bytes = op->rep->bytes_out - before, memcpy(so->wb_block, op->cur, n);
+        }
+        if ((rc = check_revisit(x, op, bidx, global))) return rc;
+    }
+    op->slot = (op->slot + 1) % op->buffers;
+    memcpy(op->cur, bidx, n);
+    op->cur_since = step;
+    op->have_block = 1;
+    char *buf = slot_ptr(op);
+    x->refs[op->arg].data = buf;
+    if (op->role == PL_ROLE_IN) {
+        int64_t bytes = x->cost_only ? window_bytes(op, bidx) : sim_copy_in(op, bidx, buf, x->uninit);
+        op->rep->copies++;
+        op->rep->bytes_in += bytes;
+        if (so) so->bytes = bytes;
+        if (sim_opline_push(&x->cores[x->core].op[op->arg], step, bytes, op->slot, bidx))
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
+    } else if (!x->cost_only && x->checks) {
+        sim_poison(buf, op->arr->dtype, op->block_elems, x->uninit); /* P4: garbage, made visible */
+    }
+    sim_checks_new_block(x, op, bidx);
+    if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : PL_ACT_NEW, so->slot = op->slot;
+    return PL_OK;
+}
+
+/* ---- the kernel ------------------------------------------------------------------ */
+
+static int run_kernel(sim_exec *x)
+{
+    jmp_buf jb;
+    memcpy(x->kernel_refs, x->refs, (size_t)x->n_refs * sizeof *x->refs);
+    x->ctx.n_ops = 0;
+    x->ctx.fault = &jb;
+    if (setjmp(jb)) {
+        x->ctx.fault = NULL;
+        return sim_fail(&x->rep, x->ctx.fault_code, "%s", x->ctx.fault_msg);
+    }
+    x->plan.call->kernel(&x->ctx, x->kernel_refs);
+    x->ctx.fault = NULL;
+    const pl_chip *chip = x->plan.chip;
+    double seconds = 0;
+    for (int i = 0; i < x->ctx.n_ops; i++) {
+        const kern_op *o = &x->ctx.ops[i];
+        double padded, t = sim_op_seconds(chip, o, &padded);
+        seconds += t;
+        if (o->kind == KERN_OP_DOT) {
+            x->rep.mxu_flops += o->flops;
+            x->rep.mxu_flops_padded += padded;
+            x->rep.mxu_s += t;
+            x->dot_flops[o->dtype] += o->flops;
+        } else {
+            x->rep.vpu_flops += o->flops;
+            x->rep.vpu_s += t;
+        }
+    }
+    if (sim_coreline_step(&x->cores[x->core], seconds)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    return PL_OK;
+}
+
+/* ---- one core ---------------------------------------------------------------------- */
+
+/* What a TensorCore has before its first grid point: empty pipelines, its own
+ * copy of the scalar-prefetch arrays (M5) and uninitialized scratch (M2). */
+static int start_core(sim_exec *x)
+{
+    sim_plan *p = &x->plan;
+    for (int i = 0; i < p->n_ops; i++) {
+        sim_operand *op = &p->ops[i];
+        op->have_block = 0;
+        op->slot = op->buffers - 1; /* the first new block takes slot 0 */
+        sim_blockset_free(&x->written[i]); /* P5 concerns one core's buffers */
+        if (op->role != PL_ROLE_PREFETCH) continue;
+        memcpy(op->slots, op->arr->data, pl_array_bytes(op->arr));
+        if (sim_opline_push(&x->cores[x->core].op[i], 0, (int64_t)pl_array_bytes(op->arr), 0, NULL))
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    }
+    for (int i = 0; i < p->call->n_scratch; i++) {
+        const pl_scratch *s = &p->call->scratch[i];
+        pl_array shape = {.dtype = s->dtype, .rank = s->rank};
+        memcpy(shape.shape, s->shape, sizeof shape.shape);
+        if (!x->cost_only) sim_poison(x->scratch_mem[i], s->dtype, pl_array_size(&shape), x->uninit);
+        if (x->checks) x->args[p->n_ops + i].initialized = 0;
+    }
+    return PL_OK;
+}
+
+static int walk_core(sim_exec *x)
+{
+    sim_plan *p = &x->plan;
+    const pl_call *call = p->call;
+    pl_ctx *c = &x->ctx;
+    int core = x->core, rc;
+    int64_t lo[PL_MAX_GRID] = {0}, hi[PL_MAX_GRID], odo[PL_MAX_GRID], steps = core_steps(x, core);
+    for (int a = 0; a < call->grid_rank; a++) {
+        lo[a] = a == x->split_axis ? x->lo[core] : 0;
+        hi[a] = a == x->split_axis ? x->hi[core] : call->grid[a];
+        odo[a] = lo[a];
+    }
+    sim_coreline *cl = &x->cores[core];
+    if (x->tracing && !(cl->step_point = malloc((size_t)(steps + 1) * sizeof *cl->step_point)))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
+    c->core = core;
+    if ((rc = start_core(x))) return rc;
+    for (int64_t step = 0; step < steps; step++) {
+        int64_t linear = 0;
+        for (int a = 0; a < call->grid_rank; a++) {
+            c->idx[a] = x->perm[a] ? x->perm[a][odo[a]] : odo[a];
+            linear = linear * call->grid[a] + c->idx[a];
+        }
+        if (cl->step_point) cl->step_point[step] = linear;
+        c->step = step;
+        for (int i = 0; i < p->n_ops; i++)
+            if (p->ops[i].pipelined && (rc = advance(x, &p->ops[i], c->idx, step))) return rc;
+        if (x->info) {
+            x->info->step = step;
+            x->info->core = core;
+            memcpy(x->info->idx, c->idx, sizeof c->idx);
+            x->on_step(x->info, x->on_step_user);
+        }
+        if ((rc = run_kernel(x))) return rc;
+        x->rep.steps++;
+        for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */
+            if (++odo[a] < hi[a]) break;
+            odo[a] = lo[a];
+        }
+    }
+    if (x->info) x->info->final = 1;
+    for (int i = 0; i < p->n_ops; i++) {
+        sim_operand *op = &p->ops[i];
+        pl_step_operand *so = x->info ? &x->info->op[i] : NULL;
+        if (so) memset(so, 0, sizeof *so);
+        if (!op->pipelined || op->role != PL_ROLE_OUT || !op->have_block) continue;
+        int64_t before = op->rep->bytes_out;
+        if ((rc = write_back(x, op, steps - 1))) return rc;
+        if (so) so->wrote_back = 1, so->wb_bytes = op->rep->bytes_out - before,
+                memcpy(so->wb_block, op->cur, (size_t)op->rank * sizeof *op->cur);
+    }
+    if (x->info) {
+        x->info->step = steps;
+        x->on_step(x->info, x->on_step_user);
+        x->info->final = 0;
+    }
+    return PL_OK;
+}
+
+int sim_walk(sim_exec *x)
+{
+    pl_ctx *c = &x->ctx;
+    const pl_call *call = x->plan.call;
+    c->grid_rank = call->grid_rank;
+    c->grid = call->grid;
+    c->user = call->user;
+    c->kernel_name = x->rep.call_name;
+    c->cost_only = x->cost_only;
+    memset(c->idx, 0, sizeof c->idx);
+    for (int core = 1; core < x->n_cores; core++) x->step_base[core] = x->step_base[core - 1] + core_steps(x, core - 1);
+    for (int core = 0; core < x->n_cores; core++) {
+        x->core = core;
+        int rc = walk_core(x);
+        if (rc) return rc;
+    }
+    return PL_OK;
+}

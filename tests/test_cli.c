@@ -1,0 +1,369 @@
+/* tests/test_cli.c: the `tilesim` command, run as a program.
+ *
+ * Each test runs build/tilesim (relative to the repo root, where `make test`
+ * runs the suite) with fork/exec, its stdout and stderr going to temporary
+ * files, and checks the exit status and what was printed. Problems are small
+ * so that every run takes milliseconds. A missing binary fails every test
+ * with a message saying how to build it.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TILESIM "build/tilesim"
+#define MAX_ARGS 32
+
+typedef struct run_result {
+    int status;   /* exit status, or -signal when killed */
+    char *out;    /* stdout, NUL-terminated, owned */
+    char *err;    /* stderr */
+} run_result;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot read %s", path);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    cr_assert(buf);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            cr_assert(buf);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A fresh temporary file; its path is written to path (at least 64 bytes). */
+static void temp_path(char *path, const char *contents)
+{
+    strcpy(path, "/tmp/tilesim_cli_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "mkstemp failed");
+    if (contents) cr_assert_eq(write(fd, contents, strlen(contents)), (ssize_t)strlen(contents));
+    close(fd);
+}
+
+/* Run build/tilesim with a NULL-terminated argument list. */
+static run_result run_argv(const char *const *args)
+{
+    cr_assert(access(TILESIM, X_OK) == 0,
+              "%s is missing: build it with `make build/tilesim` (the tests run from the repo root)", TILESIM);
+    char out_path[64], err_path[64];
+    temp_path(out_path, NULL);
+    temp_path(err_path, NULL);
+    char *argv[MAX_ARGS + 2];
+    int n = 0;
+    argv[n++] = (char *)TILESIM;
+    for (; args[n - 1] && n <= MAX_ARGS; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork failed");
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_TRUNC), e = open(err_path, O_WRONLY | O_TRUNC);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+        execv(TILESIM, argv);
+        _exit(127);
+    }
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    run_result r = {.out = slurp(out_path), .err = slurp(err_path)};
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -WTERMSIG(ws);
+    unlink(out_path);
+    unlink(err_path);
+    cr_assert(r.status >= 0, "tilesim was killed by signal %d; stderr: %s", -r.status, r.err);
+    return r;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static void expect_has(const char *text, const char *sub, const char *what)
+{
+    cr_expect(strstr(text, sub), "%s lacks \"%s\":\n%s", what, sub, text);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* ---- chips ------------------------------------------------------------------------ */
+
+Test(cli, chips_table_lists_every_preset)
+{
+    run_result r = RUN("chips");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    const char *names[] = {"v4", "v5e", "v5p", "v6e", "v7x"};
+    for (int i = 0; i < 5; i++) expect_has(r.out, names[i], "chips");
+    expect_has(r.out, "critical intensity", "chips");
+    expect_has(r.out, "v5e is the default", "chips");
+    cr_expect_str_empty(r.err);
+    run_free(&r);
+}
+
+Test(cli, chips_json_and_chip_file)
+{
+    run_result r = RUN("chips", "--json");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "\"chips\":[", "chips --json");
+    expect_has(r.out, "\"name\":\"v7x\"", "chips --json");
+    run_free(&r);
+
+    char chip[64];
+    temp_path(chip, "base = v5e\nname = whatif\nvmem_limit_mib = 64\n");
+    r = RUN("chips", "--chip-file", chip);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "whatif", "chips --chip-file");
+    expect_has(r.out, "v5e", "chips --chip-file");
+    run_free(&r);
+    unlink(chip);
+}
+
+/* ---- sweep ------------------------------------------------------------------------ */
+
+#define SMALL "sweep", "matmul", "1024", "1024", "1024", "--bm", "128,256", "--bn", "128,256", "--bk", "128,4096"
+
+Test(cli, sweep_ranks_legal_and_rejects_over_budget)
+{
+    run_result r = RUN(SMALL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect_str_empty(r.err, "stderr is not a terminal: no progress bar, nothing else");
+    /* (256, 256, 4096) in f32: x and y take 2 x 4 MiB each, over the 16 MiB default */
+    expect_has(r.out, "rejected (1)", "sweep");
+    expect_has(r.out, "   256    256   4096  over budget: needs 16.8 MiB of VMEM, over the 16.0 MiB scoped limit", "sweep");
+    expect_has(r.out, "rule M4", "sweep");
+    expect_has(r.out, "8 configurations evaluated in", "sweep");
+    expect_has(r.out, " s, 7 legal; best", "sweep");
+    for (int rank = 1; rank <= 7; rank++) {
+        char row[16];
+        snprintf(row, sizeof row, "\n%5d ", rank);
+        expect_has(r.out, row, "sweep");
+    }
+    run_free(&r);
+}
+
+Test(cli, sweep_csv_rows_sorted_by_time)
+{
+    run_result r = RUN(SMALL, "--csv");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect_eq(count_lines(r.out), 1 + 8, "a header and one row per configuration:\n%s", r.out);
+    cr_expect(strncmp(r.out, "bm,bn,bk,status,", 16) == 0, "header: %s", r.out);
+    /* legal rows come first, fastest first */
+    double last = 0;
+    int ok = 0;
+    for (const char *line = strchr(r.out, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+        long long bm, bn, bk, vmem, steps;
+        char status[16];
+        double ai, t;
+        if (sscanf(line, "%lld,%lld,%lld,%15[^,],%lf,%lld,yes,%lld,%lf", &bm, &bn, &bk, status, &ai, &vmem, &steps,
+                   &t) == 8 &&
+            strcmp(status, "ok") == 0) {
+            cr_expect(t >= last, "row %d (%lld, %lld, %lld) at %g s comes after %g s", ok + 1, bm, bn, bk, t, last);
+            last = t;
+            ok++;
+        } else {
+            expect_has(line, "over budget", "rejected CSV row");
+        }
+    }
+    cr_expect_eq(ok, 7, "legal rows: %d\n%s", ok, r.out);
+    run_free(&r);
+}
+
+Test(cli, sweep_json_has_legal_and_rejected)
+{
+    run_result r = RUN(SMALL, "--json");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "\"legal\":[", "sweep --json");
+    expect_has(r.out, "\"rejected\":[", "sweep --json");
+    expect_has(r.out, "\"best\":{\"bm\":", "sweep --json");
+    expect_has(r.out, "\"kind\":\"over budget\"", "sweep --json");
+    /* balanced braces and brackets outside strings */
+    int depth = 0, in_str = 0;
+    for (const char *p = r.out; *p; p++) {
+        if (in_str) {
+            if (*p == '\\') p++;
+            else if (*p == '"') in_str = 0;
+        } else if (*p == '"') in_str = 1;
+        else if (*p == '{' || *p == '[') depth++;
+        else if (*p == '}' || *p == ']') cr_assert(--depth >= 0, "unbalanced JSON:\n%s", r.out);
+    }
+    cr_expect_eq(depth, 0, "unbalanced JSON:\n%s", r.out);
+    run_free(&r);
+}
+
+Test(cli, sweep_svg_writes_a_roofline)
+{
+    char svg[64];
+    temp_path(svg, NULL);
+    run_result r = RUN(SMALL, "--svg", svg);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    char *text = slurp(svg);
+    cr_expect(strncmp(text, "<svg", 4) == 0, "the file starts with: %.40s", text);
+    expect_has(text, "</svg>", "svg");
+    expect_has(text, "arithmetic intensity", "svg");
+    expect_has(text, "<circle", "svg");
+    free(text);
+    unlink(svg);
+    run_free(&r);
+}
+
+Test(cli, sweep_legality_filter_cites_rule_t1)
+{
+    run_result r = RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100,128", "--bn", "128", "--bk", "128");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "   100    128    128  illegal: x: block (100, 128)", "sweep");
+    expect_has(r.out, "rule T1", "sweep");
+    expect_has(r.out, " s, 1 legal; best", "sweep");
+    run_free(&r);
+
+    r = RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100", "--bn", "128", "--bk", "128");
+    cr_expect_eq(r.status, 1, "nothing legal: exit 1");
+    expect_has(r.out, "rule T1", "sweep");
+    run_free(&r);
+}
+
+/* ---- explain ------------------------------------------------------------------------ */
+
+Test(cli, explain_2x2x2_narrates_copies_and_write_backs)
+{
+    run_result r = RUN("explain", "matmul", "256", "256", "256", "128", "128", "128");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "x: block (128, 128) at block index (i, k)", "explain");
+    expect_has(r.out, "y: block (128, 128) at block index (k, j)", "explain");
+    expect_has(r.out, "step 3  grid (0, 1, 1):", "explain");
+    expect_has(r.out, "copied HBM -> VMEM slot 1 (new block, rule P1)", "explain");
+    expect_has(r.out, "kept in VMEM: same output block, the kernel accumulates into it (rule P3)", "explain");
+    expect_has(r.out, "o   block (0, 0)   written back to HBM: the next step selects another block (rule P3)",
+               "explain");
+    expect_has(r.out, "starts as garbage: the kernel must write all of it (rule P4)", "explain");
+    expect_has(r.out, "after the last step:", "explain");
+    expect_has(r.out, "predicted time", "explain");
+    run_free(&r);
+}
+
+/* On a (2, 2, 2) grid x and y change block at every step (k is the fastest
+ * axis); with one contraction block x stays put while j runs. */
+Test(cli, explain_skip_cites_rule_p2)
+{
+    run_result r = RUN("explain", "matmul", "256", "256", "128", "128", "128", "128", "--dtype", "bf16");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "x   block (0, 0)   skipped: same block as the previous step (rule P2)", "explain");
+    expect_has(r.out, "x   2 copies HBM -> VMEM", "explain");
+    run_free(&r);
+}
+
+Test(cli, explain_refuses_large_and_illegal_grids)
+{
+    run_result r = RUN("explain", "matmul", "8192", "8192", "8192", "128", "128", "128");
+    cr_expect_eq(r.status, 2);
+    expect_has(r.err, "262144 steps", "explain");
+    expect_has(r.err, "larger blocks", "explain");
+    cr_expect_str_empty(r.out);
+    run_free(&r);
+
+    r = RUN("explain", "matmul", "256", "256", "256", "100", "128", "128");
+    cr_expect_eq(r.status, 2);
+    expect_has(r.err, "rule T1", "explain");
+    run_free(&r);
+}
+
+/* ---- usage errors ------------------------------------------------------------------------ */
+
+typedef struct bad_case {
+    const char *args[16];
+    const char *says; /* expected in stderr */
+} bad_case;
+
+#define SW "sweep", "matmul", "256", "256", "256"
+
+Test(cli, bad_arguments_exit_2_with_a_message)
+{
+    char bad_chip[64];
+    temp_path(bad_chip, "base = v5e\nbf16_tflops = fast\n");
+    static bad_case cases[] = {
+        {{NULL}, "no command given"},
+        {{"frobnicate"}, "unknown command 'frobnicate'"},
+        {{"chips", "--bogus"}, "unknown option '--bogus'"},
+        {{"chips", "--json=yes"}, "--json: takes no value"},
+        {{"chips", "--chip-file", "/nonexistent/chip.txt"}, "cannot open"},
+        {{"chips", "--chip-file"}, "--chip-file: missing value"},
+        {{"sweep"}, "missing the kernel"},
+        {{"sweep", "conv", "1", "2", "3"}, "unknown kernel 'conv'"},
+        {{"sweep", "matmul", "256", "256"}, "missing K"},
+        {{"sweep", "matmul", "256", "abc", "256"}, "N: 'abc' is not a whole number"},
+        {{"sweep", "matmul", "0", "256", "256"}, "M: '0' must be positive"},
+        {{SW, "--fast"}, "unknown option '--fast'"},
+        {{SW, "--bm"}, "--bm: missing value"},
+        {{SW, "--bm", "--bn", "128"}, "--bm: missing value"},
+        {{SW, "--bm", "12x"}, "--bm: '12x' is not a whole number"},
+        {{SW, "--bm", "-128"}, "--bm: '-128' is not positive"},
+        {{SW, "--bm", "128,,256"}, "--bm: item 2 of '128,,256' is empty"},
+        {{SW, "--bk", "128,"}, "--bk: item 2 of '128,' is empty"},
+        {{SW, "--bn", "128,x"}, "--bn: 'x' in the list '128,x' is not a whole number"},
+        {{SW, "--bn", "128,128"}, "appears twice"},
+        {{SW, "--top", "0"}, "--top: '0' must be positive"},
+        {{SW, "--threads", "two"}, "--threads: 'two' is not a whole number"},
+        {{SW, "--vmem-limit", "1e6"}, "--vmem-limit: '1e6' is not a whole number"},
+        {{SW, "--dtype", "f64"}, "--dtype: 'f64'"},
+        {{SW, "--chip", "v9"}, "unknown chip 'v9'"},
+        {{SW, "--chip", "v5e", "--chip-file", "x"}, "exclude each other"},
+        {{SW, "--chip-file", "/nonexistent/chip.txt"}, "/nonexistent/chip.txt: cannot open"},
+        {{SW, "--csv", "--json"}, "exclude each other"},
+        {{SW, "--svg", "/nonexistent/dir/plot.svg"}, "--svg: cannot write '/nonexistent/dir/plot.svg'"},
+        {{"explain", "matmul", "256", "256", "256", "128", "128"}, "missing BK"},
+        {{"explain", "matmul", "256", "256", "256", "128", "128", "x"}, "BK: 'x' is not a whole number"},
+        {{"explain", "matmul", "256", "256", "256", "128", "128", "128", "--chip", "nope"}, "unknown chip 'nope'"},
+        {{"help", "nope"}, "unknown command 'nope'"},
+    };
+    size_t n = sizeof cases / sizeof *cases;
+    for (size_t i = 0; i <= n; i++) {
+        /* the last case: a chip file that does not parse, named with its line */
+        const char *chip_args[] = {"chips", "--chip-file", bad_chip, NULL};
+        const char *const *args = i < n ? cases[i].args : chip_args;
+        const char *says = i < n ? cases[i].says : ":2: bf16_tflops = 'fast'";
+        run_result r = run_argv(args);
+        char line[256] = "";
+        for (int a = 0; args[a]; a++) snprintf(line + strlen(line), sizeof line - strlen(line), " %s", args[a]);
+        cr_expect_eq(r.status, 2, "tilesim%s: exit %d, want 2; stderr: %s", line, r.status, r.err);
+        cr_expect(strstr(r.err, says), "tilesim%s: stderr lacks \"%s\":\n%s", line, says, r.err);
+        cr_expect(strstr(r.err, "\nusage: tilesim"), "tilesim%s: no usage hint:\n%s", line, r.err);
+        cr_expect(strncmp(r.err, "tilesim", 7) == 0, "tilesim%s: the message names the tool:\n%s", line, r.err);
+        cr_expect_str_empty(r.out, "tilesim%s: printed on stdout: %s", line, r.out);
+        run_free(&r);
+    }
+    unlink(bad_chip);
+}
+
+Test(cli, help_exits_0)
+{
+    const char *const helps[][3] = {{"help", NULL}, {"--help", NULL}, {"help", "sweep"}, {"sweep", "--help"},
+                                    {"explain", "-h"}};
+    for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
+        run_result r = run_argv(helps[i]);
+        cr_expect_eq(r.status, 0, "%s %s: exit %d", helps[i][0], helps[i][1] ? helps[i][1] : "", r.status);
+        expect_has(r.out, "usage", "help");
+        cr_expect_str_empty(r.err);
+        run_free(&r);
+    }
+}
