@@ -401,8 +401,9 @@ typedef struct pl_check {
     double norm_err;      /* max |C - ref| / (u * sum_k |a_ik| |b_kj|), u the unit roundoff */
     double pass_below;    /* norm_err thresholds used */
     double fail_above;
-    int64_t worst_row, worst_col;
+    int64_t worst_row, worst_col; /* the worst element (for rank > 2 in pl_allclose: row = index / last dim) */
     int64_t n_nan;        /* NaN or inf in C where the reference is finite */
+    char blame[256];      /* with a call: the output block of the worst element and the grid points that wrote it */
 } pl_check;
 
 /* Compare c (m x n) with a @ b computed by cblas_sgemm (bf16 and f16 widened
@@ -410,6 +411,35 @@ typedef struct pl_check {
  * Returns PL_OK when the verdict is PASS or MARGINAL, PL_EVERIFY on FAIL,
  * PL_EINVAL / PL_ESHAPE / PL_ENOMEM on bad arguments. */
 int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out, FILE *f);
+/* The same, and when the verdict is not PASS, name the output block (of
+ * call->out[0]) holding the worst element and the grid points that wrote it. */
+int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out,
+                         FILE *f);
+
+/* Which block of output `out` of call holds element elem, and which grid
+ * points select it (so wrote it), in words, into buf. Function-form index
+ * maps are called without scalar-prefetch refs. */
+int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int64_t *elem, char *buf, size_t n);
+
+/* Compare any two arrays of one shape elementwise: |got - want| <= atol +
+ * rtol |want|. rtol = atol = 0 picks tolerances for the dtype (f32 1e-5 /
+ * 1e-6, bf16 1.6e-2 / 1e-2, f16 2e-3 / 1e-3; integers exact). norm_err is
+ * the worst error over its tolerance: PASS <= 1, MARGINAL <= 4, else FAIL.
+ * NaN matches only NaN. Returns PL_OK, PL_EVERIFY on FAIL, PL_ESHAPE. */
+int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f);
+
+/* Draw the normalised error of c against a @ b, worst per (bm, bn) block, as
+ * an SVG heatmap at path. msg receives a one-line result or the error. */
+int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
+                     char *msg, size_t msglen);
+
+/* Order-dependence (V4): run the call into outs, then again with the
+ * parallel axes visited in the order seed shuffles them into (seed 0: a
+ * fixed default) into scratch copies, and compare bit for bit. Returns
+ * PL_OK, PL_ERACE when the results differ (report->error names the first
+ * differing element, its block and output), or the call's own error. */
+int pl_check_order(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt, uint64_t seed,
+                   pl_report *report);
 
 const char *pl_verdict_name(pl_verdict v);
 

@@ -1,8 +1,8 @@
 /* sim/verify.c: reference checks against OpenBLAS (rule V5).
  *
- * The error measure follows BLIS and ggml: the worst element's error divided
- * by what rounding alone can explain there, u * sum_k |a_ik| |b_kj|, where u
- * is the unit roundoff of the least precise of a, b and c. A correct kernel
+ * The error measure follows BLIS and ggml: each element's error divided by
+ * what rounding alone can explain there, u * sum_k |a_ik| |b_kj|, where u is
+ * the unit roundoff of the least precise of a, b and c. A correct kernel
  * lands near 1; a kernel that adds in another order than the reference drifts
  * up to about sqrt(K) (typical) or K (worst) times the fp32 roundoff relative
  * to u; a lost or doubled partial sum lands orders of magnitude higher.
@@ -15,8 +15,9 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "tilesim.h"
+#include "sim.h"
 
 const char *pl_verdict_name(pl_verdict v)
 {
@@ -32,7 +33,7 @@ static double unit_roundoff(pl_dtype t)
     }
 }
 
-static float *widen_abs(const pl_array *x, int take_abs)
+static float *widen(const pl_array *x, int take_abs)
 {
     int64_t n = pl_array_size(x);
     float *p = malloc((size_t)n * sizeof *p);
@@ -54,67 +55,256 @@ static int check_args(const pl_array *a, const pl_array *b, const pl_array *c)
     return PL_OK;
 }
 
-int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out, FILE *f)
+/* ---- the normalised error of every element ------------------------------------ */
+
+/* err[i*n+j] = |c - a@b| / (u * |a|@|b|), INFINITY for a NaN/inf where the
+ * reference is finite. Fills the scalar fields of r. Returns PL_OK,
+ * PL_ENOMEM. The caller frees *err. */
+static int matmul_errors(const pl_array *a, const pl_array *b, const pl_array *c, double **err, pl_check *r)
 {
-    int rc = check_args(a, b, c);
-    if (rc) {
-        if (f) fprintf(f, "pl_check_matmul: %s (want a (m,k), b (k,n), c (m,n) float arrays)\n", pl_strerror(rc));
-        return rc;
-    }
     int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
-    float *A = widen_abs(a, 0), *B = widen_abs(b, 0), *absA = widen_abs(a, 1), *absB = widen_abs(b, 1);
+    float *A = widen(a, 0), *B = widen(b, 0), *absA = widen(a, 1), *absB = widen(b, 1);
     float *ref = malloc((size_t)(m * n) * sizeof *ref), *mag = malloc((size_t)(m * n) * sizeof *mag);
-    pl_check r = {.worst_row = -1, .worst_col = -1};
-    if (!A || !B || !absA || !absB || !ref || !mag) {
-        rc = PL_ENOMEM;
-        goto done;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n, 0.0f,
-                ref, (int)n);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, absA, (int)k, absB,
-                (int)n, 0.0f, mag, (int)n);
-
-    double u = unit_roundoff(a->dtype);
-    if (unit_roundoff(b->dtype) > u) u = unit_roundoff(b->dtype);
-    if (unit_roundoff(c->dtype) > u) u = unit_roundoff(c->dtype);
-    double ratio = ldexp(1.0, -24) / u;
-    r.pass_below = 2 + 2 * sqrt((double)k) * ratio;
-    r.fail_above = 4 + 2 * (double)k * ratio;
-
-    size_t es = pl_dtype_size(c->dtype);
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double got = pl_load_elem((const char *)c->data + (size_t)(i * n + j) * es, c->dtype);
-            double want = ref[i * n + j], d = fabs(got - want), e;
+    double *e = malloc((size_t)(m * n) * sizeof *e);
+    int rc = PL_ENOMEM;
+    *r = (pl_check){.worst_row = -1, .worst_col = -1};
+    if (A && B && absA && absB && ref && mag && e) {
+        rc = PL_OK;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                    0.0f, ref, (int)n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, absA, (int)k, absB,
+                    (int)n, 0.0f, mag, (int)n);
+        double u = unit_roundoff(a->dtype);
+        if (unit_roundoff(b->dtype) > u) u = unit_roundoff(b->dtype);
+        if (unit_roundoff(c->dtype) > u) u = unit_roundoff(c->dtype);
+        double ratio = ldexp(1.0, -24) / u;
+        r->pass_below = 2 + 2 * sqrt((double)k) * ratio;
+        r->fail_above = 4 + 2 * (double)k * ratio;
+        size_t es = pl_dtype_size(c->dtype);
+        for (int64_t i = 0; i < m * n; i++) {
+            double got = pl_load_elem((const char *)c->data + (size_t)i * es, c->dtype), want = ref[i];
+            double d = fabs(got - want), scale = u * mag[i];
             if (!isfinite(got) && isfinite(want)) {
-                r.n_nan++;
-                e = INFINITY;
-                d = INFINITY;
-            } else {
-                double scale = u * mag[i * n + j];
-                e = d == 0 ? 0 : scale > 0 ? d / scale : INFINITY;
-            }
-            if (d > r.max_abs_err) r.max_abs_err = d;
-            if (r.worst_row < 0 || e > r.norm_err) {
-                r.norm_err = e;
-                r.worst_row = i;
-                r.worst_col = j;
+                r->n_nan++;
+                d = e[i] = INFINITY;
+            } else e[i] = d == 0 ? 0 : scale > 0 ? d / scale : INFINITY;
+            if (d > r->max_abs_err) r->max_abs_err = d;
+            if (r->worst_row < 0 || e[i] > r->norm_err) {
+                r->norm_err = e[i];
+                r->worst_row = i / n;
+                r->worst_col = i % n;
             }
         }
-    r.verdict = r.n_nan || !(r.norm_err <= r.fail_above) ? PL_FAIL : r.norm_err <= r.pass_below ? PL_PASS : PL_MARGINAL;
-    rc = r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK;
+        r->verdict = r->n_nan || !(r->norm_err <= r->fail_above) ? PL_FAIL
+                     : r->norm_err <= r->pass_below             ? PL_PASS
+                                                                : PL_MARGINAL;
+    }
+    free(A), free(B), free(absA), free(absB), free(ref), free(mag);
+    if (rc) free(e);
+    else *err = e;
+    return rc;
+}
+
+/* ---- blame: which grid points wrote an element --------------------------------- */
+
+int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int64_t *elem, char *buf, size_t n)
+{
+    if (!call || !arr || !elem || !buf || n == 0 || out < 0 || out >= call->n_out) return PL_EINVAL;
+    const pl_block_spec *s = &call->out[out];
+    int64_t blk[PL_MAX_RANK];
+    for (int d = 0; d < arr->rank; d++) {
+        int64_t b = s->rank ? s->block[d] : arr->shape[d];
+        if (elem[d] < 0 || elem[d] >= arr->shape[d] || (b < 1 && b != PL_SQUEEZED)) return PL_EINVAL;
+        blk[d] = b == PL_SQUEEZED ? elem[d] : elem[d] / b;
+    }
+    /* every grid point whose output map selects that block, in walk order */
+    int64_t steps = 1, idx[PL_MAX_GRID] = {0}, got[PL_MAX_RANK], first = -1, count = 0;
+    int g = call->grid_rank;
+    for (int a = 0; a < g; a++) steps *= call->grid[a];
+    int64_t firstp[PL_MAX_GRID] = {0}, lastp[PL_MAX_GRID] = {0};
+    for (int64_t st = 0; st < steps; st++) {
+        const pl_index_map *m = &s->map;
+        if (m->fn) m->fn(idx, NULL, got, m->user);
+        else
+            for (int d = 0; d < arr->rank; d++) got[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
+        if (memcmp(got, blk, (size_t)arr->rank * sizeof *got) == 0) {
+            if (first < 0) first = st, memcpy(firstp, idx, sizeof idx);
+            memcpy(lastp, idx, sizeof idx);
+            count++;
+        }
+        for (int a = g - 1; a >= 0; a--) {
+            if (++idx[a] < call->grid[a]) break;
+            idx[a] = 0;
+        }
+    }
+    char b[128], p0[128], p1[128];
+    sim_format_idx(blk, arr->rank, b, sizeof b);
+    if (first < 0) {
+        snprintf(buf, n, "block %s, which no grid point selects: the kernel never wrote it", b);
+        return PL_OK;
+    }
+    sim_format_idx(firstp, g, p0, sizeof p0);
+    sim_format_idx(lastp, g, p1, sizeof p1);
+    if (count == 1) snprintf(buf, n, "block %s, written at grid point %s", b, p0);
+    else snprintf(buf, n, "block %s, written at the %lld grid points from %s to %s (stored at the last)", b,
+                  (long long)count, p0, p1);
+    return PL_OK;
+}
+
+/* ---- pl_check_matmul ------------------------------------------------------------ */
+
+int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out,
+                         FILE *f)
+{
+    pl_check r = {.worst_row = -1, .worst_col = -1};
+    double *err = NULL;
+    int rc = check_args(a, b, c);
+    if (!rc) rc = matmul_errors(a, b, c, &err, &r);
+    free(err);
+    if (rc) {
+        if (f) fprintf(f, "pl_check_matmul: %s (want a (m,k), b (k,n), c (m,n) float arrays with data)\n",
+                       pl_strerror(rc));
+        if (out) *out = r;
+        return rc;
+    }
+    if (call && r.verdict != PL_PASS) {
+        int64_t at[2] = {r.worst_row, r.worst_col};
+        pl_check_blame(call, 0, c, at, r.blame, sizeof r.blame);
+    }
     if (f) {
         fprintf(f, "  check vs cblas_sgemm  %lldx%lldx%lld %s: max abs err %.3g, normalised err %.3g "
                    "(pass <= %.3g, fail > %.3g)",
-                (long long)m, (long long)n, (long long)k, pl_dtype_name(c->dtype), r.max_abs_err, r.norm_err,
-                r.pass_below, r.fail_above);
+                (long long)a->shape[0], (long long)b->shape[1], (long long)a->shape[1], pl_dtype_name(c->dtype),
+                r.max_abs_err, r.norm_err, r.pass_below, r.fail_above);
         if (r.n_nan) fprintf(f, ", %lld NaN/inf", (long long)r.n_nan);
         if (r.verdict != PL_PASS) fprintf(f, ", worst at (%lld, %lld)", (long long)r.worst_row, (long long)r.worst_col);
         fprintf(f, "  %s\n", pl_verdict_name(r.verdict));
+        if (r.blame[0]) fprintf(f, "    the worst element is in %s\n", r.blame);
     }
-done:
-    if (rc == PL_ENOMEM && f) fprintf(f, "pl_check_matmul: out of host memory\n");
     if (out) *out = r;
-    free(A), free(B), free(absA), free(absB), free(ref), free(mag);
-    return rc;
+    return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK;
+}
+
+int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out, FILE *f)
+{
+    return pl_check_matmul_call(NULL, a, b, c, out, f);
+}
+
+/* ---- pl_allclose ------------------------------------------------------------------ */
+
+/* Default tolerances: a few units in the last place of the dtype. */
+static void default_tolerance(pl_dtype t, double *rtol, double *atol)
+{
+    switch (t) {
+    case PL_BF16: *rtol = 1.6e-2, *atol = 1e-2; break;
+    case PL_F16: *rtol = 2e-3, *atol = 1e-3; break;
+    case PL_F32: *rtol = 1e-5, *atol = 1e-6; break;
+    default: *rtol = 0, *atol = 0; break; /* integers: exact */
+    }
+}
+
+int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f)
+{
+    pl_check r = {.worst_row = -1, .worst_col = -1};
+    int same = got && want && got->data && want->data && got->rank == want->rank;
+    for (int d = 0; same && d < got->rank; d++) same = got->shape[d] == want->shape[d];
+    if (!same) {
+        if (f) fprintf(f, "pl_allclose: the arrays must have data and the same shape\n");
+        if (out) *out = r;
+        return PL_ESHAPE;
+    }
+    double drt, dat;
+    default_tolerance(got->dtype, &drt, &dat);
+    if (rtol < 0 || atol < 0 || (rtol == 0 && atol == 0 && pl_dtype_is_float(got->dtype))) rtol = drt, atol = dat;
+    int64_t n = pl_array_size(got), worst = -1;
+    size_t eg = pl_dtype_size(got->dtype), ew = pl_dtype_size(want->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        double g = pl_load_elem((const char *)got->data + (size_t)i * eg, got->dtype);
+        double w = pl_load_elem((const char *)want->data + (size_t)i * ew, want->dtype);
+        double d = fabs(g - w), tol = atol + rtol * fabs(w), e;
+        if (isnan(g) != isnan(w) || (!isfinite(g) && g != w)) {
+            r.n_nan++;
+            e = d = INFINITY;
+        } else e = d == 0 || (isnan(g) && isnan(w)) ? 0 : tol > 0 ? d / tol : INFINITY;
+        if (d > r.max_abs_err) r.max_abs_err = d;
+        if (worst < 0 || e > r.norm_err) r.norm_err = e, worst = i;
+    }
+    r.pass_below = 1;
+    r.fail_above = 4;
+    int64_t last = got->rank ? got->shape[got->rank - 1] : 1;
+    r.worst_row = worst / last;
+    r.worst_col = worst % last;
+    r.verdict = r.n_nan || !(r.norm_err <= r.fail_above) ? PL_FAIL : r.norm_err <= 1 ? PL_PASS : PL_MARGINAL;
+    if (f)
+        fprintf(f, "  allclose %s (rtol %.3g, atol %.3g): max abs err %.3g, worst %.3g of the tolerance%s  %s\n",
+                pl_dtype_name(got->dtype), rtol, atol, r.max_abs_err, r.norm_err,
+                r.n_nan ? ", NaN/inf mismatch" : "", pl_verdict_name(r.verdict));
+    if (out) *out = r;
+    return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK;
+}
+
+/* ---- the error heatmap ---------------------------------------------------------- */
+
+/* A colour from green (error <= 1) through yellow to red (>= fail). */
+static void heat_colour(double e, double fail, char *buf, size_t n)
+{
+    double t = e <= 1 ? 0 : !isfinite(e) ? 1 : log(e) / log(fail > 1.5 ? fail : 1.5);
+    if (t > 1) t = 1;
+    int r = (int)(255 * (t < 0.5 ? 2 * t : 1)), g = (int)(200 * (t < 0.5 ? 1 : 2 - 2 * t));
+    snprintf(buf, n, "#%02x%02x40", r, g);
+}
+
+int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
+                     char *msg, size_t msglen)
+{
+    int rc = check_args(a, b, c);
+    if (rc || bm < 1 || bn < 1 || !path) {
+        snprintf(msg, msglen, "heatmap: want a (m,k), b (k,n), c (m,n) float arrays and block sizes >= 1");
+        return rc ? rc : PL_EINVAL;
+    }
+    double *err = NULL;
+    pl_check r;
+    if ((rc = matmul_errors(a, b, c, &err, &r))) {
+        snprintf(msg, msglen, "heatmap: out of host memory");
+        return rc;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(msg, msglen, "heatmap: cannot write '%s'", path);
+        free(err);
+        return PL_EINVAL;
+    }
+    int64_t m = c->shape[0], n = c->shape[1], gm = (m + bm - 1) / bm, gn = (n + bn - 1) / bn;
+    double cell = 480.0 / (double)(gm > gn ? gm : gn);
+    if (cell > 60) cell = 60;
+    if (cell < 2) cell = 2;
+    double w = (double)gn * cell + 40, h = (double)gm * cell + 70;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<text x=\"20\" y=\"18\">normalised error per (%lld, %lld) block of %lldx%lld %s; "
+               "worst %.3g, %s</text>\n",
+            w < 640 ? 640 : w, h, (long long)bm, (long long)bn, (long long)m, (long long)n, pl_dtype_name(c->dtype),
+            r.norm_err, pl_verdict_name(r.verdict));
+    for (int64_t i = 0; i < gm; i++)
+        for (int64_t j = 0; j < gn; j++) {
+            double worst = 0;
+            for (int64_t y = i * bm; y < (i + 1) * bm && y < m; y++)
+                for (int64_t x = j * bn; x < (j + 1) * bn && x < n; x++)
+                    if (!(err[y * n + x] <= worst)) worst = err[y * n + x];
+            char col[16];
+            heat_colour(worst, r.fail_above, col, sizeof col);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"white\">"
+                       "<title>block (%lld, %lld): %.3g</title></rect>\n",
+                    20 + (double)j * cell, 30 + (double)i * cell, cell, cell, col, (long long)i, (long long)j, worst);
+        }
+    fprintf(f, "<text x=\"20\" y=\"%.0f\">green: within rounding (&lt;= 1); red: &gt;= %.3g (FAIL)</text>\n</svg>\n",
+            h - 20, r.fail_above);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    free(err);
+    if (bad) {
+        snprintf(msg, msglen, "heatmap: writing '%s' failed", path);
+        return PL_EINVAL;
+    }
+    snprintf(msg, msglen, "heatmap of %lldx%lld blocks written to %s", (long long)gm, (long long)gn, path);
+    return PL_OK;
 }
