@@ -26,7 +26,7 @@ typedef struct tj_value {
     char **keys;              /* TJ_OBJ */
 } tj_value;
 
-static void tj_free(tj_value *v)
+static inline void tj_free(tj_value *v)
 {
     if (!v) return;
     for (size_t i = 0; i < v->n; i++) {
@@ -39,14 +39,14 @@ static void tj_free(tj_value *v)
     free(v);
 }
 
-static void tj_ws(const char **p)
+static inline void tj_ws(const char **p)
 {
     while (isspace((unsigned char)**p)) (*p)++;
 }
 
-static tj_value *tj_value_at(const char **p, int depth);
+static inline tj_value *tj_value_at(const char **p, int depth);
 
-static char *tj_string(const char **p)
+static inline char *tj_string(const char **p)
 {
     if (**p != '"') return NULL;
     (*p)++;
@@ -87,7 +87,7 @@ static char *tj_string(const char **p)
     return s;
 }
 
-static int tj_push(tj_value *v, tj_value *item, char *key)
+static inline int tj_push(tj_value *v, tj_value *item, char *key)
 {
     tj_value **items = realloc(v->items, (v->n + 1) * sizeof *items);
     if (!items) return -1;
@@ -102,7 +102,7 @@ static int tj_push(tj_value *v, tj_value *item, char *key)
     return 0;
 }
 
-static tj_value *tj_container(const char **p, int depth, int obj)
+static inline tj_value *tj_container(const char **p, int depth, int obj)
 {
     tj_value *v = calloc(1, sizeof *v);
     if (!v) return NULL;
@@ -130,7 +130,7 @@ static tj_value *tj_container(const char **p, int depth, int obj)
     return NULL;
 }
 
-static tj_value *tj_value_at(const char **p, int depth)
+static inline tj_value *tj_value_at(const char **p, int depth)
 {
     if (depth > 64) return NULL;
     tj_ws(p);
@@ -159,7 +159,7 @@ static tj_value *tj_value_at(const char **p, int depth)
 }
 
 /* The document, or NULL if text is not exactly one JSON value. */
-static tj_value *tj_parse(const char *text)
+static inline tj_value *tj_parse(const char *text)
 {
     const char *p = text;
     tj_value *v = tj_value_at(&p, 0);
@@ -169,7 +169,7 @@ static tj_value *tj_parse(const char *text)
 }
 
 /* Member `key` of an object, or NULL. */
-static const tj_value *tj_get(const tj_value *v, const char *key)
+static inline const tj_value *tj_get(const tj_value *v, const char *key)
 {
     if (!v || v->kind != TJ_OBJ) return NULL;
     for (size_t i = 0; i < v->n; i++)
@@ -178,7 +178,7 @@ static const tj_value *tj_get(const tj_value *v, const char *key)
 }
 
 /* Read a whole file (NUL-terminated), or NULL. */
-static char *tj_read_file(const char *path)
+static inline char *tj_read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
