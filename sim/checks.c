@@ -41,7 +41,7 @@ static void kernel_warning(void *sink, const char *msg)
 
 int sim_checks_init(sim_exec *x)
 {
-    if (!x->checks) return PL_OK;
+    if (!x->checks || x->cost_only) return PL_OK; /* without data there is nothing to track */
     pl_ctx *c = &x->ctx;
     c->checks = 1;
     c->args = x->args;
@@ -60,7 +60,7 @@ int sim_checks_init(sim_exec *x)
 
 void sim_checks_new_block(sim_exec *x, const sim_operand *op, const int64_t *bidx)
 {
-    if (!x->checks) return;
+    if (!x->ctx.args) return;
     kern_arg *a = &x->args[op->arg];
     a->base = x->refs[op->arg].data;
     a->written = 0;

@@ -9,6 +9,15 @@
 
 #define MAX_OPS (3 * PL_MAX_OPERANDS)
 
+#define SIM_OP_CACHE 8
+
+/* The time of one block op, remembered (walk.c). */
+typedef struct sim_op_memo {
+    kern_op op;
+    double seconds, padded;
+    int valid;
+} sim_op_memo;
+
 typedef struct sim_exec {
     sim_plan plan;
     pl_report rep;
@@ -40,6 +49,7 @@ typedef struct sim_exec {
     sim_blockset writers[MAX_OPS];             /* per output: block -> first step that selected it (V4) */
     int parallel_axes;                         /* parallel axes of size > 1 */
     int64_t *perm[PL_MAX_GRID];                /* seeded order of each parallel axis; NULL: in order */
+    sim_op_memo op_memo[SIM_OP_CACHE];
 } sim_exec;
 
 /* The grid point of a global step (each core's steps follow the previous

@@ -265,24 +265,25 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
     double now = 0;
     int rc = 0;
     for (;;) {
-        int acted;
-        do { /* everything that can happen at this instant */
-            acted = 0;
-            for (int i = 0; i < n_cores; i++) {
-                int r;
-                while ((r = core_act(&cs[i], &d, chip, now)) > 0) acted = 1;
-                if (r < 0) { rc = -1; goto out; }
-                if (cs[i].phase == PH_DONE && out->core_end_s[i] == 0) out->core_end_s[i] = now;
-            }
-        } while (acted);
-        double next = dma_next(&d);
+        /* Everything that can happen at this instant. One pass is enough: a
+         * core's actions only issue transfers, which finish later, so they
+         * cannot unblock another core at the same instant. */
+        double next = INFINITY;
         int running = 0;
         for (int i = 0; i < n_cores; i++) {
-            if (cs[i].phase == PH_DONE) continue;
+            int r;
+            while ((r = core_act(&cs[i], &d, chip, now)) > 0) {}
+            if (r < 0) { rc = -1; goto out; }
+            if (cs[i].phase == PH_DONE) {
+                if (out->core_end_s[i] == 0) out->core_end_s[i] = now;
+                continue;
+            }
             running = 1;
             if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
         }
         if (!running) break;
+        double dma = dma_next(&d);
+        if (dma < next) next = dma;
         if (!isfinite(next)) { rc = -1; goto out; } /* a core waits on nothing: broken records */
         dma_advance(&d, next);
         now = next;

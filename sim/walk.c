@@ -57,6 +57,9 @@ static char *slot_ptr(const sim_operand *op)
 /* In-bounds bytes of block bidx: what a copy moves. */
 static int64_t window_bytes(const sim_operand *op, const int64_t *bidx)
 {
+    int interior = 1;
+    for (int d = 0; d < op->rank; d++) interior &= op->squeezed[d] || bidx[d] < op->nblocks[d] - 1;
+    if (interior) return op->rep->block_bytes; /* the common case: no edge */
     int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
     sim_block_window(op, bidx, start, count);
     for (int d = 0; d < op->rank; d++) n *= count[d];
@@ -156,6 +159,24 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
 
 /* ---- the kernel ------------------------------------------------------------------ */
 
+/* Kernels repeat the same few ops at every step: remember the last times. */
+static double op_seconds(sim_exec *x, const kern_op *o, double *padded)
+{
+    unsigned h = (unsigned)(o->kind * 31u + (unsigned)o->m * 7u + (unsigned)o->n * 3u + (unsigned)o->k +
+                            (unsigned)o->elems) % SIM_OP_CACHE;
+    sim_op_memo *m = &x->op_memo[h];
+    if (m->valid && m->op.kind == o->kind && m->op.dtype == o->dtype && m->op.m == o->m && m->op.n == o->n &&
+        m->op.k == o->k && m->op.elems == o->elems) {
+        *padded = m->padded;
+        return m->seconds;
+    }
+    m->op = *o;
+    m->seconds = sim_op_seconds(x->plan.chip, o, &m->padded);
+    m->valid = 1;
+    *padded = m->padded;
+    return m->seconds;
+}
+
 static int run_kernel(sim_exec *x)
 {
     jmp_buf jb;
@@ -168,11 +189,10 @@ static int run_kernel(sim_exec *x)
     }
     x->plan.call->kernel(&x->ctx, x->kernel_refs);
     x->ctx.fault = NULL;
-    const pl_chip *chip = x->plan.chip;
     double seconds = 0;
     for (int i = 0; i < x->ctx.n_ops; i++) {
         const kern_op *o = &x->ctx.ops[i];
-        double padded, t = sim_op_seconds(chip, o, &padded);
+        double padded, t = op_seconds(x, o, &padded);
         seconds += t;
         if (o->kind == KERN_OP_DOT) {
             x->rep.mxu_flops += o->flops;
