@@ -18,7 +18,7 @@ static kern_arg *arg_of(pl_ctx *c, const pl_ref *r)
     return c->args && r->arg >= 0 && r->arg < c->n_args ? &c->args[r->arg] : NULL;
 }
 
-void kern_warn(pl_ctx *c, const char *fmt, ...)
+void kern_warn(pl_ctx *c, int arg, const char *fmt, ...)
 {
     if (!c->warn) return;
     char point[128], msg[512];
@@ -28,7 +28,7 @@ void kern_warn(pl_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + at, sizeof msg - (size_t)at, fmt, ap);
     va_end(ap);
-    c->warn(c->warn_sink, msg);
+    c->warn(c->warn_sink, arg, msg);
 }
 
 /* Where view v starts inside its argument's buffer, per dimension of the
@@ -71,7 +71,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
                    name);
     if (!a->warned) {
         a->warned = 1;
-        kern_warn(c, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
+        kern_warn(c, dst->arg, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
     }
 }
 

@@ -60,8 +60,9 @@ struct pl_ctx {
     /* the first suspicious reads, to explain a NaN that reaches HBM (V1) */
     char uninit_read[512];      /* scratch read before anything wrote all of it */
     char padding_read[512];     /* an edge block's overhang read */
+    char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
     /* warnings go to the executor's report */
-    void (*warn)(void *sink, const char *msg);
+    void (*warn)(void *sink, int arg, const char *msg); /* arg: the Ref's argument position, or -1 */
     void *warn_sink;
 
     /* the op log of the current step (reset by the executor) */
@@ -90,11 +91,11 @@ void kern_fault(pl_ctx *c, int code, const char *fmt, ...);
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn);
 void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn);
 
-/* A warning with the grid point, to the report. */
+/* A warning about argument `arg` (or -1) with the grid point, to the report. */
 #if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
+__attribute__((format(printf, 3, 4)))
 #endif
-void kern_warn(pl_ctx *c, const char *fmt, ...);
+void kern_warn(pl_ctx *c, int arg, const char *fmt, ...);
 
 /* "x (input 0)" style description of a Ref for messages. */
 void kern_ref_name(const pl_ref *r, char *buf, size_t n);

@@ -183,6 +183,14 @@ double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 {
     char *p = elem_ptr(c, &r, idx, "pl_get", 1);
     if (!p) { /* V2 in poison mode: what an uninitialized element holds */
+        if (!c->oob_read[0]) {
+            char at[128], name[96], point[128];
+            kern_format_point(idx, r.rank, at, sizeof at);
+            kern_ref_name(&r, name, sizeof name);
+            kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+            snprintf(c->oob_read, sizeof c->oob_read,
+                     "pl_get read index %s outside %s at grid point %s and got poison (rule V2)", at, name, point);
+        }
         if (c->uninit_zero) return 0;
         return pl_dtype_is_float(r.dtype) ? (double)NAN : r.dtype == PL_I32 ? INT32_MAX : INT8_MAX;
     }

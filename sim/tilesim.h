@@ -270,7 +270,7 @@ typedef struct pl_finding {
     int operand;                 /* index into pl_report.op, -1 if none */
     int64_t point[PL_MAX_GRID];  /* the grid point that wrote it */
     int64_t block[PL_MAX_RANK];  /* the block written back */
-    char msg[512];               /* what, where, and the likely cause */
+    char msg[1024];              /* what, where, and the likely cause */
 } pl_finding;
 
 typedef enum pl_bound { PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD } pl_bound;
