@@ -55,13 +55,13 @@ static void narrow(const pl_ref *r, const float *src)
 
 static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
 {
-    int bad_space = r->space == PL_ANY || r->space == PL_SEMAPHORE;
+    int bad_space = r->space != PL_VMEM;
     if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
     char name[96];
     kern_ref_name(r, name, sizeof name);
     if (bad_space)
-        kern_fault(c, PL_ESPACE, "pl_dot %s is %s: memory space %s is reachable only by DMA (rule M1)", what,
-                   name, pl_memspace_name(r->space));
+        kern_fault(c, PL_ESPACE, "pl_dot %s is %s: the MXU reads VMEM only; %s (rule M1)", what, name,
+                   r->space == PL_SMEM ? "SMEM holds scalars" : "this memory space is reachable only by DMA");
     if (r->rank != 2)
         kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of rank %d; pl_dot takes rank-2 refs", what, name, r->rank);
     kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);

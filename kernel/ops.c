@@ -58,6 +58,11 @@ static void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
         kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
                    pl_memspace_name(r->space));
     }
+    if (r->space == PL_SMEM) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s on %s: SMEM holds 32-bit scalars read and written one at a time; use "
+                   "pl_get / pl_set (rule M1)", fn, name);
+    }
     if ((unsigned)r->dtype >= PL_DTYPE_COUNT) {
         kern_ref_name(r, name, sizeof name);
         kern_fault(c, PL_EDTYPE, "%s on %s: unknown dtype %d", fn, name, (int)r->dtype);
