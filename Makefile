@@ -37,7 +37,7 @@ CLI       := $(BUILD)/tilesim
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:%.c=$(BUILD)/%)
 
-.PHONY: all deps demo test bench check-asan install clean
+.PHONY: all deps demo demo-all test bench check-asan install clean
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES)
 
 # Install what the build needs, only when something is missing.
@@ -77,6 +77,10 @@ $(TESTS): $(TEST_OBJ) $(KERNELS) $(LIB)
 demo: $(BUILD)/examples/matmul
 	$(BUILD)/examples/matmul
 
+# Every example program with its defaults; each verifies itself and fails on a mismatch.
+demo-all: $(EXAMPLES)
+	@set -e; for ex in $(EXAMPLES); do echo "### $$ex"; OPENBLAS_NUM_THREADS=1 $$ex; echo; done
+
 # OpenBLAS inside the tests runs on one thread: results must not depend on it,
 # and Criterion already runs tests in parallel processes.
 test: $(TESTS) $(EXAMPLES) $(CLI)
@@ -84,6 +88,7 @@ test: $(TESTS) $(EXAMPLES) $(CLI)
 
 bench: $(BENCHES)
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/matmul_vs_blas
+	$(BUILD)/bench/sweep_speed
 
 # The whole suite again under AddressSanitizer and UBSan, no recovery.
 # Leak detection stays off for the test runner (Criterion's own allocations
