@@ -15,7 +15,7 @@
 
 #include "pallas.h"
 
-typedef enum kern_op_kind { KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY } kern_op_kind;
+typedef enum kern_op_kind { KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT } kern_op_kind;
 
 /* One block op as the cost model sees it. */
 typedef struct kern_op {
@@ -24,7 +24,17 @@ typedef struct kern_op {
     int64_t m, n, k;  /* dot: the matmul's dimensions */
     int64_t elems;    /* VPU / copy: elements produced */
     double flops;     /* 2mnk for a dot, elems for an elementwise op */
+    int64_t dma;      /* DMA start / wait: the copy's number in this call (its bytes in elems) */
 } kern_op;
+
+/* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
+typedef struct kern_dma {
+    pl_ref src, dst, sem;
+    int64_t bytes;
+    int64_t id;                 /* number of the copy in this call */
+    int64_t point[PL_MAX_GRID]; /* the grid point that started it */
+    uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
+} kern_dma;
 
 /* What the checks know of one kernel argument (set by the executor). */
 typedef struct kern_arg {
@@ -61,6 +71,13 @@ struct pl_ctx {
     char uninit_read[512];      /* scratch read before anything wrote all of it */
     char padding_read[512];     /* an edge block's overhang read */
     char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
+    /* manual DMA (kernel/dma.c); the executor frees dma and checks what is
+     * left at the end of the call (M10) */
+    int dma_on_wait;            /* copies move data when waited, not when started */
+    kern_dma *dma;              /* copies in flight */
+    int n_dma, cap_dma;
+    int64_t next_dma;           /* the next copy's number */
+
     /* warnings go to the executor's report */
     void (*warn)(void *sink, int arg, const char *msg); /* arg: the Ref's argument position, or -1 */
     void *warn_sink;

@@ -60,6 +60,7 @@ typedef enum pl_status {
     PL_EVERIFY = -13,    /* a result that does not match its reference (V5) */
     PL_EPOISON = -14,    /* uninitialized data (NaN poison) reached HBM, in strict mode (V1) */
     PL_EREADONLY = -15,  /* a write into an input block, in strict mode (V3) */
+    PL_ESEMAPHORE = -16, /* a semaphore non-zero, or a copy never waited, at the end (M10) */
 } pl_status;
 
 /* A static string naming the code ("block shape breaks the (8,128) rule"). */
@@ -116,7 +117,12 @@ typedef struct pl_ref {
     int16_t arg;                  /* kernel argument position (M3), -1 if none */
     uint8_t role;                 /* pl_role */
     uint8_t readonly;             /* an input block: writes never reach HBM (V3) */
+    uint8_t sem_kind;             /* PL_SEMAPHORE refs: pl_sem_kind */
 } pl_ref;
+
+/* Semaphores are regular (signal / wait on counts, M9) or DMA (count the
+ * bytes of finished copies, M8). */
+typedef enum pl_sem_kind { PL_SEM_NONE = 0, PL_SEM_REGULAR = 1, PL_SEM_DMA = 2 } pl_sem_kind;
 
 typedef struct pl_ctx pl_ctx; /* opaque: the running grid point */
 

@@ -20,6 +20,7 @@ const char *pl_strerror(int code)
     case PL_EVERIFY: return "result does not match its reference";
     case PL_EPOISON: return "uninitialized data reached HBM";
     case PL_EREADONLY: return "write into an input block";
+    case PL_ESEMAPHORE: return "semaphore left non-zero or copy never waited";
     }
     return "unknown status code";
 }

@@ -66,7 +66,7 @@ static int alloc_buffers(sim_exec *x)
         (void)n; /* each core poisons its scratch when it starts (walk.c) */
         pl_ref *r = &x->refs[p->n_ops + i];
         *r = (pl_ref){.data = x->scratch_mem[i], .dtype = s->dtype, .space = s->space, .rank = s->rank,
-                      .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH};
+                      .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH, .sem_kind = (uint8_t)s->sem_kind};
         int64_t stride = 1;
         for (int d = s->rank - 1; d >= 0; d--) {
             r->shape[d] = s->shape[d];
@@ -107,6 +107,7 @@ static void free_exec(sim_exec *x)
     for (int i = 0; i < PL_MAX_SCRATCH; i++) free(x->scratch_mem[i]);
     free(x->ctx.ops);
     free(x->ctx.tmp);
+    free(x->ctx.dma);
     sim_coreline_free(&x->cores[0]);
     sim_coreline_free(&x->cores[1]);
     free(x->info);
@@ -241,6 +242,7 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     x->ctx.oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
     x->ctx.uninit_zero = x->uninit == PL_UNINIT_ZERO;
     x->ctx.strict = x->strict;
+    x->ctx.dma_on_wait = opt && opt->dma_mode == PL_DMA_ON_WAIT;
     uint64_t seed = opt ? opt->seed : 0;
     if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !open_trace(x, opt) && !alloc_buffers(x) &&
         !sim_checks_init(x) && !plan_order(x, seed) && !sim_walk(x))

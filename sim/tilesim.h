@@ -96,17 +96,23 @@ typedef struct pl_block_spec {
 /* ---- scratch (rule M2) --------------------------------------------------- */
 
 typedef struct pl_scratch {
-    pl_memspace space;          /* PL_VMEM or PL_SMEM */
+    pl_memspace space;          /* PL_VMEM, PL_SMEM or PL_SEMAPHORE */
     pl_dtype dtype;
     int rank;
     int64_t shape[PL_MAX_RANK];
     const char *name;           /* NULL: "scratch0", ... */
+    pl_sem_kind sem_kind;       /* PL_SEMAPHORE: regular or DMA */
 } pl_scratch;
 
 #define PLTPU_VMEM(dt, ...)                                                                       \
     ((pl_scratch){.space = PL_VMEM, .dtype = (dt),                                                \
                   .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
                   .shape = {__VA_ARGS__}})
+/* n semaphores, all 0 at the start (M9, M8); pick one with pl_at. */
+#define PLTPU_SEMAPHORE(n)                                                                        \
+    ((pl_scratch){.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 1, .shape = {(n)}, .sem_kind = PL_SEM_REGULAR})
+#define PLTPU_SEMAPHORE_DMA(n)                                                                    \
+    ((pl_scratch){.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 1, .shape = {(n)}, .sem_kind = PL_SEM_DMA})
 #define PLTPU_SMEM(dt, ...)                                                                       \
     ((pl_scratch){.space = PL_SMEM, .dtype = (dt),                                                \
                   .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
@@ -197,6 +203,7 @@ const pl_chip *pl_chip_at(int i);
 
 typedef enum pl_uninit { PL_UNINIT_NAN = 0, PL_UNINIT_ZERO = 1 } pl_uninit;
 typedef enum pl_oob { PL_OOB_RAISE = 0, PL_OOB_POISON = 1 } pl_oob;
+typedef enum pl_dma_mode { PL_DMA_EAGER = 0, PL_DMA_ON_WAIT = 1 } pl_dma_mode;
 
 /* What the pipeline did for one operand at one grid point. */
 typedef enum pl_step_action {
@@ -242,6 +249,7 @@ typedef struct pl_options {
                            faster, for kernels already verified; bounds (V2) stay checked */
     int strict;         /* 1: a NaN reaching HBM (V1) and a write into an input block (V3) are errors */
     uint64_t seed;      /* nonzero: visit each parallel axis in a shuffled order seeded by this (V4) */
+    pl_dma_mode dma_mode; /* manual copies move data at start (eager, default) or when waited (M7) */
     int cost_only;      /* walk the grid and time it, but touch no data: arrays may have data = NULL
                            (except scalar-prefetch arrays, which index maps read) */
     const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
@@ -432,6 +440,15 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
  * an SVG heatmap at path. msg receives a one-line result or the error. */
 int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
                      char *msg, size_t msglen);
+
+/* A missing wait (M7, M8): run the call with manual copies moving their data
+ * at start (eager) into outs, then only when waited (on_wait) into scratch
+ * copies, and compare bit for bit. A kernel that reads a buffer before
+ * waiting for its copy gets different data in the two modes. Returns PL_OK,
+ * PL_ERACE when the results differ (report->error names the element, its
+ * block and output), or the call's own error. */
+int pl_check_dma_modes(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                       pl_report *report);
 
 /* Order-dependence (V4): run the call into outs, then again with the
  * parallel axes visited in the order seed shuffles them into (seed 0: a

@@ -376,7 +376,7 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
         else if (o->space == PL_SMEM) smem = sat_add(smem, b);
     }
     for (int i = 0; i < rep->n_scratch; i++) {
-        int64_t *sum = rep->scratch[i].space == PL_VMEM ? &vmem : &smem;
+        int64_t *sum = rep->scratch[i].space == PL_VMEM ? &vmem : &smem; /* semaphores count 0 */
         *sum = sat_add(*sum, rep->scratch[i].bytes);
     }
     rep->vmem_bytes = vmem;
@@ -505,9 +505,13 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
         else snprintf(sr->name, sizeof sr->name, "scratch%d", i);
         sr->space = s->space;
         sr->dtype = s->dtype;
-        if (s->space != PL_VMEM && s->space != PL_SMEM)
-            return sim_fail(rep, PL_EINVAL, "%s: scratch in memory space %s is not supported here (rule M2)",
-                            sr->name, pl_memspace_name(s->space));
+        if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
+            return sim_fail(rep, PL_EINVAL, "%s: scratch cannot live in memory space %s (rule M2)", sr->name,
+                            pl_memspace_name(s->space));
+        if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank != 1 ||
+                                         (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
+            return sim_fail(rep, PL_EINVAL, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or "
+                            "PLTPU_SEMAPHORE_DMA(n) (rule M2)", sr->name);
         pl_array shape = {.data = sr, .dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int rc = check_array(&shape, sr->name, 0, rep);
@@ -515,7 +519,8 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
         if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
             return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", sr->name,
                             pl_dtype_name(s->dtype));
-        sr->bytes = laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);
+        /* semaphores live in their own memory, outside the VMEM and SMEM budgets */
+        sr->bytes = s->space == PL_SEMAPHORE ? 0 : laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);
     }
     return PL_OK;
 }

@@ -208,6 +208,34 @@ static int run_kernel(sim_exec *x)
     return PL_OK;
 }
 
+/* M10: when a core's last grid point is done, every copy must have been
+ * waited and every semaphore must be back at zero. */
+static int check_semaphores(sim_exec *x)
+{
+    pl_ctx *c = &x->ctx;
+    char name[96], point[128];
+    if (c->n_dma) {
+        kern_ref_name(&c->dma[0].dst, name, sizeof name);
+        kern_format_point(c->dma[0].point, c->grid_rank, point, sizeof point);
+        return sim_fail(&x->rep, PL_ESEMAPHORE,
+                        "copy %lld into %s, started at grid point %s, was never waited: its semaphore is left "
+                        "non-zero when the kernel ends (rule M10)%s",
+                        (long long)c->dma[0].id, name, point, c->n_dma > 1 ? "; and more copies like it" : "");
+    }
+    const pl_call *call = x->plan.call;
+    for (int i = 0; i < call->n_scratch; i++) {
+        if (call->scratch[i].space != PL_SEMAPHORE) continue;
+        const int32_t *v = x->scratch_mem[i];
+        for (int64_t j = 0; j < call->scratch[i].shape[0]; j++)
+            if (v[j] != 0)
+                return sim_fail(&x->rep, PL_ESEMAPHORE,
+                                "semaphore %lld of %s (refs[%d]) holds %d when the kernel ends; every signal needs "
+                                "its wait (rule M10)",
+                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (int)v[j]);
+    }
+    return PL_OK;
+}
+
 /* ---- one core ---------------------------------------------------------------------- */
 
 /* What a TensorCore has before its first grid point: empty pipelines, its own
@@ -215,6 +243,7 @@ static int run_kernel(sim_exec *x)
 static int start_core(sim_exec *x)
 {
     sim_plan *p = &x->plan;
+    x->ctx.n_dma = 0; /* copies in flight belong to one core */
     for (int i = 0; i < p->n_ops; i++) {
         sim_operand *op = &p->ops[i];
         op->have_block = 0;
@@ -229,7 +258,8 @@ static int start_core(sim_exec *x)
         const pl_scratch *s = &p->call->scratch[i];
         pl_array shape = {.dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
-        if (!x->cost_only) sim_poison(x->scratch_mem[i], s->dtype, pl_array_size(&shape), x->uninit);
+        if (s->space == PL_SEMAPHORE) memset(x->scratch_mem[i], 0, (size_t)pl_array_size(&shape) * 4); /* M9 */
+        else if (!x->cost_only) sim_poison(x->scratch_mem[i], s->dtype, pl_array_size(&shape), x->uninit);
         if (x->checks) x->args[p->n_ops + i].initialized = 0;
     }
     return PL_OK;
@@ -275,6 +305,7 @@ static int walk_core(sim_exec *x)
             odo[a] = lo[a];
         }
     }
+    if ((rc = check_semaphores(x))) return rc;
     if (x->info) x->info->final = 1;
     for (int i = 0; i < p->n_ops; i++) {
         sim_operand *op = &p->ops[i];

@@ -1,0 +1,228 @@
+/* kernel/dma.c: asynchronous copies and semaphores (rules M7-M10, V4), as
+ * kernel/pltpu.h describes them.
+ *
+ * The context keeps the copies in flight (started, not yet waited). In eager
+ * mode a copy moves its data and adds its bytes to its semaphore at start();
+ * in on_wait mode both happen when a wait needs them, in start order. A wait
+ * takes the copies in flight on its semaphore, oldest first, until their
+ * bytes cover what it needs; if even all of them cannot, nothing ever will:
+ * that is a deadlock, reported instead of a hang. Starts and waits are
+ * recorded in the op log so that the timing model can place them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "pltpu.h"
+
+/* ---- checks ------------------------------------------------------------------- */
+
+static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn)
+{
+    char name[96];
+    if (sem->space != PL_SEMAPHORE || sem->sem_kind != want) {
+        kern_ref_name(sem, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s: %s is not a %s semaphore; declare it with %s (rule M%d)", fn, name,
+                   want == PL_SEM_DMA ? "DMA" : "regular", want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
+                   want == PL_SEM_DMA ? 8 : 9);
+    }
+    if (pl_size(*sem) != 1) {
+        kern_ref_name(sem, name, sizeof name);
+        kern_fault(c, PL_ESHAPE, "%s: %s holds %lld semaphores; pick one with pl_at (rule M%d)", fn, name,
+                   (long long)pl_size(*sem), want == PL_SEM_DMA ? 8 : 9);
+    }
+}
+
+static int32_t *sem_cell(const pl_ref *sem) { return (int32_t *)sem->data; }
+
+static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
+{
+    if (r->space == PL_SEMAPHORE) {
+        char name[96];
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "pltpu_async_copy: the %s %s is a semaphore (rule M7)", side, name);
+    }
+}
+
+pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
+{
+    check_side(c, &src, "source");
+    check_side(c, &dst, "destination");
+    check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy");
+    char a[96], b[96], sa[128], sb[128];
+    int same = src.rank == dst.rank;
+    for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];
+    if (!same) {
+        kern_ref_name(&src, a, sizeof a);
+        kern_ref_name(&dst, b, sizeof b);
+        kern_format_point(src.shape, src.rank, sa, sizeof sa);
+        kern_format_point(dst.shape, dst.rank, sb, sizeof sb);
+        kern_fault(c, PL_ESHAPE, "pltpu_async_copy from %s of shape %s into %s of shape %s: shapes differ (rule M7)",
+                   a, sa, b, sb);
+    }
+    if (src.dtype != dst.dtype) {
+        kern_ref_name(&src, a, sizeof a);
+        kern_ref_name(&dst, b, sizeof b);
+        kern_fault(c, PL_EDTYPE, "pltpu_async_copy from %s into %s: a DMA does not convert dtypes (rule M7)", a, b);
+    }
+    return (pltpu_copy){.src = src, .dst = dst, .sem = sem, .bytes = pl_size(src) * (int64_t)pl_dtype_size(src.dtype)};
+}
+
+/* ---- moving data ----------------------------------------------------------------- */
+
+/* Strided copy of equal shapes and dtypes, row by row over the last dim. */
+static void move(const pl_ref *dst, const pl_ref *src)
+{
+    int rank = src->rank;
+    size_t es = pl_dtype_size(src->dtype);
+    int64_t n = rank ? src->shape[rank - 1] : 1, rows = 1, idx[PL_MAX_RANK] = {0};
+    for (int d = 0; d + 1 < rank; d++) rows *= src->shape[d];
+    if (n == 0 || rows == 0) return;
+    int64_t ss = rank ? src->stride[rank - 1] : 1, ds = rank ? dst->stride[rank - 1] : 1;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t so = 0, dof = 0;
+        for (int d = 0; d + 1 < rank; d++) so += idx[d] * src->stride[d], dof += idx[d] * dst->stride[d];
+        const char *s = (const char *)src->data + (size_t)so * es;
+        char *t = (char *)dst->data + (size_t)dof * es;
+        if (ss == 1 && ds == 1) memmove(t, s, (size_t)n * es);
+        else
+            for (int64_t i = 0; i < n; i++) memmove(t + (size_t)(i * ds) * es, s + (size_t)(i * ss) * es, es);
+        for (int d = rank - 2; d >= 0; d--) {
+            if (++idx[d] < src->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static void land(pl_ctx *c, kern_dma *m)
+{
+    if (m->moved) return;
+    if (!c->cost_only) move(&m->dst, &m->src);
+    *sem_cell(&m->sem) += (int32_t)m->bytes; /* M8: a finished copy adds its bytes */
+    m->moved = 1;
+}
+
+/* Does view b touch an element of view a? Views of one buffer with the same
+ * strides are compared per dimension; anything else by the bytes they span. */
+static int overlaps(const pl_ref *a, const pl_ref *b)
+{
+    size_t es = pl_dtype_size(a->dtype);
+    const char *pa = a->data, *pb = b->data;
+    int64_t span_a = 1, span_b = 1;
+    for (int d = 0; d < a->rank; d++) span_a += (a->shape[d] - 1) * a->stride[d];
+    for (int d = 0; d < b->rank; d++) span_b += (b->shape[d] - 1) * b->stride[d];
+    if (pl_size(*a) == 0 || pl_size(*b) == 0) return 0;
+    if (pb >= pa + (size_t)span_a * es || pa >= pb + (size_t)span_b * pl_dtype_size(b->dtype)) return 0;
+    int same = a->rank == b->rank && a->dtype == b->dtype;
+    for (int d = 0; same && d < a->rank; d++) same = a->stride[d] == b->stride[d];
+    if (!same) return 1; /* spans overlap; be conservative */
+    int64_t off = (int64_t)((pb - pa) / (ptrdiff_t)es); /* b's start relative to a's, in elements */
+    for (int d = 0; d < a->rank; d++) { /* strides descend in the layouts tilesim makes */
+        int64_t delta = off >= 0 ? off / a->stride[d] : -((-off + a->stride[d] - 1) / a->stride[d]);
+        off -= delta * a->stride[d];
+        if (delta + b->shape[d] <= 0 || delta >= a->shape[d]) return 0;
+    }
+    return 1;
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
+{
+    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start");
+    for (int i = 0; i < c->n_dma; i++) {
+        if (!overlaps(&c->dma[i].dst, &cp->dst)) continue;
+        char name[96], then[128];
+        kern_ref_name(&cp->dst, name, sizeof name);
+        kern_format_point(c->dma[i].point, c->grid_rank, then, sizeof then);
+        kern_fault(c, PL_ERACE,
+                   "pltpu_copy_start into %s, whose bytes copy %lld (started at grid point %s) is still writing: "
+                   "wait for it before starting another copy there (rule V4)",
+                   name, (long long)c->dma[i].id, then);
+    }
+    if (c->n_dma == c->cap_dma) {
+        int cap = c->cap_dma ? 2 * c->cap_dma : 8;
+        kern_dma *d = realloc(c->dma, (size_t)cap * sizeof *d);
+        if (!d) kern_fault(c, PL_ENOMEM, "out of host memory for copies in flight");
+        c->dma = d;
+        c->cap_dma = cap;
+    }
+    if (c->args) {
+        kern_note_read(c, &cp->src, "pltpu_copy_start");
+        kern_note_write(c, &cp->dst, "pltpu_copy_start");
+    }
+    kern_dma *m = &c->dma[c->n_dma++];
+    *m = (kern_dma){.src = cp->src, .dst = cp->dst, .sem = cp->sem, .bytes = cp->bytes, .id = c->next_dma++};
+    memcpy(m->point, c->idx, sizeof m->point);
+    kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)cp->src.dtype, .elems = cp->bytes, .dma = m->id};
+    kern_record(c, &op);
+    if (!c->dma_on_wait) land(c, m);
+}
+
+/* Take copies in flight on sem, oldest first, until `need` bytes are there. */
+static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
+{
+    int32_t *count = sem_cell(sem);
+    int64_t covered = 0;
+    for (int i = 0; i < c->n_dma && covered < need;) {
+        kern_dma *m = &c->dma[i];
+        if (m->sem.data != sem->data) {
+            i++;
+            continue;
+        }
+        land(c, m); /* on_wait mode: the data moves now */
+        covered += m->bytes;
+        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id};
+        kern_record(c, &op);
+        memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
+        c->n_dma--;
+    }
+    if (*count >= need) {
+        *count -= (int32_t)need;
+        return;
+    }
+    char name[96];
+    kern_ref_name(sem, name, sizeof name);
+    kern_fault(c, PL_EDEADLOCK,
+               "%s on %s needs %lld bytes but the semaphore holds %d and no copy in flight can add more: the "
+               "wait can never finish (deadlock, rule M10)",
+               fn, name, (long long)need, (int)*count);
+}
+
+void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
+{
+    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait");
+    take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
+}
+
+/* ---- regular semaphores -------------------------------------------------------------- */
+
+void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
+{
+    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal");
+    if (inc < 0 || inc > INT32_MAX) kern_fault(c, PL_EINVAL, "pltpu_semaphore_signal by %lld: the increment must be in 0..2^31-1 (rule M9)", (long long)inc);
+    *sem_cell(&sem) += (int32_t)inc;
+}
+
+void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
+{
+    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait");
+    int32_t *count = sem_cell(&sem);
+    if (value < 0) kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait for %lld: the value must be >= 0 (rule M9)", (long long)value);
+    if (*count >= value) {
+        *count -= (int32_t)value;
+        return;
+    }
+    char name[96];
+    kern_ref_name(&sem, name, sizeof name);
+    kern_fault(c, PL_EDEADLOCK,
+               "pltpu_semaphore_wait on %s for %lld, but it holds %d and nothing else runs on this core to "
+               "signal it: the wait can never finish (deadlock, rule M10)",
+               name, (long long)value, (int)*count);
+}
+
+int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
+{
+    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_read");
+    return *sem_cell(&sem);
+}

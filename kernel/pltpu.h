@@ -1,0 +1,65 @@
+/* kernel/pltpu.h: TPU-only primitives (Pallas's `pltpu.`): asynchronous
+ * copies between memory spaces, and semaphores (rules M7-M10 of PALLAS.md).
+ *
+ * A kernel that pages data in by hand keeps its source in HBM (a BlockSpec
+ * with space PL_ANY, rule T5), copies slices of it into VMEM scratch with
+ * pltpu_async_copy, and waits on a DMA semaphore before it reads them:
+ *
+ *     // scratch: buf (2, page, d) f32 in VMEM, sems: PLTPU_SEMAPHORE_DMA(2)
+ *     pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, kv_hbm, 0, start, page),
+ *                                      pl_at(c, buf, slot), pl_at(c, sems, slot));
+ *     pltpu_copy_start(c, &cp);
+ *     ...                                   // compute on the other slot meanwhile
+ *     pltpu_copy_wait(c, &cp);              // now pl_at(c, buf, slot) holds the page
+ *
+ * A copy's handle is a value: keep it in host memory of the kernel (it may
+ * outlive a grid step: start at step i, wait at step i + 1), or rebuild an
+ * identical one where the wait happens, as Pallas kernels do.
+ *
+ * Semantics, as JAX's TPU interpret mode has them:
+ *   - a DMA semaphore counts bytes: a finished copy adds its size, wait()
+ *     blocks until the count reaches the copy's size and subtracts it (M8);
+ *   - copies happen at start() (pl_options.dma_mode = PL_DMA_EAGER, the
+ *     default) or only when waited (PL_DMA_ON_WAIT); a kernel whose results
+ *     differ between the two reads a buffer before waiting for it, and
+ *     pl_check_dma_modes says so;
+ *   - a wait that no started copy or signal can satisfy is a deadlock,
+ *     reported with the semaphore and the grid point, never a hang (M10);
+ *   - a semaphore left non-zero, or a copy started and never waited, when
+ *     the call ends is an error (M10);
+ *   - starting a copy into bytes that another started copy still writes
+ *     (no wait between) is a race (V4).
+ * Copies and waits also enter the timeline: they share HBM bandwidth with
+ * the pipeline's copies, and a wait stalls the kernel until its copy lands.
+ */
+#ifndef TILESIM_PLTPU_H
+#define TILESIM_PLTPU_H
+
+#include "pallas.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pltpu_copy {
+    pl_ref src, dst;   /* same shape and dtype; any memory spaces except SEMAPHORE */
+    pl_ref sem;        /* one DMA semaphore: pl_at of a PLTPU_SEMAPHORE_DMA scratch */
+    int64_t bytes;     /* what the copy moves, and what its wait takes off the semaphore */
+} pltpu_copy;
+
+/* make_async_copy(src, dst, sem): checks shapes, dtypes and the semaphore
+ * (PL_ESHAPE, PL_EDTYPE, PL_ESPACE) and starts nothing. */
+pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem);
+void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp);
+void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp);
+
+/* Regular semaphores (M9): add to, wait for (then subtract), and read a
+ * count. sem is one element of a PLTPU_SEMAPHORE scratch. */
+void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc);
+void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value);
+int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
