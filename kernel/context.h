@@ -21,7 +21,7 @@ typedef enum kern_op_kind { KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_
 typedef struct kern_op {
     uint8_t kind;   /* kern_op_kind */
     uint8_t dtype;  /* pl_dtype of the inputs (dot) or of the destination */
-    int64_t m, n, k;  /* dot: the matmul's dimensions */
+    int64_t m, n, k;  /* dot: the matmul's dimensions; DMA start: m = 1 if the copy touches HBM */
     int64_t elems;    /* VPU / copy: elements produced */
     double flops;     /* 2mnk for a dot, elems for an elementwise op */
     int64_t dma;      /* DMA start / wait: the copy's number in this call (its bytes in elems) */

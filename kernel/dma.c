@@ -154,7 +154,8 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     kern_dma *m = &c->dma[c->n_dma++];
     *m = (kern_dma){.src = cp->src, .dst = cp->dst, .sem = cp->sem, .bytes = cp->bytes, .id = c->next_dma++};
     memcpy(m->point, c->idx, sizeof m->point);
-    kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)cp->src.dtype, .elems = cp->bytes, .dma = m->id};
+    kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)cp->src.dtype, .elems = cp->bytes, .dma = m->id,
+                  .m = cp->src.space == PL_ANY || cp->dst.space == PL_ANY};
     kern_record(c, &op);
     if (!c->dma_on_wait) land(c, m);
 }
@@ -223,6 +224,6 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
 {
-    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_read");
+    check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read");
     return *sem_cell(&sem);
 }

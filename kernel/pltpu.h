@@ -54,7 +54,8 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp);
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp);
 
 /* Regular semaphores (M9): add to, wait for (then subtract), and read a
- * count. sem is one element of a PLTPU_SEMAPHORE scratch. */
+ * count. sem is one element of a PLTPU_SEMAPHORE scratch; read also takes
+ * a DMA semaphore (its count of landed bytes). */
 void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc);
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value);
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem);

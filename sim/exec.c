@@ -184,6 +184,7 @@ static void time_run(sim_exec *x)
 {
     sim_time_result t;
     x->rep.cores = x->n_cores;
+    x->rep.hbm_bytes = x->rep.dma_bytes;
     for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
     for (int c = 0; c < x->n_cores && x->tracing; c++) {
         sim_coreline *cl = &x->cores[c];

@@ -50,6 +50,7 @@ typedef struct sim_exec {
     int parallel_axes;                         /* parallel axes of size > 1 */
     int64_t *perm[PL_MAX_GRID];                /* seeded order of each parallel axis; NULL: in order */
     sim_op_memo op_memo[SIM_OP_CACHE];
+    int64_t dma_base;                          /* number of this core's first manual copy */
 } sim_exec;
 
 /* The grid point of a global step (each core's steps follow the previous

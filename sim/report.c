@@ -76,6 +76,9 @@ void pl_report_print(const pl_report *r, FILE *f)
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             human_bytes((double)r->hbm_bytes, a, sizeof a));
+    if (r->dma_copies)
+        fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
+                human_bytes((double)r->dma_bytes, a, sizeof a));
     if (r->cores) {
         char t[4][32];
         fprintf(f, "  time on %s: %s = compute %s + exposed DMA %s + step overhead %s\n", r->chip->name,
@@ -152,11 +155,11 @@ void pl_report_json(const pl_report *r, FILE *f)
     }
     fprintf(f,
             "],\"vmem_bytes\":%lld,\"vmem_limit\":%lld,\"smem_bytes\":%lld,\"mxu_flops\":%.17g,"
-            "\"vpu_flops\":%.17g,\"hbm_bytes\":%lld,\"cores\":%d,\"time_s\":%.9g,\"compute_s\":%.9g,"
+            "\"vpu_flops\":%.17g,\"hbm_bytes\":%lld,\"dma_copies\":%lld,\"dma_bytes\":%lld,\"cores\":%d,\"time_s\":%.9g,\"compute_s\":%.9g,"
             "\"mxu_s\":%.9g,\"vpu_s\":%.9g,\"overhead_s\":%.9g,\"dma_exposed_s\":%.9g,\"flops_per_s\":%.9g,"
             "\"peak_fraction\":%.6g,\"intensity\":%.6g,\"critical_intensity\":%.6g,\"bound\":\"%s\",\"bound_msg\":",
             (long long)r->vmem_bytes, (long long)r->vmem_limit, (long long)r->smem_bytes, r->mxu_flops,
-            r->vpu_flops, (long long)r->hbm_bytes, r->cores, r->time_s, r->compute_s, r->mxu_s, r->vpu_s,
+            r->vpu_flops, (long long)r->hbm_bytes, (long long)r->dma_copies, (long long)r->dma_bytes, r->cores, r->time_s, r->compute_s, r->mxu_s, r->vpu_s,
             r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
             r->critical_intensity, pl_bound_name(r->bound));
     pl_json_string(f, r->bound_msg);

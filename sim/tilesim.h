@@ -327,7 +327,9 @@ typedef struct pl_report {
     int64_t smem_bytes;
     double mxu_flops;             /* 2mnk summed over pl_dot */
     double vpu_flops;             /* elementwise work, one per element */
-    int64_t hbm_bytes;            /* bytes_in + bytes_out over all operands */
+    int64_t hbm_bytes;            /* bytes_in + bytes_out over all operands, plus dma_bytes */
+    int64_t dma_copies;           /* manual copies started (kernel/pltpu.h) */
+    int64_t dma_bytes;            /* bytes they moved to or from HBM */
 
     /* timing on the chip (rules P6, P8, P9); sim/timing.h has the model */
     int cores;                    /* TensorCores that ran grid steps */

@@ -47,12 +47,41 @@ int sim_coreline_step(sim_coreline *c, double seconds)
     return 0;
 }
 
+int sim_coreline_events(sim_coreline *c, int64_t step, const sim_kevent *ev, int n)
+{
+    if (step >= c->cap_step_kev) {
+        int64_t cap = c->cap_step_kev ? 2 * c->cap_step_kev : 256;
+        while (cap <= step) cap *= 2;
+        int64_t *s = realloc(c->step_kev, (size_t)cap * sizeof *s);
+        if (!s) return -1;
+        for (int64_t i = c->cap_step_kev; i < cap; i++) s[i] = -1; /* steps without events */
+        c->step_kev = s;
+        c->cap_step_kev = cap;
+    }
+    if (c->n_kev + n > c->cap_kev) {
+        int64_t cap = c->cap_kev ? 2 * c->cap_kev : 64;
+        while (cap < c->n_kev + n) cap *= 2;
+        sim_kevent *k = realloc(c->kev, (size_t)cap * sizeof *k);
+        if (!k) return -1;
+        c->kev = k;
+        c->cap_kev = cap;
+    }
+    c->step_kev[step] = c->n_kev;
+    memcpy(c->kev + c->n_kev, ev, (size_t)n * sizeof *ev);
+    c->n_kev += n;
+    return 0;
+}
+
 void sim_coreline_free(sim_coreline *c)
 {
     for (int i = 0; i < c->n_ops; i++) {
         free(c->op[i].x);
         free(c->op[i].bidx);
     }
+    free(c->manual.x);
+    free(c->manual.bidx);
+    free(c->kev);
+    free(c->step_kev);
     free(c->step_s);
     free(c->step_point);
     free(c->kernel_t);
@@ -151,7 +180,7 @@ static void dma_advance(dma_engine *d, double t)
 
 /* ---- the cores ------------------------------------------------------------------ */
 
-enum { PH_BEGIN, PH_WAIT_COPIES, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_DONE };
+enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_DONE };
 
 typedef struct core_state {
     sim_coreline *cl;
@@ -159,6 +188,7 @@ typedef struct core_state {
     int phase;
     double wake;
     double compute, overhead;
+    int64_t kev;       /* PH_EVENTS: the next event */
     int64_t next_issue[3 * PL_MAX_OPERANDS]; /* next transfer to issue */
     int64_t next_wait[3 * PL_MAX_OPERANDS];  /* first transfer not yet known done */
 } core_state;
@@ -220,10 +250,30 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
     case PH_WAIT_COPIES:
         if (!all_done(c, 0, c->n)) return 0;
         if (cl->kernel_t) cl->kernel_t[2 * c->n] = now;
-        c->wake = now + cl->step_s[c->n];
         c->compute += cl->step_s[c->n];
-        c->phase = PH_KERNEL;
+        if (cl->step_kev && c->n < cl->cap_step_kev && cl->step_kev[c->n] >= 0) {
+            c->kev = cl->step_kev[c->n];
+            c->phase = PH_EVENTS;
+        } else {
+            c->wake = now + cl->step_s[c->n];
+            c->phase = PH_KERNEL;
+        }
         return 1;
+    case PH_EVENTS: { /* a kernel that starts and waits for manual copies */
+        const sim_kevent *e = &cl->kev[c->kev];
+        switch (e->kind) {
+        case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
+        case SIM_KEV_START:
+            if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
+            break;
+        case SIM_KEV_WAIT:
+            if (!cl->manual.x[e->xfer].done) return 0;
+            break;
+        default: c->phase = PH_KERNEL; return 1;
+        }
+        c->kev++;
+        return 1;
+    }
     case PH_KERNEL:
         if (cl->kernel_t) cl->kernel_t[2 * c->n + 1] = now;
         if (issue_writebacks(c, d)) return -1;

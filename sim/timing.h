@@ -41,10 +41,24 @@ typedef struct sim_opline {
     int rank;
 } sim_opline;
 
+/* Inside a step that starts or waits for manual copies (kernel/pltpu.h),
+ * the kernel is a sequence of these. */
+typedef enum sim_kevent_kind { SIM_KEV_COMPUTE, SIM_KEV_START, SIM_KEV_WAIT, SIM_KEV_END } sim_kevent_kind;
+typedef struct sim_kevent {
+    uint8_t kind;     /* sim_kevent_kind */
+    int64_t xfer;     /* START, WAIT: index into the core's manual line */
+    double seconds;   /* COMPUTE */
+} sim_kevent;
+
 /* What one TensorCore did. */
 typedef struct sim_coreline {
     int n_ops;
     sim_opline op[3 * PL_MAX_OPERANDS];
+    sim_opline manual;   /* manual copies in start order (xfer.step: the step that started it) */
+    sim_kevent *kev;     /* the event lists of steps with manual copies */
+    int64_t n_kev, cap_kev;
+    int64_t *step_kev;   /* per step: its first event in kev, or -1 (one compute block); NULL: no manual copies */
+    int64_t cap_step_kev;
     double *step_s;   /* compute time of each step */
     int64_t steps, cap;
     int64_t *step_point; /* linear grid point of each step (for traces of split grids); NULL: = step */
@@ -63,6 +77,9 @@ typedef struct sim_time_result {
 /* Append a transfer; returns 0, or -1 when out of host memory. */
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx);
 int sim_coreline_step(sim_coreline *c, double seconds);
+/* Record step `step`'s kernel as events (call before sim_coreline_step for
+ * that step); returns 0 or -1 when out of host memory. */
+int sim_coreline_events(sim_coreline *c, int64_t step, const sim_kevent *ev, int n);
 void sim_coreline_free(sim_coreline *c);
 
 /* Time of one block op on the chip: MXU ops padded to the MXU width and run at

@@ -119,6 +119,27 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
             }
         }
     }
+    /* manual copies (kernel/pltpu.h): they may overlap one another, so each
+     * takes the first lane whose previous copy has landed */
+    enum { LANES = 16 };
+    double lane_end[LANES];
+    int lanes = 0;
+    for (int64_t j = 0; j < cl->manual.n; j++) {
+        const sim_xfer *x = &cl->manual.x[j];
+        int lane = 0;
+        while (lane < lanes && lane_end[lane] > x->t_issue) lane++;
+        if (lane == LANES) lane = LANES - 1; /* more overlap than lanes: share the last */
+        if (lane == lanes) {
+            snprintf(name, sizeof name, "manual DMA %d", lane);
+            meta(f, first, pid, tid + lane, "thread_name", name);
+            lane_end[lanes++] = 0;
+        }
+        lane_end[lane] = x->t_done;
+        fprintf(f, ",\n{\"name\":\"copy %lld\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
+                   "\"args\":{\"bytes\":%lld,\"started at step\":%lld}}",
+                (long long)j, pid, tid + lane, x->t_issue * 1e6, (x->t_done - x->t_issue) * 1e6, (long long)x->bytes,
+                (long long)x->step);
+    }
     qsort(dl, (size_t)n_delta, sizeof *dl, cmp_delta);
     int64_t live = 0;
     for (int64_t i = 0; i < n_delta; i++) {

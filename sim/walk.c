@@ -189,11 +189,35 @@ static int run_kernel(sim_exec *x)
     }
     x->plan.call->kernel(&x->ctx, x->kernel_refs);
     x->ctx.fault = NULL;
-    double seconds = 0;
+    /* Steps that start or wait for manual copies become event lists for the
+     * timing model: compute between the copies' starts and waits. */
+    sim_coreline *cl = &x->cores[x->core];
+    sim_kevent ev[256];
+    int n_ev = 0, events = 0;
+    double seconds = 0, segment = 0;
     for (int i = 0; i < x->ctx.n_ops; i++) {
         const kern_op *o = &x->ctx.ops[i];
+        if (o->kind == KERN_OP_DMA_START || o->kind == KERN_OP_DMA_WAIT) {
+            events = 1;
+            int64_t xfer = o->dma - x->dma_base;
+            if (o->kind == KERN_OP_DMA_START) {
+                if (sim_opline_push(&cl->manual, x->ctx.step, o->elems, 0, NULL))
+                    return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies");
+                x->rep.dma_copies++;
+                if (o->m) x->rep.dma_bytes += o->elems; /* m: the copy touches HBM */
+            }
+            if (n_ev + 3 > (int)(sizeof ev / sizeof *ev)) /* this event, a compute segment, END */
+                return sim_fail(&x->rep, PL_EINVAL, "kernel %s starts or waits for more than %d copies in one grid "
+                                "step; the timing model records at most that many", x->rep.call_name,
+                                (int)(sizeof ev / sizeof *ev) / 2 - 2);
+            if (segment > 0) ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = segment};
+            segment = 0;
+            ev[n_ev++] = (sim_kevent){.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT, .xfer = xfer};
+            continue;
+        }
         double padded, t = op_seconds(x, o, &padded);
         seconds += t;
+        segment += t;
         if (o->kind == KERN_OP_DOT) {
             x->rep.mxu_flops += o->flops;
             x->rep.mxu_flops_padded += padded;
@@ -203,6 +227,12 @@ static int run_kernel(sim_exec *x)
             x->rep.vpu_flops += o->flops;
             x->rep.vpu_s += t;
         }
+    }
+    if (events) {
+        if (segment > 0) ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = segment};
+        ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_END};
+        if (sim_coreline_events(cl, x->ctx.step, ev, n_ev))
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies");
     }
     if (sim_coreline_step(&x->cores[x->core], seconds)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
     return PL_OK;
@@ -244,6 +274,7 @@ static int start_core(sim_exec *x)
 {
     sim_plan *p = &x->plan;
     x->ctx.n_dma = 0; /* copies in flight belong to one core */
+    x->dma_base = x->ctx.next_dma;
     for (int i = 0; i < p->n_ops; i++) {
         sim_operand *op = &p->ops[i];
         op->have_block = 0;

@@ -1,0 +1,359 @@
+/* tests/test_dma.c: manual copies and semaphores (rules M7-M10, T5, V4),
+ * and their place in the timeline. */
+#include <unistd.h>
+
+#include "../kernel/pltpu.h"
+#include "helpers.h"
+#include "json.h"
+
+/* The input stays in HBM (ANY, rule T5); each grid point copies its rows
+ * into VMEM scratch by hand, waits, and stores them to the output block. */
+enum { ROWS = 8, COLS = 128, STEPS = 4 };
+
+static pl_call paging_call(pl_kernel_fn kernel)
+{
+    pl_call call = {
+        .name = "paging",
+        .kernel = kernel,
+        .grid_rank = 1,
+        .grid = {STEPS},
+        .n_in = 1,
+        .in = {{.space = PL_ANY}},
+        .n_out = 1,
+        .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)},
+        .n_scratch = 2,
+        .scratch = {PLTPU_VMEM(PL_F32, 2, ROWS, COLS), PLTPU_SEMAPHORE_DMA(2)},
+    };
+    return call;
+}
+
+static pltpu_copy page(pl_ctx *c, pl_ref *refs, int64_t i, int64_t slot)
+{
+    pl_ref hbm = refs[0], buf = refs[2], sems = refs[3];
+    return pltpu_async_copy(c, pl_ds(c, hbm, 0, i * ROWS, ROWS), pl_at(c, buf, slot), pl_at(c, sems, slot));
+}
+
+/* Start and wait in the same step: correct, nothing overlaps. */
+static void serial_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = page(c, refs, i, 0);
+    pltpu_copy_start(c, &cp);
+    pltpu_copy_wait(c, &cp);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+/* Double-buffered by hand: step i starts the copy for i + 1 into the other
+ * slot, then waits for its own (started by the previous step). */
+static void double_buffered_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0), n = pl_num_programs(c, 0), slot = i % 2;
+    if (i == 0) {
+        pltpu_copy first = page(c, refs, 0, 0);
+        pltpu_copy_start(c, &first);
+    }
+    if (i + 1 < n) {
+        pltpu_copy next = page(c, refs, i + 1, 1 - slot);
+        pltpu_copy_start(c, &next);
+    }
+    pltpu_copy mine = page(c, refs, i, slot);
+    pltpu_copy_wait(c, &mine);
+    pl_copy(c, refs[1], pl_at(c, refs[2], slot));
+}
+
+static void run_ok(pl_kernel_fn kernel, const pl_options *opt, pl_report *rep)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(kernel);
+    int rc = pl_pallas_call(&call, &io.a, &io.o, opt, rep);
+    cr_assert_eq(rc, PL_OK, "%s", rep->error);
+    cr_assert_eq(th_f32_diff(io.in, io.out, io.n), 0, "the output must equal the input");
+    th_io_free(&io);
+}
+
+Test(dma, M7_copy_from_hbm_into_vmem)
+{
+    pl_report rep;
+    run_ok(serial_kernel, NULL, &rep);
+    cr_assert_eq(rep.dma_copies, STEPS);
+    cr_assert_eq(rep.dma_bytes, STEPS * ROWS * COLS * 4, "every copy reads HBM");
+    cr_assert_eq(rep.op[0].copies, 0, "an ANY operand is never copied by the pipeline (T5)");
+    cr_assert_eq(rep.n_findings, 0);
+}
+
+Test(dma, M7_copies_may_span_grid_points)
+{
+    pl_report rep;
+    run_ok(double_buffered_kernel, NULL, &rep);
+    pl_options on_wait = {.dma_mode = PL_DMA_ON_WAIT};
+    run_ok(double_buffered_kernel, &on_wait, &rep);
+}
+
+/* Timing: the hand-made double buffering overlaps each copy with the
+ * previous step, so it beats start-then-wait on HBM-bound pages. */
+Test(dma, manual_double_buffering_shows_as_overlap)
+{
+    pl_report serial, overlapped;
+    run_ok(serial_kernel, NULL, &serial);
+    run_ok(double_buffered_kernel, NULL, &overlapped);
+    cr_assert_lt(overlapped.time_s, serial.time_s, "double-buffered %g vs serial %g", overlapped.time_s,
+                 serial.time_s);
+    cr_assert_lt(overlapped.dma_exposed_s, serial.dma_exposed_s);
+    cr_assert_gt(serial.dma_exposed_s, 0, "start-then-wait exposes every copy");
+}
+
+Test(dma, manual_copies_appear_in_the_trace)
+{
+    char path[] = "/tmp/tilesim_dma_trace_XXXXXX";
+    close(mkstemp(path));
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(double_buffered_kernel);
+    pl_options opt = {.trace_path = path};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, &opt, &rep), PL_OK, "%s", rep.error);
+    char *text = tj_read_file(path);
+    tj_value *doc = tj_parse(text);
+    cr_assert_not_null(doc, "not JSON");
+    const tj_value *ev = tj_get(doc, "traceEvents");
+    int copies = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        const tj_value *name = tj_get(ev->items[i], "name");
+        copies += name && strncmp(name->str, "copy ", 5) == 0 && strcmp(tj_get(ev->items[i], "ph")->str, "X") == 0;
+    }
+    cr_assert_eq(copies, STEPS);
+    cr_assert_not_null(strstr(text, "manual DMA 0"));
+    tj_free(doc);
+    free(text);
+    unlink(path);
+    th_io_free(&io);
+}
+
+/* ---- M7: what a copy may not be ---------------------------------------------------- */
+
+static int expect_fault(pl_kernel_fn kernel, int code, const char *what)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(kernel);
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, &rep);
+    cr_assert_eq(rc, code, "want %s (%d), got %d: %s", pl_strerror(code), code, rc, rep.error);
+    cr_assert(strstr(rep.error, what), "message lacks '%s': %s", what, rep.error);
+    cr_assert(strstr(rep.error, "grid point"), "message lacks the grid point: %s", rep.error);
+    th_io_free(&io);
+    return rc;
+}
+
+static void shape_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS / 2), pl_at(c, refs[2], 0), pl_at(c, refs[3], 0));
+    (void)cp;
+}
+
+static void sem_kind_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), pl_at(c, refs[2], 0), pl_at(c, refs[2], 1));
+    (void)cp;
+}
+
+static void sem_array_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), pl_at(c, refs[2], 0), refs[3]);
+    (void)cp;
+}
+
+Test(dma, M7_shapes_must_match) { expect_fault(shape_kernel, PL_ESHAPE, "shapes differ (rule M7)"); }
+Test(dma, M8_the_semaphore_must_be_a_dma_semaphore) { expect_fault(sem_kind_kernel, PL_ESPACE, "not a DMA semaphore"); }
+Test(dma, M8_one_semaphore_not_an_array) { expect_fault(sem_array_kernel, PL_ESHAPE, "pick one with pl_at"); }
+
+static void dtype_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref wrong = refs[2];
+    wrong.dtype = PL_I32; /* same bytes, other dtype */
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), pl_at(c, wrong, 0), pl_at(c, refs[3], 0));
+    (void)cp;
+}
+
+Test(dma, M7_dtypes_must_match) { expect_fault(dtype_kernel, PL_EDTYPE, "does not convert dtypes"); }
+
+/* ---- M8: a DMA semaphore counts bytes --------------------------------------------------- */
+
+static int64_t seen_after_start = -1, seen_after_wait = -1;
+
+static void counting_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = page(c, refs, pl_program_id(c, 0), 0);
+    pltpu_copy_start(c, &cp);
+    seen_after_start = pltpu_semaphore_read(c, pl_at(c, refs[3], 0));
+    pltpu_copy_wait(c, &cp);
+    seen_after_wait = pltpu_semaphore_read(c, pl_at(c, refs[3], 0));
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+Test(dma, M8_dma_semaphores_count_bytes)
+{
+    pl_report rep;
+    run_ok(counting_kernel, NULL, &rep);
+    cr_assert_eq(seen_after_start, ROWS * COLS * 4, "eager: the copy landed and added its bytes");
+    cr_assert_eq(seen_after_wait, 0, "the wait subtracts the copy's size");
+    pl_options on_wait = {.dma_mode = PL_DMA_ON_WAIT};
+    run_ok(counting_kernel, &on_wait, &rep);
+    cr_assert_eq(seen_after_start, 0, "on_wait: nothing landed before the wait");
+}
+
+/* ---- M9: regular semaphores ----------------------------------------------------------- */
+
+static void regular_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref s = pl_at(c, refs[2], 0);
+    pltpu_semaphore_signal(c, s, 3);
+    pltpu_semaphore_signal(c, s, 2);
+    int64_t v = pltpu_semaphore_read(c, s);
+    pltpu_semaphore_wait(c, s, 5);
+    pl_fill(c, refs[1], (double)(v * 10 + pltpu_semaphore_read(c, s)));
+}
+
+Test(dma, M9_signal_wait_read)
+{
+    th_io io = th_io_2d(ROWS, COLS);
+    pl_call call = {.name = "sem", .kernel = regular_kernel, .grid_rank = 1, .grid = {1}, .n_in = 1,
+                    .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)}, .n_out = 1,
+                    .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)}, .n_scratch = 1,
+                    .scratch = {PLTPU_SEMAPHORE(2)}};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(io.out[0], 50.0f, "read 5 before the wait, 0 after");
+    th_io_free(&io);
+}
+
+/* ---- M10: deadlocks and leftovers ---------------------------------------------------------- */
+
+static void wait_first_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = page(c, refs, pl_program_id(c, 0), 0);
+    pltpu_copy_wait(c, &cp); /* nothing started: can never finish */
+}
+
+static void never_waited_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = page(c, refs, pl_program_id(c, 0), pl_program_id(c, 0) % 2);
+    if (pl_program_id(c, 0) == STEPS - 1) pltpu_copy_start(c, &cp);
+    pl_fill(c, refs[1], 0);
+}
+
+static void regular_wait_kernel(pl_ctx *c, pl_ref *refs)
+{
+    (void)refs;
+    pltpu_semaphore_wait(c, pl_at(c, refs[3], 0), 1);
+}
+
+Test(dma, M10_a_wait_nothing_can_satisfy_is_a_deadlock)
+{
+    expect_fault(wait_first_kernel, PL_EDEADLOCK, "deadlock, rule M10");
+    expect_fault(wait_first_kernel, PL_EDEADLOCK, "refs[3]");
+}
+
+Test(dma, M10_a_regular_wait_on_a_dma_semaphore_is_refused)
+{
+    expect_fault(regular_wait_kernel, PL_ESPACE, "not a regular semaphore");
+}
+
+Test(dma, M10_a_copy_never_waited_is_an_error)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(never_waited_kernel);
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, &rep);
+    cr_assert_eq(rc, PL_ESEMAPHORE, "%s", rep.error);
+    cr_assert(strstr(rep.error, "never waited") && strstr(rep.error, "grid point (3)") && strstr(rep.error, "M10"),
+              "%s", rep.error);
+    th_io_free(&io);
+}
+
+static void signal_only_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_semaphore_signal(c, pl_at(c, refs[2], 1), 1);
+    pl_fill(c, refs[1], 0);
+}
+
+Test(dma, M10_a_semaphore_left_nonzero_is_an_error)
+{
+    th_io io = th_io_2d(ROWS, COLS);
+    pl_call call = {.name = "sem", .kernel = signal_only_kernel, .grid_rank = 1, .grid = {1}, .n_in = 1,
+                    .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)}, .n_out = 1,
+                    .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)}, .n_scratch = 1,
+                    .scratch = {PLTPU_SEMAPHORE(2)}};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_ESEMAPHORE);
+    cr_assert(strstr(rep.error, "semaphore 1") && strstr(rep.error, "holds 1") && strstr(rep.error, "M10"), "%s",
+              rep.error);
+    th_io_free(&io);
+}
+
+/* ---- V4: two copies into the same bytes -------------------------------------------------- */
+
+static void racing_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy a = page(c, refs, 0, 0), b = page(c, refs, 1, 0);
+    b.sem = pl_at(c, refs[3], 1);
+    pltpu_copy_start(c, &a);
+    pltpu_copy_start(c, &b); /* the same slot, no wait between */
+}
+
+static void disjoint_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref hbm = refs[0], buf = pl_at(c, refs[2], 0), sems = refs[3];
+    /* two halves of one slot, by columns: disjoint although their spans interleave */
+    pltpu_copy a = pltpu_async_copy(c, pl_ds(c, pl_ds(c, hbm, 0, 0, ROWS), 1, 0, COLS / 2), pl_ds(c, buf, 1, 0, COLS / 2),
+                                    pl_at(c, sems, 0));
+    pltpu_copy b = pltpu_async_copy(c, pl_ds(c, pl_ds(c, hbm, 0, 0, ROWS), 1, COLS / 2, COLS / 2),
+                                    pl_ds(c, buf, 1, COLS / 2, COLS / 2), pl_at(c, sems, 1));
+    pltpu_copy_start(c, &a);
+    pltpu_copy_start(c, &b);
+    pltpu_copy_wait(c, &a);
+    pltpu_copy_wait(c, &b);
+    pl_fill(c, refs[1], 0);
+}
+
+Test(dma, V4_two_copies_into_the_same_bytes_race)
+{
+    expect_fault(racing_kernel, PL_ERACE, "still writing");
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(disjoint_kernel);
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "disjoint halves: %s", rep.error);
+    th_io_free(&io);
+}
+
+/* ---- a missing wait shows as a difference between the DMA modes --------------------------- */
+
+static void early_read_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = page(c, refs, i, 0);
+    pltpu_copy_start(c, &cp);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0)); /* reads before the wait */
+    pltpu_copy_wait(c, &cp);
+}
+
+Test(dma, M8_a_read_before_the_wait_differs_between_modes)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(early_read_kernel);
+    pl_options zero = {.uninit = PL_UNINIT_ZERO};
+    pl_report rep;
+    int rc = pl_check_dma_modes(&call, &io.a, &io.o, &zero, &rep);
+    cr_assert_eq(rc, PL_ERACE, "%s", rep.error);
+    cr_assert(strstr(rep.error, "before waiting") && strstr(rep.error, "block (0, 0)"), "%s", rep.error);
+    call.kernel = double_buffered_kernel;
+    cr_assert_eq(pl_check_dma_modes(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    th_io_free(&io);
+}
+
+/* ---- T5 / M1: ANY refs are reachable only by DMA ------------------------------------------ */
+
+static void touch_any_kernel(pl_ctx *c, pl_ref *refs) { pl_fill(c, refs[1], pl_get_at(c, refs[0], 0, 0)); }
+
+Test(dma, T5_an_any_operand_is_reachable_only_by_dma)
+{
+    expect_fault(touch_any_kernel, PL_ESPACE, "reachable only by DMA");
+}
