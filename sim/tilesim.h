@@ -427,8 +427,9 @@ int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array 
                          FILE *f);
 
 /* Which block of output `out` of call holds element elem, and which grid
- * points select it (so wrote it), in words, into buf. Function-form index
- * maps are called without scalar-prefetch refs. */
+ * points select it (so wrote it), in words, into buf. A function-form map of
+ * a call with scalar prefetch is not called (it may read the block table):
+ * then only the block is named. */
 int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int64_t *elem, char *buf, size_t n);
 
 /* Compare any two arrays of one shape elementwise: |got - want| <= atol +

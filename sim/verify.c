@@ -117,6 +117,14 @@ int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int6
         if (elem[d] < 0 || elem[d] >= arr->shape[d] || (b < 1 && b != PL_SQUEEZED)) return PL_EINVAL;
         blk[d] = b == PL_SQUEEZED ? elem[d] : elem[d] / b;
     }
+    char b[128];
+    sim_format_idx(blk, arr->rank, b, sizeof b);
+    if (s->map.fn && call->num_scalar_prefetch > 0) {
+        /* the map may read its block table (M5), which only a running call has */
+        snprintf(buf, n, "block %s (its index map reads scalar prefetch, so the grid points that wrote it are not "
+                 "known here)", b);
+        return PL_OK;
+    }
     /* every grid point whose output map selects that block, in walk order */
     int64_t steps = 1, idx[PL_MAX_GRID] = {0}, got[PL_MAX_RANK], first = -1, count = 0;
     int g = call->grid_rank;
@@ -137,8 +145,7 @@ int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int6
             idx[a] = 0;
         }
     }
-    char b[128], p0[128], p1[128];
-    sim_format_idx(blk, arr->rank, b, sizeof b);
+    char p0[128], p1[128];
     if (first < 0) {
         snprintf(buf, n, "block %s, which no grid point selects: the kernel never wrote it", b);
         return PL_OK;
