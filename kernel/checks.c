@@ -92,13 +92,20 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
         int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];
         view_extent(a, src, lo, hi);
         for (int d = 0; d < a->tmpl.rank; d++) {
-            if (hi[d] <= a->valid[d]) continue;
+            if (lo[d] >= a->vlo[d] && hi[d] <= a->vhi[d]) continue;
             kern_ref_name(src, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-            snprintf(c->padding_read, sizeof c->padding_read,
-                     "%s read %s at grid point %s up to index %lld of dimension %d, but only %lld elements "
-                     "there are inside the array: the rest of an edge block is garbage (rule B6)",
-                     fn, name, point, (long long)hi[d] - 1, d, (long long)a->valid[d]);
+            if (a->vlo[d] == 0)
+                snprintf(c->padding_read, sizeof c->padding_read,
+                         "%s read %s at grid point %s up to index %lld of dimension %d, but only %lld elements there "
+                         "are inside the array: the rest of an edge block is garbage (rule B6)",
+                         fn, name, point, (long long)hi[d] - 1, d, (long long)a->vhi[d]);
+            else
+                snprintf(c->padding_read, sizeof c->padding_read,
+                         "%s read %s at grid point %s over indices %lld..%lld of dimension %d, but only %lld..%lld "
+                         "there are inside the array: the rest is element padding, garbage (rules B5, B6)",
+                         fn, name, point, (long long)lo[d], (long long)hi[d] - 1, d, (long long)a->vlo[d],
+                         (long long)a->vhi[d] - 1);
             break;
         }
     }

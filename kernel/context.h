@@ -40,7 +40,8 @@ typedef struct kern_dma {
 typedef struct kern_arg {
     char *base;                  /* the buffer the Ref views, its first element */
     pl_ref tmpl;                 /* the Ref as handed to the kernel: shape and strides of the buffer */
-    int64_t valid[PL_MAX_RANK];  /* in-bounds extent per Ref dimension; less than shape on an edge block (B6) */
+    int64_t vlo[PL_MAX_RANK];    /* in-bounds part per Ref dimension: [vlo, vhi); narrower than the */
+    int64_t vhi[PL_MAX_RANK];    /* shape on an edge block (B6) or under element padding (B5) */
     uint8_t clipped;             /* the current block hangs over the array's edge */
     uint8_t written;             /* an op wrote to it since its block became current (P4) */
     uint8_t initialized;         /* scratch: an op wrote all of it (M2) */

@@ -57,7 +57,7 @@ int sim_checks_init(sim_exec *x)
         memset(a, 0, sizeof *a);
         a->tmpl = x->refs[i];
         a->base = x->refs[i].data; /* pipelined operands: set per block */
-        for (int d = 0; d < a->tmpl.rank; d++) a->valid[d] = a->tmpl.shape[d];
+        for (int d = 0; d < a->tmpl.rank; d++) a->vhi[d] = a->tmpl.shape[d];
     }
     return PL_OK;
 }
@@ -72,10 +72,13 @@ void sim_checks_new_block(sim_exec *x, const sim_operand *op, const int64_t *bid
         x->ctx.padding_read[0] = '\0';
         x->ctx.oob_read[0] = '\0';
     }
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
-    a->clipped = (uint8_t)sim_block_window(op, bidx, start, count);
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
+    a->clipped = (uint8_t)sim_block_window(op, bidx, start, count, boff);
     for (int d = 0, k = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
-        if (!op->squeezed[d]) a->valid[k++] = count[d];
+        if (!op->squeezed[d]) {
+            a->vlo[k] = boff[d];
+            a->vhi[k++] = boff[d] + count[d];
+        }
 }
 
 /* ---- output blocks on their way to HBM ----------------------------------- */
@@ -96,15 +99,15 @@ static int is_nan_bits(const char *p, pl_dtype t)
  * within the block in *pos. */
 static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf, int64_t *pos)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], idx[PL_MAX_RANK] = {0};
-    sim_block_window(op, bidx, start, count);
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK], idx[PL_MAX_RANK] = {0};
+    sim_block_window(op, bidx, start, count, boff);
     int rank = op->rank;
     for (int d = 0; d < rank; d++)
         if (count[d] <= 0) return 0;
     size_t es = op->elem_size;
     for (;;) {
         int64_t off = 0, stride = 1;
-        for (int d = rank - 1; d >= 0; d--) off += idx[d] * stride, stride *= op->block[d];
+        for (int d = rank - 1; d >= 0; d--) off += (boff[d] + idx[d]) * stride, stride *= op->block[d];
         const char *row = buf + (size_t)off * es;
         int64_t n = rank ? count[rank - 1] : 1;
         /* a branch-free pass first (it vectorizes); the position only when needed */
@@ -126,8 +129,8 @@ static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf,
         if (any)
             for (int64_t i = 0; i < n; i++)
                 if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {
-                    memcpy(pos, idx, (size_t)rank * sizeof *pos);
-                    pos[rank - 1] = i;
+                    for (int e = 0; e < rank; e++) pos[e] = boff[e] + idx[e];
+                    pos[rank - 1] = boff[rank - 1] + i;
                     return 1;
                 }
         int d = rank - 2;

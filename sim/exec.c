@@ -25,6 +25,17 @@ const char *pl_last_error(void) { return last_error; }
 
 /* ---- allocation --------------------------------------------------------------- */
 
+/* M6: an aliased output starts as the input it shares a buffer with. */
+static void copy_aliases(sim_exec *x, const pl_array *args, pl_array *outs)
+{
+    const pl_call *call = x->plan.call;
+    for (int i = 0; i < call->n_alias && !x->cost_only; i++) {
+        const pl_array *in = &args[call->alias[i].in];
+        pl_array *out = &outs[call->alias[i].out];
+        if (in->data != out->data) memcpy(out->data, in->data, pl_array_bytes(in));
+    }
+}
+
 static int alloc_buffers(sim_exec *x)
 {
     sim_plan *p = &x->plan;
@@ -246,8 +257,10 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     x->ctx.dma_on_wait = opt && opt->dma_mode == PL_DMA_ON_WAIT;
     uint64_t seed = opt ? opt->seed : 0;
     if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !open_trace(x, opt) && !alloc_buffers(x) &&
-        !sim_checks_init(x) && !plan_order(x, seed) && !sim_walk(x))
-        time_run(x);
+        !sim_checks_init(x) && !plan_order(x, seed)) {
+        copy_aliases(x, args, outs);
+        if (!sim_walk(x)) time_run(x);
+    }
     int rc = x->rep.status;
     finish(x, report);
     free_exec(x);

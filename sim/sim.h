@@ -25,6 +25,10 @@ typedef struct sim_operand {
     int rank;                      /* the array's rank */
     int64_t block[PL_MAX_RANK];    /* block elements per dim (squeezed: 1) */
     uint8_t squeezed[PL_MAX_RANK]; /* B4: index is an element index */
+    uint8_t element[PL_MAX_RANK];  /* B5: index is an element offset into the padded array */
+    int64_t pad_lo[PL_MAX_RANK];   /* B5 padding before the array */
+    int aliased;                   /* output sharing an input's HBM buffer (M6); input: read from it */
+    pl_array shared;               /* M6: the buffer both sides use */
     int64_t nblocks[PL_MAX_RANK];  /* legal block indices per dim (B7) */
     pl_index_map map;              /* fn or declarative; zero map when n == 0 */
     int pipelined;                 /* has VMEM/SMEM buffers fed by the index map */
@@ -73,9 +77,10 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
 int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, pl_report *rep);
 
-/* Element range [start, start+count) of block bidx along each dim; returns 1
- * if the block is clipped by the array's edge (B6). */
-int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count);
+/* The in-bounds part of block bidx: array elements [start, start+count) per
+ * dim, at offset boff in the block buffer (nonzero only under B5's low
+ * padding). Returns 1 if the block is clipped (B5, B6). */
+int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count, int64_t *boff);
 
 /* Copy between HBM and a VMEM block buffer; only the in-bounds part moves.
  * Returns the bytes moved. */

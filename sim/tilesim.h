@@ -85,6 +85,11 @@ typedef struct pl_block_spec {
     pl_memspace space;           /* PL_VMEM (default), PL_SMEM or PL_ANY */
     int buffers;                 /* pipeline_mode=Buffered(k); 0: default (2), see P6 */
     const char *name;            /* for messages and reports; NULL: "in0", "out0", ... */
+    /* B5, pl.Element(n, (lo, hi)): the index map returns an element offset into
+     * the array padded by pad_lo before and pad_hi after; all non-squeezed
+     * dims or none. Padding reads as poison and is dropped on writes (B6). */
+    uint8_t element[PL_MAX_RANK];
+    int64_t pad_lo[PL_MAX_RANK], pad_hi[PL_MAX_RANK];
 } pl_block_spec;
 
 /* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */
@@ -137,6 +142,12 @@ typedef struct pl_call {
     int n_scratch;
     pl_scratch scratch[PL_MAX_SCRATCH];
     int64_t vmem_limit_bytes;         /* scoped VMEM limit; 0: the chip's default (M4) */
+    /* input_output_aliases (M6): output alias[i].out shares the HBM buffer of
+     * argument alias[i].in (counted over prefetch + inputs). The output
+     * starts as a copy of the input, inputs read the shared buffer, and
+     * revisiting its blocks is allowed (P5). */
+    int n_alias;
+    struct pl_alias { int in, out; } alias[PL_MAX_OPERANDS];
 } pl_call;
 
 /* An array in HBM: caller-owned, contiguous, row-major. */

@@ -269,11 +269,30 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
                             "%s: block shape %s of array %s has dimension %d of size %lld; sizes must be >= 1 or "
                             "PL_SQUEEZED (rule B1)",
                             op->rep->name, blk, shp, d, (long long)b);
+        } else if (s->element[d]) { /* B5: offsets 0 .. padded size - block */
+            op->block[d] = b;
+            op->element[d] = 1;
+            op->pad_lo[d] = s->pad_lo[d];
+            if (s->pad_lo[d] < 0 || s->pad_hi[d] < 0 || s->pad_lo[d] > (1LL << 40) || s->pad_hi[d] > (1LL << 40))
+                return sim_fail(rep, PL_EBLOCKSHAPE, "%s: element dimension %d has padding (%lld, %lld); padding "
+                                "must be >= 0 (rule B5)", op->rep->name, d, (long long)s->pad_lo[d],
+                                (long long)s->pad_hi[d]);
+            op->nblocks[d] = a->shape[d] + s->pad_lo[d] + s->pad_hi[d] - b + 1;
+            if (op->nblocks[d] < 1)
+                return sim_fail(rep, PL_EBLOCKSHAPE, "%s: element block %lld of dimension %d is larger than the "
+                                "padded array (%lld + %lld + %lld) (rule B5)", op->rep->name, (long long)b, d,
+                                (long long)a->shape[d], (long long)s->pad_lo[d], (long long)s->pad_hi[d]);
         } else {
             op->block[d] = b;
             op->nblocks[d] = (a->shape[d] + b - 1) / b;
         }
     }
+    int n_element = 0, n_plain = 0;
+    for (int d = 0; d < a->rank; d++)
+        if (!op->squeezed[d]) *(op->element[d] ? &n_element : &n_plain) += 1;
+    if (n_element && n_plain)
+        return sim_fail(rep, PL_EBLOCKSHAPE, "%s: block %s mixes element and blocked dimensions; either every "
+                        "non-squeezed dimension is an Element dimension, or none is (rule B5)", op->rep->name, blk);
     int rc = check_map(plan, op, rep);
     if (rc) return rc;
 
@@ -403,6 +422,38 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
                     "VMEM budget exceeded: %lld bytes of buffers over the scoped limit of %lld bytes on %s "
                     "(rule M4); raise vmem_limit_bytes (at most %lld) or use smaller blocks:%s",
                     (long long)vmem, (long long)limit, chip->name, (long long)chip->vmem_bytes, list);
+}
+
+/* ---- input_output_aliases (M6) ------------------------------------------------- */
+
+static int plan_aliases(sim_plan *plan, const pl_call *call, pl_report *rep)
+{
+    int n_args = call->num_scalar_prefetch + call->n_in;
+    if (call->n_alias < 0 || call->n_alias > PL_MAX_OPERANDS)
+        return sim_fail(rep, PL_EINVAL, "call %s: n_alias = %d must be in 0..%d", rep->call_name, call->n_alias,
+                        PL_MAX_OPERANDS);
+    for (int i = 0; i < call->n_alias; i++) {
+        int in = call->alias[i].in, out = call->alias[i].out;
+        if (in < 0 || in >= n_args || out < 0 || out >= call->n_out)
+            return sim_fail(rep, PL_EINVAL, "alias %d: {%d: %d} names argument %d of %d and output %d of %d; "
+                            "inputs count over the prefetch and input arguments (rule M6)", i, in, out, in, n_args,
+                            out, call->n_out);
+        sim_operand *src = &plan->ops[in], *dst = &plan->ops[n_args + out];
+        int same = src->arr->dtype == dst->arr->dtype && src->arr->rank == dst->arr->rank;
+        for (int d = 0; same && d < src->arr->rank; d++) same = src->arr->shape[d] == dst->arr->shape[d];
+        if (!same)
+            return sim_fail(rep, PL_EINVAL, "alias %d: %s and %s must have the same dtype and shape to share one "
+                            "buffer (rule M6)", i, src->rep->name, dst->rep->name);
+        if (dst->aliased)
+            return sim_fail(rep, PL_EINVAL, "alias %d: output %s already aliases an input (rule M6)", i,
+                            dst->rep->name);
+        dst->aliased = 1;
+        if (src->role == PL_ROLE_IN) { /* the input reads the shared buffer: the output's array */
+            src->aliased = 1;
+            src->arr = dst->arr;
+        }
+    }
+    return PL_OK;
 }
 
 /* ---- races (V4) ----------------------------------------------------------------- */
@@ -579,6 +630,8 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
             if (rc) return rc;
         }
     }
+    rc = plan_aliases(plan, call, rep);
+    if (rc) return rc;
     rc = plan_scratch(plan, call, rep);
     if (rc) return rc;
     rc = check_budget(plan, call, rep);
@@ -613,6 +666,9 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
         if (op->squeezed[d])
             snprintf(why, sizeof why, "squeezed, so an element index into %lld elements",
                      (long long)op->arr->shape[d]);
+        else if (op->element[d])
+            snprintf(why, sizeof why, "an element offset into %lld elements padded by %lld before, for a block of "
+                     "%lld (rule B5)", (long long)op->arr->shape[d], (long long)op->pad_lo[d], (long long)op->block[d]);
         else
             snprintf(why, sizeof why, "%lld elements in blocks of %lld", (long long)op->arr->shape[d],
                      (long long)op->block[d]);

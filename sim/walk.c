@@ -58,10 +58,11 @@ static char *slot_ptr(const sim_operand *op)
 static int64_t window_bytes(const sim_operand *op, const int64_t *bidx)
 {
     int interior = 1;
-    for (int d = 0; d < op->rank; d++) interior &= op->squeezed[d] || bidx[d] < op->nblocks[d] - 1;
+    for (int d = 0; d < op->rank; d++)
+        interior &= op->squeezed[d] || (!op->element[d] && bidx[d] < op->nblocks[d] - 1);
     if (interior) return op->rep->block_bytes; /* the common case: no edge */
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], n = (int64_t)op->elem_size;
-    sim_block_window(op, bidx, start, count);
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK], n = (int64_t)op->elem_size;
+    sim_block_window(op, bidx, start, count, boff);
     for (int d = 0; d < op->rank; d++) n *= count[d];
     return n;
 }
@@ -94,6 +95,7 @@ static int write_back(sim_exec *x, sim_operand *op, int64_t step)
 static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t global)
 {
     int64_t when;
+    if (op->aliased) return PL_OK; /* the block's earlier result is in HBM, where the input is (M6) */
     if (!sim_blockset_get(&x->written[op->arg], linear_block(op, bidx), &when)) return PL_OK;
     int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
     char a[128], b[128], blk[128];

@@ -10,13 +10,16 @@
 
 #include "sim.h"
 
-int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count)
+int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count, int64_t *boff)
 {
     int clipped = 0;
     for (int d = 0; d < op->rank; d++) {
-        start[d] = op->squeezed[d] ? bidx[d] : bidx[d] * op->block[d];
-        int64_t left = op->arr->shape[d] - start[d];
-        count[d] = left < op->block[d] ? left : op->block[d];
+        int64_t raw = op->squeezed[d] ? bidx[d] : op->element[d] ? bidx[d] - op->pad_lo[d] : bidx[d] * op->block[d];
+        int64_t lo = raw < 0 ? 0 : raw, hi = raw + op->block[d];
+        if (hi > op->arr->shape[d]) hi = op->arr->shape[d];
+        start[d] = lo;
+        count[d] = hi > lo ? hi - lo : 0;
+        boff[d] = lo - raw;
         clipped |= count[d] < op->block[d];
     }
     return clipped;
@@ -46,7 +49,8 @@ void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)
 
 /* Copy the window (start, count) between the array and the buffer. to_buf
  * selects the direction. Returns the bytes moved. */
-static int64_t copy_window(const sim_operand *op, const int64_t *start, const int64_t *count, char *buf, int to_buf)
+static int64_t copy_window(const sim_operand *op, const int64_t *start, const int64_t *count, const int64_t *boff,
+                           char *buf, int to_buf)
 {
     const pl_array *a = op->arr;
     int rank = a->rank;
@@ -72,12 +76,16 @@ static int64_t copy_window(const sim_operand *op, const int64_t *start, const in
         row *= count[inner];
     }
     size_t row_bytes = (size_t)row * es;
-    int64_t aoff = 0;
-    for (int d = 0; d < rank; d++) aoff += start[d] * astride[d];
+    int64_t aoff = 0, base = 0;
+    for (int d = 0; d < rank; d++) {
+        if (count[d] <= 0) return 0; /* nothing in bounds (B5 padding only) */
+        aoff += start[d] * astride[d];
+        base += boff[d] * bstride[d];
+    }
     int64_t pos[PL_MAX_RANK] = {0}, rows = 1;
     for (int d = 0; d < inner; d++) rows *= count[d];
     for (int64_t r = 0; r < rows; r++) {
-        int64_t ao = aoff, bo = 0;
+        int64_t ao = aoff, bo = base;
         for (int d = 0; d < inner; d++) {
             ao += pos[d] * astride[d];
             bo += pos[d] * bstride[d];
@@ -95,14 +103,14 @@ static int64_t copy_window(const sim_operand *op, const int64_t *start, const in
 
 int64_t sim_copy_in(const sim_operand *op, const int64_t *bidx, void *buf, pl_uninit uninit)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
-    if (sim_block_window(op, bidx, start, count)) sim_poison(buf, op->arr->dtype, op->block_elems, uninit);
-    return copy_window(op, start, count, buf, 1);
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
+    if (sim_block_window(op, bidx, start, count, boff)) sim_poison(buf, op->arr->dtype, op->block_elems, uninit);
+    return copy_window(op, start, count, boff, buf, 1);
 }
 
 int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK];
-    sim_block_window(op, bidx, start, count);
-    return copy_window(op, start, count, (char *)buf, 0);
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
+    sim_block_window(op, bidx, start, count, boff);
+    return copy_window(op, start, count, boff, (char *)buf, 0);
 }
