@@ -3,91 +3,13 @@
  *
  * Every op walks its operands row by row (the last dimension), because a Ref's
  * last dimension is the contiguous one for every block the simulator makes;
- * views may leave gaps between rows. Common cases (same-dtype copies, f32
- * fills, f32 -> bf16 casts) take fast paths; everything else goes through
- * double, which is exact for every dtype tilesim has.
+ * views may leave gaps between rows (kernel/rows.h). Common cases (same-dtype
+ * copies, f32 fills, f32 -> bf16 casts) take fast paths; everything else goes
+ * through double, which is exact for every dtype tilesim has.
  */
 #include <string.h>
 
-#include "context.h"
-
-/* ---- walking rows ----------------------------------------------------------- */
-
-static int64_t row_len(const pl_ref *r) { return r->rank ? r->shape[r->rank - 1] : 1; }
-static int64_t row_count(const pl_ref *r)
-{
-    if (!r->rank) return 1;
-    return r->shape[r->rank - 1] ? pl_size(*r) / r->shape[r->rank - 1] : 0; /* an empty view has no rows */
-}
-static int64_t inner_stride(const pl_ref *r) { return r->rank ? r->stride[r->rank - 1] : 1; }
-
-/* Address of the first element of row `row` (rows counted in row-major order). */
-static char *row_ptr(const pl_ref *r, int64_t row)
-{
-    int64_t off = 0;
-    for (int d = r->rank - 2; d >= 0; d--) {
-        off += (row % r->shape[d]) * r->stride[d];
-        row /= r->shape[d];
-    }
-    return (char *)r->data + (size_t)off * pl_dtype_size(r->dtype);
-}
-
-static void load_row(double *out, const pl_ref *r, const char *p, int64_t n)
-{
-    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
-    if (r->dtype == PL_F32) {
-        for (int64_t i = 0; i < n; i++, p += step) { float f; memcpy(&f, p, 4); out[i] = f; }
-        return;
-    }
-    for (int64_t i = 0; i < n; i++, p += step) out[i] = pl_load_elem(p, r->dtype);
-}
-
-static void store_row(const pl_ref *r, char *p, const double *in, int64_t n)
-{
-    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
-    for (int64_t i = 0; i < n; i++, p += step) pl_store_elem(p, r->dtype, in[i]);
-}
-
-/* ---- checks ----------------------------------------------------------------- */
-
-static void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
-{
-    char name[96];
-    if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
-        kern_ref_name(r, name, sizeof name);
-        kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
-                   pl_memspace_name(r->space));
-    }
-    if (r->space == PL_SMEM) {
-        kern_ref_name(r, name, sizeof name);
-        kern_fault(c, PL_ESPACE, "%s on %s: SMEM holds 32-bit scalars read and written one at a time; use "
-                   "pl_get / pl_set (rule M1)", fn, name);
-    }
-    if ((unsigned)r->dtype >= PL_DTYPE_COUNT) {
-        kern_ref_name(r, name, sizeof name);
-        kern_fault(c, PL_EDTYPE, "%s on %s: unknown dtype %d", fn, name, (int)r->dtype);
-    }
-}
-
-static void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
-{
-    int same = dst->rank == src->rank;
-    for (int d = 0; same && d < dst->rank; d++) same = dst->shape[d] == src->shape[d];
-    if (same) return;
-    char a[96], b[96], sa[128], sb[128];
-    kern_ref_name(dst, a, sizeof a);
-    kern_ref_name(src, b, sizeof b);
-    kern_format_point(dst->shape, dst->rank, sa, sizeof sa);
-    kern_format_point(src->shape, src->rank, sb, sizeof sb);
-    kern_fault(c, PL_ESHAPE, "%s: %s has shape %s but %s has shape %s", fn, a, sa, b, sb);
-}
-
-static void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem)
-{
-    kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst)};
-    op.flops = flops_per_elem * (double)op.elems;
-    kern_record(c, &op);
-}
+#include "rows.h"
 
 typedef enum { EW_ADD, EW_MUL, EW_MAX, EW_COPY } ew_kind;
 

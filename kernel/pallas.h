@@ -169,6 +169,27 @@ void pl_mul(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = a * b */
 void pl_max(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = maximum(a, b) */
 void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst = maximum(src, 0) */
 
+/* ---- softmax math: what attention kernels need ---------------------------- */
+
+/* Float refs only (f32, bf16, f16, in any mix; integers fault with PL_EDTYPE),
+ * computed in double and rounded once to dst's dtype; dst may be a source (in
+ * place). Broadcasts, reductions and pl_tril take rank-2 refs. Cost (model
+ * choice): 1 VPU FLOP per element produced, 4 for exp and division; a
+ * reduction produces one element per row and counts 1 per element reduced;
+ * the max of an empty row is -inf, its sum 0. */
+void pl_exp(pl_ctx *c, pl_ref dst, pl_ref src);               /* dst = exp(src) */
+void pl_scale(pl_ctx *c, pl_ref dst, pl_ref src, double s);   /* dst = src * s */
+void pl_sub(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);       /* dst = a - b */
+void pl_max_rows(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst (r,1) = src.max(-1, keepdims); NaN wins */
+void pl_sum_rows(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst (r,1) = src.sum(-1, keepdims) */
+void pl_sub_col(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref col); /* dst = a - col, col (r,1) along the last axis */
+void pl_mul_col(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref col); /* dst = a * col, col (r,1) along the last axis */
+void pl_div_col(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref col); /* dst = a / col, col (r,1) along the last axis */
+void pl_add_row(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref row); /* dst = a + row, row (1,n) across the rows */
+void pl_mul_row(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref row); /* dst = a * row, row (1,n) across the rows */
+/* dst[i, j] = src[i, j] if j <= i + k else value: jnp.where(tril(ones, k), src, value), the causal mask */
+void pl_tril(pl_ctx *c, pl_ref dst, pl_ref src, int64_t k, double value);
+
 #ifdef __cplusplus
 }
 #endif

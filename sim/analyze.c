@@ -46,6 +46,11 @@ static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
         if (first < 0 || b > r->op[first].bytes_in + r->op[first].bytes_out) second = first, first = i;
         else if (second < 0 || b > r->op[second].bytes_in + r->op[second].bytes_out) second = i;
     }
+    int64_t top = first < 0 ? 0 : r->op[first].bytes_in + r->op[first].bytes_out;
+    if (r->dma_bytes > top) {
+        snprintf(buf, n, "the kernel's own copies");
+        return;
+    }
     if (first < 0) snprintf(buf, n, "the operands");
     else if (second < 0 || r->op[second].bytes_in + r->op[second].bytes_out == 0) snprintf(buf, n, "%s", r->op[first].name);
     else snprintf(buf, n, "%s and %s", r->op[first].name, r->op[second].name);

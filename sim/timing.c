@@ -112,7 +112,10 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
         *padded = sim_dot_padded_flops(chip, op);
         return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
     }
-    *padded = pad((double)op->elems, 1024); /* the VPU works on whole (8, 128) registers */
+    /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per element
+     * for exp, every element a reduction reads) are its work */
+    double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
+    *padded = pad(work, 1024);
     return *padded / chip->vpu_flops;
 }
 

@@ -411,7 +411,7 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
         const pl_operand_report *o = &rep->op[i];
         if (o->space != PL_VMEM) continue;
         at += (size_t)snprintf(list + at, sizeof list - at, "\n  %-12s %d x %lld bytes = %lld", o->name,
-                               o->buffers, (long long)o->vmem_bytes, (long long)(o->buffers * o->vmem_bytes));
+                               o->buffers, (long long)o->vmem_bytes, (long long)sat_mul(o->buffers, o->vmem_bytes));
     }
     for (int i = 0; i < rep->n_scratch && at < sizeof list; i++)
         if (rep->scratch[i].space == PL_VMEM)

@@ -168,7 +168,7 @@ static double op_seconds(sim_exec *x, const kern_op *o, double *padded)
                             (unsigned)o->elems) % SIM_OP_CACHE;
     sim_op_memo *m = &x->op_memo[h];
     if (m->valid && m->op.kind == o->kind && m->op.dtype == o->dtype && m->op.m == o->m && m->op.n == o->n &&
-        m->op.k == o->k && m->op.elems == o->elems) {
+        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops) {
         *padded = m->padded;
         return m->seconds;
     }

@@ -1,0 +1,99 @@
+/* kernel/rows.h: what the block ops share: walking a Ref row by row (the last
+ * dimension), loading and storing a row through double, the operand checks
+ * and the cost record. Internal to kernel/; static inline so that each op
+ * file gets its own copy without link-time names.
+ *
+ * A Ref's last dimension is the contiguous one for every block the simulator
+ * makes; views (pl_ds, pl_at) may leave gaps between rows, so ops find each
+ * row with row_ptr and step through it with the inner stride.
+ */
+#ifndef TILESIM_KERNEL_ROWS_H
+#define TILESIM_KERNEL_ROWS_H
+
+#include <string.h>
+
+#include "context.h"
+
+/* ---- walking rows ----------------------------------------------------------- */
+
+static inline int64_t row_len(const pl_ref *r) { return r->rank ? r->shape[r->rank - 1] : 1; }
+static inline int64_t row_count(const pl_ref *r)
+{
+    if (!r->rank) return 1;
+    return r->shape[r->rank - 1] ? pl_size(*r) / r->shape[r->rank - 1] : 0; /* an empty view has no rows */
+}
+static inline int64_t inner_stride(const pl_ref *r) { return r->rank ? r->stride[r->rank - 1] : 1; }
+
+/* Address of the first element of row `row` (rows counted in row-major order). */
+static inline char *row_ptr(const pl_ref *r, int64_t row)
+{
+    int64_t off = 0;
+    for (int d = r->rank - 2; d >= 0; d--) {
+        off += (row % r->shape[d]) * r->stride[d];
+        row /= r->shape[d];
+    }
+    return (char *)r->data + (size_t)off * pl_dtype_size(r->dtype);
+}
+
+static inline void load_row(double *out, const pl_ref *r, const char *p, int64_t n)
+{
+    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
+    if (r->dtype == PL_F32) {
+        for (int64_t i = 0; i < n; i++, p += step) { float f; memcpy(&f, p, 4); out[i] = f; }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++, p += step) out[i] = pl_load_elem(p, r->dtype);
+}
+
+static inline void store_row(const pl_ref *r, char *p, const double *in, int64_t n)
+{
+    size_t step = (size_t)inner_stride(r) * pl_dtype_size(r->dtype);
+    for (int64_t i = 0; i < n; i++, p += step) pl_store_elem(p, r->dtype, in[i]);
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
+/* r holds data a block op may touch: VMEM, and a dtype tilesim knows (M1). */
+static inline void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    char name[96];
+    if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
+                   pl_memspace_name(r->space));
+    }
+    if (r->space == PL_SMEM) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s on %s: SMEM holds 32-bit scalars read and written one at a time; use "
+                   "pl_get / pl_set (rule M1)", fn, name);
+    }
+    if ((unsigned)r->dtype >= PL_DTYPE_COUNT) {
+        kern_ref_name(r, name, sizeof name);
+        kern_fault(c, PL_EDTYPE, "%s on %s: unknown dtype %d", fn, name, (int)r->dtype);
+    }
+}
+
+static inline void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
+{
+    int same = dst->rank == src->rank;
+    for (int d = 0; same && d < dst->rank; d++) same = dst->shape[d] == src->shape[d];
+    if (same) return;
+    char a[96], b[96], sa[128], sb[128];
+    kern_ref_name(dst, a, sizeof a);
+    kern_ref_name(src, b, sizeof b);
+    kern_format_point(dst->shape, dst->rank, sa, sizeof sa);
+    kern_format_point(src->shape, src->rank, sb, sizeof sb);
+    kern_fault(c, PL_ESHAPE, "%s: %s has shape %s but %s has shape %s", fn, a, sa, b, sb);
+}
+
+/* ---- cost ------------------------------------------------------------------- */
+
+/* An op that produced every element of dst, at flops_per_elem each. */
+static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem)
+{
+    kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst)};
+    op.flops = flops_per_elem * (double)op.elems;
+    kern_record(c, &op);
+}
+
+#endif
