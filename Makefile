@@ -82,9 +82,10 @@ demo-all: $(EXAMPLES)
 	@set -e; for ex in $(EXAMPLES); do echo "### $$ex"; OPENBLAS_NUM_THREADS=1 $$ex; echo; done
 
 # OpenBLAS inside the tests runs on one thread: results must not depend on it,
-# and Criterion already runs tests in parallel processes.
+# and Criterion already runs tests in parallel processes. Every test has a
+# timeout: a deadlock must be reported, never hang the suite.
 test: $(TESTS) $(EXAMPLES) $(CLI)
-	OPENBLAS_NUM_THREADS=1 $(TESTS) -j2
+	OPENBLAS_NUM_THREADS=1 $(TESTS) -j2 --timeout 120
 
 bench: $(BENCHES)
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/matmul_vs_blas
@@ -97,7 +98,7 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 check-asan: deps
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(SAN)" EXTRA_LDFLAGS="$(SAN)" \
 	  build/asan/tests/tilesim_tests build/asan/examples/matmul
-	ASAN_OPTIONS=detect_leaks=0 OPENBLAS_NUM_THREADS=1 build/asan/tests/tilesim_tests -j2
+	ASAN_OPTIONS=detect_leaks=0 OPENBLAS_NUM_THREADS=1 build/asan/tests/tilesim_tests -j2 --timeout 300
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 f32 >/dev/null
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 bf16 >/dev/null
 
