@@ -19,22 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/data.h"
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/matmul.h"
-
-/* Fill with a fixed pseudo-random sequence in [-1, 1), converted to dt. */
-static void *random_matrix(int64_t n, pl_dtype dt, uint64_t seed)
-{
-    char *p = malloc((size_t)n * pl_dtype_size(dt));
-    if (!p) return NULL;
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        double v = (double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-        pl_store_elem(p + (size_t)i * pl_dtype_size(dt), dt, v);
-    }
-    return p;
-}
 
 typedef struct mm_case {
     int64_t m, n, k, bm, bn, bk;
@@ -57,8 +45,8 @@ static int run_case(const mm_case *mc)
 
     void *a = NULL, *b = NULL, *c = NULL;
     if (!cost_only) {
-        a = random_matrix(mc->m * mc->k, mc->dt, 1);
-        b = random_matrix(mc->k * mc->n, mc->dt, 2);
+        a = ex_random_matrix(mc->m * mc->k, mc->dt, 1);
+        b = ex_random_matrix(mc->k * mc->n, mc->dt, 2);
         c = calloc((size_t)(mc->m * mc->n), pl_dtype_size(mc->dt));
         if (!a || !b || !c) {
             fprintf(stderr, "matmul: out of memory for %lldx%lldx%lld\n", (long long)mc->m, (long long)mc->n,

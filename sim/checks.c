@@ -95,6 +95,29 @@ static int is_nan_bits(const char *p, pl_dtype t)
     }
 }
 
+/* Nonzero if any of n f32 values is a NaN: with x = bits & 0x7fffffff, a NaN
+ * has x > 0x7f800000, so x + 0x7fffff carries into bit 31. OR-ing those
+ * sums is a reduction GCC vectorizes; this scan runs on every write-back. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
+static uint32_t any_nan_f32(const uint32_t *u, int64_t n)
+{
+    uint32_t acc = 0;
+    for (int64_t i = 0; i < n; i++) acc |= (u[i] & 0x7fffffffu) + 0x7fffffu;
+    return acc & 0x80000000u;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
+static uint32_t any_nan_16(const uint16_t *h, int64_t n, pl_dtype t)
+{
+    uint32_t acc = 0, add = t == PL_BF16 ? 0x7fffu - 0x7f80u : 0x7fffu - 0x7c00u; /* carries into bit 15 */
+    for (int64_t i = 0; i < n; i++) acc |= (uint32_t)(h[i] & 0x7fffu) + add;
+    return acc & 0x8000u;
+}
+
 /* First NaN inside the in-bounds window of block bidx in buf; its position
  * within the block in *pos. */
 static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf, int64_t *pos)
@@ -111,21 +134,8 @@ static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf,
         const char *row = buf + (size_t)off * es;
         int64_t n = rank ? count[rank - 1] : 1;
         /* a branch-free pass first (it vectorizes); the position only when needed */
-        uint32_t any = 0;
-        if (op->arr->dtype == PL_F32) {
-            const uint32_t *u = (const uint32_t *)row;
-            int64_t i = 0;
-            for (; i + 16 <= n; i += 16) { /* fixed-length chunks: GCC vectorizes these at -O2 */
-                uint32_t chunk = 0;
-                for (int j = 0; j < 16; j++) chunk |= (u[i + j] & 0x7fffffffu) > 0x7f800000u;
-                any |= chunk;
-            }
-            for (; i < n; i++) any |= (u[i] & 0x7fffffffu) > 0x7f800000u;
-        } else {
-            const uint16_t *h = (const uint16_t *)row;
-            uint16_t top = op->arr->dtype == PL_BF16 ? 0x7f80u : 0x7c00u;
-            for (int64_t i = 0; i < n; i++) any |= (uint32_t)((h[i] & 0x7fffu) > top);
-        }
+        uint32_t any = op->arr->dtype == PL_F32 ? any_nan_f32((const uint32_t *)row, n)
+                                                 : any_nan_16((const uint16_t *)row, n, op->arr->dtype);
         if (any)
             for (int64_t i = 0; i < n; i++)
                 if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {

@@ -10,24 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../examples/kernels/data.h"
 #include "../examples/kernels/matmul.h"
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* A fixed pseudo-random sequence in [-1, 1), stored as dt. */
-static void *random_matrix(int64_t n, pl_dtype dt, uint64_t seed)
-{
-    char *p = malloc((size_t)n * pl_dtype_size(dt));
-    cr_assert_not_null(p);
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        double v = (double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-        pl_store_elem(p + (size_t)i * pl_dtype_size(dt), dt, v);
-    }
-    return p;
-}
 
 typedef struct tm_case {
     int64_t m, n, k, bm, bn, bk;
@@ -39,7 +27,7 @@ static void tm_run(const tm_case *t, void **c_out)
 {
     int64_t m = t->m, n = t->n, k = t->k;
     size_t es = pl_dtype_size(t->dt);
-    void *a = random_matrix(m * k, t->dt, 1), *b = random_matrix(k * n, t->dt, 2);
+    void *a = ex_random_matrix(m * k, t->dt, 1), *b = ex_random_matrix(k * n, t->dt, 2);
     void *c = malloc((size_t)(m * n) * es);
     cr_assert_not_null(c);
     memset(c, 0, (size_t)(m * n) * es);
