@@ -72,6 +72,13 @@ void sim_warn(pl_report *rep, const char *fmt, ...)
 int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                   sim_plan *plan, pl_report *rep);
 
+/* Index maps before running (maps.c): a zero map; a declarative map's
+ * entries (B2) and range (B7); outputs shared by parallel points (V4). */
+int sim_map_is_zero(const pl_index_map *m);
+int sim_check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep);
+int sim_check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *rep);
+int sim_check_races(const sim_plan *plan, pl_report *rep);
+
 /* Evaluate op's index map at grid point idx into bidx, checking rule B7.
  * prefetch: the scalar-prefetch refs. */
 int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,

@@ -173,64 +173,6 @@ static int check_tiling(const sim_operand *op, const pl_block_spec *s, pl_report
     return PL_OK;
 }
 
-static int map_is_zero(const pl_index_map *m)
-{
-    if (m->fn) return 0;
-    for (int d = 0; d < m->n; d++)
-        if (m->axis[d] != PL_ZERO) return 0;
-    return 1;
-}
-
-static int check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep)
-{
-    const pl_index_map *m = &op->map;
-    if (m->fn) return PL_OK;
-    if (m->n == 0) {
-        for (int d = 0; d < PL_MAX_RANK; d++)
-            if (m->axis[d] != 0)
-                return sim_fail(rep, PL_EINDEXMAP, "%s: index map has n = 0 but axis entries set; use PL_MAP "
-                                "(rule B2)", op->rep->name);
-        return PL_OK; /* missing map: all zeros (B3) */
-    }
-    if (m->n != op->rank)
-        return sim_fail(rep, PL_EINDEXMAP,
-                        "%s: index map returns %d indices but the array has rank %d; it must return one block "
-                        "index per array dimension (rule B2)",
-                        op->rep->name, m->n, op->rank);
-    for (int d = 0; d < m->n; d++)
-        if (m->axis[d] != PL_ZERO && (m->axis[d] < 0 || m->axis[d] >= plan->call->grid_rank))
-            return sim_fail(rep, PL_EINDEXMAP,
-                            "%s: index map entry %d names grid axis %d but the grid has %d ax%s (rule B2)",
-                            op->rep->name, d, (int)m->axis[d], plan->call->grid_rank,
-                            plan->call->grid_rank == 1 ? "is" : "es");
-    return PL_OK;
-}
-
-/* A declarative map can be checked against B7 before anything runs: the
- * largest index it returns along a dimension is its axis size minus one. */
-static int check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *rep)
-{
-    const pl_index_map *m = &op->map;
-    if (m->fn) return PL_OK;
-    for (int d = 0; d < m->n; d++) {
-        if (m->axis[d] == PL_ZERO) continue;
-        int64_t top = plan->call->grid[m->axis[d]] - 1;
-        if (top < op->nblocks[d]) continue;
-        int64_t idx[PL_MAX_GRID] = {0}, bidx[PL_MAX_RANK];
-        idx[m->axis[d]] = top;
-        for (int e = 0; e < op->rank; e++) bidx[e] = m->axis[e] == PL_ZERO ? 0 : idx[m->axis[e]];
-        char point[128], got[128];
-        sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
-        sim_format_idx(bidx, op->rank, got, sizeof got);
-        return sim_fail(rep, PL_EINDEXMAP,
-                        "%s: at grid point %s the index map returns block index %s; dimension %d must be in "
-                        "0..%lld (%lld elements in blocks of %lld): the grid is larger than the array (rule B7)",
-                        op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, (long long)op->arr->shape[d],
-                        (long long)op->block[d]);
-    }
-    return PL_OK;
-}
-
 /* Resolve one operand's spec into op; checks B1, B3, B4, T1-T5. */
 static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)
 {
@@ -293,12 +235,12 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     if (n_element && n_plain)
         return sim_fail(rep, PL_EBLOCKSHAPE, "%s: block %s mixes element and blocked dimensions; either every "
                         "non-squeezed dimension is an Element dimension, or none is (rule B5)", op->rep->name, blk);
-    int rc = check_map(plan, op, rep);
+    int rc = sim_check_map(plan, op, rep);
     if (rc) return rc;
 
     int whole = 1;
     for (int d = 0; d < a->rank; d++) whole &= !op->squeezed[d] && op->block[d] == a->shape[d];
-    int constant = map_is_zero(&op->map);
+    int constant = sim_map_is_zero(&op->map);
 
     if (s->space == PL_ANY) {
         if (!whole || !constant)
@@ -326,7 +268,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
                      op->rep->name, op->buffers);
     }
 
-    if (op->pipelined && (rc = check_map_range(plan, op, rep))) return rc;
+    if (op->pipelined && (rc = sim_check_map_range(plan, op, rep))) return rc;
 
     /* The kernel's Ref: the block with squeezed dims dropped (B4). */
     pl_ref *r = &op->ref;
@@ -451,40 +393,6 @@ static int plan_aliases(sim_plan *plan, const pl_call *call, pl_report *rep)
         if (src->role == PL_ROLE_IN) { /* the input reads the shared buffer: the output's array */
             src->aliased = 1;
             src->arr = dst->arr;
-        }
-    }
-    return PL_OK;
-}
-
-/* ---- races (V4) ----------------------------------------------------------------- */
-
-/* A declarative output map that ignores a parallel axis sends every point
- * along that axis to the same block: on a megacore chip those points may run
- * on different TensorCores, and one result is lost. Function-form maps are
- * checked as they run (checks.c). */
-static int check_races(const sim_plan *plan, pl_report *rep)
-{
-    const pl_call *call = plan->call;
-    for (int i = 0; i < plan->n_ops; i++) {
-        const sim_operand *op = &plan->ops[i];
-        if (op->role != PL_ROLE_OUT || !op->pipelined || op->map.fn) continue;
-        for (int a = 0; a < call->grid_rank; a++) {
-            if (call->semantics[a] != PL_PARALLEL || call->grid[a] < 2) continue;
-            int used = 0;
-            for (int d = 0; d < op->map.n; d++) used |= op->map.axis[d] == a;
-            if (used) continue;
-            int64_t p0[PL_MAX_GRID] = {0}, p1[PL_MAX_GRID] = {0}, blk[PL_MAX_RANK] = {0};
-            p1[a] = 1;
-            char s0[128], s1[128], sb[128];
-            sim_format_idx(p0, call->grid_rank, s0, sizeof s0);
-            sim_format_idx(p1, call->grid_rank, s1, sizeof s1);
-            sim_format_idx(blk, op->rank, sb, sizeof sb);
-            return sim_fail(rep, PL_ERACE,
-                            "%s: grid points %s and %s differ only in axis %d, which is parallel, yet write the "
-                            "same output block %s (its index map ignores axis %d): on a megacore chip they may "
-                            "run on different TensorCores and one result is lost (rules V4, G3); mark axis %d "
-                            "arbitrary if it is a reduction",
-                            op->rep->name, s0, s1, a, sb, a, a);
         }
     }
     return PL_OK;
@@ -636,46 +544,5 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     if (rc) return rc;
     rc = check_budget(plan, call, rep);
     if (rc) return rc;
-    return check_races(plan, rep);
-}
-
-/* ---- index maps at run time (B2, B4, B7) ---------------------------------------- */
-
-int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
-                 int64_t *bidx, pl_report *rep)
-{
-    const pl_index_map *m = &op->map;
-    if (m->fn) {
-        for (int d = 0; d < op->rank; d++) bidx[d] = INT64_MIN;
-        m->fn(idx, prefetch, bidx, m->user);
-    } else {
-        for (int d = 0; d < op->rank; d++)
-            bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
-    }
-    for (int d = 0; d < op->rank; d++) {
-        if (bidx[d] >= 0 && bidx[d] < op->nblocks[d]) continue;
-        char point[128], got[160];
-        sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
-        if (bidx[d] == INT64_MIN)
-            return sim_fail(rep, PL_EINDEXMAP,
-                            "%s: at grid point %s the index map left dimension %d unset; it must return one "
-                            "block index per array dimension (rule B2)",
-                            op->rep->name, point, d);
-        sim_format_idx(bidx, op->rank, got, sizeof got);
-        char why[160];
-        if (op->squeezed[d])
-            snprintf(why, sizeof why, "squeezed, so an element index into %lld elements",
-                     (long long)op->arr->shape[d]);
-        else if (op->element[d])
-            snprintf(why, sizeof why, "an element offset into %lld elements padded by %lld before, for a block of "
-                     "%lld (rule B5)", (long long)op->arr->shape[d], (long long)op->pad_lo[d], (long long)op->block[d]);
-        else
-            snprintf(why, sizeof why, "%lld elements in blocks of %lld", (long long)op->arr->shape[d],
-                     (long long)op->block[d]);
-        return sim_fail(rep, PL_EINDEXMAP,
-                        "%s: at grid point %s the index map returned block index %s; dimension %d must be in "
-                        "0..%lld (%s) (rule B7)",
-                        op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, why);
-    }
-    return PL_OK;
+    return sim_check_races(plan, rep);
 }
