@@ -111,6 +111,7 @@ static void free_exec(sim_exec *x)
 {
     for (int i = 0; i < x->plan.n_ops; i++) {
         free(x->plan.ops[i].slots);
+        free(x->plan.ops[i].ahead_err);
         sim_blockset_free(&x->written[i]);
         sim_blockset_free(&x->writers[i]);
     }

@@ -104,6 +104,14 @@ int sim_check_races(const sim_plan *plan, pl_report *rep)
 int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, pl_report *rep)
 {
+    char err[PL_MSG_MAX];
+    int rc = sim_map_eval(plan, op, idx, prefetch, bidx, err, sizeof err);
+    return rc ? sim_fail(rep, rc, "%s", err) : PL_OK;
+}
+
+int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
+                 int64_t *bidx, char *err, size_t errlen)
+{
     const pl_index_map *m = &op->map;
     if (m->fn) {
         for (int d = 0; d < op->rank; d++) bidx[d] = INT64_MIN;
@@ -116,11 +124,13 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
         if (bidx[d] >= 0 && bidx[d] < op->nblocks[d]) continue;
         char point[128], got[160];
         sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
-        if (bidx[d] == INT64_MIN)
-            return sim_fail(rep, PL_EINDEXMAP,
-                            "%s: at grid point %s the index map left dimension %d unset; it must return one "
-                            "block index per array dimension (rule B2)",
-                            op->rep->name, point, d);
+        if (bidx[d] == INT64_MIN) {
+            snprintf(err, errlen,
+                     "%s: at grid point %s the index map left dimension %d unset; it must return one block index "
+                     "per array dimension (rule B2)",
+                     op->rep->name, point, d);
+            return PL_EINDEXMAP;
+        }
         sim_format_idx(bidx, op->rank, got, sizeof got);
         char why[160];
         if (op->squeezed[d])
@@ -132,10 +142,11 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
         else
             snprintf(why, sizeof why, "%lld elements in blocks of %lld", (long long)op->arr->shape[d],
                      (long long)op->block[d]);
-        return sim_fail(rep, PL_EINDEXMAP,
-                        "%s: at grid point %s the index map returned block index %s; dimension %d must be in "
-                        "0..%lld (%s) (rule B7)",
-                        op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, why);
+        snprintf(err, errlen,
+                 "%s: at grid point %s the index map returned block index %s; dimension %d must be in 0..%lld (%s) "
+                 "(rule B7)",
+                 op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, why);
+        return PL_EINDEXMAP;
     }
     return PL_OK;
 }

@@ -28,6 +28,12 @@ typedef struct sim_operand {
     uint8_t element[PL_MAX_RANK];  /* B5: index is an element offset into the padded array */
     int64_t pad_lo[PL_MAX_RANK];   /* B5 padding before the array */
     int aliased;                   /* output sharing an input's HBM buffer (M6); input: read from it */
+    /* P8: a map that reads scalar prefetch is evaluated for step n + 1 before
+     * kernel n runs, as the pipeline issues that step's copies then */
+    int ahead;                     /* ahead_bidx holds the next step's block index */
+    int ahead_rc;                  /* its evaluation failed: report at that step */
+    int64_t ahead_bidx[PL_MAX_RANK];
+    char *ahead_err;               /* the message (malloc'd) when ahead_rc != 0 */
     pl_array shared;               /* M6: the buffer both sides use */
     int64_t nblocks[PL_MAX_RANK];  /* legal block indices per dim (B7) */
     pl_index_map map;              /* fn or declarative; zero map when n == 0 */
@@ -83,6 +89,9 @@ int sim_check_races(const sim_plan *plan, pl_report *rep);
  * prefetch: the scalar-prefetch refs. */
 int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, pl_report *rep);
+/* The same, with the message in err instead of the report. */
+int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
+                 int64_t *bidx, char *err, size_t errlen);
 
 /* The in-bounds part of block bidx: array elements [start, start+count) per
  * dim, at offset boff in the block buffer (nonzero only under B5's low

@@ -116,8 +116,14 @@ static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx
 static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t step)
 {
     int64_t bidx[PL_MAX_RANK], global = x->step_base[x->core] + step;
-    int rc = sim_eval_map(&x->plan, op, idx, x->prefetch, bidx, &x->rep);
-    if (rc) return rc;
+    int rc;
+    if (op->ahead) { /* evaluated before the previous kernel ran (P8) */
+        op->ahead = 0;
+        if (op->ahead_rc) return sim_fail(&x->rep, op->ahead_rc, "%s", op->ahead_err ? op->ahead_err : "index map");
+        memcpy(bidx, op->ahead_bidx, sizeof bidx);
+    } else if ((rc = sim_eval_map(&x->plan, op, idx, x->prefetch, bidx, &x->rep))) {
+        return rc;
+    }
     size_t n = (size_t)op->rank * sizeof *bidx;
     pl_step_operand *so = x->info ? &x->info->op[op->arg] : NULL;
     if (so) {
@@ -268,6 +274,32 @@ static int check_semaphores(sim_exec *x)
     return PL_OK;
 }
 
+/* P8: the pipeline issues step n + 1's copies before kernel n runs, so an
+ * index map that reads scalar prefetch sees the table as it was then: a
+ * kernel's writes to it reach the maps two steps later, not one. */
+static void look_ahead(sim_exec *x, const int64_t *odo, const int64_t *lo, const int64_t *hi)
+{
+    const pl_call *call = x->plan.call;
+    int64_t next[PL_MAX_GRID], idx[PL_MAX_GRID];
+    memcpy(next, odo, sizeof next);
+    int a = call->grid_rank - 1;
+    for (; a >= 0; a--) {
+        if (++next[a] < hi[a]) break;
+        next[a] = lo[a];
+    }
+    if (a < 0) return; /* the last step: nothing comes next */
+    for (a = 0; a < call->grid_rank; a++) idx[a] = x->perm[a] ? x->perm[a][next[a]] : next[a];
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        sim_operand *op = &x->plan.ops[i];
+        if (!op->pipelined || !op->map.fn) continue;
+        char err[PL_MSG_MAX];
+        op->ahead = 1;
+        op->ahead_rc = sim_map_eval(&x->plan, op, idx, x->prefetch, op->ahead_bidx, err, sizeof err);
+        if (op->ahead_rc && !op->ahead_err) op->ahead_err = malloc(PL_MSG_MAX);
+        if (op->ahead_rc && op->ahead_err) snprintf(op->ahead_err, PL_MSG_MAX, "%s", err);
+    }
+}
+
 /* ---- one core ---------------------------------------------------------------------- */
 
 /* What a TensorCore has before its first grid point: empty pipelines, its own
@@ -280,6 +312,7 @@ static int start_core(sim_exec *x)
     for (int i = 0; i < p->n_ops; i++) {
         sim_operand *op = &p->ops[i];
         op->have_block = 0;
+        op->ahead = 0;
         op->slot = op->buffers - 1; /* the first new block takes slot 0 */
         sim_blockset_free(&x->written[i]); /* P5 concerns one core's buffers */
         if (op->role != PL_ROLE_PREFETCH) continue;
@@ -331,6 +364,7 @@ static int walk_core(sim_exec *x)
             memcpy(x->info->idx, c->idx, sizeof c->idx);
             x->on_step(x->info, x->on_step_user);
         }
+        if (call->num_scalar_prefetch) look_ahead(x, odo, lo, hi);
         if ((rc = run_kernel(x))) return rc;
         x->rep.steps++;
         for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */

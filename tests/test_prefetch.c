@@ -551,3 +551,43 @@ Test(prefetch, M5_blame_does_not_call_table_driven_maps_without_prefetch)
     free(in);
     free(out);
 }
+
+/* P8 with M5: step n + 1's copies are issued before kernel n runs, so a map
+ * that reads the table sees a kernel's write to it two steps later, not one.
+ * The kernel of step 0 points table[1] and table[2] at block 3; step 1 still
+ * loads block 1 (its copy was issued before the write), step 2 loads 3. */
+static void retarget_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref table = refs[0], x = refs[1], o = refs[2];
+    if (pl_program_id(c, 0) == 0) {
+        pl_set_at(c, table, 3, 1);
+        pl_set_at(c, table, 3, 2);
+    }
+    pl_copy(c, o, x);
+}
+
+static void table_block_map(const int64_t *g, const pl_ref *prefetch, int64_t *b, void *user)
+{
+    (void)user;
+    b[0] = (int64_t)((const int32_t *)prefetch[0].data)[g[0]];
+    b[1] = 0;
+}
+
+Test(prefetch, M5_P8_maps_see_the_table_as_it_was_when_the_copy_was_issued)
+{
+    int32_t table[4] = {0, 1, 2, 3};
+    float *in = th_f32_seq(4 * 8 * 128), *out = th_f32_fill(4 * 8 * 128, TH_SENTINEL);
+    pl_array args[2] = {PL_ARRAY(table, PL_I32, 4), PL_ARRAY(in, PL_F32, 32, 128)};
+    pl_array o = PL_ARRAY(out, PL_F32, 32, 128);
+    pl_call call = {.name = "retarget", .kernel = retarget_kernel, .grid_rank = 1, .grid = {4},
+                    .num_scalar_prefetch = 1, .n_in = 1, .in = {PL_BLOCK(PL_MAP_FN(table_block_map, NULL), 8, 128)},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, args, &o, NULL, &rep), PL_OK, "%s", rep.error);
+    int want[4] = {0, 1, 3, 3}; /* the block each step copied */
+    for (int s = 0; s < 4; s++)
+        cr_assert_eq(out[s * 8 * 128], in[want[s] * 8 * 128], "step %d copied block %g, want %d", s,
+                     out[s * 8 * 128] / (8 * 128 * 0.5f), want[s]);
+    cr_assert_eq(table[1], 1, "the caller's table is never written");
+    free(in), free(out);
+}
