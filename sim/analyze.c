@@ -119,4 +119,14 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
                      "of %d",
                      100 * waste, chip->mxu_width);
     }
+    /* a close second is worth knowing: fixing the first only gets that far */
+    double parts[3] = {comp, wait, over};
+    const char *what[3] = {"compute", "exposed DMA", "the step overhead"};
+    int first = r->bound == PL_BOUND_HBM ? 1 : r->bound == PL_BOUND_OVERHEAD ? 2 : 0, second = -1;
+    for (int i = 0; i < 3; i++)
+        if (i != first && (second < 0 || parts[i] > parts[second])) second = i;
+    size_t used = strlen(r->bound_msg);
+    if (second >= 0 && parts[second] >= 0.8 * parts[first] && used < sizeof r->bound_msg)
+        snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (%s) is close behind", what[second],
+                 human_time(parts[second], a, sizeof a));
 }
