@@ -12,7 +12,9 @@
  * allocation of the call belongs to the sim_exec value, so one cleanup path
  * serves success and failure alike.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, beside _POSIX_C_SOURCE */
 #include <errno.h>
+#include <sys/mman.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,24 @@
 #include "exec.h"
 
 static _Thread_local char last_error[PL_MSG_MAX];
+
+/* VMEM buffers. A cost-only run never touches them but must have them (a
+ * kernel may still read an element): zeroed pages from mmap cost nothing
+ * until touched, where calloc would clear megabytes per call once malloc's
+ * mmap threshold has grown (sweeps allocate thousands of such buffers). */
+static void *vmem_alloc(sim_exec *x, size_t bytes)
+{
+    if (!x->cost_only || bytes < (1u << 16)) return x->cost_only ? calloc(1, bytes) : malloc(bytes);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void vmem_free(const sim_exec *x, void *p, size_t bytes)
+{
+    if (!p) return;
+    if (x->cost_only && bytes >= (1u << 16)) munmap(p, bytes);
+    else free(p);
+}
 
 const char *pl_last_error(void) { return last_error; }
 
@@ -59,7 +79,8 @@ static int alloc_buffers(sim_exec *x)
         }
         size_t bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
         /* cost-only runs may read what they never wrote: zeroed, not random */
-        op->slots = x->cost_only ? calloc(1, bytes) : malloc(bytes);
+        op->slots = vmem_alloc(x, bytes);
+        op->slots_bytes = bytes;
         if (!op->slots)
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the %d buffers of %s (%zu bytes)",
                             op->buffers, op->rep->name, bytes);
@@ -71,7 +92,8 @@ static int alloc_buffers(sim_exec *x)
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int64_t n = pl_array_size(&shape);
         size_t bytes = (size_t)n * pl_dtype_size(s->dtype);
-        x->scratch_mem[i] = x->cost_only ? calloc(1, bytes) : malloc(bytes);
+        x->scratch_mem[i] = vmem_alloc(x, bytes);
+        x->scratch_bytes[i] = bytes;
         if (!x->scratch_mem[i])
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", x->rep.scratch[i].name);
         (void)n; /* each core poisons its scratch when it starts (walk.c) */
@@ -110,13 +132,15 @@ static int alloc_buffers(sim_exec *x)
 static void free_exec(sim_exec *x)
 {
     for (int i = 0; i < x->plan.n_ops; i++) {
-        free(x->plan.ops[i].slots);
+        sim_operand *op = &x->plan.ops[i];
+        if (op->role == PL_ROLE_PREFETCH) free(op->slots);
+        else vmem_free(x, op->slots, op->slots_bytes);
         free(x->plan.ops[i].ahead_err);
         sim_blockset_free(&x->written[i]);
         sim_blockset_free(&x->writers[i]);
     }
     for (int a = 0; a < PL_MAX_GRID; a++) free(x->perm[a]);
-    for (int i = 0; i < PL_MAX_SCRATCH; i++) free(x->scratch_mem[i]);
+    for (int i = 0; i < PL_MAX_SCRATCH; i++) vmem_free(x, x->scratch_mem[i], x->scratch_bytes[i]);
     free(x->ctx.ops);
     free(x->ctx.tmp);
     free(x->ctx.dma);

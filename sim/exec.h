@@ -29,6 +29,7 @@ typedef struct sim_exec {
     pl_ref kernel_refs[MAX_OPS + PL_MAX_SCRATCH]; /* the copy the kernel may scribble on */
     pl_ref prefetch[PL_MAX_OPERANDS];          /* SMEM copies of the prefetch args (M5) */
     void *scratch_mem[PL_MAX_SCRATCH];
+    size_t scratch_bytes[PL_MAX_SCRATCH];
     sim_blockset written[MAX_OPS];             /* per output: block -> write-back step (P5) */
     sim_coreline cores[2];                     /* what each TensorCore did, for the timing model */
     int n_cores;                               /* 2 on megacore chips with a parallel axis (G4) */

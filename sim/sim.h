@@ -46,6 +46,7 @@ typedef struct sim_operand {
 
     /* state of the walk */
     char *slots;                   /* buffers x block bytes */
+    size_t slots_bytes;
     int slot;                      /* current slot */
     int have_block;
     int64_t cur[PL_MAX_RANK];      /* block index now in VMEM */

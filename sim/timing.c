@@ -125,6 +125,8 @@ typedef struct dma_engine {
     double bw, latency, now;
     sim_xfer **live; /* issued, not done */
     int n, cap;
+    int active;      /* transfers moving bytes now, as dma_next counted them */
+    int counted;     /* active is valid: no issue or advance since */
 } dma_engine;
 
 static int dma_issue(dma_engine *d, sim_xfer *x)
@@ -141,13 +143,15 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
     x->remaining = (double)x->bytes;
     x->done = 0;
     d->live[d->n++] = x;
+    d->counted = 0;
     return 0;
 }
 
 /* The next time something changes in the engine: a transfer activates or
  * one finishes. INFINITY when idle. */
-static double dma_next(const dma_engine *d)
+static double dma_next(dma_engine *d)
 {
+    if (!d->n) return INFINITY;
     int active = 0;
     double next_ready = INFINITY, min_rem = INFINITY;
     for (int i = 0; i < d->n; i++) {
@@ -157,6 +161,8 @@ static double dma_next(const dma_engine *d)
             if (x->remaining < min_rem) min_rem = x->remaining;
         } else if (x->t_ready < next_ready) next_ready = x->t_ready;
     }
+    d->active = active;
+    d->counted = 1;
     double finish = active ? d->now + min_rem * active / d->bw : INFINITY;
     return finish < next_ready ? finish : next_ready;
 }
@@ -166,7 +172,10 @@ static void dma_advance(dma_engine *d, double t)
 {
     double was = d->now;
     int active = 0;
-    for (int i = 0; i < d->n; i++) active += d->live[i]->t_ready <= was;
+    if (d->counted) active = d->active; /* dma_next just counted them at this instant */
+    else
+        for (int i = 0; i < d->n; i++) active += d->live[i]->t_ready <= was;
+    d->counted = 0;
     double moved = active ? (t - was) * d->bw / active : 0;
     d->now = t;
     for (int i = 0; i < d->n;) {
