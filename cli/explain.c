@@ -21,7 +21,8 @@ static const char axis_letter[PL_MAX_GRID] = {'i', 'j', 'k', 'l', 'm', 'n'};
 
 typedef struct narrator {
     FILE *f;
-    int64_t nk; /* grid size of the contraction axis */
+    int64_t nk;   /* grid size of the contraction axis */
+    int megacore; /* the chip splits a parallel axis over two cores (G4) */
 } narrator;
 
 /* ---- the header ------------------------------------------------------------------ */
@@ -112,6 +113,9 @@ static void on_step(const pl_step_info *s, void *user)
     char g[64], blk[64];
     write_backs(s, f);
     if (s->final) return;
+    if (s->step == 0 && (s->core > 0 || nr->megacore))
+        fprintf(f, "\nTensorCore %d walks its share of the grid, with its own VMEM buffers and scratch: a megacore "
+                   "chip cuts the first parallel axis between its two cores (rule G4)\n", s->core);
     fprintf(f, "step %lld  grid %s%s:\n", (long long)s->step, cli_tuple(s->idx, s->grid_rank, g, sizeof g),
             s->core ? " (core 1)" : "");
     for (int i = 0; i < s->n_operands; i++) {
@@ -225,7 +229,8 @@ int cli_explain(int argc, char **argv)
     print_grid(&call, sizes, blocks, steps, stdout);
     print_specs(&call, &rep, stdout);
 
-    narrator nr = {stdout, call.grid[2]};
+    /* G4 cuts the first parallel axis with at least 2 points (i or j) */
+    narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1)};
     opt.on_step = on_step;
     opt.on_step_user = &nr;
     if (pl_pallas_call(&call, args, &out, &opt, &rep) != PL_OK) {
