@@ -226,7 +226,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
                                 (long long)a->shape[d], (long long)s->pad_lo[d], (long long)s->pad_hi[d]);
         } else {
             op->block[d] = b;
-            op->nblocks[d] = (a->shape[d] + b - 1) / b;
+            op->nblocks[d] = a->shape[d] / b + (a->shape[d] % b != 0); /* ceil, without overflow for huge b */
         }
     }
     int n_element = 0, n_plain = 0;
@@ -292,7 +292,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
             r->stride[k] = stride;
             k--;
         }
-        stride *= b;
+        stride = sat_mul(stride, b); /* a huge block is rejected by M4 below */
     }
 
     pl_operand_report *or = op->rep;
@@ -471,6 +471,9 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
                                          (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
             return sim_fail(rep, PL_EINVAL, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or "
                             "PLTPU_SEMAPHORE_DMA(n) (rule M2)", sr->name);
+        if (s->space == PL_SEMAPHORE && (s->shape[0] < 1 || s->shape[0] > 65536))
+            return sim_fail(rep, PL_EINVAL, "%s: %lld semaphores; an array holds 1 to 65536 (rule M2)", sr->name,
+                            (long long)s->shape[0]);
         pl_array shape = {.data = sr, .dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int rc = check_array(&shape, sr->name, 0, rep);
@@ -512,9 +515,11 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     memcpy(rep->grid, call->grid, sizeof rep->grid);
     plan->steps = 1;
     for (int a = 0; a < call->grid_rank; a++) plan->steps = sat_mul(plan->steps, call->grid[a]);
-    if (plan->steps >= (1LL << 50))
-        return sim_fail(rep, PL_EINVAL, "call %s: a grid of %s%lld points is more than tilesim walks (2^50)",
-                        rep->call_name, plan->steps == INT64_MAX ? "over " : "", (long long)plan->steps);
+    /* 2^32 steps take about a quarter of an hour at 5 million steps per second */
+    if (plan->steps > (1LL << 32))
+        return sim_fail(rep, PL_EINVAL, "call %s: a grid of %s%lld points is more than tilesim walks (2^32); use "
+                        "larger blocks", rep->call_name, plan->steps == INT64_MAX ? "over " : "",
+                        (long long)plan->steps);
 
     rc = plan_prefetch(plan, call, args, rep);
     if (rc) return rc;

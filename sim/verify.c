@@ -281,7 +281,7 @@ int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, in
         free(err);
         return PL_EINVAL;
     }
-    int64_t m = c->shape[0], n = c->shape[1], gm = (m + bm - 1) / bm, gn = (n + bn - 1) / bn;
+    int64_t m = c->shape[0], n = c->shape[1], gm = m / bm + (m % bm != 0), gn = n / bn + (n % bn != 0);
     double cell = 480.0 / (double)(gm > gn ? gm : gn);
     if (cell > 60) cell = 60;
     if (cell < 2) cell = 2;
