@@ -12,7 +12,7 @@ DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev pkg-config
 
 # CFLAGS may be given on the command line (check-asan does); the flags the
 # build needs are appended with override so that they survive it.
-CFLAGS  ?= -O2 -g
+CFLAGS  ?= -O3 -g
 override CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(EXTRA_CFLAGS)
 override LDFLAGS += -pthread $(EXTRA_LDFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)

@@ -27,7 +27,7 @@ void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int
     f->operand = operand;
     if (point) memcpy(f->point, point, (size_t)grid_rank * sizeof *point);
     if (block) memcpy(f->block, block, (size_t)rank * sizeof *block);
-    snprintf(f->msg, sizeof f->msg, "%s", msg);
+    snprintf(f->msg, sizeof f->msg, "%.*s", (int)sizeof f->msg - 1, msg); /* the first part of a long one */
 }
 
 /* Warnings from the kernel layer: so far only writes into input blocks. */

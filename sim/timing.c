@@ -14,6 +14,31 @@
 
 /* ---- records ------------------------------------------------------------------ */
 
+int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx)
+{
+    if (n <= l->cap) return 0;
+    sim_xfer *x = realloc(l->x, (size_t)n * sizeof *x);
+    if (!x) return -1;
+    l->x = x;
+    if (with_bidx && l->rank) {
+        int64_t *b = realloc(l->bidx, (size_t)(n * l->rank) * sizeof *b);
+        if (!b) return -1;
+        l->bidx = b;
+    }
+    l->cap = n;
+    return 0;
+}
+
+int sim_coreline_reserve(sim_coreline *c, int64_t steps)
+{
+    if (steps <= c->cap) return 0;
+    double *s = realloc(c->step_s, (size_t)steps * sizeof *s);
+    if (!s) return -1;
+    c->step_s = s;
+    c->cap = steps;
+    return 0;
+}
+
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx)
 {
     if (l->n == l->cap) {

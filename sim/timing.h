@@ -74,6 +74,11 @@ typedef struct sim_time_result {
     double core_end_s[8];
 } sim_time_result;
 
+/* Make room for n transfers (with block indices) or `steps` steps up front:
+ * the walk knows how many it will record. 0, or -1 when out of memory. */
+int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx);
+int sim_coreline_reserve(sim_coreline *c, int64_t steps);
+
 /* Append a transfer; returns 0, or -1 when out of host memory. */
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx);
 int sim_coreline_step(sim_coreline *c, double seconds);

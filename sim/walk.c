@@ -346,6 +346,11 @@ static int walk_core(sim_exec *x)
     sim_coreline *cl = &x->cores[core];
     if (x->tracing && !(cl->step_point = malloc((size_t)(steps + 1) * sizeof *cl->step_point)))
         return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
+    /* at most one copy or write-back per operand and step: no regrowth on the way */
+    int bad = sim_coreline_reserve(cl, steps);
+    for (int i = 0; i < p->n_ops && !bad; i++)
+        if (p->ops[i].pipelined) bad = sim_opline_reserve(&cl->op[i], steps + 1, x->tracing);
+    if (bad) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording %lld grid steps", (long long)steps);
     c->core = core;
     if ((rc = start_core(x))) return rc;
     for (int64_t step = 0; step < steps; step++) {
