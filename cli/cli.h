@@ -101,9 +101,7 @@ int cli_select_chip(const cli_cmd *cmd, const char *name, const char *file, pl_c
 
 /* ---- formatting (fmt.c) --------------------------------------------------- */
 
-/* 1536 -> "1.5 KiB"; 3.2e-3 -> "3.20 ms". Return buf. */
-const char *cli_bytes(double bytes, char *buf, size_t n);
-const char *cli_time(double seconds, char *buf, size_t n);
+/* sizes and times: pl_format_bytes, pl_format_time (sim/tilesim.h) */
 /* (0, 1, 1) */
 const char *cli_tuple(const int64_t *v, int n, char *buf, size_t len);
 /* A JSON number, or null when not finite. */

@@ -71,15 +71,15 @@ static void print_specs(const pl_call *call, const pl_report *v, FILE *f)
         fprintf(f, "  %s: block %s at block index %s of %s, %s; %d VMEM buffers of %s (rule P6)\n", o->name,
                 cli_tuple(o->block, o->rank, blk, sizeof blk), map, array_name[i],
                 o->role == PL_ROLE_IN ? "an input" : "the output", o->buffers,
-                cli_bytes((double)o->vmem_bytes, sz, sizeof sz));
+                pl_format_bytes((double)o->vmem_bytes, sz, sizeof sz));
     }
     for (int i = 0; i < v->n_scratch; i++)
         fprintf(f, "  %s: %s scratch %s, %s, kept from one step to the next (rule M2)\n", v->scratch[i].name,
                 pl_dtype_name(v->scratch[i].dtype),
                 cli_tuple(call->scratch[i].shape, call->scratch[i].rank, blk, sizeof blk),
-                cli_bytes((double)v->scratch[i].bytes, sz, sizeof sz));
-    fprintf(f, "  VMEM: %s of the %s scoped limit (rule M4)\n", cli_bytes((double)v->vmem_bytes, sz, sizeof sz),
-            cli_bytes((double)v->vmem_limit, lim, sizeof lim));
+                pl_format_bytes((double)v->scratch[i].bytes, sz, sizeof sz));
+    fprintf(f, "  VMEM: %s of the %s scoped limit (rule M4)\n", pl_format_bytes((double)v->vmem_bytes, sz, sizeof sz),
+            pl_format_bytes((double)v->vmem_limit, lim, sizeof lim));
     const char *w = v->warnings;
     while (*w) {
         size_t len = strcspn(w, "\n");
@@ -148,19 +148,19 @@ static void print_summary(const pl_report *r, FILE *f)
         const pl_operand_report *o = &r->op[i];
         if (o->role == PL_ROLE_IN) {
             fprintf(f, "  %-3s %lld copies HBM -> VMEM (%s), %lld skipped (rule P2)\n", o->name, (long long)o->copies,
-                    cli_bytes((double)o->bytes_in, a, sizeof a), (long long)o->skipped);
+                    pl_format_bytes((double)o->bytes_in, a, sizeof a), (long long)o->skipped);
             skipped += o->skipped;
         } else if (o->role == PL_ROLE_OUT) {
             fprintf(f, "  %-3s %lld write-backs VMEM -> HBM (%s) (rule P3)\n", o->name, (long long)o->writebacks,
-                    cli_bytes((double)o->bytes_out, a, sizeof a));
+                    pl_format_bytes((double)o->bytes_out, a, sizeof a));
         }
     }
     if (!skipped && r->steps > 1 && r->grid[2] > 1)
         fprintf(f, "  no copy was skipped: k, the fastest axis, changes the block of x and y at every step;\n"
                    "  with bk = K (one contraction block) x would stay put while j runs (rule P2)\n");
     fprintf(f, "  predicted time: %s = compute %s + exposed DMA %s + step overhead %s\n",
-            cli_time(r->time_s, t[0], 32), cli_time(r->compute_s, t[1], 32), cli_time(r->dma_exposed_s, t[2], 32),
-            cli_time(r->overhead_s, t[3], 32));
+            pl_format_time(r->time_s, t[0], 32), pl_format_time(r->compute_s, t[1], 32), pl_format_time(r->dma_exposed_s, t[2], 32),
+            pl_format_time(r->overhead_s, t[3], 32));
     fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s peak; %.1f FLOP per HBM byte\n", r->flops_per_s / 1e12,
             100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity);
     fprintf(f, "  bound: %s\n", r->bound_msg);

@@ -131,7 +131,7 @@ static void points(const cli_sweep_result *s, const axes *a, FILE *f)
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" fill-opacity=\"%s\" stroke=\"%s\">"
                    "<title>%lld x %lld x %lld: %s, %.1f TFLOP/s, %s-bound</title></circle>\n",
                 x, y, best ? "6" : "3.5", best ? "#d62728" : "#1f77b4", best ? "1" : "0.6", best ? "#000" : "none",
-                (long long)r->bm, (long long)r->bn, (long long)r->bk, cli_time(r->rep->time_s, t, sizeof t),
+                (long long)r->bm, (long long)r->bn, (long long)r->bk, pl_format_time(r->rep->time_s, t, sizeof t),
                 r->rep->flops_per_s / 1e12, pl_bound_name(r->rep->bound));
         if (best)
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"#d62728\" font-weight=\"bold\" "

@@ -30,7 +30,7 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
     char a[32], b[32], why[PL_MSG_MAX];
     fprintf(f, "sweep: matmul %lld x %lld x %lld %s on %s, scoped VMEM limit %s: %d configuration%s\n",
             (long long)s->m, (long long)s->n, (long long)s->k, pl_dtype_name(s->dtype), s->chip->name,
-            cli_bytes((double)limit_bytes(s), a, sizeof a), s->n_rows, s->n_rows == 1 ? "" : "s");
+            pl_format_bytes((double)limit_bytes(s), a, sizeof a), s->n_rows, s->n_rows == 1 ? "" : "s");
     if (s->n_legal) {
         fputc('\n', f);
         fprintf(f, "%5s %6s %6s %6s %8s %10s %5s %8s %10s %8s %6s  %s\n", "#", "bm", "bn", "bk", "AI", "VMEM", "fits",
@@ -39,8 +39,8 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
             const cli_sweep_row *r = &s->rows[s->legal[i]];
             fprintf(f, "%5lld %6lld %6lld %6lld %8.1f %10s %5s %8lld %10s %8.2f %6.1f  %s\n", (long long)i + 1,
                     (long long)r->bm, (long long)r->bn, (long long)r->bk, cli_tile_intensity(r),
-                    cli_bytes((double)r->rep->vmem_bytes, a, sizeof a), "yes", (long long)r->rep->steps,
-                    cli_time(r->rep->time_s, b, sizeof b), r->rep->flops_per_s / 1e12, 100 * r->rep->peak_fraction,
+                    pl_format_bytes((double)r->rep->vmem_bytes, a, sizeof a), "yes", (long long)r->rep->steps,
+                    pl_format_time(r->rep->time_s, b, sizeof b), r->rep->flops_per_s / 1e12, 100 * r->rep->peak_fraction,
                     pl_bound_name(r->rep->bound));
         }
         if (shown(s) < s->n_legal)
@@ -55,8 +55,8 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
             const cli_sweep_row *r = &s->rows[s->rejected[i]];
             if (r->rep->status == PL_EVMEM && r->rep->vmem_bytes > r->rep->vmem_limit && r->rep->vmem_limit > 0)
                 snprintf(why, sizeof why, "needs %s of VMEM, over the %s scoped limit (rule M4)",
-                         cli_bytes((double)r->rep->vmem_bytes, a, sizeof a),
-                         cli_bytes((double)r->rep->vmem_limit, b, sizeof b));
+                         pl_format_bytes((double)r->rep->vmem_bytes, a, sizeof a),
+                         pl_format_bytes((double)r->rep->vmem_limit, b, sizeof b));
             else reason(r, why, sizeof why);
             fprintf(f, "%6lld %6lld %6lld  %s: %s\n", (long long)r->bm, (long long)r->bn, (long long)r->bk,
                     cli_reject_kind(r), why);
@@ -70,7 +70,7 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
     }
     const cli_sweep_row *best = &s->rows[s->legal[0]];
     fprintf(f, "; best bm x bn x bk = %lld x %lld x %lld: %s, %.1f TFLOP/s (%.0f%% of peak)\n  %s\n",
-            (long long)best->bm, (long long)best->bn, (long long)best->bk, cli_time(best->rep->time_s, a, sizeof a),
+            (long long)best->bm, (long long)best->bn, (long long)best->bk, pl_format_time(best->rep->time_s, a, sizeof a),
             best->rep->flops_per_s / 1e12, 100 * best->rep->peak_fraction, best->rep->bound_msg);
 }
 

@@ -70,28 +70,28 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
                  "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); "
                  "%.0f FLOP per HBM byte against the %s's critical %.0f: larger blocks along the dimensions "
                  "that are re-read (bm and bn for a matmul) raise the intensity",
-                 sim_human_time(wait, a, sizeof a), sim_human_time(r->time_s, b, sizeof b), names,
-                 sim_human_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, r->intensity, chip->name,
+                 pl_format_time(wait, a, sizeof a), pl_format_time(r->time_s, b, sizeof b), names,
+                 pl_format_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, r->intensity, chip->name,
                  r->critical_intensity);
     } else if (over >= comp) {
         r->bound = PL_BOUND_OVERHEAD;
         snprintf(r->bound_msg, sizeof r->bound_msg,
                  "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (rule P9); fewer, larger blocks "
                  "amortize it",
-                 (long long)(r->steps / r->cores), chip->step_overhead_s * 1e6, sim_human_time(over, a, sizeof a),
-                 sim_human_time(r->time_s, b, sizeof b));
+                 (long long)(r->steps / r->cores), chip->step_overhead_s * 1e6, pl_format_time(over, a, sizeof a),
+                 pl_format_time(r->time_s, b, sizeof b));
     } else if (r->vpu_s > r->mxu_s) {
         r->bound = PL_BOUND_VPU;
         snprintf(r->bound_msg, sizeof r->bound_msg,
                  "VPU-bound: elementwise work takes %s of %s, more than the MXU's %s; fold elementwise ops "
                  "together or move them off the inner loop",
-                 sim_human_time(r->vpu_s * per_core, a, sizeof a), sim_human_time(r->time_s, b, sizeof b),
-                 sim_human_time(r->mxu_s * per_core, c, sizeof c));
+                 pl_format_time(r->vpu_s * per_core, a, sizeof a), pl_format_time(r->time_s, b, sizeof b),
+                 pl_format_time(r->mxu_s * per_core, c, sizeof c));
     } else {
         r->bound = PL_BOUND_COMPUTE;
         int n = snprintf(r->bound_msg, sizeof r->bound_msg,
                          "compute-bound: the MXU is busy %s of %s, at %.0f%% of the %s %s peak",
-                         sim_human_time(r->mxu_s * per_core, a, sizeof a), sim_human_time(r->time_s, b, sizeof b),
+                         pl_format_time(r->mxu_s * per_core, a, sizeof a), pl_format_time(r->time_s, b, sizeof b),
                          100 * r->peak_fraction, chip->name, pl_dtype_name(r->mxu_dtype));
         double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
         if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)
@@ -109,5 +109,5 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
     size_t used = strlen(r->bound_msg);
     if (second >= 0 && parts[second] >= 0.8 * parts[first] && used < sizeof r->bound_msg)
         snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (%s) is close behind", what[second],
-                 sim_human_time(parts[second], a, sizeof a));
+                 pl_format_time(parts[second], a, sizeof a));
 }

@@ -16,7 +16,7 @@ static const char *role_name(pl_role r)
 }
 
 /* 1536 -> "1.5 KiB" */
-const char *sim_human_bytes(double b, char *buf, size_t n)
+const char *pl_format_bytes(double b, char *buf, size_t n)
 {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
@@ -25,7 +25,7 @@ const char *sim_human_bytes(double b, char *buf, size_t n)
     return buf;
 }
 
-const char *sim_human_time(double s, char *buf, size_t n)
+const char *pl_format_time(double s, char *buf, size_t n)
 {
     if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
     else if (s < 1e-3) snprintf(buf, n, "%.2f us", s * 1e6);
@@ -59,31 +59,31 @@ void pl_report_print(const pl_report *r, FILE *f)
         format_shape(o->block, o->rank, shape, sizeof shape);
         fprintf(f, "  %-10s %-8s %-5s %-4s %-13s %4d %10lld %9lld %10lld %11s %11s\n", o->name, role_name(o->role),
                 pl_memspace_name(o->space), pl_dtype_name(o->dtype), shape, o->buffers, (long long)o->copies,
-                (long long)o->skipped, (long long)o->writebacks, sim_human_bytes((double)o->bytes_in, a, sizeof a),
-                sim_human_bytes((double)o->bytes_out, b, sizeof b));
+                (long long)o->skipped, (long long)o->writebacks, pl_format_bytes((double)o->bytes_in, a, sizeof a),
+                pl_format_bytes((double)o->bytes_out, b, sizeof b));
     }
-    fprintf(f, "  VMEM: %s of %s scoped limit (%s physical)\n", sim_human_bytes((double)r->vmem_bytes, a, sizeof a),
-            sim_human_bytes((double)r->vmem_limit, b, sizeof b),
-            sim_human_bytes(r->chip ? (double)r->chip->vmem_bytes : 0, shape, sizeof shape));
+    fprintf(f, "  VMEM: %s of %s scoped limit (%s physical)\n", pl_format_bytes((double)r->vmem_bytes, a, sizeof a),
+            pl_format_bytes((double)r->vmem_limit, b, sizeof b),
+            pl_format_bytes(r->chip ? (double)r->chip->vmem_bytes : 0, shape, sizeof shape));
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         if (o->space != PL_VMEM) continue;
-        fprintf(f, "    %-10s %d x %s\n", o->name, o->buffers, sim_human_bytes((double)o->vmem_bytes, a, sizeof a));
+        fprintf(f, "    %-10s %d x %s\n", o->name, o->buffers, pl_format_bytes((double)o->vmem_bytes, a, sizeof a));
     }
     for (int i = 0; i < r->n_scratch; i++)
         fprintf(f, "    %-10s 1 x %s (%s scratch, %s)\n", r->scratch[i].name,
-                sim_human_bytes((double)r->scratch[i].bytes, a, sizeof a), pl_memspace_name(r->scratch[i].space),
+                pl_format_bytes((double)r->scratch[i].bytes, a, sizeof a), pl_memspace_name(r->scratch[i].space),
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
-            sim_human_bytes((double)r->hbm_bytes, a, sizeof a));
+            pl_format_bytes((double)r->hbm_bytes, a, sizeof a));
     if (r->dma_copies)
         fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
-                sim_human_bytes((double)r->dma_bytes, a, sizeof a));
+                pl_format_bytes((double)r->dma_bytes, a, sizeof a));
     if (r->cores) {
         char t[4][32];
         fprintf(f, "  time on %s: %s = compute %s + exposed DMA %s + step overhead %s\n", r->chip->name,
-                sim_human_time(r->time_s, t[0], 32), sim_human_time(r->compute_s, t[1], 32),
-                sim_human_time(r->dma_exposed_s, t[2], 32), sim_human_time(r->overhead_s, t[3], 32));
+                pl_format_time(r->time_s, t[0], 32), pl_format_time(r->compute_s, t[1], 32),
+                pl_format_time(r->dma_exposed_s, t[2], 32), pl_format_time(r->overhead_s, t[3], 32));
         fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s MXU peak; %.1f FLOP per HBM byte (critical %.0f)\n",
                 r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
                 r->critical_intensity);

@@ -107,10 +107,6 @@ int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf
 /* Fill n elements with the dtype's poison (V1): NaN, the integer maximum, or zero. */
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit);
 
-/* 1536 -> "1.5 KiB"; 2.1e-6 -> "2.10 us". Return buf. */
-const char *sim_human_bytes(double b, char *buf, size_t n);
-const char *sim_human_time(double s, char *buf, size_t n);
-
 /* "(1, 2, 3)" */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 

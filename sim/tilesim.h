@@ -384,6 +384,10 @@ const char *pl_last_error(void);
 void pl_report_print(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). */
 void pl_report_json(const pl_report *r, FILE *f);
+/* 1536 -> "1.5 KiB"; 2.1e-6 -> "2.10 us": how reports print sizes and times.
+ * Return buf. */
+const char *pl_format_bytes(double bytes, char *buf, size_t n);
+const char *pl_format_time(double seconds, char *buf, size_t n);
 /* Write s as a JSON string literal, escaped. */
 void pl_json_string(FILE *f, const char *s);
 
