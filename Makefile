@@ -85,6 +85,7 @@ demo-all: $(EXAMPLES)
 # and Criterion already runs tests in parallel processes. Every test has a
 # timeout: a deadlock must be reported, never hang the suite.
 test: $(TESTS) $(EXAMPLES) $(CLI)
+	sh tests/readme_example.sh $(LIB)
 	OPENBLAS_NUM_THREADS=1 $(TESTS) -j2 --timeout 120
 
 bench: $(BENCHES)
