@@ -1,21 +1,16 @@
-/* sim/exec.c: pl_pallas_call: validate, allocate VMEM, walk the grid.
+/* sim/exec.c: pl_pallas_call and pl_validate: validate (validate.c),
+ * allocate the simulated VMEM, plan the order of the walk (the megacore
+ * split of rule G4, a seeded shuffle of parallel axes), walk the grid
+ * (walk.c), then time what the walk recorded (timing.c) and write the trace.
  *
- * The walk follows rule G1 (lexicographic order, last axis fastest) on one
- * TensorCore. At each grid point, for each operand: evaluate its index map;
- * if the block is the one already in VMEM, skip the copy (P2); otherwise an
- * output writes its previous block back (P3) and a new buffer slot is taken
- * (P6): inputs copy their block in (P1), outputs start as poison (P4, V1).
- * Then the kernel runs on the buffers. After the last point every output
- * writes back its last block.
- *
- * A fault inside the kernel longjmps back here (kernel/context.h); every
- * allocation of the call belongs to the sim_exec value, so one cleanup path
- * serves success and failure alike.
+ * A fault inside the kernel longjmps back to the walk (kernel/context.h);
+ * every allocation of the call belongs to the sim_exec value (exec.h), so
+ * one cleanup path serves success and failure alike.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, beside _POSIX_C_SOURCE */
 #include <errno.h>
-#include <sys/mman.h>
 #include <setjmp.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,13 +1,17 @@
-/* sim/sim.h: internals shared by the stages of a call (validate, walk,
- * pipeline, report). Not part of the public API.
+/* sim/sim.h: internals shared by the stages of a call. Not part of the
+ * public API.
  *
  * A call goes through these stages, one file each:
- *   validate.c  sim_plan:   check the call, resolve each operand into a plan
- *   window.c    sim_window: copy a block between HBM and a VMEM buffer, poison
- *   exec.c      pl_pallas_call: allocate, walk the grid, run the kernel
- *   report.c    pl_report_print
- * All state of a call lives in one sim_exec value: no globals, so that grid
- * points may later run on several host threads.
+ *   validate.c  sim_plan_call: check the call, resolve each operand into a plan
+ *   maps.c      index maps: checked before running, evaluated at each step
+ *   exec.c      pl_pallas_call: allocate, order the walk, time it (exec.h)
+ *   walk.c      the grid walk and the pipeline, per TensorCore
+ *   window.c    copy a block between HBM and a VMEM buffer, poison
+ *   checks.c    what hardware hides: NaN, unwritten blocks, races (V1-V4)
+ *   timing.c    the discrete-event model (timing.h); analyze.c the bound
+ *   trace.c, report.c, verify.c, order.c, sweep.c, chips.c
+ * All state of a call lives in one sim_exec value: no globals, so calls may
+ * run on several host threads at once (pl_sweep does).
  */
 #ifndef TILESIM_SIM_H
 #define TILESIM_SIM_H
