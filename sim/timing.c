@@ -146,9 +146,15 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
 
 /* ---- the DMA engine --------------------------------------------------------------- */
 
+/* A transfer in flight: the record, when its first byte moves, what is left. */
+typedef struct dma_live {
+    sim_xfer *x;
+    double t_ready, remaining;
+} dma_live;
+
 typedef struct dma_engine {
     double bw, latency, now;
-    sim_xfer **live; /* issued, not done */
+    dma_live *live; /* issued, not done */
     int n, cap;
     int active;      /* transfers moving bytes now, as dma_next counted them */
     int counted;     /* active is valid: no issue or advance since */
@@ -158,16 +164,14 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
 {
     if (d->n == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
-        sim_xfer **l = realloc(d->live, (size_t)cap * sizeof *l);
+        dma_live *l = realloc(d->live, (size_t)cap * sizeof *l);
         if (!l) return -1;
         d->live = l;
         d->cap = cap;
     }
     x->t_issue = d->now;
-    x->t_ready = d->now + d->latency;
-    x->remaining = (double)x->bytes;
     x->done = 0;
-    d->live[d->n++] = x;
+    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes};
     d->counted = 0;
     return 0;
 }
@@ -180,7 +184,7 @@ static double dma_next(dma_engine *d)
     int active = 0;
     double next_ready = INFINITY, min_rem = INFINITY;
     for (int i = 0; i < d->n; i++) {
-        const sim_xfer *x = d->live[i];
+        const dma_live *x = &d->live[i];
         if (x->t_ready <= d->now) {
             active++;
             if (x->remaining < min_rem) min_rem = x->remaining;
@@ -199,17 +203,17 @@ static void dma_advance(dma_engine *d, double t)
     int active = 0;
     if (d->counted) active = d->active; /* dma_next just counted them at this instant */
     else
-        for (int i = 0; i < d->n; i++) active += d->live[i]->t_ready <= was;
+        for (int i = 0; i < d->n; i++) active += d->live[i].t_ready <= was;
     d->counted = 0;
     double moved = active ? (t - was) * d->bw / active : 0;
     d->now = t;
     for (int i = 0; i < d->n;) {
-        sim_xfer *x = d->live[i];
-        if (x->t_ready <= was) x->remaining -= moved;
+        dma_live *l = &d->live[i];
+        if (l->t_ready <= was) l->remaining -= moved;
         /* within a millionth of its bytes is done: floating-point residue */
-        if (x->t_ready <= was && x->remaining <= 1e-6 * (double)x->bytes) {
-            x->done = 1;
-            x->t_done = t;
+        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)l->x->bytes) {
+            l->x->done = 1;
+            l->x->t_done = t;
             d->live[i] = d->live[--d->n];
         } else i++;
     }

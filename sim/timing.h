@@ -26,10 +26,10 @@
 typedef struct sim_xfer {
     int64_t step;     /* input: the step that needs it; output: the step whose kernel it follows */
     int64_t bytes;
+    /* filled by sim_time_run (its state in flight lives in the DMA engine) */
+    double t_issue, t_done;
     int slot;         /* buffer slot of its operand */
-    /* filled by sim_time_run */
     uint8_t done;
-    double t_issue, t_ready, t_done, remaining;
 } sim_xfer;
 
 typedef struct sim_opline {
