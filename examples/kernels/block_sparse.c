@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "block_sparse.h"
+#include "matmul.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -207,25 +208,17 @@ int bs_call(pl_call *call, bs_params *p, const bs_pattern *pat, int64_t m, int64
         return PL_EINVAL;
     }
     *p = (bs_params){.m = m, .n = n, .k = k, .bm = bm, .bn = bn, .bk = bk};
-    *call = (pl_call){
-        .name = "block_sparse_matmul",
-        .kernel = bs_kernel,
-        .user = p,
-        .grid_rank = 3,
-        .grid = {m / bm, cdiv(n, bn), pat->max_row > 0 ? pat->max_row : 1},
-        .semantics = {PL_PARALLEL, PL_PARALLEL, PL_ARBITRARY},
-        .num_scalar_prefetch = 2,
-        .n_in = 2,
-        .in = {PL_BLOCK(PL_MAP_FN(x_map, p), bm, bk), PL_BLOCK(PL_MAP_FN(y_map, p), bk, bn)},
-        .n_out = 1,
-        .out = {PL_BLOCK(PL_MAP(0, 1), bm, bn)},
-        .n_scratch = 1,
-        .scratch = {PLTPU_VMEM(PL_F32, bm, bn)},
-    };
-    call->in[0].name = "x";
-    call->in[1].name = "y";
-    call->out[0].name = "o";
-    call->scratch[0].name = "acc";
+    /* the tiled matmul's call (examples/kernels/matmul.h), with the k axis
+     * walking each row's present blocks through the block table */
+    mm_params dense;
+    mm_call(call, &dense, m, n, k, bm, bn, bk);
+    call->name = "block_sparse_matmul";
+    call->kernel = bs_kernel;
+    call->user = p;
+    call->grid[2] = pat->max_row > 0 ? pat->max_row : 1;
+    call->num_scalar_prefetch = 2;
+    call->in[0].map = PL_MAP_FN(x_map, p);
+    call->in[1].map = PL_MAP_FN(y_map, p);
     return PL_OK;
 }
 
