@@ -188,6 +188,13 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
 
 int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen)
 {
+    char unused[8];
+    if (!err || !errlen) err = unused, errlen = sizeof unused;
+    if (!where) where = "chip";
+    if (!text || !out) {
+        snprintf(err, errlen, "%s: no text or no chip to fill", where);
+        return PL_EINVAL;
+    }
     pl_chip c = *pl_chip_default();
     c.name[0] = '\0';
     char line[512];
@@ -228,6 +235,12 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
 
 int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
 {
+    char unused[8];
+    if (!err || !errlen) err = unused, errlen = sizeof unused;
+    if (!path || !out) {
+        snprintf(err, errlen, "pl_chip_load: no path or no chip to fill");
+        return PL_EINVAL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));

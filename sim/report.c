@@ -44,6 +44,7 @@ static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
 
 void pl_report_print(const pl_report *r, FILE *f)
 {
+    if (!r || !f) return;
     char a[64], b[64], shape[96];
     if (r->status != PL_OK) {
         fprintf(f, "%s: error %d (%s): %s\n", r->call_name, r->status, pl_strerror(r->status), r->error);
@@ -104,6 +105,8 @@ void pl_report_print(const pl_report *r, FILE *f)
 
 void pl_json_string(FILE *f, const char *s)
 {
+    if (!f) return;
+    if (!s) s = "";
     fputc('"', f);
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -124,6 +127,7 @@ static void json_shape(FILE *f, const int64_t *s, int rank)
 
 void pl_report_json(const pl_report *r, FILE *f)
 {
+    if (!r || !f) return;
     fprintf(f, "{\"call\":");
     pl_json_string(f, r->call_name);
     fprintf(f, ",\"status\":%d,\"error\":", r->status);

@@ -405,3 +405,16 @@ Test(report, json_report_parses_and_carries_the_numbers)
     tj_free(doc);
     free(buf);
 }
+
+/* NULL where a pointer belongs is an error, never a crash. */
+Test(chips, null_arguments_are_errors)
+{
+    pl_chip c;
+    char err[256];
+    cr_assert_eq(pl_chip_parse(NULL, "x", &c, err, sizeof err), PL_EINVAL);
+    cr_assert_eq(pl_chip_parse("base = v5e\n", "x", NULL, err, sizeof err), PL_EINVAL);
+    cr_assert_eq(pl_chip_parse("bogus = 1\n", NULL, &c, NULL, 0), PL_EINVAL, "no message buffer is fine");
+    cr_assert_eq(pl_chip_load(NULL, &c, err, sizeof err), PL_EINVAL);
+    pl_report_print(NULL, stdout);
+    pl_report_json(NULL, stdout);
+}
