@@ -61,6 +61,9 @@ typedef enum pl_status {
     PL_EPOISON = -14,    /* uninitialized data (NaN poison) reached HBM, in strict mode (V1) */
     PL_EREADONLY = -15,  /* a write into an input block, in strict mode (V3) */
     PL_ESEMAPHORE = -16, /* a semaphore non-zero, or a copy never waited, at the end (M10) */
+    /* The most negative code: keep it right after the last one, so loops over
+     * every code (tests, pl_strerror) stay right when a code is added. */
+    PL_STATUS_MIN = PL_ESEMAPHORE,
 } pl_status;
 
 /* A static string naming the code ("block shape breaks the (8,128) rule"). */
