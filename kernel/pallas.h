@@ -151,8 +151,13 @@ int64_t pl_size(pl_ref r); /* number of elements */
 /* idx has r.rank entries. Values pass through double, exact for every dtype. */
 double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx);
 void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v);
+#ifndef __cplusplus
 #define pl_get_at(c, r, ...) pl_get((c), (r), (const int64_t[]){__VA_ARGS__})
 #define pl_set_at(c, r, v, ...) pl_set((c), (r), (const int64_t[]){__VA_ARGS__}, (v))
+#else /* C++: built by inline functions, see the end of this header */
+#define pl_get_at(c, r, ...) (::pl_cxx::get_at((c), (r), __VA_ARGS__))
+#define pl_set_at(c, r, v, ...) (::pl_cxx::set_at((c), (r), (v), __VA_ARGS__))
+#endif
 
 /* ---- block ops: compute and report their cost --------------------------- */
 
@@ -194,6 +199,26 @@ void pl_mul_row(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref row); /* dst = a * row, 
 void pl_tril(pl_ctx *c, pl_ref dst, pl_ref src, int64_t k, double value);
 
 #ifdef __cplusplus
+}
+
+/* C++ has no compound literals: pl_get_at and pl_set_at pass their indices
+ * through these (extern "C++" in case the header sits in an extern "C" block).
+ * Missing trailing indices read as 0. */
+extern "C++" {
+namespace pl_cxx {
+template <class... I> inline double get_at(pl_ctx *c, pl_ref r, I... i)
+{
+    static_assert(sizeof...(I) <= PL_MAX_RANK, "pl_get_at: more indices than PL_MAX_RANK");
+    const int64_t idx[PL_MAX_RANK] = {static_cast<int64_t>(i)...};
+    return pl_get(c, r, idx);
+}
+template <class V, class... I> inline void set_at(pl_ctx *c, pl_ref r, V v, I... i)
+{
+    static_assert(sizeof...(I) <= PL_MAX_RANK, "pl_set_at: more indices than PL_MAX_RANK");
+    const int64_t idx[PL_MAX_RANK] = {static_cast<int64_t>(i)...};
+    pl_set(c, r, idx, static_cast<double>(v));
+}
+} /* namespace pl_cxx */
 }
 #endif
 #endif

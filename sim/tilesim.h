@@ -68,11 +68,16 @@ typedef struct pl_index_map {
 
 /* PL_MAP(0, 2): block index = (grid[0], grid[2]). PL_MAP(PL_ZERO, 1): (0, grid[1]).
  * A declarative map can be analysed without running it. */
+#ifndef __cplusplus
 #define PL_MAP(...)                                                                           \
     ((pl_index_map){.fn = NULL,                                                               \
                     .n = (int)(sizeof((int8_t[]){__VA_ARGS__}) / sizeof(int8_t)),             \
                     .axis = {__VA_ARGS__}})
 #define PL_MAP_FN(f, u) ((pl_index_map){.fn = (f), .user = (u)})
+#else /* C++: built by inline functions, see the end of this header */
+#define PL_MAP(...) (::pl_cxx::map(__VA_ARGS__))
+#define PL_MAP_FN(f, u) (::pl_cxx::map_fn((f), (u)))
+#endif
 
 /* ---- BlockSpecs (rules B1-B7, T1-T7) ------------------------------------ */
 
@@ -93,10 +98,14 @@ typedef struct pl_block_spec {
 } pl_block_spec;
 
 /* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */
+#ifndef __cplusplus
 #define PL_BLOCK(m, ...)                                                                          \
     ((pl_block_spec){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),         \
                      .block = {__VA_ARGS__},                                                      \
                      .map = m})
+#else /* C++: built by inline functions, see the end of this header */
+#define PL_BLOCK(m, ...) (::pl_cxx::block(m, __VA_ARGS__))
+#endif
 
 /* ---- scratch (rule M2) --------------------------------------------------- */
 
@@ -109,6 +118,7 @@ typedef struct pl_scratch {
     pl_sem_kind sem_kind;       /* PL_SEMAPHORE: regular or DMA */
 } pl_scratch;
 
+#ifndef __cplusplus
 #define PLTPU_VMEM(dt, ...)                                                                       \
     ((pl_scratch){.space = PL_VMEM, .dtype = (dt),                                                \
                   .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
@@ -122,6 +132,12 @@ typedef struct pl_scratch {
     ((pl_scratch){.space = PL_SMEM, .dtype = (dt),                                                \
                   .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
                   .shape = {__VA_ARGS__}})
+#else /* C++: built by inline functions, see the end of this header */
+#define PLTPU_VMEM(dt, ...) (::pl_cxx::scratch(PL_VMEM, (dt), __VA_ARGS__))
+#define PLTPU_SEMAPHORE(n) (::pl_cxx::semaphores((n), PL_SEM_REGULAR))
+#define PLTPU_SEMAPHORE_DMA(n) (::pl_cxx::semaphores((n), PL_SEM_DMA))
+#define PLTPU_SMEM(dt, ...) (::pl_cxx::scratch(PL_SMEM, (dt), __VA_ARGS__))
+#endif
 
 /* ---- the call -------------------------------------------------------------- */
 
@@ -158,10 +174,14 @@ typedef struct pl_array {
     int64_t shape[PL_MAX_RANK];
 } pl_array;
 
+#ifndef __cplusplus
 #define PL_ARRAY(ptr, dt, ...)                                                                    \
     ((pl_array){.data = (ptr), .dtype = (dt),                                                     \
                 .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
                 .shape = {__VA_ARGS__}})
+#else /* C++: built by inline functions, see the end of this header */
+#define PL_ARRAY(ptr, dt, ...) (::pl_cxx::array((ptr), (dt), __VA_ARGS__))
+#endif
 
 int64_t pl_array_size(const pl_array *a);  /* elements */
 size_t pl_array_bytes(const pl_array *a);
@@ -479,6 +499,69 @@ int pl_check_order(const pl_call *call, const pl_array *args, pl_array *outs, co
 const char *pl_verdict_name(pl_verdict v);
 
 #ifdef __cplusplus
+}
+
+/* C++ has no compound literals and refuses narrowing in braced lists, so
+ * there the helper macros (PL_MAP, PL_MAP_FN, PL_BLOCK, PLTPU_VMEM,
+ * PLTPU_SMEM, PLTPU_SEMAPHORE[_DMA], PL_ARRAY) call these, which fill the
+ * same fields the C macros do (extern "C++" in case the header sits in an
+ * extern "C" block). Too many dimensions is a compile-time error. */
+extern "C++" {
+namespace pl_cxx {
+template <class... D> inline int dims(int64_t *out, D... d)
+{
+    static_assert(sizeof...(D) <= PL_MAX_RANK, "more dimensions than PL_MAX_RANK");
+    const int64_t v[sizeof...(D) + 1] = {static_cast<int64_t>(d)...};
+    for (size_t i = 0; i < sizeof...(D); i++) out[i] = v[i];
+    return static_cast<int>(sizeof...(D));
+}
+template <class... A> inline pl_index_map map(A... axes)
+{
+    static_assert(sizeof...(A) <= PL_MAX_RANK, "PL_MAP: more entries than PL_MAX_RANK");
+    const int v[sizeof...(A) + 1] = {static_cast<int>(axes)...};
+    pl_index_map m = {};
+    m.n = static_cast<int>(sizeof...(A));
+    for (int i = 0; i < m.n; i++) m.axis[i] = static_cast<int8_t>(v[i]);
+    return m;
+}
+inline pl_index_map map_fn(pl_index_map_fn f, void *user)
+{
+    pl_index_map m = {};
+    m.fn = f;
+    m.user = user;
+    return m;
+}
+template <class... D> inline pl_block_spec block(const pl_index_map &m, D... d)
+{
+    pl_block_spec s = {};
+    s.rank = dims(s.block, d...);
+    s.map = m;
+    return s;
+}
+template <class... D> inline pl_scratch scratch(pl_memspace space, pl_dtype dt, D... d)
+{
+    pl_scratch s = {};
+    s.space = space;
+    s.dtype = dt;
+    s.rank = dims(s.shape, d...);
+    return s;
+}
+inline pl_scratch semaphores(int64_t n, pl_sem_kind kind)
+{
+    pl_scratch s = scratch(PL_SEMAPHORE, PL_I32, n);
+    s.sem_kind = kind;
+    return s;
+}
+/* const data is accepted as C accepts it (with a warning): inputs are only read */
+template <class... D> inline pl_array array(const void *data, pl_dtype dt, D... d)
+{
+    pl_array a = {};
+    a.data = const_cast<void *>(data);
+    a.dtype = dt;
+    a.rank = dims(a.shape, d...);
+    return a;
+}
+} /* namespace pl_cxx */
 }
 #endif
 #endif
