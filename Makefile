@@ -1,23 +1,35 @@
-# tilesim: build, test, demo, bench, check-asan, install.
+# tilesim: build, test, demo, bench, check-asan, install, fuzz.
 #
 # `make demo` and `make test` install missing Debian packages first (deps),
 # so both work on a fresh Debian machine as root. Flags come from pkg-config;
 # they are recursively expanded, so they are read after deps has run.
+# The library needs openblas and hwloc; criterion, jansson (the tests parse
+# the JSON tilesim writes) and g++ (a test is C++) are for the tests only.
 
 CC      ?= cc
+CXX     ?= g++
 BUILD   ?= build
 PREFIX  ?= /usr/local
-PKGS    := openblas criterion hwloc
-DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev pkg-config
+DESTDIR ?=
+PKGS    := openblas criterion hwloc jansson
+DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev libjansson-dev pkg-config g++
+# the version the pkg-config file carries: the newest entry of the README's changelog
+VERSION := $(or $(shell sed -n 's/^- \([0-9][0-9.]*\):.*/\1/p' README.md 2>/dev/null | head -n 1),0.0)
 
 # CFLAGS may be given on the command line (check-asan does); the flags the
 # build needs are appended with override so that they survive it.
 CFLAGS  ?= -O3 -g
 override CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(EXTRA_CFLAGS)
 override LDFLAGS += -pthread $(EXTRA_LDFLAGS)
+# C++ (the test that the public headers work from C++): EXTRA_CFLAGS apply
+# too (-Werror, sanitizers) unless EXTRA_CXXFLAGS is given.
+CXXFLAGS ?= -O2 -g
+EXTRA_CXXFLAGS ?= $(EXTRA_CFLAGS)
+override CXXFLAGS += -std=c++17 -Wall -Wextra -pedantic-errors -pthread -MMD -MP $(EXTRA_CXXFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
 PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm
-CRIT_LIBS  = $(shell pkg-config --libs criterion)
+TEST_CFLAGS = $(shell pkg-config --cflags criterion jansson)
+TEST_LIBS  = $(shell pkg-config --libs criterion jansson)
 
 LIB_SRC   := $(wildcard kernel/*.c sim/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -29,20 +41,30 @@ KER_OBJ   := $(KER_SRC:%.c=$(BUILD)/%.o)
 # example kernels shared by examples, cli, tests and bench
 KERNELS   := $(BUILD)/libexamples.a
 TEST_SRC  := $(wildcard tests/*.c)
-TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+TEST_CXX_SRC := $(wildcard tests/*.cc)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o) $(TEST_CXX_SRC:%.cc=$(BUILD)/%.o)
 TESTS     := $(BUILD)/tests/tilesim_tests
 CLI_SRC   := $(wildcard cli/*.c)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CLI       := $(BUILD)/tilesim
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRC:%.c=$(BUILD)/%)
+# every object of this build directory: their .d files, and only theirs, are read
+ALL_OBJ   := $(LIB_OBJ) $(KER_OBJ) $(TEST_OBJ) $(CLI_OBJ) $(EX_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
+# the installed headers: the public ones and every project header they include
+PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h
 
-.PHONY: all deps demo demo-all test bench check-asan install clean
+.PHONY: all deps demo demo-all test bench check-asan install fuzz clean
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES)
+
+# Example and bench objects are intermediate files of a pattern chain; keep
+# them, or make deletes them after linking and rebuilds them every time.
+.SECONDARY:
 
 # Install what the build needs, only when something is missing.
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists $(PKGS); then \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists $(PKGS) || \
+	    ! command -v $(CXX) >/dev/null 2>&1; then \
 	  echo "tilesim: installing $(DEBS)"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "tilesim: run as root, or install: apt-get install $(DEBS)" >&2; exit 1; fi; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEBS)) >/dev/null || exit 1; \
@@ -51,6 +73,14 @@ deps:
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(TEST_SRC:%.c=$(BUILD)/%.o): $(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cc | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -70,8 +100,9 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(KERNELS) $(LIB)
 $(CLI): $(CLI_OBJ) $(KERNELS) $(LIB)
 	$(CC) $(CFLAGS) $(CLI_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
 
+# linked by the C++ driver: a test is C++ (its runtime, and the sanitizers' C++ parts)
 $(TESTS): $(TEST_OBJ) $(KERNELS) $(LIB)
-	$(CC) $(CFLAGS) $(TEST_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) $(CRIT_LIBS) -o $@
+	$(CXX) $(filter-out -std=%,$(CFLAGS)) $(TEST_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) $(TEST_LIBS) -o $@
 
 # The main job: the tiled matmul, f32 then bf16, verified against OpenBLAS.
 demo: $(BUILD)/examples/matmul
@@ -104,14 +135,40 @@ check-asan: deps
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 f32 >/dev/null
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 bf16 >/dev/null
 
+# Install the library, the CLI, the public headers (and every project header
+# they include: the check fails the install when one is missing from PUB_HDR)
+# and tilesim.pc. The library is static, so the pkg-config file's Libs carry
+# its dependencies too: `pkg-config --libs tilesim` links with or without
+# --static. DESTDIR stages the files; the .pc file names PREFIX.
+PC_DEPLIBS = $(shell pkg-config --libs openblas hwloc) -lm -pthread
 install: $(LIB) $(CLI)
-	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include/tilesim/kernel $(PREFIX)/include/tilesim/sim
-	install -m 755 $(CLI) $(PREFIX)/bin/
-	install -m 644 $(LIB) $(PREFIX)/lib/
-	install -m 644 kernel/pallas.h $(PREFIX)/include/tilesim/kernel/
-	install -m 644 sim/tilesim.h $(PREFIX)/include/tilesim/sim/
+	@for h in $(PUB_HDR); do \
+	  for inc in $$(sed -n 's/^#include "\(.*\)"/\1/p' $$h); do \
+	    f=$$(realpath -m --relative-to=. "$$(dirname $$h)/$$inc"); \
+	    case " $(PUB_HDR) " in *" $$f "*) ;; \
+	      *) echo "install: $$h includes $$f, which is not in PUB_HDR" >&2; exit 1;; esac; \
+	  done; \
+	done
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	@for h in $(PUB_HDR); do \
+	  echo "install -m 644 $$h $(DESTDIR)$(PREFIX)/include/tilesim/$$h"; \
+	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/tilesim/$$h || exit 1; \
+	done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@DEPLIBS@|$(PC_DEPLIBS)|g' \
+	  tilesim.pc.in > $(BUILD)/tilesim.pc
+	install -m 644 $(BUILD)/tilesim.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+# `make fuzz` (FUZZ_SECONDS, default 60) comes from tests/fuzz/fuzz.mk; without
+# it the target fails rather than report that there was nothing to do.
+-include tests/fuzz/fuzz.mk
+ifeq ($(wildcard tests/fuzz/fuzz.mk),)
+fuzz:
+	@echo "make fuzz: tests/fuzz/fuzz.mk is missing" >&2; exit 1
+endif
 
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(ALL_OBJ:.o=.d)
