@@ -47,6 +47,18 @@ static const int64_t *block_at(const sim_opline *l, int64_t n, int64_t *cursor)
     return l->bidx + *cursor * l->rank;
 }
 
+/* The VMEM deltas write_core records: one per VMEM scratch buffer (live
+ * from the start), two per transfer of a VMEM operand (live, then freed).
+ * Counted from exactly what the loops below append, so that the buffer
+ * cannot be outgrown however many scratch buffers or operands a call has. */
+static int64_t count_deltas(const sim_plan *plan, const sim_coreline *cl, const pl_report *rep)
+{
+    int64_t n = 0;
+    for (int i = 0; i < rep->n_scratch; i++) n += rep->scratch[i].space == PL_VMEM;
+    for (int i = 0; i < cl->n_ops; i++) n += plan->ops[i].space == PL_VMEM ? 2 * cl->op[i].n : 0;
+    return n;
+}
+
 static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const sim_coreline *cl,
                       const pl_report *rep)
 {
@@ -89,9 +101,8 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
     }
 
     /* DMAs, and the VMEM each holds */
-    int64_t n_delta = 0, cap = 2;
-    for (int i = 0; i < cl->n_ops; i++) cap += 2 * cl->op[i].n;
-    vmem_delta *dl = malloc((size_t)cap * sizeof *dl);
+    int64_t n_delta = 0, cap = count_deltas(plan, cl, rep);
+    vmem_delta *dl = malloc((size_t)(cap ? cap : 1) * sizeof *dl);
     if (!dl) return -1;
     for (int i = 0; i < rep->n_scratch; i++)
         if (rep->scratch[i].space == PL_VMEM) dl[n_delta++] = (vmem_delta){0, rep->scratch[i].bytes};
