@@ -276,10 +276,11 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     x->ctx.strict = x->strict;
     x->ctx.dma_on_wait = opt && opt->dma_mode == PL_DMA_ON_WAIT;
     uint64_t seed = opt ? opt->seed : 0;
-    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !open_trace(x, opt) && !alloc_buffers(x) &&
+    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !sim_host_check(&x->plan, &x->rep) &&
+        !open_trace(x, opt) && !alloc_buffers(x) &&
         !sim_checks_init(x) && !plan_order(x, seed)) {
         copy_aliases(x, args, outs);
-        if (!sim_walk(x)) time_run(x);
+        if (!sim_walk(x) && !sim_check_coverage(&x->plan, x->strict, &x->rep)) time_run(x);
     }
     int rc = x->rep.status;
     finish(x, report);

@@ -111,6 +111,14 @@ int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf
 /* Fill n elements with the dtype's poison (V1): NaN, the integer maximum, or zero. */
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit);
 
+/* P10, after the walk (coverage.c): output blocks no grid point selects
+ * become a finding (an error under strict), naming the first of them. */
+int sim_check_coverage(const sim_plan *plan, int strict, pl_report *rep);
+
+/* Refuse a real run whose simulated VMEM, SMEM and prefetch copies cannot
+ * fit in host memory (host.c): PL_ENOMEM with the bytes it would take. */
+int sim_host_check(const sim_plan *plan, pl_report *rep);
+
 /* "(1, 2, 3)" */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 

@@ -218,8 +218,12 @@ typedef struct pl_chip {
 /* The preset named `name`, or NULL. */
 const pl_chip *pl_chip_find(const char *name);
 /* Read a what-if chip from a text file of `key = value` lines (# comments);
- * `base = v5e` starts from a preset. On error returns PL_EINVAL and writes a
- * message naming the file, line and key into err. */
+ * `base = v5e` (the first key) starts from a preset. A file without `base`
+ * starts from the default preset (v5e): then, on success, err holds a note
+ * saying so (else err is ""), which programs should show. On error returns
+ * PL_EINVAL and writes a message naming the file, line and key into err,
+ * bytes outside printable ASCII escaped as \xNN. A path that is not a
+ * regular file (a directory) is an error that says so. */
 int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
 /* Parse the same format from a string; `where` names it in messages. */
 int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
@@ -299,6 +303,7 @@ typedef enum pl_finding_kind {
     PL_FIND_POISON = 1,   /* NaN (uninitialized data) written back to HBM (V1) */
     PL_FIND_UNWRITTEN,    /* an output block written back though no op wrote it (P4) */
     PL_FIND_INPUT_WRITE,  /* a write into an input block (V3) */
+    PL_FIND_UNSELECTED,   /* output blocks no grid point selects: never written (P10) */
 } pl_finding_kind;
 
 #define PL_MAX_FINDINGS 8
@@ -396,6 +401,18 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
 int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                 pl_report *report);
 
+/* Host memory (host.c). A real run keeps its arrays and the simulated VMEM
+ * in host memory; Linux lets malloc succeed far beyond it and kills the
+ * process later. pl_host_memory_check says whether `bytes` more can be had
+ * now (MemAvailable, a cgroup limit, RLIMIT_AS; it touches nothing):
+ * PL_OK, or PL_ENOMEM with the bytes needed, the bytes available and a hint
+ * to run cost-only in msg; PL_EINVAL for a negative or NaN size.
+ * pl_pallas_call makes the same check of its VMEM buffers before a real
+ * run; programs should check their arrays before they allocate them. */
+int pl_host_memory_check(double bytes, char *msg, size_t n);
+/* Bytes of host memory available now; INFINITY when nothing is known. */
+double pl_host_memory_available(void);
+
 /* The message of the last failed call on this thread ("" if none). */
 const char *pl_last_error(void);
 
@@ -404,6 +421,10 @@ const char *pl_last_error(void);
 void pl_report_print(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). */
 void pl_report_json(const pl_report *r, FILE *f);
+/* The same with a "verification" member from check (verdict, max_abs_err,
+ * norm_err, pass_below, fail_above, n_nan, worst); check NULL: none. */
+struct pl_check; /* below, with the reference checks */
+void pl_report_json_with(const pl_report *r, const struct pl_check *check, FILE *f);
 /* 1536 -> "1.5 KiB"; 2.1e-6 -> "2.10 us": how reports print sizes and times.
  * Return buf. */
 const char *pl_format_bytes(double bytes, char *buf, size_t n);
@@ -475,7 +496,11 @@ int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int6
 int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f);
 
 /* Draw the normalised error of c against a @ b, worst per (bm, bn) block, as
- * an SVG heatmap at path. msg receives a one-line result or the error. */
+ * an SVG heatmap at path. msg receives a one-line result or the error (with
+ * the system's reason when path cannot be written). Returns PL_OK when the
+ * verdict is PASS or MARGINAL, PL_EVERIFY on FAIL (the heatmap is written
+ * either way), PL_EINVAL (bad arguments, an unwritable path), PL_ESHAPE,
+ * PL_ENOMEM. */
 int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
                      char *msg, size_t msglen);
 
