@@ -1,5 +1,7 @@
 /* sim/report.c: the text report of a call: grid, per-operand traffic, VMEM
- * footprint by buffer against the scoped limit, FLOPs, warnings. */
+ * footprint by buffer against the scoped limit, FLOPs, warnings; the same
+ * as JSON, optionally with a reference check's verdict. */
+#include <math.h>
 #include <string.h>
 
 #include "sim.h"
@@ -125,9 +127,9 @@ static void json_shape(FILE *f, const int64_t *s, int rank)
     fputc(']', f);
 }
 
-void pl_report_json(const pl_report *r, FILE *f)
+/* Every member of the report object; the caller closes it. */
+static void report_members(const pl_report *r, FILE *f)
 {
-    if (!r || !f) return;
     fprintf(f, "{\"call\":");
     pl_json_string(f, r->call_name);
     fprintf(f, ",\"status\":%d,\"error\":", r->status);
@@ -178,5 +180,33 @@ void pl_report_json(const pl_report *r, FILE *f)
         pl_json_string(f, line);
         w += len + (nl ? 1 : 0);
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "]");
+}
+
+void pl_report_json(const pl_report *r, FILE *f) { pl_report_json_with(r, NULL, f); }
+
+/* A JSON number; JSON has no inf or NaN, so those become null. */
+static void json_num(FILE *f, const char *key, double v)
+{
+    fprintf(f, ",\"%s\":", key);
+    if (isfinite(v)) fprintf(f, "%.9g", v);
+    else fprintf(f, "null");
+}
+
+void pl_report_json_with(const pl_report *r, const pl_check *c, FILE *f)
+{
+    if (!r || !f) return;
+    report_members(r, f);
+    if (c) {
+        fprintf(f, ",\"verification\":{\"verdict\":\"%s\"", pl_verdict_name(c->verdict));
+        json_num(f, "max_abs_err", c->max_abs_err);
+        json_num(f, "norm_err", c->norm_err);
+        json_num(f, "pass_below", c->pass_below);
+        json_num(f, "fail_above", c->fail_above);
+        fprintf(f, ",\"n_nan\":%lld,\"worst\":[%lld,%lld],\"blame\":", (long long)c->n_nan,
+                (long long)c->worst_row, (long long)c->worst_col);
+        pl_json_string(f, c->blame);
+        fputc('}', f);
+    }
+    fprintf(f, "}\n");
 }

@@ -13,6 +13,7 @@
  * with r = u_f32 / u (1 for f32 data, 2^-16 for bf16).
  */
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,7 +278,7 @@ int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, in
     }
     FILE *f = fopen(path, "w");
     if (!f) {
-        snprintf(msg, msglen, "heatmap: cannot write '%s'", path);
+        snprintf(msg, msglen, "heatmap: cannot write '%s': %s", path, strerror(errno));
         free(err);
         return PL_EINVAL;
     }
@@ -312,6 +313,7 @@ int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, in
         snprintf(msg, msglen, "heatmap: writing '%s' failed", path);
         return PL_EINVAL;
     }
-    snprintf(msg, msglen, "heatmap of %lldx%lld blocks written to %s", (long long)gm, (long long)gn, path);
-    return PL_OK;
+    snprintf(msg, msglen, "heatmap of %lldx%lld blocks written to %s (%s)", (long long)gm, (long long)gn, path,
+             pl_verdict_name(r.verdict));
+    return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK; /* the file is written either way */
 }
