@@ -169,6 +169,11 @@ int cli_chips(int argc, char **argv)
     }
     if (cli_opt(&a, specs, N, "--json")) print_json(cols, from_file, n, stdout);
     else print_table(cols, n, stdout);
-    if (file && !cli_opt(&a, specs, N, "--json")) printf("%s: read from %s.\n", custom.name, file);
+    if (file && !cli_opt(&a, specs, N, "--json")) {
+        char note[512];
+        pl_chip again; /* the load above keeps no note: read it again for its note */
+        printf("%s: read from %s.\n", custom.name, file);
+        if (pl_chip_load(file, &again, note, sizeof note) == PL_OK && note[0]) printf("note: %s\n", note);
+    }
     return cli_finish_stdout(cmd, 0);
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tilesim.h"
 
@@ -129,6 +130,20 @@ static const chip_key keys[] = {
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
 };
 
+/* s for a message: bytes outside printable ASCII as \xNN, so that a
+ * binary or mis-encoded file cannot put control characters on a terminal. */
+static const char *esc(const char *s, char *buf, size_t n)
+{
+    size_t at = 0;
+    for (; *s && at + 5 < n; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch >= 0x20 && ch < 0x7f) buf[at++] = (char)ch;
+        else at += (size_t)snprintf(buf + at, n - at, "\\x%02x", ch);
+    }
+    buf[at] = '\0';
+    return buf;
+}
+
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s)) s++;
@@ -140,9 +155,11 @@ static char *trim(char *s)
 static int set_key(pl_chip *c, const char *key, const char *val, const char *where, int line, int first,
                    char *err, size_t errlen)
 {
+    char ek[96], ev[96];
     if (strcmp(key, "name") == 0) {
-        if (!*val || strlen(val) >= sizeof c->name) {
-            snprintf(err, errlen, "%s:%d: name must be 1 to %zu characters", where, line, sizeof c->name - 1);
+        if (!*val || strlen(val) >= sizeof c->name || strcmp(esc(val, ev, sizeof ev), val) != 0) {
+            snprintf(err, errlen, "%s:%d: name must be 1 to %zu printable characters, got '%s'", where, line,
+                     sizeof c->name - 1, esc(val, ev, sizeof ev));
             return PL_EINVAL;
         }
         snprintf(c->name, sizeof c->name, "%s", val);
@@ -155,7 +172,8 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
             return PL_EINVAL;
         }
         if (!b) {
-            snprintf(err, errlen, "%s:%d: base = %s is not a preset (v4, v5e, v5p, v6e, v7x)", where, line, val);
+            snprintf(err, errlen, "%s:%d: base = %s is not a preset (v4, v5e, v5p, v6e, v7x)", where, line,
+                     esc(val, ev, sizeof ev));
             return PL_EINVAL;
         }
         *c = *b;
@@ -170,7 +188,8 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         double v = strtod(val, &end);
         if (end == val || *trim(end) || errno || !(v >= k->min && v <= k->max) ||
             (k->kind == K_INT && v != (double)(int)v)) {
-            snprintf(err, errlen, "%s:%d: %s = '%s' is not %s from %g to %g%s%s", where, line, key, val,
+            snprintf(err, errlen, "%s:%d: %s = '%s' is not %s from %g to %g%s%s", where, line, key,
+                     esc(val, ev, sizeof ev),
                      k->kind == K_INT ? "a whole number" : "a number", k->min, k->max, *k->unit ? " " : "", k->unit);
             return PL_EINVAL;
         }
@@ -180,7 +199,8 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         else *(int *)field = (int)v;
         return PL_OK;
     }
-    size_t at = (size_t)snprintf(err, errlen, "%s:%d: unknown key '%s'; known keys: name, base", where, line, key);
+    size_t at = (size_t)snprintf(err, errlen, "%s:%d: unknown key '%s'; known keys: name, base", where, line,
+                                 esc(key, ek, sizeof ek));
     for (size_t i = 0; i < sizeof keys / sizeof *keys && at < errlen; i++)
         at += (size_t)snprintf(err + at, errlen - at, ", %s", keys[i].key);
     return PL_EINVAL;
@@ -198,7 +218,7 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
     pl_chip c = *pl_chip_default();
     c.name[0] = '\0';
     char line[512];
-    int lineno = 0, keys_seen = 0;
+    int lineno = 0, keys_seen = 0, based = 0;
     while (*text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
@@ -216,11 +236,14 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            snprintf(err, errlen, "%s:%d: expected 'key = value', got '%s'", where, lineno, s);
+            char es[160];
+            snprintf(err, errlen, "%s:%d: expected 'key = value', got '%s'", where, lineno, esc(s, es, sizeof es));
             return PL_EINVAL;
         }
         *eq = '\0';
-        int rc = set_key(&c, trim(s), trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
+        char *key = trim(s);
+        based |= strcmp(key, "base") == 0;
+        int rc = set_key(&c, key, trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
         if (rc) return rc;
     }
     if (!c.name[0]) snprintf(c.name, sizeof c.name, "custom");
@@ -230,6 +253,10 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
         return PL_EINVAL;
     }
     *out = c;
+    /* no base: the figures not given are the default preset's; say so */
+    if (based) err[0] = '\0';
+    else snprintf(err, errlen, "%s: no 'base' key: the figures it does not set are %s's (the default preset); "
+                  "write 'base = %s' to say so", where, pl_chip_default()->name, pl_chip_default()->name);
     return PL_OK;
 }
 
@@ -239,6 +266,12 @@ int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
     if (!err || !errlen) err = unused, errlen = sizeof unused;
     if (!path || !out) {
         snprintf(err, errlen, "pl_chip_load: no path or no chip to fill");
+        return PL_EINVAL;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* fopen would take a directory, or block on a FIFO */
+        snprintf(err, errlen, "%s: %s, not a chip file", path,
+                 S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
         return PL_EINVAL;
     }
     FILE *f = fopen(path, "rb");
