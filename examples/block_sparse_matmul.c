@@ -6,10 +6,13 @@
  *   block_sparse_matmul        the demo: 1024x512x2048 in (128, 256, 256) blocks,
  *                              25% of X's blocks present, in f32 then bf16
  *   block_sparse_matmul M N K BM BN BK DENSITY [f32|bf16] [--seed N] [--chip NAME] [--report]
+ *                       [--trace FILE.json] [--no-checks] [--cost-only]
  *
  * DENSITY is the fraction of X's (BM, BK) blocks present, from 0 to 1; which
  * ones is a fixed shuffle of --seed (default 1). --report prints tilesim's
- * full report of the sparse call.
+ * full report of the sparse call. --cost-only times the call without data
+ * (the block table is built, nothing is verified); a real run that cannot
+ * fit in host memory is refused at once with the bytes it needs.
  *
  * The kernel and its call are in kernels/block_sparse.h.
  *
@@ -26,22 +29,48 @@
 #include "../sim/tilesim.h"
 #include "kernels/block_sparse.h"
 #include "kernels/matmul.h"
+#include "kernels/options.h"
 
 #define PROG "block_sparse_matmul"
+
+#define USAGE                                                                                               \
+    "usage: " PROG " [M N K BM BN BK DENSITY [f32|bf16]] [--seed N] [--chip NAME] [--report]\n"             \
+    "                           [--trace FILE.json] [--no-checks] [--cost-only]\n"                            \
+    "  DENSITY: the fraction of X's (BM, BK) blocks present, 0 to 1\n"
 
 typedef struct bs_case {
     int64_t m, n, k, bm, bn, bk;
     double density;
     pl_dtype dt;
     int64_t seed;
-    const char *chip;
     int report;
 } bs_case;
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+/* x (the present blocks filled), y and o (NaN, so that unwritten blocks
+ * show) for a real run, after checking that they and the reference check
+ * fit; nothing for cost-only. Returns 0, or 2 after saying why. */
+static int alloc_data(const bs_case *bc, const bs_pattern *pat, const ex_cmdline *cl, void **x, void **y, void **o)
+{
+    if (cl->opt.cost_only) return 0;
+    int64_t m = bc->m, n = bc->n, k = bc->k;
+    double es = (double)pl_dtype_size(bc->dt), dm = (double)m, dn = (double)n, dk = (double)k;
+    if (ex_check_host_memory(cl, "a real run", es * (dm * dk + dk * dn + dm * dn) + 8 * (dm * dk + dk * dn) + 16 * dm * dn))
+        return 2;
+    size_t esz = pl_dtype_size(bc->dt);
+    *x = malloc((size_t)(m * k) * esz), *y = ex_random_matrix(k * n, bc->dt, 2), *o = malloc((size_t)(m * n) * esz);
+    if (!*x || !*y || !*o) {
+        fprintf(stderr, PROG ": out of memory for %lldx%lldx%lld\n", (long long)m, (long long)n, (long long)k);
+        return 2;
+    }
+    bs_fill_x(pat, *x, bc->dt, m, k, bc->bm, bc->bk, 1);
+    for (int64_t e = 0; e < m * n; e++) pl_store_elem((char *)*o + (size_t)e * esz, bc->dt, NAN);
+    return 0;
+}
+
 /* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
-static int run_case(const bs_case *bc)
+static int run_case(const bs_case *bc, const ex_cmdline *cl)
 {
     int64_t m = bc->m, n = bc->n, k = bc->k;
     bs_pattern pat;
@@ -58,16 +87,12 @@ static int run_case(const bs_case *bc)
         bs_pattern_free(&pat);
         return 2;
     }
-    size_t es = pl_dtype_size(bc->dt);
-    void *x = malloc((size_t)(m * k) * es), *y = ex_random_matrix(k * n, bc->dt, 2), *o = malloc((size_t)(m * n) * es);
-    if (!x || !y || !o) {
-        fprintf(stderr, PROG ": out of memory for %lldx%lldx%lld\n", (long long)m, (long long)n, (long long)k);
+    void *x = NULL, *y = NULL, *o = NULL;
+    if (alloc_data(bc, &pat, cl, &x, &y, &o)) {
         free(x), free(y), free(o);
         bs_pattern_free(&pat);
         return 2;
     }
-    bs_fill_x(&pat, x, bc->dt, m, k, bc->bm, bc->bk, 1);
-    for (int64_t e = 0; e < m * n; e++) pl_store_elem((char *)o + (size_t)e * es, bc->dt, NAN); /* unwritten shows */
     pl_array xa = PL_ARRAY(x, bc->dt, m, k), ya = PL_ARRAY(y, bc->dt, k, n), out = PL_ARRAY(o, bc->dt, m, n);
     pl_array args[4];
     bs_args(args, &pat, &xa, &ya);
@@ -79,10 +104,9 @@ static int run_case(const bs_case *bc)
            100.0 * ratio((double)pat.nnz, (double)(pat.row_blocks * pat.k_blocks)), (long long)pat.max_row,
            (long long)pat.empty_rows, pat.empty_rows == 1 ? "" : "s");
 
-    pl_options opt = {.chip = bc->chip};
     pl_report rep, dense;
     int status = 0;
-    rc = pl_pallas_call(&call, args, &out, &opt, &rep);
+    rc = pl_pallas_call(&call, args, &out, &cl->opt, &rep);
     if (rc != PL_OK) {
         fprintf(stderr, PROG ": %s\n", rep.error);
         status = 2;
@@ -96,7 +120,8 @@ static int run_case(const bs_case *bc)
         status = 1;
     }
     pl_check chk;
-    if (pl_check_matmul(&xa, &ya, &out, &chk, stdout) != PL_OK) status = 1;
+    if (cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
+    else if (pl_check_matmul(&xa, &ya, &out, &chk, stdout) != PL_OK) status = 1;
 
     /* the dense tiled matmul of the same shape, timed without data */
     mm_params dp;
@@ -104,7 +129,7 @@ static int run_case(const bs_case *bc)
     mm_call(&dcall, &dp, m, n, k, bc->bm, bc->bn, bc->bk);
     pl_array dargs[2] = {PL_ARRAY(NULL, bc->dt, m, k), PL_ARRAY(NULL, bc->dt, k, n)};
     pl_array dout = PL_ARRAY(NULL, bc->dt, m, n);
-    pl_options dopt = {.chip = bc->chip, .cost_only = 1};
+    pl_options dopt = {.chip = cl->opt.chip, .cost_only = 1};
     if (pl_pallas_call(&dcall, dargs, &dout, &dopt, &dense) != PL_OK) {
         fprintf(stderr, PROG ": the dense comparison failed: %s\n", dense.error);
         status = status ? status : 2;
@@ -131,95 +156,58 @@ done:
 
 /* ---- the command line ------------------------------------------------------------- */
 
-static int usage(FILE *f, int status)
+enum { O_SEED = 256, O_REPORT };
+
+static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
-    fprintf(f, "usage: " PROG " [M N K BM BN BK DENSITY [f32|bf16]] [--seed N] [--chip NAME] [--report]\n"
-               "  DENSITY: the fraction of X's (BM, BK) blocks present, 0 to 1\n");
-    return status;
+    bs_case *bc = user;
+    if (code == O_SEED) return ex_parse_int(cl, arg, "--seed", 1, 1LL << 31, &bc->seed);
+    bc->report = 1;
+    return EX_PARSE_OK;
 }
 
-static int parse_int(const char *s, const char *what, int64_t *out)
+/* M N K BM BN BK DENSITY [dtype] into bc. */
+static int parse_case(bs_case *bc, const ex_cmdline *cl)
 {
+    if (cl->npos != 7 && cl->npos != 8)
+        return ex_usage_error(cl, "expected 7 or 8 arguments (M N K BM BN BK DENSITY [dtype]), got %d", cl->npos);
+    const char *names[6] = {"M", "N", "K", "BM", "BN", "BK"};
+    int64_t *dst[6] = {&bc->m, &bc->n, &bc->k, &bc->bm, &bc->bn, &bc->bk};
+    for (int i = 0; i < 6; i++)
+        if (ex_parse_int(cl, cl->pos[i], names[i], 1, 1LL << 31, dst[i])) return EX_PARSE_ERROR;
     char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < 1 || v > (1LL << 31)) {
-        fprintf(stderr, PROG ": %s must be a whole number from 1 to 2^31, got '%s'\n", what, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    bc->density = strtod(cl->pos[6], &end);
+    if (end == cl->pos[6] || *end || !(bc->density >= 0 && bc->density <= 1))
+        return ex_usage_error(cl, "DENSITY must be a number from 0 to 1, got '%s'", cl->pos[6]);
+    if (cl->npos == 8 && (pl_dtype_parse(cl->pos[7], &bc->dt) || (bc->dt != PL_F32 && bc->dt != PL_BF16)))
+        return ex_usage_error(cl, "dtype must be f32 or bf16, got '%s'", cl->pos[7]);
+    if (bc->m % bc->bm)
+        return ex_usage_error(cl, "M (%lld) must be a multiple of BM (%lld): X is sparse in whole blocks",
+                              (long long)bc->m, (long long)bc->bm);
+    if (bc->k % bc->bk)
+        return ex_usage_error(cl, "K (%lld) must be a multiple of BK (%lld): X is sparse in whole blocks",
+                              (long long)bc->k, (long long)bc->bk);
+    return EX_PARSE_OK;
 }
 
 int main(int argc, char **argv)
 {
+    static const struct option own[] = {{"seed", required_argument, NULL, O_SEED},
+                                        {"report", no_argument, NULL, O_REPORT},
+                                        {0}};
     bs_case bc = {.dt = PL_F32, .seed = 1};
-    const char *pos[8];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout, 0);
-        if (strcmp(a, "--seed") == 0 || strcmp(a, "--chip") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, PROG ": %s needs a value\n", a);
-                return usage(stderr, 2);
-            }
-            const char *v = argv[++i];
-            if (a[2] == 'c') {
-                if (!pl_chip_find(v)) {
-                    fprintf(stderr, PROG ": --chip: unknown chip '%s'\n", v);
-                    return 2;
-                }
-                bc.chip = v;
-            } else if (parse_int(v, "--seed", &bc.seed)) return 2;
-        } else if (strcmp(a, "--report") == 0) bc.report = 1;
-        else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
-            fprintf(stderr, PROG ": unknown option '%s'\n", a);
-            return usage(stderr, 2);
-        } else if (npos < 8) pos[npos++] = a;
-        else {
-            fprintf(stderr, PROG ": too many arguments ('%s')\n", a);
-            return usage(stderr, 2);
-        }
+    ex_cmdline cl = {.prog = PROG, .usage = USAGE, .accept = EX_CHIP | EX_TRACE | EX_NO_CHECKS | EX_COST_ONLY};
+    int rc = ex_parse(&cl, argc, argv, own, own_option, &bc);
+    if (rc) return rc == EX_PARSE_HELP ? 0 : 2;
+    if (cl.npos) return parse_case(&bc, &cl) ? 2 : run_case(&bc, &cl);
+    int worst = 0; /* the demo */
+    pl_dtype dts[2] = {PL_F32, PL_BF16};
+    for (int i = 0; i < 2; i++) {
+        bs_case d = bc;
+        d.m = 1024, d.n = 512, d.k = 2048, d.bm = 128, d.bn = 256, d.bk = 256, d.density = 0.25, d.dt = dts[i];
+        int s = run_case(&d, &cl);
+        worst = s > worst ? s : worst;
+        printf("\n");
     }
-    if (npos == 0) { /* the demo */
-        int worst = 0;
-        pl_dtype dts[2] = {PL_F32, PL_BF16};
-        for (int i = 0; i < 2; i++) {
-            bs_case d = bc;
-            d.m = 1024, d.n = 512, d.k = 2048, d.bm = 128, d.bn = 256, d.bk = 256, d.density = 0.25, d.dt = dts[i];
-            int s = run_case(&d);
-            worst = s > worst ? s : worst;
-            printf("\n");
-        }
-        return worst;
-    }
-    if (npos != 7 && npos != 8) {
-        fprintf(stderr, PROG ": expected 7 or 8 arguments (M N K BM BN BK DENSITY [dtype]), got %d\n", npos);
-        return usage(stderr, 2);
-    }
-    const char *names[6] = {"M", "N", "K", "BM", "BN", "BK"};
-    int64_t *dst[6] = {&bc.m, &bc.n, &bc.k, &bc.bm, &bc.bn, &bc.bk};
-    for (int i = 0; i < 6; i++)
-        if (parse_int(pos[i], names[i], dst[i])) return 2;
-    char *end;
-    bc.density = strtod(pos[6], &end);
-    if (end == pos[6] || *end || !(bc.density >= 0 && bc.density <= 1)) {
-        fprintf(stderr, PROG ": DENSITY must be a number from 0 to 1, got '%s'\n", pos[6]);
-        return 2;
-    }
-    if (npos == 8 && (pl_dtype_parse(pos[7], &bc.dt) || (bc.dt != PL_F32 && bc.dt != PL_BF16))) {
-        fprintf(stderr, PROG ": dtype must be f32 or bf16, got '%s'\n", pos[7]);
-        return 2;
-    }
-    if (bc.m % bc.bm) {
-        fprintf(stderr, PROG ": M (%lld) must be a multiple of BM (%lld): X is sparse in whole blocks\n",
-                (long long)bc.m, (long long)bc.bm);
-        return 2;
-    }
-    if (bc.k % bc.bk) {
-        fprintf(stderr, PROG ": K (%lld) must be a multiple of BK (%lld): X is sparse in whole blocks\n",
-                (long long)bc.k, (long long)bc.bk);
-        return 2;
-    }
-    return run_case(&bc);
+    return worst;
 }

@@ -6,7 +6,9 @@
  *   flash_attention SQ SKV D BQ BK [f32|bf16] [options]
  *
  * Options: --heads N (batch*heads as a leading parallel grid axis), --causal,
- * --chip NAME, --trace FILE.json, --no-checks.
+ * --chip NAME, --trace FILE.json, --no-checks, --strict, --cost-only (time
+ * the call without data; nothing to verify). A real run that cannot fit in
+ * host memory is refused at once with the bytes it needs.
  *
  * The kernel and its call are in kernels/flash_attention.h.
  *
@@ -21,35 +23,51 @@
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/flash_attention.h"
+#include "kernels/options.h"
+
+#define USAGE                                                                                             \
+    "usage: flash_attention [SQ SKV D BQ BK [f32|bf16]] [--heads N] [--causal] [--chip NAME]\n"          \
+    "                       [--trace FILE.json] [--no-checks] [--strict] [--cost-only]\n"
+
+/* Get the arrays: shapes only for a cost-only run, else data, after
+ * checking that it fits. Returns 0 or 2 (refused, said why). */
+static int get_arrays(const fa_config *cfg, const ex_cmdline *cl, pl_array args[3], pl_array *out)
+{
+    if (cl->opt.cost_only) {
+        fa_shapes(cfg, args, out);
+        return 0;
+    }
+    if (ex_check_host_memory(cl, "a real run", fa_host_bytes(cfg))) return 2;
+    if (fa_inputs(cfg, args, out, 1) == PL_OK) return 0;
+    fprintf(stderr, "flash_attention: out of host memory for the inputs\n");
+    return 2;
+}
 
 /* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
-static int run_case(const fa_config *cfg, const pl_options *opt)
+static int run_case(const fa_config *cfg, const ex_cmdline *cl)
 {
     fa_params params;
     pl_call call;
+    pl_array args[3], out;
     if (fa_call(&call, &params, cfg) != PL_OK) {
         fprintf(stderr, "flash_attention: sizes must be at least 1 and the dtype f32 or bf16\n");
         return 2;
     }
+    if (get_arrays(cfg, cl, args, &out)) return 2;
     printf("== flash_attention q %lld x kv %lld, d %lld, blocks (bq, bk) = (%lld, %lld), %s", (long long)cfg->sq,
            (long long)cfg->skv, (long long)cfg->d, (long long)cfg->bq, (long long)cfg->bk, pl_dtype_name(cfg->dtype));
     if (cfg->heads) printf(", %lld heads", (long long)cfg->heads);
     printf("%s\n", cfg->causal ? ", causal" : "");
 
-    pl_array args[3], out;
-    if (fa_inputs(cfg, args, &out, 1) != PL_OK) {
-        fprintf(stderr, "flash_attention: out of host memory for the inputs\n");
-        return 2;
-    }
     pl_report rep;
-    int rc = pl_pallas_call(&call, args, &out, opt, &rep), status = 0;
+    int rc = pl_pallas_call(&call, args, &out, &cl->opt, &rep), status = 0;
     if (rc != PL_OK) {
         fprintf(stderr, "flash_attention: %s\n", rep.error);
         status = 2;
     } else {
         pl_report_print(&rep, stdout);
-        pl_check chk;
-        rc = fa_check(cfg, args, &out, &chk, stdout);
+        pl_check chk = {.verdict = PL_PASS};
+        rc = cl->opt.cost_only ? PL_OK : fa_check(cfg, args, &out, &chk, stdout);
         if (rc == PL_ENOMEM) {
             fprintf(stderr, "flash_attention: out of host memory for the reference\n");
             status = 2;
@@ -57,96 +75,66 @@ static int run_case(const fa_config *cfg, const pl_options *opt)
             status = 1;
         }
         if (rep.n_findings) printf("  %d finding%s of the checks\n", rep.n_findings, rep.n_findings == 1 ? "" : "s");
-        if (status != 2) printf("%s\n", status ? "FAIL" : "PASS");
+        if (status != 2) printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");
     }
     fa_free(args, &out);
     return status;
 }
 
-static int parse_int(const char *s, const char *what, int64_t *out)
+enum { O_HEADS = 256, O_CAUSAL };
+
+static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < 1 || v > (1LL << 20)) {
-        fprintf(stderr, "flash_attention: %s must be a whole number from 1 to 2^20, got '%s'\n", what, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    fa_config *cfg = user;
+    if (code == O_HEADS) return ex_parse_int(cl, arg, "--heads", 1, 1 << 20, &cfg->heads);
+    cfg->causal = 1;
+    return EX_PARSE_OK;
 }
 
-static int usage(FILE *f, int status)
+static int parse(fa_config *cfg, ex_cmdline *cl, int argc, char **argv)
 {
-    fprintf(f, "usage: flash_attention [SQ SKV D BQ BK [f32|bf16]] [--heads N] [--causal] [--chip NAME]\n"
-               "                       [--trace FILE.json] [--no-checks]\n");
-    return status;
+    static const struct option own[] = {{"heads", required_argument, NULL, O_HEADS},
+                                        {"causal", no_argument, NULL, O_CAUSAL},
+                                        {0}};
+    int rc = ex_parse(cl, argc, argv, own, own_option, cfg);
+    if (rc || cl->npos == 0) return rc;
+    if (cl->npos != 5 && cl->npos != 6)
+        return ex_usage_error(cl, "want SQ SKV D BQ BK [f32|bf16], got %d positional argument%s", cl->npos,
+                              cl->npos == 1 ? "" : "s");
+    const char *names[5] = {"SQ", "SKV", "D", "BQ", "BK"};
+    int64_t *dst[5] = {&cfg->sq, &cfg->skv, &cfg->d, &cfg->bq, &cfg->bk};
+    for (int i = 0; i < 5; i++)
+        if (ex_parse_int(cl, cl->pos[i], names[i], 1, 1 << 20, dst[i])) return EX_PARSE_ERROR;
+    if (cl->npos == 6 && (pl_dtype_parse(cl->pos[5], &cfg->dtype) || (cfg->dtype != PL_F32 && cfg->dtype != PL_BF16)))
+        return ex_usage_error(cl, "dtype must be f32 or bf16, got '%s'", cl->pos[5]);
+    return EX_PARSE_OK;
 }
 
 int main(int argc, char **argv)
 {
     fa_config cfg = {.dtype = PL_F32};
-    pl_options opt = {0};
-    const char *pos[6];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout, 0);
-        if (strcmp(a, "--heads") == 0 || strcmp(a, "--chip") == 0 || strcmp(a, "--trace") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "flash_attention: %s needs a value\n", a);
-                return usage(stderr, 2);
-            }
-            const char *v = argv[++i];
-            if (a[2] == 'h' && parse_int(v, "--heads", &cfg.heads)) return 2;
-            if (a[2] == 'c') opt.chip = v;
-            if (a[2] == 't') opt.trace_path = v;
-        } else if (strcmp(a, "--causal") == 0) cfg.causal = 1;
-        else if (strcmp(a, "--no-checks") == 0) opt.checks_off = 1;
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "flash_attention: unknown option '%s'\n", a);
-            return usage(stderr, 2);
-        } else if (npos < 6) pos[npos++] = a;
-        else {
-            fprintf(stderr, "flash_attention: too many arguments ('%s')\n", a);
-            return usage(stderr, 2);
+    ex_cmdline cl = {.prog = "flash_attention", .usage = USAGE,
+                     .accept = EX_CHIP | EX_TRACE | EX_NO_CHECKS | EX_STRICT | EX_COST_ONLY};
+    int rc = parse(&cfg, &cl, argc, argv);
+    if (rc) return rc == EX_PARSE_HELP ? 0 : 2;
+    if (cl.npos) return run_case(&cfg, &cl);
+    /* the demo: square, ragged kv, causal with two heads; f32 then bf16 */
+    static const fa_config demo[] = {
+        {.sq = 512, .skv = 512, .d = 128, .bq = 128, .bk = 128},
+        {.sq = 512, .skv = 300, .d = 128, .bq = 128, .bk = 128},
+        {.heads = 2, .sq = 512, .skv = 512, .d = 128, .bq = 128, .bk = 128, .causal = 1},
+    };
+    int worst = 0;
+    for (size_t i = 0; i < sizeof demo / sizeof *demo; i++)
+        for (int b = 0; b < 2; b++) {
+            fa_config d = demo[i];
+            d.dtype = b ? PL_BF16 : PL_F32;
+            if (cfg.heads) d.heads = cfg.heads;
+            d.causal |= cfg.causal;
+            int s = run_case(&d, &cl);
+            worst = s > worst ? s : worst;
+            printf("\n");
         }
-    }
-    if (opt.chip && !pl_chip_find(opt.chip)) {
-        fprintf(stderr, "flash_attention: unknown chip '%s'\n", opt.chip);
-        return 2;
-    }
-    if (npos == 0) { /* the demo: square, ragged kv, causal with two heads; f32 then bf16 */
-        static const fa_config demo[] = {
-            {.sq = 512, .skv = 512, .d = 128, .bq = 128, .bk = 128},
-            {.sq = 512, .skv = 300, .d = 128, .bq = 128, .bk = 128},
-            {.heads = 2, .sq = 512, .skv = 512, .d = 128, .bq = 128, .bk = 128, .causal = 1},
-        };
-        int worst = 0;
-        for (size_t i = 0; i < sizeof demo / sizeof *demo; i++)
-            for (int b = 0; b < 2; b++) {
-                fa_config d = demo[i];
-                d.dtype = b ? PL_BF16 : PL_F32;
-                if (cfg.heads) d.heads = cfg.heads;
-                d.causal |= cfg.causal;
-                int s = run_case(&d, &opt);
-                worst = s > worst ? s : worst;
-                printf("\n");
-            }
-        printf("%s\n", worst ? "some cases FAILED" : "all cases PASS");
-        return worst;
-    }
-    if (npos != 5 && npos != 6) {
-        fprintf(stderr, "flash_attention: want SQ SKV D BQ BK [f32|bf16], got %d positional argument%s\n", npos,
-                npos == 1 ? "" : "s");
-        return usage(stderr, 2);
-    }
-    const char *names[5] = {"SQ", "SKV", "D", "BQ", "BK"};
-    int64_t *dst[5] = {&cfg.sq, &cfg.skv, &cfg.d, &cfg.bq, &cfg.bk};
-    for (int i = 0; i < 5; i++)
-        if (parse_int(pos[i], names[i], dst[i])) return 2;
-    if (npos == 6 && (pl_dtype_parse(pos[5], &cfg.dtype) || (cfg.dtype != PL_F32 && cfg.dtype != PL_BF16))) {
-        fprintf(stderr, "flash_attention: dtype must be f32 or bf16, got '%s'\n", pos[5]);
-        return 2;
-    }
-    return run_case(&cfg, &opt);
+    printf("%s\n", worst ? "some cases FAILED" : "all cases PASS");
+    return worst;
 }

@@ -3,10 +3,13 @@
  *
  *   paged_attention                 the demo: f32 and bf16, ragged lengths
  *   paged_attention LEN[,LEN...] [--page N] [--heads N] [--dim N] [--dtype f32|bf16] [--chip NAME]
+ *                   [--trace FILE.json] [--no-checks] [--cost-only]
  *
  * The kernel is in kernels/paged_attention.h. Each run also replays the call
  * with copies landing only when waited (pl_check_dma_modes): a kernel that
- * read a page before waiting for it would give other numbers.
+ * read a page before waiting for it would give other numbers. --cost-only
+ * times the call once without data (nothing to verify); a real run that
+ * cannot fit in host memory is refused at once with the bytes it needs.
  *
  * Exit status: 0 when every check passes, 1 on a wrong result, 2 for a bad
  * command line or a call tilesim rejects.
@@ -16,26 +19,32 @@
 #include <string.h>
 
 #include "../sim/tilesim.h"
+#include "kernels/options.h"
 #include "kernels/paged_attention.h"
 
 #define MAX_SEQS 64
+#define USAGE                                                                                              \
+    "usage: paged_attention [LEN[,LEN...]] [--page N] [--heads N] [--dim N] [--dtype f32|bf16]\n"         \
+    "                       [--chip NAME] [--trace FILE.json] [--no-checks] [--cost-only]\n"
 
 typedef struct pa_case {
     int64_t n_seqs, lengths[MAX_SEQS], page, heads, dim;
     pl_dtype dt;
-    const char *chip;
 } pa_case;
 
-static int run_case(const pa_case *pc)
+static int run_case(const pa_case *pc, const ex_cmdline *cl)
 {
+    if (!cl->opt.cost_only &&
+        ex_check_host_memory(cl, "a real run",
+                             pa_host_bytes(pc->lengths, pc->n_seqs, pc->page, pc->heads, pc->dim, pc->dt)))
+        return 2;
     printf("== paged attention: %lld sequences of lengths", (long long)pc->n_seqs);
     for (int64_t b = 0; b < pc->n_seqs; b++) printf(" %lld", (long long)pc->lengths[b]);
     printf(", pages of %lld tokens, %lld heads x %lld, %s\n", (long long)pc->page, (long long)pc->heads,
            (long long)pc->dim, pl_dtype_name(pc->dt));
-    pl_options opt = {.chip = pc->chip};
     pl_report rep;
     pl_check chk;
-    int rc = pa_run(pc->lengths, pc->n_seqs, pc->page, pc->heads, pc->dim, pc->dt, &opt, &rep, &chk, stdout);
+    int rc = pa_run(pc->lengths, pc->n_seqs, pc->page, pc->heads, pc->dim, pc->dt, &cl->opt, &rep, &chk, stdout);
     if (rc == PL_ERACE || rc == PL_EVERIFY) {
         if (rc == PL_ERACE) fprintf(stderr, "paged_attention: %s\n", rep.error);
         return 1;
@@ -44,75 +53,60 @@ static int run_case(const pa_case *pc)
         fprintf(stderr, "paged_attention: %s\n", rc == PL_ENOMEM ? "out of memory" : rep.error);
         return 2;
     }
+    if (cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
     return rep.n_findings ? 1 : 0;
 }
 
-static int parse_count(const char *s, const char *what, int64_t max, int64_t *out)
+enum { O_PAGE = 256, O_HEADS, O_DIM, O_DTYPE };
+
+static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < 0 || v > max) {
-        fprintf(stderr, "paged_attention: %s must be a whole number from 0 to %lld, got '%s'\n", what, (long long)max, s);
-        return -1;
+    pa_case *pc = user;
+    switch (code) {
+    case O_PAGE: return ex_parse_int(cl, arg, "--page", 1, 4096, &pc->page);
+    case O_HEADS: return ex_parse_int(cl, arg, "--heads", 1, 1024, &pc->heads);
+    case O_DIM: return ex_parse_int(cl, arg, "--dim", 1, 4096, &pc->dim);
+    default:
+        if (pl_dtype_parse(arg, &pc->dt) || (pc->dt != PL_F32 && pc->dt != PL_BF16))
+            return ex_usage_error(cl, "--dtype takes f32 or bf16, got '%s'", arg);
+        return EX_PARSE_OK;
     }
-    *out = v;
-    return 0;
+}
+
+/* "1,37,128": the sequence lengths. */
+static int parse_lengths(pa_case *pc, const ex_cmdline *cl, const char *lens)
+{
+    char buf[1024];
+    if (strlen(lens) >= sizeof buf) return ex_usage_error(cl, "the list of lengths is too long");
+    snprintf(buf, sizeof buf, "%s", lens);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (pc->n_seqs == MAX_SEQS) return ex_usage_error(cl, "at most %d sequences", MAX_SEQS);
+        if (ex_parse_int(cl, tok, "a length", 0, 1 << 20, &pc->lengths[pc->n_seqs++])) return EX_PARSE_ERROR;
+    }
+    if (!pc->n_seqs) return ex_usage_error(cl, "no lengths in '%s'", lens);
+    return EX_PARSE_OK;
 }
 
 int main(int argc, char **argv)
 {
+    static const struct option own[] = {{"page", required_argument, NULL, O_PAGE},
+                                        {"heads", required_argument, NULL, O_HEADS},
+                                        {"dim", required_argument, NULL, O_DIM},
+                                        {"dtype", required_argument, NULL, O_DTYPE},
+                                        {0}};
     pa_case pc = {.page = 16, .heads = 8, .dim = 128, .dt = PL_F32};
-    const char *lens = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int has = i + 1 < argc;
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-            printf("usage: paged_attention [LEN[,LEN...]] [--page N] [--heads N] [--dim N] [--dtype f32|bf16] "
-                   "[--chip NAME]\n");
-            return 0;
-        } else if (o[0] != '-') lens = o;
-        else if (!has) {
-            fprintf(stderr, "paged_attention: %s needs a value\n", o);
-            return 2;
-        } else if (strcmp(o, "--page") == 0) {
-            if (parse_count(argv[++i], "--page", 4096, &pc.page) || pc.page == 0) return 2;
-        } else if (strcmp(o, "--heads") == 0) {
-            if (parse_count(argv[++i], "--heads", 1024, &pc.heads) || pc.heads == 0) return 2;
-        } else if (strcmp(o, "--dim") == 0) {
-            if (parse_count(argv[++i], "--dim", 4096, &pc.dim) || pc.dim == 0) return 2;
-        } else if (strcmp(o, "--chip") == 0) pc.chip = argv[++i];
-        else if (strcmp(o, "--dtype") == 0) {
-            if (pl_dtype_parse(argv[++i], &pc.dt) || (pc.dt != PL_F32 && pc.dt != PL_BF16)) {
-                fprintf(stderr, "paged_attention: --dtype takes f32 or bf16, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "paged_attention: unknown option '%s'\n", o);
-            return 2;
-        }
-    }
-    if (lens) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", lens);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            if (pc.n_seqs == MAX_SEQS) {
-                fprintf(stderr, "paged_attention: at most %d sequences\n", MAX_SEQS);
-                return 2;
-            }
-            if (parse_count(tok, "a length", 1 << 20, &pc.lengths[pc.n_seqs++])) return 2;
-        }
-        if (!pc.n_seqs) {
-            fprintf(stderr, "paged_attention: no lengths in '%s'\n", lens);
-            return 2;
-        }
-        return run_case(&pc);
-    }
+    ex_cmdline cl = {.prog = "paged_attention", .usage = USAGE,
+                     .accept = EX_CHIP | EX_TRACE | EX_NO_CHECKS | EX_COST_ONLY};
+    int rc = ex_parse(&cl, argc, argv, own, own_option, &pc);
+    if (rc) return rc == EX_PARSE_HELP ? 0 : 2;
+    if (cl.npos > 1) return ex_usage_error(&cl, "one list of lengths, got %d arguments", cl.npos);
+    if (cl.npos == 1) return parse_lengths(&pc, &cl, cl.pos[0]) ? 2 : run_case(&pc, &cl);
     static const int64_t demo[] = {1, 37, 128, 300, 0, 16};
     pc.n_seqs = 6;
     memcpy(pc.lengths, demo, sizeof demo);
-    int worst = run_case(&pc);
+    int worst = run_case(&pc, &cl);
     pc.dt = PL_BF16;
     printf("\n");
-    int s = run_case(&pc);
+    int s = run_case(&pc, &cl);
     return s > worst ? s : worst;
 }

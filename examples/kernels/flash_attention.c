@@ -150,6 +150,22 @@ static void *random_values(int64_t n, pl_dtype dt, double amp, uint64_t seed)
     return p;
 }
 
+void fa_shapes(const fa_config *cfg, pl_array args[3], pl_array *out)
+{
+    args[0] = fa_array(cfg, NULL, cfg->sq);
+    args[1] = fa_array(cfg, NULL, cfg->skv);
+    args[2] = fa_array(cfg, NULL, cfg->skv);
+    *out = fa_array(cfg, NULL, cfg->sq);
+}
+
+double fa_host_bytes(const fa_config *cfg)
+{
+    double h = (double)heads_of(cfg), sq = (double)cfg->sq, skv = (double)cfg->skv, d = (double)cfg->d;
+    double arrays = (double)pl_dtype_size(cfg->dtype) * h * (2 * sq * d + 2 * skv * d);
+    double reference = 4 * h * sq * d + 4 * (sq * d + 2 * skv * d + sq * skv) + 8 * skv; /* fa_check */
+    return arrays + reference;
+}
+
 int fa_inputs(const fa_config *cfg, pl_array args[3], pl_array *out, uint64_t seed)
 {
     int64_t h = heads_of(cfg), nq = h * cfg->sq * cfg->d, nkv = h * cfg->skv * cfg->d;

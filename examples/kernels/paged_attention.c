@@ -162,8 +162,9 @@ static void fill(float *f, void *typed, int64_t n, pl_dtype dt, uint64_t seed)
     }
 }
 
-int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
-           const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f)
+/* The cache for sequences of these lengths: as many block-table columns as
+ * the longest needs, and a few pages nobody owns. */
+static pa_shape shape_for(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim)
 {
     pa_shape s = {.batch = n_seqs, .heads = heads, .dim = dim, .page = page};
     int64_t total_pages = 0;
@@ -173,7 +174,60 @@ int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, 
         total_pages += pages;
     }
     if (s.pages_per_seq == 0) s.pages_per_seq = 1;
-    s.num_pages = total_pages + 3; /* a few pages nobody owns */
+    s.num_pages = total_pages + 3;
+    return s;
+}
+
+double pa_host_bytes(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt)
+{
+    pa_shape s = shape_for(lengths, n_seqs, page, heads, dim);
+    double kv = (double)(s.num_pages * page * dim), qn = (double)(n_seqs * heads * dim), es = (double)pl_dtype_size(dt);
+    /* f32 copies and reference, the dtype's arrays, and pl_check_dma_modes' second output */
+    return 4 * (2 * qn + 2 * kv) + es * (3 * qn + 2 * kv) + 4.0 * (double)(n_seqs * (s.pages_per_seq + 1));
+}
+
+/* The block table and lengths: pages handed out in a scrambled order, as a
+ * cache allocator would. */
+static void fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, int32_t *lens)
+{
+    for (int64_t b = 0, next = 0; b < s->batch; b++) {
+        lens[b] = (int32_t)lengths[b];
+        for (int64_t p = 0; p * s->page < lengths[b]; p++, next++)
+            tables[b * s->pages_per_seq + p] = (int32_t)((next * 7 + 3) % s->num_pages);
+    }
+}
+
+/* A cost-only run: the block table and lengths (the index maps and the
+ * kernel read them), no data. */
+static int run_cost_only(const pa_shape *s, const int64_t *lengths, pl_dtype dt, const pl_options *opt,
+                         pl_report *rep, pl_check *chk, FILE *f)
+{
+    int32_t *tables = calloc((size_t)(s->batch * s->pages_per_seq), sizeof *tables);
+    int32_t *lens = calloc((size_t)s->batch, sizeof *lens);
+    int rc = PL_ENOMEM;
+    if (tables && lens) {
+        fill_tables(s, lengths, tables, lens);
+        pa_params prm;
+        pl_call call;
+        pa_call(&call, &prm, s, dt);
+        pl_array args[5] = {PL_ARRAY(tables, PL_I32, s->batch, s->pages_per_seq), PL_ARRAY(lens, PL_I32, s->batch),
+                            PL_ARRAY(NULL, dt, s->batch, s->heads, s->dim),
+                            PL_ARRAY(NULL, dt, s->num_pages, s->page, s->dim),
+                            PL_ARRAY(NULL, dt, s->num_pages, s->page, s->dim)};
+        pl_array out = PL_ARRAY(NULL, dt, s->batch, s->heads, s->dim);
+        rc = pl_pallas_call(&call, args, &out, opt, rep);
+        if (!rc && f) pl_report_print(rep, f);
+        if (chk) *chk = (pl_check){.verdict = PL_PASS, .worst_row = -1, .worst_col = -1};
+    }
+    free(tables), free(lens);
+    return rc;
+}
+
+int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
+           const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f)
+{
+    pa_shape s = shape_for(lengths, n_seqs, page, heads, dim);
+    if (opt && opt->cost_only) return run_cost_only(&s, lengths, dt, opt, rep, chk, f);
     int64_t h = heads, d = dim, kv = s.num_pages * page * d, qn = n_seqs * h * d;
     size_t es = pl_dtype_size(dt);
     int32_t *tables = calloc((size_t)(n_seqs * s.pages_per_seq), sizeof *tables), *lens = calloc((size_t)n_seqs, 4);
@@ -183,12 +237,7 @@ int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, 
     void *ot = calloc((size_t)qn, es);
     int rc = PL_ENOMEM;
     if (tables && lens && qf && kf && vf && ref && qt && kt && vt && ot) {
-        /* pages handed out in a scrambled order, as a cache allocator would */
-        for (int64_t b = 0, next = 0; b < n_seqs; b++) {
-            lens[b] = (int32_t)lengths[b];
-            for (int64_t p = 0; p * page < lengths[b]; p++, next++)
-                tables[b * s.pages_per_seq + p] = (int32_t)((next * 7 + 3) % s.num_pages);
-        }
+        fill_tables(&s, lengths, tables, lens);
         fill(qf, qt, qn, dt, 1);
         fill(kf, kt, kv, dt, 2);
         fill(vf, vt, kv, dt, 3);

@@ -54,5 +54,9 @@ void pa_reference(const pa_shape *s, const int32_t *tables, const int32_t *lengt
  * or the call's error (in rep->error). */
 int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
            const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f);
+/* With opt->cost_only, pa_run builds only the block table and lengths, runs
+ * the call once without data and sets chk's verdict to PASS (nothing is
+ * compared). pa_host_bytes: host memory a real pa_run takes. */
+double pa_host_bytes(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt);
 
 #endif
