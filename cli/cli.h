@@ -46,6 +46,9 @@ int cli_fail(const cli_cmd *cmd, const char *fmt, ...) __attribute__((format(pri
 int cli_chips(int argc, char **argv);
 int cli_sweep(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+/* The whole command (main.c): argv[0] is the program name. Returns the exit
+ * status; never calls exit(), so that tests/fuzz/ can call it in-process. */
+int tilesim_main(int argc, char **argv);
 
 /* ---- strict argument parsing (args.c) ------------------------------------ */
 

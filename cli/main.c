@@ -1,4 +1,8 @@
-/* cli/main.c: `tilesim COMMAND ...`: dispatch, usage and help. */
+/* cli/main.c: `tilesim COMMAND ...`: dispatch, usage and help.
+ *
+ * The command's main() is a one-liner in cli_main.c that calls tilesim_main:
+ * the fuzz harness of tests/fuzz/ calls tilesim_main in-process, many times,
+ * so nothing here may call exit() or keep state from one call to the next. */
 #include <stdarg.h>
 #include <string.h>
 
@@ -78,7 +82,7 @@ static const cli_cmd *find_cmd(const char *name)
     return NULL;
 }
 
-int main(int argc, char **argv)
+int tilesim_main(int argc, char **argv)
 {
     if (argc < 2) return cli_fail(&tool_cmd, "no command given");
     const char *c = argv[1];
