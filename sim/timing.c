@@ -5,6 +5,12 @@
  * last byte. Between events every active transfer drains at hbm_bw / k
  * bytes per second, k the number of active transfers (processor sharing:
  * the DMA engines interleave their requests to HBM).
+ *
+ * A transfer finishes by event, not by residue: when time reaches the
+ * finish event dma_next computed, the transfers that event was for are
+ * done even if `now + remaining * k / bw` rounded to `now` (a fraction of a
+ * byte late in a long run). So every turn of the loop either advances time
+ * or finishes a transfer, and the timing of every call terminates.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -157,7 +163,9 @@ typedef struct dma_engine {
     dma_live *live; /* issued, not done */
     int n, cap;
     int active;      /* transfers moving bytes now, as dma_next counted them */
-    int counted;     /* active is valid: no issue or advance since */
+    int counted;     /* active, finish and min_rem are valid: no issue or advance since */
+    double finish;   /* the next finish event dma_next found (INFINITY: none) */
+    double min_rem;  /* the bytes left of the transfer(s) it finishes */
 } dma_engine;
 
 static int dma_issue(dma_engine *d, sim_xfer *x)
@@ -193,6 +201,8 @@ static double dma_next(dma_engine *d)
     d->active = active;
     d->counted = 1;
     double finish = active ? d->now + min_rem * active / d->bw : INFINITY;
+    d->finish = finish;
+    d->min_rem = min_rem;
     return finish < next_ready ? finish : next_ready;
 }
 
@@ -204,8 +214,10 @@ static void dma_advance(dma_engine *d, double t)
     if (d->counted) active = d->active; /* dma_next just counted them at this instant */
     else
         for (int i = 0; i < d->n; i++) active += d->live[i].t_ready <= was;
+    /* At the finish event every active transfer moved exactly the smallest
+     * remainder, whatever rounding did to t: that transfer is done. */
+    double moved = !active ? 0 : d->counted && t >= d->finish ? d->min_rem : (t - was) * d->bw / active;
     d->counted = 0;
-    double moved = active ? (t - was) * d->bw / active : 0;
     d->now = t;
     for (int i = 0; i < d->n;) {
         dma_live *l = &d->live[i];
@@ -346,6 +358,10 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
 {
     memset(out, 0, sizeof *out);
     if (n_cores < 1 || n_cores > 8) return -1;
+    /* time must only move forward, to a finite end */
+    if (!(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
+        !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s))
+        return -2;
     dma_engine d = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s};
     core_state cs[8];
     memset(cs, 0, sizeof cs);
@@ -375,7 +391,9 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
         if (!running) break;
         double dma = dma_next(&d);
         if (dma < next) next = dma;
-        if (!isfinite(next)) { rc = -1; goto out; } /* a core waits on nothing: broken records */
+        /* a core waits on nothing: broken records, or a chip whose figures
+         * (zero bandwidth, infinite times) put the next event at infinity */
+        if (!isfinite(next)) { rc = -2; goto out; }
         dma_advance(&d, next);
         now = next;
     }

@@ -94,8 +94,9 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
 
-/* Replay the records of n_cores cores; returns 0, or -1 on an internal
- * inconsistency of the records (never user input) or out of memory. */
+/* Replay the records of n_cores cores; returns 0, -1 when out of memory or
+ * on an internal inconsistency of the records, -2 when the next event lies
+ * at infinity (a chip with zero bandwidth or rate, or infinite times). */
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out);
 
 /* Write the timeline of a timed run (kernel_t and transfer times filled) as
