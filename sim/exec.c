@@ -156,6 +156,17 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
+{
+    int64_t at = 0; /* a 2^32-point axis has chunks of 2^31: not an int */
+    for (int c = 0; c < cores; c++) {
+        int64_t chunk = size / cores + (c < size % cores);
+        lo[c] = at;
+        hi[c] = at + chunk;
+        at += chunk;
+    }
+}
+
 /* G4: on a megacore chip, the first parallel axis that divides evenly by
  * the core count is cut into contiguous chunks; otherwise the largest
  * parallel axis, the first cores taking one extra index. A seed shuffles
@@ -176,13 +187,7 @@ static int plan_order(sim_exec *x, uint64_t seed)
                 x->split_axis = a;
     }
     x->n_cores = x->split_axis >= 0 ? cores : 1;
-    int64_t size = x->split_axis >= 0 ? call->grid[x->split_axis] : 1;
-    for (int c = 0, at = 0; c < x->n_cores; c++) {
-        int64_t chunk = size / x->n_cores + (c < size % x->n_cores);
-        x->lo[c] = at;
-        x->hi[c] = at + chunk;
-        at += (int)chunk;
-    }
+    sim_split_axis(x->split_axis >= 0 ? call->grid[x->split_axis] : 1, x->n_cores, x->lo, x->hi);
     if (!seed) return PL_OK;
     uint64_t state = seed;
     for (int a = 0; a < call->grid_rank; a++) {
@@ -224,8 +229,14 @@ static void time_run(sim_exec *x)
             return;
         }
     }
-    if (sim_time_run(x->cores, x->n_cores, x->plan.chip, &t)) {
-        sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
+    int rc = sim_time_run(x->cores, x->n_cores, x->plan.chip, &t);
+    if (rc) {
+        const pl_chip *c = x->plan.chip;
+        if (rc == -2)
+            sim_fail(&x->rep, PL_EINVAL, "chip %s cannot be timed (hbm_bw %g B/s, step_overhead_s %g, "
+                     "dma_latency_s %g, bf16_flops %g, vpu_flops %g): rates must be finite and positive, times "
+                     "finite", c->name, c->hbm_bw, c->step_overhead_s, c->dma_latency_s, c->bf16_flops, c->vpu_flops);
+        else sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
         return;
     }
     sim_analyze(&x->rep, &t, x->dot_flops);

@@ -54,6 +54,10 @@ typedef struct sim_exec {
     int64_t dma_base;                          /* number of this core's first manual copy */
 } sim_exec;
 
+/* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),
+ * the first size % cores chunks one index longer (exec.c). */
+void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi);
+
 /* The grid point of a global step (each core's steps follow the previous
  * core's), seeded order applied. */
 void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx);
