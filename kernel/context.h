@@ -27,6 +27,12 @@ typedef struct kern_op {
     int64_t dma;      /* DMA start / wait: the copy's number in this call (its bytes in elems) */
 } kern_op;
 
+/* A semaphore is declared as an i32 scratch (PLTPU_SEMAPHORE) but counts in
+ * 64 bits: DMA semaphores count bytes, and copies of 2 GiB or more are
+ * legal. Each semaphore takes two i32 cells (stride 2, 8-byte aligned);
+ * kernel/dma.c reads and writes the count as an int64_t. */
+#define KERN_SEM_STRIDE 2
+
 /* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
 typedef struct kern_dma {
     pl_ref src, dst, sem;

@@ -33,7 +33,22 @@ static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char
     }
 }
 
-static int32_t *sem_cell(const pl_ref *sem) { return (int32_t *)sem->data; }
+/* The count of one semaphore: 64 bits in two i32 cells (kernel/context.h). */
+static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
+
+/* Add n >= 0 to a count; a count past INT64_MAX is an error, never undefined
+ * behaviour (M8, M9). */
+static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
+{
+    int64_t *count = sem_cell(sem);
+    if (*count > INT64_MAX - n) {
+        char name[96];
+        kern_ref_name(sem, name, sizeof name);
+        kern_fault(c, PL_EINVAL, "%s: %s holds %lld; adding %lld would overflow its count (rule M9)", fn, name,
+                   (long long)*count, (long long)n);
+    }
+    *count += n;
+}
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
 {
@@ -98,7 +113,7 @@ static void land(pl_ctx *c, kern_dma *m)
 {
     if (m->moved) return;
     if (!c->cost_only) move(&m->dst, &m->src);
-    *sem_cell(&m->sem) += (int32_t)m->bytes; /* M8: a finished copy adds its bytes */
+    sem_add(c, &m->sem, m->bytes, "a finished copy"); /* M8: a finished copy adds its bytes */
     m->moved = 1;
 }
 
@@ -163,8 +178,7 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 /* Take copies in flight on sem, oldest first, until `need` bytes are there. */
 static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 {
-    int32_t *count = sem_cell(sem);
-    int64_t covered = 0;
+    int64_t *count = sem_cell(sem), covered = 0;
     for (int i = 0; i < c->n_dma && covered < need;) {
         kern_dma *m = &c->dma[i];
         if (m->sem.data != sem->data) {
@@ -179,15 +193,15 @@ static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
         c->n_dma--;
     }
     if (*count >= need) {
-        *count -= (int32_t)need;
+        *count -= need;
         return;
     }
     char name[96];
     kern_ref_name(sem, name, sizeof name);
     kern_fault(c, PL_EDEADLOCK,
-               "%s on %s needs %lld bytes but the semaphore holds %d and no copy in flight can add more: the "
+               "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
                "wait can never finish (deadlock, rule M10)",
-               fn, name, (long long)need, (int)*count);
+               fn, name, (long long)need, (long long)*count);
 }
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
@@ -201,25 +215,30 @@ void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
 {
     check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal");
-    if (inc < 0 || inc > INT32_MAX) kern_fault(c, PL_EINVAL, "pltpu_semaphore_signal by %lld: the increment must be in 0..2^31-1 (rule M9)", (long long)inc);
-    *sem_cell(&sem) += (int32_t)inc;
+    if (inc < 0 || inc > INT32_MAX) {
+        char name[96];
+        kern_ref_name(&sem, name, sizeof name);
+        kern_fault(c, PL_EINVAL, "pltpu_semaphore_signal on %s by %lld: the increment must be in 0..2^31-1 (rule M9)",
+                   name, (long long)inc);
+    }
+    sem_add(c, &sem, inc, "pltpu_semaphore_signal");
 }
 
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
     check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait");
-    int32_t *count = sem_cell(&sem);
+    int64_t *count = sem_cell(&sem);
     if (value < 0) kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait for %lld: the value must be >= 0 (rule M9)", (long long)value);
     if (*count >= value) {
-        *count -= (int32_t)value;
+        *count -= value;
         return;
     }
     char name[96];
     kern_ref_name(&sem, name, sizeof name);
     kern_fault(c, PL_EDEADLOCK,
-               "pltpu_semaphore_wait on %s for %lld, but it holds %d and nothing else runs on this core to "
+               "pltpu_semaphore_wait on %s for %lld, but it holds %lld and nothing else runs on this core to "
                "signal it: the wait can never finish (deadlock, rule M10)",
-               name, (long long)value, (int)*count);
+               name, (long long)value, (long long)*count);
 }
 
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)

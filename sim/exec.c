@@ -87,6 +87,7 @@ static int alloc_buffers(sim_exec *x)
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int64_t n = pl_array_size(&shape);
         size_t bytes = (size_t)n * pl_dtype_size(s->dtype);
+        if (s->space == PL_SEMAPHORE) bytes = (size_t)n * sizeof(int64_t); /* 64-bit counts */
         x->scratch_mem[i] = vmem_alloc(x, bytes);
         x->scratch_bytes[i] = bytes;
         if (!x->scratch_mem[i])
@@ -95,7 +96,7 @@ static int alloc_buffers(sim_exec *x)
         pl_ref *r = &x->refs[p->n_ops + i];
         *r = (pl_ref){.data = x->scratch_mem[i], .dtype = s->dtype, .space = s->space, .rank = s->rank,
                       .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH, .sem_kind = (uint8_t)s->sem_kind};
-        int64_t stride = 1;
+        int64_t stride = s->space == PL_SEMAPHORE ? KERN_SEM_STRIDE : 1;
         for (int d = s->rank - 1; d >= 0; d--) {
             r->shape[d] = s->shape[d];
             r->stride[d] = stride;

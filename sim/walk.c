@@ -263,13 +263,13 @@ static int check_semaphores(sim_exec *x)
     const pl_call *call = x->plan.call;
     for (int i = 0; i < call->n_scratch; i++) {
         if (call->scratch[i].space != PL_SEMAPHORE) continue;
-        const int32_t *v = x->scratch_mem[i];
+        const int64_t *v = x->scratch_mem[i]; /* 64-bit counts (kernel/context.h) */
         for (int64_t j = 0; j < call->scratch[i].shape[0]; j++)
             if (v[j] != 0)
                 return sim_fail(&x->rep, PL_ESEMAPHORE,
-                                "semaphore %lld of %s (refs[%d]) holds %d when the kernel ends; every signal needs "
-                                "its wait (rule M10)",
-                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (int)v[j]);
+                                "semaphore %lld of %s (refs[%d]) holds %lld when the kernel ends; every signal "
+                                "needs its wait (rule M10)",
+                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j]);
     }
     return PL_OK;
 }
@@ -324,7 +324,7 @@ static int start_core(sim_exec *x)
         const pl_scratch *s = &p->call->scratch[i];
         pl_array shape = {.dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
-        if (s->space == PL_SEMAPHORE) memset(x->scratch_mem[i], 0, (size_t)pl_array_size(&shape) * 4); /* M9 */
+        if (s->space == PL_SEMAPHORE) memset(x->scratch_mem[i], 0, x->scratch_bytes[i]); /* M9 */
         else if (!x->cost_only) sim_poison(x->scratch_mem[i], s->dtype, pl_array_size(&shape), x->uninit);
         if (x->checks) x->args[p->n_ops + i].initialized = 0;
     }

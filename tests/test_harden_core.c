@@ -151,26 +151,26 @@ Test(harden_core, M9_semaphore_counts_are_64_bit)
     th_io_free(&io);
 }
 
-/* Signals that would pass INT64_MAX are an error that names the semaphore
- * and the grid point, never undefined behaviour (M9). */
-static void overflow_signal_kernel(pl_ctx *c, pl_ref *refs)
+/* An increment past 2^31 - 1 (M9) is an error that names the semaphore and
+ * the grid point. */
+static void big_increment_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref sem = pl_at(c, refs[2], 1);
-    for (int i = 0; i < 8; i++) pltpu_semaphore_signal(c, sem, INT64_MAX / 4);
+    pltpu_semaphore_signal(c, pl_at(c, refs[2], 1), (int64_t)INT32_MAX + 1);
     pl_copy(c, refs[1], refs[0]);
 }
 
-Test(harden_core, M9_a_semaphore_count_past_int64_is_an_error)
+Test(harden_core, M9_a_bad_increment_names_the_semaphore)
 {
     th_io io = th_io_2d(8, 128);
     pl_call call = th_copy_call_2d(8, 128, 8, 128);
-    call.kernel = overflow_signal_kernel;
+    call.kernel = big_increment_kernel;
     call.n_scratch = 1;
     call.scratch[0] = PLTPU_SEMAPHORE(2);
     call.scratch[0].name = "flags";
     pl_report rep;
     int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pltpu_semaphore_signal", "flags", "at grid point (0, 0)", "M9");
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pltpu_semaphore_signal on refs[2]", "'flags'", "by 2147483648",
+                    "at grid point (0, 0)", "M9");
     th_io_free(&io);
 }
 
