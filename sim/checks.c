@@ -207,21 +207,14 @@ int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
 
 /* ---- races (V4) ------------------------------------------------------------------ */
 
-static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
-{
-    int64_t k = 0;
-    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
-    return k;
-}
-
 int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t step)
 {
     /* declarative maps were checked before running (validate.c) */
     if (!x->checks || !x->parallel_axes || !op->map.fn) return PL_OK;
     sim_blockset *set = &x->writers[op->arg];
-    int64_t first, key = linear_block(op, bidx);
-    if (!sim_blockset_get(set, key, &first)) {
-        if (sim_blockset_put(set, key, step)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    int64_t first;
+    if (!sim_blockset_get(set, bidx, op->rank, &first)) {
+        if (sim_blockset_put(set, bidx, op->rank, step)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
         return PL_OK;
     }
     const pl_call *call = x->plan.call;

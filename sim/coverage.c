@@ -36,13 +36,6 @@ static int64_t total_blocks(const sim_operand *op)
     return n;
 }
 
-static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
-{
-    int64_t k = 0;
-    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
-    return k;
-}
-
 /* Advance bidx to the next block in row-major order; 0 after the last. */
 static int next_block(const sim_operand *op, int64_t *bidx)
 {
@@ -108,7 +101,7 @@ static int function_selects(const sim_plan *plan, const sim_operand *op, sim_blo
     char err[PL_MSG_MAX];
     for (int64_t s = 0; s < plan->steps; s++) {
         if (sim_map_eval(plan, op, idx, prefetch, bidx, err, sizeof err) ||
-            sim_blockset_put(set, linear_block(op, bidx), s))
+            sim_blockset_put(set, bidx, op->rank, s))
             return -1;
         for (int a = call->grid_rank - 1; a >= 0; a--) {
             if (++idx[a] < call->grid[a]) break;
@@ -136,7 +129,7 @@ static int64_t find_unselected(const sim_plan *plan, const sim_operand *op, int6
     memset(first, 0, (size_t)op->rank * sizeof *first);
     int found = 0;
     do {
-        found = op->map.fn ? !sim_blockset_get(&set, linear_block(op, first), &v)
+        found = op->map.fn ? !sim_blockset_get(&set, first, op->rank, &v)
                            : !declarative_selects(plan, op, first);
     } while (!found && next_block(op, first));
     sim_blockset_free(&set);

@@ -42,13 +42,6 @@ void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx)
     }
 }
 
-static int64_t linear_block(const sim_operand *op, const int64_t *bidx)
-{
-    int64_t k = 0;
-    for (int d = 0; d < op->rank; d++) k = k * op->nblocks[d] + bidx[d];
-    return k;
-}
-
 static char *slot_ptr(const sim_operand *op)
 {
     return op->slots + (size_t)op->slot * (size_t)op->block_elems * op->elem_size;
@@ -86,7 +79,7 @@ static int write_back(sim_exec *x, sim_operand *op, int64_t step)
     op->rep->bytes_out += bytes;
     op->rep->writebacks++;
     if (sim_opline_push(&x->cores[x->core].op[op->arg], step, bytes, op->slot, op->cur) ||
-        sim_blockset_put(&x->written[op->arg], linear_block(op, op->cur), global))
+        sim_blockset_put(&x->written[op->arg], op->cur, op->rank, global))
         return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording write-backs of %s", op->rep->name);
     return PL_OK;
 }
@@ -96,7 +89,7 @@ static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx
 {
     int64_t when;
     if (op->aliased) return PL_OK; /* the block's earlier result is in HBM, where the input is (M6) */
-    if (!sim_blockset_get(&x->written[op->arg], linear_block(op, bidx), &when)) return PL_OK;
+    if (!sim_blockset_get(&x->written[op->arg], bidx, op->rank, &when)) return PL_OK;
     int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
     char a[128], b[128], blk[128];
     sim_point_of_step(x, when, then);

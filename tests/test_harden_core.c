@@ -288,7 +288,7 @@ Test(harden_core, P5_and_V4_still_caught_under_huge_padding)
     pl_report rep;
     pl_call call = padded_call(PL_ARBITRARY);
     call.grid[0] = 3;
-    call.out[0].map = PL_MAP_FN(revisit_map, NULL);
+    call.in[0].map = call.out[0].map = PL_MAP_FN(revisit_map, NULL);
     int rc = pl_pallas_call(&call, &in, &out, NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EREVISIT, "out0", "(0, 0, 0)", "rule P5");
     call.semantics[0] = PL_PARALLEL;
