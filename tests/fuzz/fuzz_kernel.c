@@ -172,6 +172,15 @@ static int index_of(const pl_ref *r, const uint8_t *b, int64_t *idx, int careful
     return 1;
 }
 
+static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8; }
+
+/* A pl_copy that takes kernel/ops.c's integer path (F1: NULL + 0 there). */
+static int int_copy(const pl_ref *d, const pl_ref *x)
+{
+    int unit = (d->rank == 0 || d->stride[d->rank - 1] == 1) && (x->rank == 0 || x->stride[x->rank - 1] == 1);
+    return is_int(d->dtype) && is_int(x->dtype) && !(unit && d->dtype == x->dtype);
+}
+
 /* Careful operands: float data of one shape (a dot: (m,k) @ (k,n) into (m,n)). */
 static int careful_operands(kstate *k, const uint8_t *b, int op, pl_ref **d, pl_ref **x, pl_ref **y)
 {
@@ -200,6 +209,7 @@ static void elementwise(kstate *k, const uint8_t *b, int op, int careful)
     pl_ref *d = sel(k, b[1]), *x = sel(k, b[2]), *y = sel(k, b[3]);
     if (careful && !careful_operands(k, b, op, &d, &x, &y)) return;
     if (!afford(k, *d)) return;
+    if (op == OP_COPY && k->p->avoid_known && int_copy(d, x)) return; /* F1 in FINDINGS.md */
     static void (*const bin[])(pl_ctx *, pl_ref, pl_ref, pl_ref) = {pl_add, pl_mul, pl_max, pl_sub};
     static void (*const bcast[])(pl_ctx *, pl_ref, pl_ref, pl_ref) = {pl_sub_col, pl_mul_col, pl_div_col,
                                                                        pl_add_row, pl_mul_row};
