@@ -122,16 +122,17 @@ static void land(pl_ctx *c, kern_dma *m)
 static int overlaps(const pl_ref *a, const pl_ref *b)
 {
     size_t es = pl_dtype_size(a->dtype);
-    const char *pa = a->data, *pb = b->data;
+    /* addresses as integers: cost-only ANY views are offsets from NULL (ref.c) */
+    uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
     int64_t span_a = 1, span_b = 1;
     for (int d = 0; d < a->rank; d++) span_a += (a->shape[d] - 1) * a->stride[d];
     for (int d = 0; d < b->rank; d++) span_b += (b->shape[d] - 1) * b->stride[d];
     if (pl_size(*a) == 0 || pl_size(*b) == 0) return 0;
-    if (pb >= pa + (size_t)span_a * es || pa >= pb + (size_t)span_b * pl_dtype_size(b->dtype)) return 0;
+    if (pb >= pa + (uintptr_t)span_a * es || pa >= pb + (uintptr_t)span_b * pl_dtype_size(b->dtype)) return 0;
     int same = a->rank == b->rank && a->dtype == b->dtype;
     for (int d = 0; same && d < a->rank; d++) same = a->stride[d] == b->stride[d];
     if (!same) return 1; /* spans overlap; be conservative */
-    int64_t off = (int64_t)((pb - pa) / (ptrdiff_t)es); /* b's start relative to a's, in elements */
+    int64_t off = (int64_t)(pb - pa) / (int64_t)es; /* b's start relative to a's, in elements */
     for (int d = 0; d < a->rank; d++) { /* strides descend in the layouts tilesim makes */
         int64_t delta = off >= 0 ? off / a->stride[d] : -((-off + a->stride[d] - 1) / a->stride[d]);
         off -= delta * a->stride[d];

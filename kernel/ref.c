@@ -68,6 +68,7 @@ void kern_record(pl_ctx *c, const kern_op *op)
 
 float *kern_tmp(pl_ctx *c, size_t n)
 {
+    if (n == 0) n = 1; /* never NULL: ops on empty views still offset what this returns */
     if (n > c->tmp_cap) {
         free(c->tmp);
         c->tmp = malloc(n * sizeof *c->tmp);
@@ -102,6 +103,15 @@ void *pl_kernel_user(const pl_ctx *c) { return c->user; }
 
 /* ---- views ------------------------------------------------------------------ */
 
+/* r's data pointer moved by `elems` elements. In cost-only runs an ANY
+ * operand has no data (NULL): offsetting a NULL pointer is undefined, so the
+ * address is computed as an integer; views of it keep distinct addresses,
+ * which the DMA race check (V4) compares. */
+static void *offset_data(const pl_ref *r, int64_t elems)
+{
+    return (void *)((uintptr_t)r->data + (uintptr_t)elems * pl_dtype_size(r->dtype));
+}
+
 int64_t pl_size(pl_ref r)
 {
     int64_t n = 1;
@@ -123,7 +133,7 @@ pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
                    "pl_ds(%lld, %lld) on dimension %d of %s runs past its size %lld (rule V2)",
                    (long long)start, (long long)size, dim, name, (long long)r.shape[dim]);
     }
-    r.data = (char *)r.data + (size_t)(start * r.stride[dim]) * pl_dtype_size(r.dtype);
+    r.data = offset_data(&r, start * r.stride[dim]);
     r.shape[dim] = size;
     return r;
 }
@@ -136,7 +146,7 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
         kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld (rule V2)", (long long)i, name,
                    r.rank ? (long long)r.shape[0] : 0LL);
     }
-    r.data = (char *)r.data + (size_t)(i * r.stride[0]) * pl_dtype_size(r.dtype);
+    r.data = offset_data(&r, i * r.stride[0]);
     memmove(r.shape, r.shape + 1, (size_t)(r.rank - 1) * sizeof *r.shape);
     memmove(r.stride, r.stride + 1, (size_t)(r.rank - 1) * sizeof *r.stride);
     r.rank--;
