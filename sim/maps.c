@@ -109,6 +109,17 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
     return rc ? sim_fail(rep, rc, "%s", err) : PL_OK;
 }
 
+/* A function map's entry d is INT64_MIN, the fill before the call: did the
+ * map leave it so, or return INT64_MIN? Ask again with another fill. Only
+ * on this error path, so maps still run once per step. */
+static int left_unset(const sim_operand *op, const int64_t *idx, const pl_ref *prefetch, int d)
+{
+    int64_t again[PL_MAX_RANK];
+    for (int e = 0; e < op->rank; e++) again[e] = INT64_MAX;
+    op->map.fn(idx, prefetch, again, op->map.user);
+    return again[d] == INT64_MAX;
+}
+
 int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, char *err, size_t errlen)
 {
@@ -124,7 +135,7 @@ int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx
         if (bidx[d] >= 0 && bidx[d] < op->nblocks[d]) continue;
         char point[128], got[160];
         sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
-        if (bidx[d] == INT64_MIN) {
+        if (bidx[d] == INT64_MIN && m->fn && left_unset(op, idx, prefetch, d)) {
             snprintf(err, errlen,
                      "%s: at grid point %s the index map left dimension %d unset; it must return one block index "
                      "per array dimension (rule B2)",
