@@ -65,7 +65,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
     if (dst->role == PL_ROLE_SCRATCH && !a->initialized && covers_all(a, dst)) a->initialized = 1;
     if (!dst->readonly) return;
     char name[96];
-    kern_ref_name(dst, name, sizeof name);
+    kern_ref_name(c, dst, name, sizeof name);
     if (c->strict)
         kern_fault(c, PL_EREADONLY, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn,
                    name);
@@ -81,7 +81,7 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
     if (!a) return;
     char name[96], point[128];
     if (src->role == PL_ROLE_SCRATCH && !a->initialized && !c->uninit_read[0]) {
-        kern_ref_name(src, name, sizeof name);
+        kern_ref_name(c, src, name, sizeof name);
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
         snprintf(c->uninit_read, sizeof c->uninit_read,
                  "%s read %s at grid point %s before any op wrote all of it (scratch starts uninitialized, "
@@ -93,7 +93,7 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
         view_extent(a, src, lo, hi);
         for (int d = 0; d < a->tmpl.rank; d++) {
             if (lo[d] >= a->vlo[d] && hi[d] <= a->vhi[d]) continue;
-            kern_ref_name(src, name, sizeof name);
+            kern_ref_name(c, src, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
             if (a->vlo[d] == 0)
                 snprintf(c->padding_read, sizeof c->padding_read,

@@ -42,6 +42,16 @@ typedef struct kern_dma {
     uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
 } kern_dma;
 
+/* Kernel arguments the context can name (M3): the executor's refs array
+ * holds at most 3 * PL_MAX_OPERANDS + PL_MAX_SCRATCH (sim/exec.h). */
+#define KERN_MAX_ARGS 64
+
+/* The executor pads the refs array past the call's last argument with refs
+ * whose arg is KERN_ARG_MISSING - position: a kernel that uses refs[3] of a
+ * call with three arguments gets an error that says so (kern_check_ref),
+ * not a crash on a NULL, rank-0 ref. */
+#define KERN_ARG_MISSING (-2)
+
 /* What the checks know of one kernel argument (set by the executor). */
 typedef struct kern_arg {
     char *base;                  /* the buffer the Ref views, its first element */
@@ -63,6 +73,10 @@ struct pl_ctx {
     int core;
     void *user;                 /* pl_call.user */
     const char *kernel_name;
+    /* the kernel's arguments, for messages (M3): how many of each kind, and
+     * each one's name (its spec's .name, else "in0", "scratch1", ...) */
+    int n_prefetch, n_in, n_out, n_scratch;
+    const char *arg_name[KERN_MAX_ARGS];
 
     /* options */
     int cost_only;              /* block ops report cost but touch no data */
@@ -121,8 +135,21 @@ __attribute__((format(printf, 3, 4)))
 #endif
 void kern_warn(pl_ctx *c, int arg, const char *fmt, ...);
 
-/* "x (input 0)" style description of a Ref for messages. */
-void kern_ref_name(const pl_ref *r, char *buf, size_t n);
+/* "refs[0] (input, VMEM f32) 'x'": a Ref for messages, with its argument
+ * position, role, space, dtype and name. */
+void kern_ref_name(const pl_ctx *c, const pl_ref *r, char *buf, size_t n);
+
+/* Fault if r is past the end of the kernel's refs (KERN_ARG_MISSING):
+ * "refs[3] does not exist: 2 inputs, 1 output, 0 scratch". Every op calls
+ * it on each ref before anything else. */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void kern_missing_ref(pl_ctx *c, const pl_ref *r, const char *fn);
+static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    if (r->arg <= KERN_ARG_MISSING) kern_missing_ref(c, r, fn);
+}
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);

@@ -20,14 +20,15 @@
 static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn)
 {
     char name[96];
+    kern_check_ref(c, sem, fn);
     if (sem->space != PL_SEMAPHORE || sem->sem_kind != want) {
-        kern_ref_name(sem, name, sizeof name);
+        kern_ref_name(c, sem, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: %s is not a %s semaphore; declare it with %s (rule M%d)", fn, name,
                    want == PL_SEM_DMA ? "DMA" : "regular", want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
                    want == PL_SEM_DMA ? 8 : 9);
     }
     if (pl_size(*sem) != 1) {
-        kern_ref_name(sem, name, sizeof name);
+        kern_ref_name(c, sem, name, sizeof name);
         kern_fault(c, PL_ESHAPE, "%s: %s holds %lld semaphores; pick one with pl_at (rule M%d)", fn, name,
                    (long long)pl_size(*sem), want == PL_SEM_DMA ? 8 : 9);
     }
@@ -43,7 +44,7 @@ static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
     int64_t *count = sem_cell(sem);
     if (*count > INT64_MAX - n) {
         char name[96];
-        kern_ref_name(sem, name, sizeof name);
+        kern_ref_name(c, sem, name, sizeof name);
         kern_fault(c, PL_EINVAL, "%s: %s holds %lld; adding %lld would overflow its count (rule M9)", fn, name,
                    (long long)*count, (long long)n);
     }
@@ -52,9 +53,10 @@ static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
 {
+    kern_check_ref(c, r, "pltpu_async_copy");
     if (r->space == PL_SEMAPHORE) {
         char name[96];
-        kern_ref_name(r, name, sizeof name);
+        kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "pltpu_async_copy: the %s %s is a semaphore (rule M7)", side, name);
     }
 }
@@ -68,16 +70,16 @@ pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
     int same = src.rank == dst.rank;
     for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];
     if (!same) {
-        kern_ref_name(&src, a, sizeof a);
-        kern_ref_name(&dst, b, sizeof b);
+        kern_ref_name(c, &src, a, sizeof a);
+        kern_ref_name(c, &dst, b, sizeof b);
         kern_format_point(src.shape, src.rank, sa, sizeof sa);
         kern_format_point(dst.shape, dst.rank, sb, sizeof sb);
         kern_fault(c, PL_ESHAPE, "pltpu_async_copy from %s of shape %s into %s of shape %s: shapes differ (rule M7)",
                    a, sa, b, sb);
     }
     if (src.dtype != dst.dtype) {
-        kern_ref_name(&src, a, sizeof a);
-        kern_ref_name(&dst, b, sizeof b);
+        kern_ref_name(c, &src, a, sizeof a);
+        kern_ref_name(c, &dst, b, sizeof b);
         kern_fault(c, PL_EDTYPE, "pltpu_async_copy from %s into %s: a DMA does not convert dtypes (rule M7)", a, b);
     }
     return (pltpu_copy){.src = src, .dst = dst, .sem = sem, .bytes = pl_size(src) * (int64_t)pl_dtype_size(src.dtype)};
@@ -149,7 +151,7 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     for (int i = 0; i < c->n_dma; i++) {
         if (!overlaps(&c->dma[i].dst, &cp->dst)) continue;
         char name[96], then[128];
-        kern_ref_name(&cp->dst, name, sizeof name);
+        kern_ref_name(c, &cp->dst, name, sizeof name);
         kern_format_point(c->dma[i].point, c->grid_rank, then, sizeof then);
         kern_fault(c, PL_ERACE,
                    "pltpu_copy_start into %s, whose bytes copy %lld (started at grid point %s) is still writing: "
@@ -198,7 +200,7 @@ static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
         return;
     }
     char name[96];
-    kern_ref_name(sem, name, sizeof name);
+    kern_ref_name(c, sem, name, sizeof name);
     kern_fault(c, PL_EDEADLOCK,
                "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
                "wait can never finish (deadlock, rule M10)",
@@ -218,7 +220,7 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
     check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal");
     if (inc < 0 || inc > INT32_MAX) {
         char name[96];
-        kern_ref_name(&sem, name, sizeof name);
+        kern_ref_name(c, &sem, name, sizeof name);
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_signal on %s by %lld: the increment must be in 0..2^31-1 (rule M9)",
                    name, (long long)inc);
     }
@@ -235,7 +237,7 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
         return;
     }
     char name[96];
-    kern_ref_name(&sem, name, sizeof name);
+    kern_ref_name(c, &sem, name, sizeof name);
     kern_fault(c, PL_EDEADLOCK,
                "pltpu_semaphore_wait on %s for %lld, but it holds %lld and nothing else runs on this core to "
                "signal it: the wait can never finish (deadlock, rule M10)",

@@ -57,8 +57,9 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
 {
     int bad_space = r->space != PL_VMEM;
     if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
+    kern_check_ref(c, r, "pl_dot");
     char name[96];
-    kern_ref_name(r, name, sizeof name);
+    kern_ref_name(c, r, name, sizeof name);
     if (bad_space)
         kern_fault(c, PL_ESPACE, "pl_dot %s is %s: the MXU reads VMEM only; %s (rule M1)", what, name,
                    r->space == PL_SMEM ? "SMEM holds scalars" : "this memory space is reachable only by DMA");

@@ -24,10 +24,11 @@
 
 static void check_float(pl_ctx *c, const pl_ref *r, const char *fn)
 {
+    kern_check_ref(c, r, fn);
     check_data(c, r, fn);
     if (pl_dtype_is_float(r->dtype)) return;
     char name[96];
-    kern_ref_name(r, name, sizeof name);
+    kern_ref_name(c, r, name, sizeof name);
     kern_fault(c, PL_EDTYPE, "%s on %s: %s takes float refs (f32, bf16, f16)", fn, name, fn);
 }
 
@@ -35,7 +36,7 @@ static void check_rank2(pl_ctx *c, const pl_ref *r, const char *fn)
 {
     if (r->rank == 2) return;
     char name[96];
-    kern_ref_name(r, name, sizeof name);
+    kern_ref_name(c, r, name, sizeof name);
     kern_fault(c, PL_ESHAPE, "%s: %s has rank %d; %s takes rank-2 refs (rows, columns)", fn, name, r->rank, fn);
 }
 
@@ -45,8 +46,8 @@ static void check_shape_2d(pl_ctx *c, const pl_ref *r, int64_t rows, int64_t col
 {
     if (r->shape[0] == rows && r->shape[1] == cols) return;
     char a[96], b[96], sa[128], sb[128];
-    kern_ref_name(r, a, sizeof a);
-    kern_ref_name(of, b, sizeof b);
+    kern_ref_name(c, r, a, sizeof a);
+    kern_ref_name(c, of, b, sizeof b);
     kern_format_point(r->shape, r->rank, sa, sizeof sa);
     kern_format_point(of->shape, of->rank, sb, sizeof sb);
     kern_fault(c, PL_ESHAPE, "%s: %s has shape %s, but %s %s of shape %s must have shape (%lld, %lld)", fn, a, sa,

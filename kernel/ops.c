@@ -40,6 +40,7 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
 
 void pl_fill(pl_ctx *c, pl_ref dst, double value)
 {
+    kern_check_ref(c, &dst, "pl_fill");
     check_data(c, &dst, "pl_fill");
     if (c->args) kern_note_write(c, &dst, "pl_fill");
     record_vpu(c, KERN_OP_VPU, &dst, 1);
@@ -64,6 +65,8 @@ void pl_fill(pl_ctx *c, pl_ref dst, double value)
 
 void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
 {
+    kern_check_ref(c, &dst, "pl_copy");
+    kern_check_ref(c, &src, "pl_copy");
     check_data(c, &dst, "pl_copy");
     check_data(c, &src, "pl_copy");
     check_same_shape(c, &dst, &src, "pl_copy");
@@ -103,6 +106,9 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
 
 static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind, const char *fn)
 {
+    kern_check_ref(c, &dst, fn);
+    kern_check_ref(c, &a, fn);
+    kern_check_ref(c, &b, fn);
     check_data(c, &dst, fn);
     check_data(c, &a, fn);
     check_data(c, &b, fn);
@@ -142,6 +148,8 @@ void pl_max(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b) { elementwise(c, dst, a, 
 
 void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src)
 {
+    kern_check_ref(c, &dst, "pl_relu");
+    kern_check_ref(c, &src, "pl_relu");
     check_data(c, &dst, "pl_relu");
     check_data(c, &src, "pl_relu");
     check_same_shape(c, &dst, &src, "pl_relu");

@@ -22,15 +22,30 @@ void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n)
     if (at < n) snprintf(buf + at, n - at, ")");
 }
 
-void kern_ref_name(const pl_ref *r, char *buf, size_t n)
+void kern_ref_name(const pl_ctx *c, const pl_ref *r, char *buf, size_t n)
 {
     static const char *roles[] = {"ref", "scalar-prefetch", "input", "output", "scratch"};
     const char *role = r->role < sizeof roles / sizeof *roles ? roles[r->role] : "ref";
-    if (r->arg >= 0)
-        snprintf(buf, n, "refs[%d] (%s, %s %s)", r->arg, role, pl_memspace_name(r->space),
-                 pl_dtype_name(r->dtype));
+    const char *name = r->arg >= 0 && r->arg < KERN_MAX_ARGS ? c->arg_name[r->arg] : NULL;
+    if (r->arg <= KERN_ARG_MISSING)
+        snprintf(buf, n, "refs[%d], which does not exist", KERN_ARG_MISSING - r->arg);
+    else if (r->arg >= 0)
+        snprintf(buf, n, "refs[%d] (%s, %s %s)%s%s%s", r->arg, role, pl_memspace_name(r->space),
+                 pl_dtype_name(r->dtype), name ? " '" : "", name ? name : "", name ? "'" : "");
     else
         snprintf(buf, n, "a %s %s ref", pl_memspace_name(r->space), pl_dtype_name(r->dtype));
+}
+
+static const char *plural(int n) { return n == 1 ? "" : "s"; }
+
+void kern_missing_ref(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    char pre[48] = "";
+    if (c->n_prefetch) snprintf(pre, sizeof pre, "%d scalar-prefetch, ", c->n_prefetch);
+    kern_fault(c, PL_EINVAL, "%s: refs[%d] does not exist: %s%d input%s, %d output%s, %d scratch; the kernel's refs "
+               "are the scalar-prefetch refs, inputs, outputs and scratch, in that order (rule M3)",
+               fn, KERN_ARG_MISSING - r->arg, pre, c->n_in, plural(c->n_in), c->n_out, plural(c->n_out),
+               c->n_scratch);
 }
 
 void kern_fault(pl_ctx *c, int code, const char *fmt, ...)
@@ -122,13 +137,14 @@ int64_t pl_size(pl_ref r)
 pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
 {
     char name[96];
+    kern_check_ref(c, &r, "pl_ds");
     if (dim < 0 || dim >= r.rank) {
-        kern_ref_name(&r, name, sizeof name);
+        kern_ref_name(c, &r, name, sizeof name);
         kern_fault(c, PL_EBOUNDS, "pl_ds on dimension %d of %s, which has rank %d (rule V2)", dim, name,
                    r.rank);
     }
     if (start < 0 || size < 0 || start > r.shape[dim] || size > r.shape[dim] - start) {
-        kern_ref_name(&r, name, sizeof name);
+        kern_ref_name(c, &r, name, sizeof name);
         kern_fault(c, PL_EBOUNDS,
                    "pl_ds(%lld, %lld) on dimension %d of %s runs past its size %lld (rule V2)",
                    (long long)start, (long long)size, dim, name, (long long)r.shape[dim]);
@@ -141,8 +157,9 @@ pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
 pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 {
     char name[96];
+    kern_check_ref(c, &r, "pl_at");
     if (r.rank < 1 || i < 0 || i >= r.shape[0]) {
-        kern_ref_name(&r, name, sizeof name);
+        kern_ref_name(c, &r, name, sizeof name);
         kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld (rule V2)", (long long)i, name,
                    r.rank ? (long long)r.shape[0] : 0LL);
     }
@@ -160,8 +177,9 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn, int reading)
 {
     char name[96];
+    kern_check_ref(c, r, fn);
     if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
-        kern_ref_name(r, name, sizeof name);
+        kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
                    pl_memspace_name(r->space));
     }
@@ -171,7 +189,7 @@ static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char
             if (reading && c->oob_poison) return NULL;
             char at[128];
             kern_format_point(idx, r->rank, at, sizeof at);
-            kern_ref_name(r, name, sizeof name);
+            kern_ref_name(c, r, name, sizeof name);
             kern_fault(c, PL_EBOUNDS, "%s index %s is outside %s: dimension %d has size %lld (rule V2)", fn,
                        at, name, d, (long long)r->shape[d]);
         }
@@ -196,7 +214,7 @@ double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
         if (!c->oob_read[0]) {
             char at[128], name[96], point[128];
             kern_format_point(idx, r.rank, at, sizeof at);
-            kern_ref_name(&r, name, sizeof name);
+            kern_ref_name(c, &r, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
             snprintf(c->oob_read, sizeof c->oob_read,
                      "pl_get read index %s outside %s at grid point %s and got poison (rule V2)", at, name, point);

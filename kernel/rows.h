@@ -58,17 +58,17 @@ static inline void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
 {
     char name[96];
     if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
-        kern_ref_name(r, name, sizeof name);
+        kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
                    pl_memspace_name(r->space));
     }
     if (r->space == PL_SMEM) {
-        kern_ref_name(r, name, sizeof name);
+        kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s on %s: SMEM holds 32-bit scalars read and written one at a time; use "
                    "pl_get / pl_set (rule M1)", fn, name);
     }
     if ((unsigned)r->dtype >= PL_DTYPE_COUNT) {
-        kern_ref_name(r, name, sizeof name);
+        kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_EDTYPE, "%s on %s: unknown dtype %d", fn, name, (int)r->dtype);
     }
 }
@@ -79,8 +79,8 @@ static inline void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *
     for (int d = 0; same && d < dst->rank; d++) same = dst->shape[d] == src->shape[d];
     if (same) return;
     char a[96], b[96], sa[128], sb[128];
-    kern_ref_name(dst, a, sizeof a);
-    kern_ref_name(src, b, sizeof b);
+    kern_ref_name(c, dst, a, sizeof a);
+    kern_ref_name(c, src, b, sizeof b);
     kern_format_point(dst->shape, dst->rank, sa, sizeof sa);
     kern_format_point(src->shape, src->rank, sb, sizeof sb);
     kern_fault(c, PL_ESHAPE, "%s: %s has shape %s but %s has shape %s", fn, a, sa, b, sb);

@@ -51,6 +51,24 @@ static void copy_aliases(sim_exec *x, const pl_array *args, pl_array *outs)
     }
 }
 
+_Static_assert(MAX_OPS + PL_MAX_SCRATCH <= KERN_MAX_ARGS, "the context names every kernel argument");
+
+/* What kernel errors say about refs (M3): each argument's name, the counts,
+ * and refs past the last argument marked as missing (kernel/context.h). */
+static void name_args(sim_exec *x)
+{
+    pl_ctx *c = &x->ctx;
+    const pl_call *call = x->plan.call;
+    c->n_prefetch = call->num_scalar_prefetch;
+    c->n_in = call->n_in;
+    c->n_out = call->n_out;
+    c->n_scratch = call->n_scratch;
+    for (int i = 0; i < x->plan.n_ops; i++) c->arg_name[x->plan.ops[i].arg] = x->plan.ops[i].rep->name;
+    for (int i = 0; i < call->n_scratch; i++) c->arg_name[x->plan.n_ops + i] = x->rep.scratch[i].name;
+    int total = (int)(sizeof x->kernel_refs / sizeof *x->kernel_refs);
+    for (int i = x->n_refs; i < total; i++) x->kernel_refs[i] = (pl_ref){.arg = (int16_t)(KERN_ARG_MISSING - i)};
+}
+
 static int alloc_buffers(sim_exec *x)
 {
     sim_plan *p = &x->plan;
@@ -104,6 +122,7 @@ static int alloc_buffers(sim_exec *x)
         }
     }
     x->n_refs = p->n_ops + call->n_scratch;
+    name_args(x);
     for (int c = 0; c < 2; c++) {
         x->cores[c].n_ops = p->n_ops;
         for (int i = 0; i < p->n_ops; i++) {

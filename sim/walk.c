@@ -246,7 +246,7 @@ static int check_semaphores(sim_exec *x)
     pl_ctx *c = &x->ctx;
     char name[96], point[128];
     if (c->n_dma) {
-        kern_ref_name(&c->dma[0].dst, name, sizeof name);
+        kern_ref_name(c, &c->dma[0].dst, name, sizeof name);
         kern_format_point(c->dma[0].point, c->grid_rank, point, sizeof point);
         return sim_fail(&x->rep, PL_ESEMAPHORE,
                         "copy %lld into %s, started at grid point %s, was never waited: its semaphore is left "

@@ -285,7 +285,7 @@ Test(buggy, read_padding_explains_the_edge_block)
     expect_has(f->msg, "edge-block padding");
     expect_has(f->msg, "rule B6");
     expect_has(f->msg, "refs[0] (input"); /* x, read first by pl_dot */
-    snprintf(s, sizeof s, "read refs[0] (input, VMEM f32) at grid point %s", fmt_idx(p, sizeof p, pt, 3));
+    snprintf(s, sizeof s, "read refs[0] (input, VMEM f32) 'x' at grid point %s", fmt_idx(p, sizeof p, pt, 3));
     expect_has(f->msg, s);
     snprintf(s, sizeof s, "only %lld elements", (long long)valid);
     expect_has(f->msg, s);
@@ -304,7 +304,7 @@ Test(buggy, read_padding_each_finding_names_its_own_grid_point)
         last_point(i / nn, i % nn, nk, pt);
         expect_finding(&rep, f, PL_FIND_POISON, "V1", pt, i / nn, i % nn);
         char p[64], s[160];
-        snprintf(s, sizeof s, "read refs[0] (input, VMEM f32) at grid point %s", fmt_idx(p, sizeof p, pt, 3));
+        snprintf(s, sizeof s, "read refs[0] (input, VMEM f32) 'x' at grid point %s", fmt_idx(p, sizeof p, pt, 3));
         cr_expect(strstr(f->msg, s), "finding %d (block (%lld, %lld)) lacks \"%s\": %s", i, (long long)(i / nn),
                   (long long)(i % nn), s, f->msg);
     }

@@ -337,8 +337,8 @@ Test(errors, ESHAPE_pl_copy_mismatched_shapes)
 {
     pl_report rep;
     int rc = run_fault(F_COPY_SHAPE, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_ESHAPE, POINT, "pl_copy", "refs[1] (output, VMEM f32) has shape (8, 128)",
-                    "refs[0] (input, VMEM f32) has shape (4, 128)");
+    TH_EXPECT_ERROR(rc, rep, PL_ESHAPE, POINT, "pl_copy", "refs[1] (output, VMEM f32) 'out0' has shape (8, 128)",
+                    "refs[0] (input, VMEM f32) 'in0' has shape (4, 128)");
 }
 
 Test(errors, ESHAPE_pl_dot_mismatched_shapes)
