@@ -8,7 +8,9 @@
 #define TILESIM_TEST_HELPERS_H
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,67 @@ static inline int64_t th_io_touched(const th_io *io)
     int64_t d = 0;
     for (int64_t i = 0; i < io->n; i++) d += io->out[i] != TH_SENTINEL;
     return d;
+}
+
+/* ---- files and JSON ----------------------------------------------------------- */
+
+/* A whole file, NUL-terminated; the caller frees it. Fails the test if the
+ * file cannot be read. */
+static inline char *th_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    size_t cap = 65536, n = 0, got;
+    char *text = malloc(cap);
+    cr_assert(text, "out of host memory reading %s", path);
+    while ((got = fread(text + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            text = realloc(text, cap *= 2);
+            cr_assert(text, "out of host memory reading %s", path);
+        }
+    }
+    cr_assert(!ferror(f), "cannot read %s", path);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* Parse text as exactly one JSON document with jansson (strict: a syntax
+ * error anywhere, or anything after the document, fails the test with the
+ * line and column); `what` names it in the message. json_decref it. */
+static inline json_t *th_json_parse(const char *text, const char *what)
+{
+    json_error_t err;
+    json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    cr_assert(doc, "%s is not JSON: line %d, column %d: %s", what, err.line, err.column, err.text);
+    return doc;
+}
+
+/* The same for a file. */
+static inline json_t *th_json_file(const char *path)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    cr_assert(doc, "%s is not JSON: line %d, column %d: %s", path, err.line, err.column, err.text);
+    return doc;
+}
+
+/* obj[key] as a number (integer or real), failing the test if it is missing
+ * or not a number. */
+static inline double th_json_num(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    cr_assert(json_is_number(v), "\"%s\" is missing or not a number", key);
+    return json_number_value(v);
+}
+
+/* obj[key] as a string, failing the test if it is missing or not a string. */
+static inline const char *th_json_str(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    cr_assert(json_is_string(v), "\"%s\" is missing or not a string", key);
+    return json_string_value(v);
 }
 
 /* ---- kernels --------------------------------------------------------------- */

@@ -1,13 +1,16 @@
 /* tests/test_cli.c: the `tilesim` command, run as a program.
  *
- * Each test runs build/tilesim (relative to the repo root, where `make test`
- * runs the suite) with fork/exec, its stdout and stderr going to temporary
+ * Each test runs the tilesim of the suite's own build directory (the test
+ * binary is BUILD/tests/tilesim_tests, the command BUILD/tilesim; $TILESIM
+ * overrides it) with fork/exec, its stdout and stderr going to temporary
  * files, and checks the exit status and what was printed. Problems are small
  * so that every run takes milliseconds. A missing binary fails every test
  * with a message saying how to build it.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +19,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TILESIM "build/tilesim"
+#include "helpers.h"
+
 #define MAX_ARGS 32
+
+/* The command next to this test binary (BUILD/tests/.. /tilesim), so that
+ * `make BUILD=x` tests x's command, not whatever build/tilesim holds. */
+static const char *tilesim_path(void)
+{
+    static char path[PATH_MAX];
+    const char *env = getenv("TILESIM");
+    if (env && env[0]) return env;
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
+    char *slash = n > 0 ? (path[n] = '\0', strrchr(path, '/')) : NULL; /* .../tests/tilesim_tests */
+    if (slash) *slash = '\0';
+    slash = slash ? strrchr(path, '/') : NULL;                             /* .../tests */
+    if (slash) {
+        strcpy(slash, "/tilesim");
+        return path;
+    }
+    return "build/tilesim";
+}
+#define TILESIM tilesim_path()
 
 typedef struct run_result {
     int status;   /* exit status, or -signal when killed */
@@ -60,13 +83,14 @@ static void temp_path(char *path, const char *contents)
 static run_result run_argv(const char *const *args)
 {
     cr_assert(access(TILESIM, X_OK) == 0,
-              "%s is missing: build it with `make build/tilesim` (the tests run from the repo root)", TILESIM);
+              "%s is missing: build it with `make %s` (or set TILESIM to the command)", TILESIM, TILESIM);
     char out_path[64], err_path[64];
     temp_path(out_path, NULL);
     temp_path(err_path, NULL);
     char *argv[MAX_ARGS + 2];
     int n = 0;
-    argv[n++] = (char *)TILESIM;
+    const char *exe = TILESIM;
+    argv[n++] = (char *)exe;
     for (; args[n - 1] && n <= MAX_ARGS; n++) argv[n] = (char *)args[n - 1];
     argv[n] = NULL;
     fflush(NULL);
@@ -75,7 +99,7 @@ static run_result run_argv(const char *const *args)
     if (pid == 0) {
         int o = open(out_path, O_WRONLY | O_TRUNC), e = open(err_path, O_WRONLY | O_TRUNC);
         if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
-        execv(TILESIM, argv);
+        execv(exe, argv);
         _exit(127);
     }
     int ws;
@@ -126,8 +150,12 @@ Test(cli, chips_json_and_chip_file)
 {
     run_result r = RUN("chips", "--json");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-    expect_has(r.out, "\"chips\":[", "chips --json");
-    expect_has(r.out, "\"name\":\"v7x\"", "chips --json");
+    json_t *doc = th_json_parse(r.out, "chips --json");
+    json_t *chips = json_object_get(doc, "chips");
+    cr_assert(json_is_array(chips), "no \"chips\" array:\n%s", r.out);
+    cr_assert_eq((int)json_array_size(chips), pl_chip_count());
+    cr_assert_str_eq(th_json_str(json_array_get(chips, json_array_size(chips) - 1), "name"), "v7x");
+    json_decref(doc);
     run_free(&r);
 
     char chip[64];
@@ -190,25 +218,38 @@ Test(cli, sweep_csv_rows_sorted_by_time)
     run_free(&r);
 }
 
+/* --json is one JSON document (jansson parses it strictly): the legal
+ * configurations fastest first, the rejected ones with their reason, the
+ * counts agreeing with the lists, and the best one first among the legal. */
 Test(cli, sweep_json_has_legal_and_rejected)
 {
     run_result r = RUN(SMALL, "--json");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-    expect_has(r.out, "\"legal\":[", "sweep --json");
-    expect_has(r.out, "\"rejected\":[", "sweep --json");
-    expect_has(r.out, "\"best\":{\"bm\":", "sweep --json");
-    expect_has(r.out, "\"kind\":\"over budget\"", "sweep --json");
-    /* balanced braces and brackets outside strings */
-    int depth = 0, in_str = 0;
-    for (const char *p = r.out; *p; p++) {
-        if (in_str) {
-            if (*p == '\\') p++;
-            else if (*p == '"') in_str = 0;
-        } else if (*p == '"') in_str = 1;
-        else if (*p == '{' || *p == '[') depth++;
-        else if (*p == '}' || *p == ']') cr_assert(--depth >= 0, "unbalanced JSON:\n%s", r.out);
+    json_t *doc = th_json_parse(r.out, "sweep --json");
+    json_t *legal = json_object_get(doc, "legal"), *rejected = json_object_get(doc, "rejected");
+    cr_assert(json_is_array(legal) && json_is_array(rejected), "no legal or rejected array:\n%s", r.out);
+    cr_assert_eq(json_array_size(legal), 7);
+    cr_assert_eq(json_array_size(rejected), 1);
+    cr_assert_eq(th_json_num(doc, "n_legal"), 7);
+    cr_assert_eq(th_json_num(doc, "n_rejected"), 1);
+    cr_assert_eq(th_json_num(doc, "evaluated"), 8);
+    double last = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(legal, i, row) {
+        double t = th_json_num(row, "time_s");
+        cr_expect(t > 0 && t >= last, "legal row %zu at %g s after %g s", i, t, last);
+        cr_expect(json_is_true(json_object_get(row, "fits")), "legal row %zu does not fit", i);
+        th_json_str(row, "bound");
+        last = t;
     }
-    cr_expect_eq(depth, 0, "unbalanced JSON:\n%s", r.out);
+    json_t *rej = json_array_get(rejected, 0);
+    cr_assert_str_eq(th_json_str(rej, "kind"), "over budget");
+    expect_has(th_json_str(rej, "reason"), "rule M4", "the rejected row's reason");
+    json_t *best = json_object_get(doc, "best");
+    cr_assert(json_is_object(best), "no best configuration");
+    cr_assert(json_equal(best, json_array_get(legal, 0)), "best is not the first legal row");
+    json_decref(doc);
     run_free(&r);
 }
 

@@ -4,7 +4,6 @@
 
 #include "../kernel/pltpu.h"
 #include "helpers.h"
-#include "json.h"
 
 /* The input stays in HBM (ANY, rule T5); each grid point copies its rows
  * into VMEM scratch by hand, waits, and stores them to the output block. */
@@ -111,18 +110,20 @@ Test(dma, manual_copies_appear_in_the_trace)
     pl_options opt = {.trace_path = path};
     pl_report rep;
     cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, &opt, &rep), PL_OK, "%s", rep.error);
-    char *text = tj_read_file(path);
-    tj_value *doc = tj_parse(text);
-    cr_assert_not_null(doc, "not JSON");
-    const tj_value *ev = tj_get(doc, "traceEvents");
+    char *text = th_read_file(path);
+    json_t *doc = th_json_parse(text, path);
+    json_t *ev = json_object_get(doc, "traceEvents");
+    cr_assert(json_is_array(ev), "no traceEvents array");
     int copies = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        const tj_value *name = tj_get(ev->items[i], "name");
-        copies += name && strncmp(name->str, "copy ", 5) == 0 && strcmp(tj_get(ev->items[i], "ph")->str, "X") == 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *name = th_json_str(e, "name");
+        copies += strncmp(name, "copy ", 5) == 0 && strcmp(th_json_str(e, "ph"), "X") == 0;
     }
     cr_assert_eq(copies, STEPS);
     cr_assert_not_null(strstr(text, "manual DMA 0"));
-    tj_free(doc);
+    json_decref(doc);
     free(text);
     unlink(path);
     th_io_free(&io);

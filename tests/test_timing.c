@@ -8,7 +8,6 @@
 #include "../examples/kernels/matmul.h"
 #include "../sim/timing.h"
 #include "helpers.h"
-#include "json.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -319,45 +318,43 @@ Test(trace, matmul_trace_is_well_formed)
     pl_report rep;
     cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &rep), PL_OK, "%s", rep.error);
 
-    char *text = tj_read_file(path);
-    cr_assert_not_null(text);
-    tj_value *doc = tj_parse(text);
-    cr_assert_not_null(doc, "the trace is not valid JSON");
-    const tj_value *ev = tj_get(doc, "traceEvents");
-    cr_assert(ev && ev->kind == TJ_ARR);
+    json_t *doc = th_json_file(path);
+    json_t *ev = json_object_get(doc, "traceEvents");
+    cr_assert(json_is_array(ev), "no traceEvents array");
 
     enum { TRACKS = 64 };
     double track_end[TRACKS];
     for (int i = 0; i < TRACKS; i++) track_end[i] = -1;
     int64_t steps = 0, dmas = 0, counters = 0;
     double t_end = rep.time_s * 1e6 + 1e-5; /* the trace prints microseconds to 6 decimals */
-    for (size_t i = 0; i < ev->n; i++) {
-        const tj_value *e = ev->items[i];
-        const tj_value *ph = tj_get(e, "ph"), *name = tj_get(e, "name"), *pid = tj_get(e, "pid");
-        cr_assert(ph && ph->kind == TJ_STR && name && name->kind == TJ_STR && pid && pid->kind == TJ_NUM,
-                  "event %zu lacks ph, name or pid", i);
-        if (strcmp(ph->str, "M") == 0) continue;
-        const tj_value *ts = tj_get(e, "ts");
-        cr_assert(ts && ts->kind == TJ_NUM && ts->num >= 0 && ts->num <= t_end, "event %zu: ts", i);
-        if (strcmp(ph->str, "C") == 0) {
-            const tj_value *args_ = tj_get(e, "args");
-            cr_assert(tj_get(args_, "bytes"), "counter without args.bytes");
-            cr_assert_leq(tj_get(args_, "bytes")->num, (double)rep.vmem_bytes, "VMEM in use above the footprint");
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = th_json_str(e, "ph"), *name = th_json_str(e, "name");
+        th_json_num(e, "pid");
+        if (strcmp(ph, "M") == 0) continue;
+        double ts = th_json_num(e, "ts");
+        cr_assert(ts >= 0 && ts <= t_end, "event %zu: ts %g outside [0, %g]", i, ts, t_end);
+        if (strcmp(ph, "C") == 0) {
+            json_t *args_ = json_object_get(e, "args");
+            cr_assert(json_is_object(args_), "counter without args");
+            cr_assert_leq(th_json_num(args_, "bytes"), (double)rep.vmem_bytes, "VMEM in use above the footprint");
             counters++;
             continue;
         }
-        cr_assert_str_eq(ph->str, "X", "unexpected phase %s", ph->str);
-        const tj_value *dur = tj_get(e, "dur"), *tid = tj_get(e, "tid");
-        cr_assert(dur && dur->kind == TJ_NUM && dur->num >= 0 && tid && tid->kind == TJ_NUM);
-        cr_assert_leq(ts->num + dur->num, t_end, "event %s ends after the call", name->str);
-        int t = (int)tid->num;
+        cr_assert_str_eq(ph, "X", "unexpected phase %s", ph);
+        double dur = th_json_num(e, "dur"), tid = th_json_num(e, "tid");
+        cr_assert_geq(dur, 0, "event %s: negative duration", name);
+        cr_assert_leq(ts + dur, t_end, "event %s ends after the call", name);
+        int t = (int)tid;
         cr_assert(t >= 0 && t < TRACKS);
-        cr_assert_geq(ts->num, track_end[t] - 1e-6, "events overlap on track %d at %s", t, name->str);
-        track_end[t] = ts->num + dur->num;
+        cr_assert_geq(ts, track_end[t] - 1e-6, "events overlap on track %d at %s", t, name);
+        track_end[t] = ts + dur;
         if (t == 0) {
             steps++;
-            const tj_value *args_ = tj_get(e, "args");
-            cr_assert(tj_get(args_, "grid") && tj_get(args_, "x") && tj_get(args_, "y") && tj_get(args_, "o"),
+            json_t *args_ = json_object_get(e, "args");
+            cr_assert(json_object_get(args_, "grid") && json_object_get(args_, "x") && json_object_get(args_, "y") &&
+                          json_object_get(args_, "o"),
                       "a kernel step names the grid point and every operand's block");
         } else dmas++;
     }
@@ -366,8 +363,7 @@ Test(trace, matmul_trace_is_well_formed)
     for (int i = 0; i < rep.n_operands; i++) copies += rep.op[i].copies + rep.op[i].writebacks;
     cr_assert_eq(dmas, copies, "one DMA event per copy and write-back");
     cr_assert_gt(counters, 0);
-    tj_free(doc);
-    free(text);
+    json_decref(doc);
     unlink(path);
     free(a), free(b), free(c);
 }
@@ -396,13 +392,12 @@ Test(report, json_report_parses_and_carries_the_numbers)
     FILE *f = open_memstream(&buf, &len);
     pl_report_json(&r, f);
     fclose(f);
-    tj_value *doc = tj_parse(buf);
-    cr_assert_not_null(doc, "not JSON: %s", buf);
-    cr_assert_eq(tj_get(doc, "steps")->num, (double)r.steps);
-    assert_near(tj_get(doc, "time_s")->num, r.time_s, 1e-6, "time_s");
-    cr_assert_str_eq(tj_get(doc, "bound")->str, pl_bound_name(r.bound));
-    cr_assert_eq(tj_get(doc, "operands")->n, 3);
-    tj_free(doc);
+    json_t *doc = th_json_parse(buf, "pl_report_json");
+    cr_assert_eq(th_json_num(doc, "steps"), (double)r.steps);
+    assert_near(th_json_num(doc, "time_s"), r.time_s, 1e-6, "time_s");
+    cr_assert_str_eq(th_json_str(doc, "bound"), pl_bound_name(r.bound));
+    cr_assert_eq(json_array_size(json_object_get(doc, "operands")), 3);
+    json_decref(doc);
     free(buf);
 }
 

@@ -5,7 +5,6 @@
 
 #include "../examples/kernels/matmul.h"
 #include "helpers.h"
-#include "json.h"
 
 /* A matmul of the given shape, run for real; the caller frees a, b, c. */
 typedef struct mm_run {
@@ -140,7 +139,7 @@ Test(verify, heatmap_marks_the_bad_block)
     /* a FAIL verdict: PL_EVERIFY, and the heatmap is written all the same */
     cr_assert_eq(pl_check_heatmap(&r.args[0], &r.args[1], &r.out, 128, 128, path, msg, sizeof msg), PL_EVERIFY, "%s",
                  msg);
-    char *svg = tj_read_file(path);
+    char *svg = th_read_file(path);
     cr_assert(svg && strncmp(svg, "<svg", 4) == 0);
     cr_assert(strstr(svg, "block (1, 0)") && strstr(svg, "FAIL"));
     /* the bad block is red, the others green */
