@@ -56,8 +56,8 @@ static int alloc_data(const bs_case *bc, const bs_pattern *pat, const ex_cmdline
     if (cl->opt.cost_only) return 0;
     int64_t m = bc->m, n = bc->n, k = bc->k;
     double es = (double)pl_dtype_size(bc->dt), dm = (double)m, dn = (double)n, dk = (double)k;
-    if (ex_check_host_memory(cl, "a real run", es * (dm * dk + dk * dn + dm * dn) + 8 * (dm * dk + dk * dn) + 16 * dm * dn))
-        return 2;
+    double bytes = es * (dm * dk + dk * dn + dm * dn) + 8 * (dm * dk + dk * dn) + 16 * dm * dn; /* + the check */
+    if (ex_check_host_memory(cl, "a real run", bytes)) return 2;
     size_t esz = pl_dtype_size(bc->dt);
     *x = malloc((size_t)(m * k) * esz), *y = ex_random_matrix(k * n, bc->dt, 2), *o = malloc((size_t)(m * n) * esz);
     if (!*x || !*y || !*o) {

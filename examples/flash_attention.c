@@ -75,7 +75,8 @@ static int run_case(const fa_config *cfg, const ex_cmdline *cl)
             status = 1;
         }
         if (rep.n_findings) printf("  %d finding%s of the checks\n", rep.n_findings, rep.n_findings == 1 ? "" : "s");
-        if (status != 2) printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");
+        if (status != 2)
+            printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");
     }
     fa_free(args, &out);
     return status;

@@ -122,7 +122,8 @@ static int run_case(const gm_case *gc, const ex_cmdline *cl)
     else gm_sizes_random(sizes, G, gc->m, (uint64_t)gc->seed);
     gm_params params;
     pl_call call;
-    if (gm_offsets_from_sizes(offsets, sizes, G) || gm_tiles_build(&tiles, offsets, G, gc->m, gc->bm, err, sizeof err) ||
+    if (gm_offsets_from_sizes(offsets, sizes, G) ||
+        gm_tiles_build(&tiles, offsets, G, gc->m, gc->bm, err, sizeof err) ||
         gm_call(&call, &params, &tiles, gc->m, gc->n, gc->k, gc->bm, gc->bn, gc->bk, GM_N_OUTER, err, sizeof err)) {
         fprintf(stderr, PROG ": %s\n", err);
         status = 2;
@@ -208,7 +209,8 @@ static int parse_case(gm_cmd *c, const ex_cmdline *cl, int64_t *sizes)
     if (!c->sizes_arg) return EX_PARSE_OK;
     int64_t n = parse_sizes(cl, c->sizes_arg, sizes, MAX_GROUPS), total = 0;
     if (n < 0) return EX_PARSE_ERROR;
-    if (n != gc->g) return ex_usage_error(cl, "--sizes lists %lld groups but G is %lld", (long long)n, (long long)gc->g);
+    if (n != gc->g)
+        return ex_usage_error(cl, "--sizes lists %lld groups but G is %lld", (long long)n, (long long)gc->g);
     for (int64_t g = 0; g < n; g++) total += sizes[g];
     if (total != gc->m)
         return ex_usage_error(cl, "--sizes adds up to %lld rows but M is %lld", (long long)total, (long long)gc->m);

@@ -44,7 +44,8 @@ static json_t *ux_json(const char *text)
 {
     json_error_t e;
     json_t *v = json_loads(text, 0, &e);
-    cr_assert_not_null(v, "not JSON (line %d: %s): ...%s", e.line, e.text, text + (strlen(text) > 300 ? strlen(text) - 300 : 0));
+    cr_assert_not_null(v, "not JSON (line %d: %s): ...%s", e.line, e.text,
+                       text + (strlen(text) > 300 ? strlen(text) - 300 : 0));
     return v;
 }
 

@@ -89,7 +89,8 @@ static int common_option(ex_cmdline *cl, int code, const char *arg)
     case O_STRICT: cl->opt.strict = 1; return EX_PARSE_OK;
     case O_JSON: cl->json = 1; return EX_PARSE_OK;
     case O_UNINIT:
-        if (strcmp(arg, "nan") && strcmp(arg, "zero")) return ex_usage_error(cl, "--uninit takes nan or zero, got '%s'", arg);
+        if (strcmp(arg, "nan") && strcmp(arg, "zero"))
+            return ex_usage_error(cl, "--uninit takes nan or zero, got '%s'", arg);
         cl->opt.uninit = arg[0] == 'z' ? PL_UNINIT_ZERO : PL_UNINIT_NAN;
         return EX_PARSE_OK;
     case O_OOB:
