@@ -23,8 +23,9 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
     size_t sd = (size_t)inner_stride(dst) * pl_dtype_size(dst->dtype);
     size_t sa = (size_t)inner_stride(a) * pl_dtype_size(a->dtype);
     size_t sb = b ? (size_t)inner_stride(b) * pl_dtype_size(b->dtype) : 0;
-    for (int64_t i = 0; i < n; i++, d += sd, pa += sa, pb += sb) {
-        int64_t x = (int64_t)pl_load_elem(pa, a->dtype), y = b ? (int64_t)pl_load_elem(pb, b->dtype) : 0, r;
+    for (int64_t i = 0; i < n; i++, d += sd, pa += sa) { /* pb may be NULL (a copy): never offset it */
+        int64_t x = (int64_t)pl_load_elem(pa, a->dtype), r;
+        int64_t y = b ? (int64_t)pl_load_elem(pb + (size_t)i * sb, b->dtype) : 0;
         switch (kind) {
         case EW_COPY: r = x; break;
         case EW_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
