@@ -24,7 +24,8 @@ static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char
     if (sem->space != PL_SEMAPHORE || sem->sem_kind != want) {
         kern_ref_name(c, sem, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: %s is not a %s semaphore; declare it with %s (rule M%d)", fn, name,
-                   want == PL_SEM_DMA ? "DMA" : "regular", want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
+                   want == PL_SEM_DMA ? "DMA" : "regular",
+                   want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
                    want == PL_SEM_DMA ? 8 : 9);
     }
     if (pl_size(*sem) != 1) {
@@ -231,7 +232,12 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
     check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait");
     int64_t *count = sem_cell(&sem);
-    if (value < 0) kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait for %lld: the value must be >= 0 (rule M9)", (long long)value);
+    if (value < 0) {
+        char name[96];
+        kern_ref_name(c, &sem, name, sizeof name);
+        kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait on %s for %lld: the value must be >= 0 (rule M9)", name,
+                   (long long)value);
+    }
     if (*count >= value) {
         *count -= value;
         return;

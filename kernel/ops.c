@@ -93,7 +93,8 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
         return;
     }
     if (is_int(dst.dtype) && is_int(src.dtype)) { /* integer narrowing keeps the low bits, as XLA does */
-        for (int64_t r = 0; r < rows; r++) int_row(&dst, row_ptr(&dst, r), &src, row_ptr(&src, r), NULL, NULL, n, EW_COPY);
+        for (int64_t r = 0; r < rows; r++)
+            int_row(&dst, row_ptr(&dst, r), &src, row_ptr(&src, r), NULL, NULL, n, EW_COPY);
         return;
     }
     double *buf = (double *)kern_tmp(c, 2 * (size_t)n);
@@ -124,7 +125,8 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     if (is_int(dst.dtype) && is_int(a.dtype) && is_int(b.dtype)) {
-        for (int64_t r = 0; r < rows; r++) int_row(&dst, row_ptr(&dst, r), &a, row_ptr(&a, r), &b, row_ptr(&b, r), n, kind);
+        for (int64_t r = 0; r < rows; r++)
+            int_row(&dst, row_ptr(&dst, r), &a, row_ptr(&a, r), &b, row_ptr(&b, r), n, kind);
         return;
     }
     double *x = (double *)kern_tmp(c, 4 * (size_t)n), *y = x + n;

@@ -213,7 +213,8 @@ static int run_kernel(sim_exec *x)
                                 (int)(sizeof ev / sizeof *ev) / 2 - 2);
             if (segment > 0) ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = segment};
             segment = 0;
-            ev[n_ev++] = (sim_kevent){.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT, .xfer = xfer};
+            ev[n_ev++] = (sim_kevent){.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
+                                      .xfer = xfer};
             continue;
         }
         double padded, t = op_seconds(x, o, &padded);
