@@ -1,4 +1,6 @@
-/* kernel/status.c: names of the status codes shared by every layer. */
+/* kernel/status.c: names of the status codes shared by every layer. A new
+ * code needs a name here and PL_STATUS_MIN moved to it (kernel/pallas.h);
+ * errors/every_status_code_has_a_distinct_name fails otherwise. */
 #include "pallas.h"
 
 const char *pl_strerror(int code)
