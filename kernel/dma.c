@@ -17,7 +17,8 @@
 
 /* ---- checks ------------------------------------------------------------------- */
 
-static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn)
+/* verb: what fn does with the semaphore, for the message ("signal", "wait on"). */
+static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb)
 {
     char name[96];
     kern_check_ref(c, sem, fn);
@@ -28,10 +29,14 @@ static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char
                    want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
                    want == PL_SEM_DMA ? 8 : 9);
     }
-    if (pl_size(*sem) != 1) {
+    /* Pallas passes one semaphore, never an array: even a (1,)-shaped array
+     * is refused, as Mosaic refuses it (rank 0 is what pl_at leaves). */
+    if (sem->rank != 0) {
+        char shape[128];
         kern_ref_name(c, sem, name, sizeof name);
-        kern_fault(c, PL_ESHAPE, "%s: %s holds %lld semaphores; pick one with pl_at (rule M%d)", fn, name,
-                   (long long)pl_size(*sem), want == PL_SEM_DMA ? 8 : 9);
+        kern_format_point(sem->shape, sem->rank, shape, sizeof shape);
+        kern_fault(c, PL_ESHAPE, "%s: cannot %s a semaphore array; select one with pl_at: %s has shape %s "
+                   "(rule M%d)", fn, verb, name, shape, want == PL_SEM_DMA ? 8 : 9);
     }
 }
 
@@ -66,7 +71,7 @@ pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 {
     check_side(c, &src, "source");
     check_side(c, &dst, "destination");
-    check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy");
+    check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy", "copy with");
     char a[96], b[96], sa[128], sb[128];
     int same = src.rank == dst.rank;
     for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];
@@ -148,7 +153,7 @@ static int overlaps(const pl_ref *a, const pl_ref *b)
 
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
-    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start");
+    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
     for (int i = 0; i < c->n_dma; i++) {
         if (!overlaps(&c->dma[i].dst, &cp->dst)) continue;
         char name[96], then[128];
@@ -210,7 +215,7 @@ static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 {
-    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait");
+    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
     take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
 }
 
@@ -218,7 +223,7 @@ void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 
 void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
 {
-    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal");
+    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal", "signal");
     if (inc < 0 || inc > INT32_MAX) {
         char name[96];
         kern_ref_name(c, &sem, name, sizeof name);
@@ -230,7 +235,7 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
 
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
-    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait");
+    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait", "wait on");
     int64_t *count = sem_cell(&sem);
     if (value < 0) {
         char name[96];
@@ -252,6 +257,6 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
 {
-    check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read");
+    check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read", "read");
     return *sem_cell(&sem);
 }

@@ -164,7 +164,7 @@ static void sem_array_kernel(pl_ctx *c, pl_ref *refs)
 
 Test(dma, M7_shapes_must_match) { expect_fault(shape_kernel, PL_ESHAPE, "shapes differ (rule M7)"); }
 Test(dma, M8_the_semaphore_must_be_a_dma_semaphore) { expect_fault(sem_kind_kernel, PL_ESPACE, "not a DMA semaphore"); }
-Test(dma, M8_one_semaphore_not_an_array) { expect_fault(sem_array_kernel, PL_ESHAPE, "pick one with pl_at"); }
+Test(dma, M8_one_semaphore_not_an_array) { expect_fault(sem_array_kernel, PL_ESHAPE, "select one with pl_at"); }
 
 static void dtype_kernel(pl_ctx *c, pl_ref *refs)
 {
