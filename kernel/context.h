@@ -151,6 +151,10 @@ static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
     if (r->arg <= KERN_ARG_MISSING) kern_missing_ref(c, r, fn);
 }
 
+/* What uninitialized memory of dtype t reads as (V1): NaN, or the integer
+ * maximum, or zero when the user asks (c->uninit_zero). */
+double kern_poison_value(const pl_ctx *c, pl_dtype t);
+
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);
 

@@ -15,7 +15,7 @@ static const struct {
     int is_float;
 } dtypes[PL_DTYPE_COUNT] = {
     [PL_F32] = {"f32", 4, 1},  [PL_BF16] = {"bf16", 2, 1}, [PL_F16] = {"f16", 2, 1},
-    [PL_I32] = {"i32", 4, 0},  [PL_I8] = {"i8", 1, 0},
+    [PL_I32] = {"i32", 4, 0},  [PL_I8] = {"i8", 1, 0},    [PL_I16] = {"i16", 2, 0},
 };
 
 static int valid(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT; }
@@ -38,6 +38,7 @@ int pl_dtype_parse(const char *s, pl_dtype *out)
     if (s && strcmp(s, "float16") == 0) return *out = PL_F16, PL_OK;
     if (s && strcmp(s, "int32") == 0) return *out = PL_I32, PL_OK;
     if (s && strcmp(s, "int8") == 0) return *out = PL_I8, PL_OK;
+    if (s && strcmp(s, "int16") == 0) return *out = PL_I16, PL_OK;
     return PL_EINVAL;
 }
 
@@ -120,6 +121,7 @@ double pl_load_elem(const void *p, pl_dtype t)
     case PL_F16: { uint16_t h; memcpy(&h, p, 2); return pl_f16_to_f32(h); }
     case PL_I32: { int32_t i; memcpy(&i, p, 4); return i; }
     case PL_I8: return *(const int8_t *)p;
+    case PL_I16: { int16_t i; memcpy(&i, p, 2); return i; }
     default: return 0;
     }
 }
@@ -132,6 +134,7 @@ void pl_store_elem(void *p, pl_dtype t, double v)
     case PL_F16: { uint16_t h = pl_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
     case PL_I32: { int32_t i = (int32_t)to_int_range(v, INT32_MIN, INT32_MAX); memcpy(p, &i, 4); break; }
     case PL_I8: *(int8_t *)p = (int8_t)to_int_range(v, INT8_MIN, INT8_MAX); break;
+    case PL_I16: { int16_t i = (int16_t)to_int_range(v, INT16_MIN, INT16_MAX); memcpy(p, &i, 2); break; }
     default: break;
     }
 }

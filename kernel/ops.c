@@ -13,7 +13,7 @@
 
 typedef enum { EW_ADD, EW_MUL, EW_MAX, EW_COPY } ew_kind;
 
-static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8; }
+static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8 || t == PL_I16; }
 
 /* Integer arithmetic (and integer narrowing) wraps at the dtype's width, as XLA's does; it goes
  * through uint64 so that i32 products stay exact before wrapping. */

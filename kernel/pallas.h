@@ -77,6 +77,7 @@ typedef enum pl_dtype {
     PL_F16,     /* IEEE binary16, stored as uint16_t */
     PL_I32,     /* int32_t */
     PL_I8,      /* int8_t */
+    PL_I16,     /* int16_t (scalar-prefetch tables, M5) */
     PL_DTYPE_COUNT
 } pl_dtype;
 

@@ -172,6 +172,17 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 
 /* ---- element access -------------------------------------------------------- */
 
+double kern_poison_value(const pl_ctx *c, pl_dtype t)
+{
+    if (c->uninit_zero) return 0;
+    switch (t) {
+    case PL_I32: return INT32_MAX;
+    case PL_I16: return INT16_MAX;
+    case PL_I8: return INT8_MAX;
+    default: return (double)NAN;
+    }
+}
+
 /* The element's address, or NULL for a read outside the Ref when
  * out-of-bounds reads are poison (V2). */
 static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn, int reading)
@@ -219,8 +230,7 @@ double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
             snprintf(c->oob_read, sizeof c->oob_read,
                      "pl_get read index %s outside %s at grid point %s and got poison (rule V2)", at, name, point);
         }
-        if (c->uninit_zero) return 0;
-        return pl_dtype_is_float(r.dtype) ? (double)NAN : r.dtype == PL_I32 ? INT32_MAX : INT8_MAX;
+        return kern_poison_value(c, r.dtype);
     }
     if (c->args) {
         pl_ref e = element_view(&r, p);

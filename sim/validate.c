@@ -190,7 +190,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
         return sim_fail(rep, PL_EINVAL, "%s: memory space %s cannot hold a block operand (rule M1)",
                         op->rep->name, pl_memspace_name(s->space));
-    if (s->space == PL_SMEM && pl_dtype_bits(a->dtype) != 32)
+    if (s->space == PL_SMEM && pl_dtype_bits(a->dtype) != 32 && op->role != PL_ROLE_PREFETCH) /* M5 widens */
         return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; a %s array cannot live there (rule M1)",
                         op->rep->name, pl_dtype_name(a->dtype));
     if (s->rank != 0 && s->rank != a->rank)
@@ -444,9 +444,10 @@ static int plan_prefetch(sim_plan *plan, const pl_call *call, const pl_array *ar
         int rc = check_array(op->arr, or->name, 0, rep);
         if (!rc) rc = check_addressable(op->arr, or->name, rep);
         if (rc) return rc;
-        if (op->arr->dtype != PL_I32 && op->arr->dtype != PL_F32)
-            return sim_fail(rep, PL_EDTYPE, "%s: scalar-prefetch arrays live in SMEM, which holds 32-bit "
-                            "scalars; got %s (rule M1)", or->name, pl_dtype_name(op->arr->dtype));
+        if (op->arr->dtype == PL_F16) /* M5: 8- and 16-bit tables widen to 32 bits; Mosaic has no f16 there */
+            return sim_fail(rep, PL_EDTYPE, "%s: scalar-prefetch arrays live in SMEM as 32-bit words: i32 or f32, "
+                            "or bf16, i16 and i8 read widened; got %s (rule M1, rule M5)", or->name,
+                            pl_dtype_name(op->arr->dtype));
         pl_block_spec whole = {.space = PL_SMEM, .buffers = 1};
         rc = plan_operand(plan, op, &whole, rep);
         if (rc) return rc;

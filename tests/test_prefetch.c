@@ -418,7 +418,7 @@ Test(prefetch, M5_cost_only_still_needs_the_prefetch_data)
 
 Test(prefetch, M1_prefetch_dtypes_other_than_32bit_are_rejected)
 {
-    static const pl_dtype bad[] = {PL_BF16, PL_F16, PL_I8};
+    static const pl_dtype bad[] = {PL_F16}; /* bf16, i16 and i8 tables widen (M5) */
     int32_t ok_table[2] = {0, 0};
     char bytes[64] = {0};
     int runs = 0;

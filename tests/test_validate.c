@@ -1001,15 +1001,15 @@ Test(validate, M3_refs_in_order_prefetch_inputs_outputs_scratch)
 
 Test(validate, M1_prefetch_must_be_32bit)
 {
-    uint16_t table[4] = {0};
+    uint16_t table[4] = {0}; /* f16: narrow bf16 / i16 / i8 tables are accepted (M5) */
     th_io io = th_io_2d(16, 256);
-    pl_array args[2] = {PL_ARRAY(table, PL_BF16, 4), io.a};
+    pl_array args[2] = {PL_ARRAY(table, PL_F16, 4), io.a};
     pl_call call = th_copy_call_2d(16, 256, 8, 128);
     call.num_scalar_prefetch = 1;
     call.kernel = th_noop_kernel;
     pl_report rep;
     int rc = rejected(&call, args, &io.o, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "prefetch0", "bf16", "rule M1");
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "prefetch0", "f16", "rule M1");
     th_io_free(&io);
 }
 
@@ -1130,7 +1130,7 @@ Test(validate, call_NULL_output_data) { bad_call(null_out_data, PL_EINVAL, S("ou
 Test(validate, call_unknown_chip) { bad_call(bad_chip, PL_EINVAL, S("unknown chip 'v99'", "v5e", "v7x")); }
 Test(validate, call_unknown_uninit_option) { bad_call(bad_uninit, PL_EINVAL, S("uninit = 5", "rule V1")); }
 Test(validate, call_unknown_input_dtype) { bad_call(bad_in_dtype, PL_EINVAL, S("in0", "unknown dtype 42")); }
-Test(validate, call_unknown_output_dtype) { bad_call(bad_out_dtype, PL_EINVAL, S("out0", "unknown dtype 5")); }
+Test(validate, call_unknown_output_dtype) { bad_call(bad_out_dtype, PL_EINVAL, S("out0", "unknown dtype 6")); }
 Test(validate, call_unknown_scratch_dtype) { bad_call(bad_scratch_dtype, PL_EINVAL, S("scratch0", "unknown dtype -1")); }
 Test(validate, call_array_dimension_0) { bad_call(in_dim_0, PL_EINVAL, S("in0", "dimension 1 has size 0")); }
 Test(validate, call_array_rank_above_max) { bad_call(in_rank_7, PL_EINVAL, S("in0", "rank 7")); }
