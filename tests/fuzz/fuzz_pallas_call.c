@@ -19,6 +19,7 @@
  *
  * TILESIM_FUZZ_KNOWN=1 in the environment stops steering around the bugs
  * other work is fixing (listed in FINDINGS.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,26 @@ static void extreme_chip(fz_reader *r, pl_chip *c)
     if (c->vmem_default_limit > c->vmem_bytes) c->vmem_default_limit = c->vmem_bytes; /* as the parser demands */
 }
 
+/* A preset with one figure no chip file could give it (zero, negative, NaN,
+ * infinite, past an int's range): the call must refuse the chip with a
+ * message or time it sanely, never crash or hang. */
+static void insane_chip(fz_reader *r, pl_chip *c)
+{
+    static const double dv[5] = {0, -1, NAN, INFINITY, -INFINITY};
+    static const int iv[4] = {0, -1, INT32_MAX, 65};
+    static const int64_t bv[3] = {0, -1, INT64_MAX};
+    *c = *pl_chip_at((int)fz_pick(r, (unsigned)pl_chip_count()));
+    snprintf(c->name, sizeof c->name, "insane");
+    unsigned field = fz_pick(r, 16), v = fz_byte(r);
+    double *d[8] = {&c->bf16_flops, &c->int8_ops, &c->f32_fraction, &c->vpu_flops, &c->hbm_bw, &c->ici_bw,
+                    &c->step_overhead_s, &c->dma_latency_s};
+    int *i[6] = {&c->mxu_count, &c->mxu_width, &c->sublanes_16bit, &c->cores_per_device, &c->devices_per_chip,
+                 &c->ici_links};
+    if (field < 8) *d[field] = dv[v % 5];
+    else if (field < 14) *i[field - 8] = iv[v % 4];
+    else *(field == 14 ? &c->vmem_bytes : &c->smem_bytes) = bv[v % 3];
+}
+
 static void decode_options(fz_reader *r, fz_case *k)
 {
     unsigned f = fz_byte(r);
@@ -104,7 +125,8 @@ static void decode_options(fz_reader *r, fz_case *k)
     o->seed = fz_byte(r);
     unsigned chip = fz_pick(r, 8);
     if (chip < 5) o->chip = pl_chip_at((int)chip % pl_chip_count())->name;
-    else if (chip >= 6) extreme_chip(r, &k->chip), o->chip_spec = &k->chip;
+    else if (chip == 6) extreme_chip(r, &k->chip), o->chip_spec = &k->chip;
+    else if (chip == 7) insane_chip(r, &k->chip), o->chip_spec = &k->chip;
     o->on_step = fz_on_step;
     o->on_step_user = &k->prog;
 }

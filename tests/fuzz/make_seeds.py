@@ -22,8 +22,10 @@ OPS = ["copy", "fill", "binary", "unary", "dot", "reduce", "broadcast", "tril", 
 def options(cost_only=0, on_wait=0, checks_off=0, strict=0, trace=0, runner=0, seed=0, chip=5, extreme=None):
     f = cost_only | checks_off << 2 | strict << 3 | on_wait << 4 | trace << 7
     b = [f, runner, seed, chip]
-    if chip >= 6:  # preset index, figure mask (16 bits), which end (16 bits)
+    if chip == 6:  # extreme: preset index, figure mask (16 bits), which end (16 bits)
         b += [extreme[0], extreme[1] & 255, extreme[1] >> 8, extreme[2] & 255, extreme[2] >> 8]
+    elif chip == 7:  # insane: preset index, which figure, which bad value
+        b += list(extreme)
     return b
 
 
@@ -146,6 +148,10 @@ SEEDS = {
                          [(array("f32", [24, 128]), spec([8, 128], [0]))],
                          scratch(("vmem", "f32", [8, 128]), ("dma_sem", 1)),
                          program(("!dma", 0, 2, 3, 0, 0x10), ("copy", 1, 2))),
+    # a chip with a NaN DMA latency (insane figure 7, value 2): refused or timed sanely
+    "insane_chip": call(options(chip=7, extreme=(1, 7, 2)), grid([2]), [],
+                        [(array("f32", [16, 128]), spec([8, 128], [0]))],
+                        [(array("f32", [16, 128]), spec([8, 128], [0]))], scratch(), program(("copy", 1, 0))),
     # many small steps: one i8 row per step, grid (128,), trace on
     "tiny_blocks": call(options(trace=1), grid([128]), [],
                         [(array("i8", [128, 1, 128]), spec(["squeezed", "full", "full"], [0, -1, -1]))],
