@@ -40,12 +40,31 @@ int sim_check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep)
     return PL_OK;
 }
 
+/* V2 with out-of-bounds reads as poison (JAX's "uninitialized"): an input
+ * block past the array's end is legal and reads as poison (sim_copy_in
+ * fills what lies outside the array). Writes past the end stay B7 errors. */
+static int past_reads_poison(const sim_plan *plan, const sim_operand *op)
+{
+    return plan->oob_poison && op->role == PL_ROLE_IN;
+}
+
+/* Past the end by at most this many elements: the block's element offset
+ * stays far from int64 overflow in sim_block_window. */
+#define SIM_PAST_MAX (INT64_C(1) << 60)
+
+static int past_ok(const sim_plan *plan, const sim_operand *op, int d, int64_t b)
+{
+    if (!past_reads_poison(plan, op) || b < op->nblocks[d]) return 0;
+    int64_t unit = op->squeezed[d] || op->element[d] ? 1 : op->block[d];
+    return unit > 0 && b <= SIM_PAST_MAX / unit;
+}
+
 /* A declarative map can be checked against B7 before anything runs: the
  * largest index it returns along a dimension is its axis size minus one. */
 int sim_check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *rep)
 {
     const pl_index_map *m = &op->map;
-    if (m->fn) return PL_OK;
+    if (m->fn || past_reads_poison(plan, op)) return PL_OK;
     for (int d = 0; d < m->n; d++) {
         if (m->axis[d] == PL_ZERO) continue;
         int64_t top = plan->call->grid[m->axis[d]] - 1;
@@ -132,7 +151,7 @@ int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx
             bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
     }
     for (int d = 0; d < op->rank; d++) {
-        if (bidx[d] >= 0 && bidx[d] < op->nblocks[d]) continue;
+        if ((bidx[d] >= 0 && bidx[d] < op->nblocks[d]) || past_ok(plan, op, d, bidx[d])) continue;
         char point[128], got[160];
         sim_format_idx(idx, plan->call->grid_rank, point, sizeof point);
         if (bidx[d] == INT64_MIN && m->fn && left_unset(op, idx, prefetch, d)) {

@@ -64,6 +64,7 @@ typedef struct sim_plan {
     sim_operand ops[3 * PL_MAX_OPERANDS];
     int64_t steps;
     int cost_only;                 /* arrays may have no data */
+    int oob_poison;                /* V2: input blocks past the array read poison instead of failing B7 */
 } sim_plan;
 
 /* Fill rep->error and return code; keeps the first error. */

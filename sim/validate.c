@@ -494,6 +494,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     memset(plan, 0, sizeof *plan);
     plan->call = call;
     plan->cost_only = opt && opt->cost_only;
+    plan->oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
     snprintf(rep->call_name, sizeof rep->call_name, "%s", call && call->name ? call->name : "kernel");
     int rc = check_call_shape(call, args, outs, rep);
     if (rc) return rc;

@@ -183,3 +183,113 @@ Test(jax_memory, M5_i16_is_a_dtype)
     pl_store_elem(&v, PL_I16, -12.7); /* truncates toward zero */
     cr_assert_eq(pl_load_elem(&v, PL_I16), -12.0);
 }
+
+/* ---- V2, B7: out-of-bounds reads as poison cover whole blocks -------------------------- */
+
+/* Mirrors JAX's tests/pallas/tpu_pallas_interpret_test.py runs with
+ * InterpretParams(out_of_bounds_reads="uninitialized"): an input block whose
+ * index map points past the array reads as uninitialized memory (NaN for
+ * floats, the integer maximum) instead of failing; the default "raise" still
+ * fails (B7), and an output block past the array is an error either way. */
+enum { OB_ROWS = 16, OB_COLS = 128, OB_BM = 8, OB_GRID = 3 }; /* block 2 of the input lies past its 2 blocks */
+
+static void past_map(const int64_t *idx, const pl_ref *prefetch, int64_t *bidx, void *user)
+{
+    (void)prefetch, (void)user;
+    bidx[0] = idx[0];
+    bidx[1] = 0;
+}
+
+static int past_block_call(pl_dtype t, int fn_map, pl_oob oob, pl_uninit uninit, void *in, void *out, pl_report *rep)
+{
+    pl_call call = {
+        .name = "past_block", .kernel = th_copy_kernel, .grid_rank = 1, .grid = {OB_GRID},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), OB_BM, OB_COLS)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), OB_BM, OB_COLS)},
+    };
+    if (fn_map) call.in[0].map = PL_MAP_FN(past_map, NULL);
+    pl_array a = PL_ARRAY(in, t, OB_ROWS, OB_COLS), o = PL_ARRAY(out, t, OB_GRID * OB_BM, OB_COLS);
+    pl_options opt = {.oob_reads = oob, .uninit = uninit};
+    return pl_pallas_call(&call, &a, &o, &opt, rep);
+}
+
+Test(jax_memory, V2_an_input_block_past_the_array_reads_poison)
+{
+    for (int fn_map = 0; fn_map < 2; fn_map++) {
+        float *x = th_f32_seq(OB_ROWS * OB_COLS), *y = th_f32_fill(OB_GRID * OB_BM * OB_COLS, TH_SENTINEL);
+        pl_report rep;
+        th_expect_ok(past_block_call(PL_F32, fn_map, PL_OOB_POISON, PL_UNINIT_NAN, x, y, &rep), &rep);
+        for (int i = 0; i < OB_ROWS * OB_COLS; i++) cr_assert_eq(y[i], x[i], "map %d: y[%d]", fn_map, i);
+        for (int i = OB_ROWS * OB_COLS; i < OB_GRID * OB_BM * OB_COLS; i++)
+            cr_assert(isnan(y[i]), "map %d: y[%d] = %g, want the poison NaN (V1)", fn_map, i, y[i]);
+        free(x), free(y);
+    }
+}
+
+Test(jax_memory, V2_a_past_block_reads_the_integer_maximum_or_zero)
+{
+    int32_t x[OB_ROWS * OB_COLS], y[OB_GRID * OB_BM * OB_COLS];
+    for (int i = 0; i < OB_ROWS * OB_COLS; i++) x[i] = i;
+    pl_report rep;
+    th_expect_ok(past_block_call(PL_I32, 1, PL_OOB_POISON, PL_UNINIT_NAN, x, y, &rep), &rep);
+    cr_assert_eq(y[OB_ROWS * OB_COLS], INT32_MAX);
+    cr_assert_eq(y[OB_ROWS * OB_COLS - 1], OB_ROWS * OB_COLS - 1);
+    th_expect_ok(past_block_call(PL_I32, 0, PL_OOB_POISON, PL_UNINIT_ZERO, x, y, &rep), &rep);
+    cr_assert_eq(y[OB_GRID * OB_BM * OB_COLS - 1], 0);
+}
+
+Test(jax_memory, B7_an_input_block_past_the_array_still_raises_by_default)
+{
+    float *x = th_f32_seq(OB_ROWS * OB_COLS), *y = th_f32_fill(OB_GRID * OB_BM * OB_COLS, TH_SENTINEL);
+    pl_report rep;
+    int rc = past_block_call(PL_F32, 0, PL_OOB_RAISE, PL_UNINIT_NAN, x, y, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in0", "rule B7");
+    rc = past_block_call(PL_F32, 1, PL_OOB_RAISE, PL_UNINIT_NAN, x, y, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in0", "grid point (2)", "rule B7");
+    free(x), free(y);
+}
+
+/* Writes past the end stay errors: an output block map past the array. */
+Test(jax_memory, B7_an_output_block_past_the_array_stays_an_error_under_poison)
+{
+    float *x = th_f32_seq(OB_GRID * OB_BM * OB_COLS), *y = th_f32_fill(OB_ROWS * OB_COLS, TH_SENTINEL);
+    pl_call call = {
+        .name = "past_out", .kernel = th_copy_kernel, .grid_rank = 1, .grid = {OB_GRID},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), OB_BM, OB_COLS)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP_FN(past_map, NULL), OB_BM, OB_COLS)},
+    };
+    pl_array a = PL_ARRAY(x, PL_F32, OB_GRID * OB_BM, OB_COLS), o = PL_ARRAY(y, PL_F32, OB_ROWS, OB_COLS);
+    pl_options opt = {.oob_reads = PL_OOB_POISON};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "out0", "grid point (2)", "rule B7");
+    call.out[0].map = PL_MAP(0, PL_ZERO);
+    rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "out0", "rule B7");
+    free(x), free(y);
+}
+
+/* A block index so far past the array that its element offset would
+ * overflow stays a B7 error under poison, never undefined arithmetic. */
+static void huge_map(const int64_t *idx, const pl_ref *prefetch, int64_t *bidx, void *user)
+{
+    (void)idx, (void)prefetch, (void)user;
+    bidx[0] = INT64_MAX / 2;
+    bidx[1] = 0;
+}
+
+Test(jax_memory, B7_a_block_index_beyond_any_offset_stays_an_error)
+{
+    float *x = th_f32_seq(OB_ROWS * OB_COLS), *y = th_f32_fill(OB_GRID * OB_BM * OB_COLS, TH_SENTINEL);
+    pl_call call = {
+        .name = "huge_block", .kernel = th_copy_kernel, .grid_rank = 1, .grid = {OB_GRID},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP_FN(huge_map, NULL), OB_BM, OB_COLS)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), OB_BM, OB_COLS)},
+    };
+    pl_array a = PL_ARRAY(x, PL_F32, OB_ROWS, OB_COLS), o = PL_ARRAY(y, PL_F32, OB_GRID * OB_BM, OB_COLS);
+    pl_options opt = {.oob_reads = PL_OOB_POISON};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in0", "rule B7");
+    free(x), free(y);
+}
