@@ -130,6 +130,9 @@ static void on_step(const pl_step_info *s, void *user)
             fprintf(f, "new buffer in slot %d, starts as garbage: the kernel must write all of it (rule P4)\n",
                     o->slot);
             break;
+        case PL_ACT_FETCH:
+            fprintf(f, "fetched back from HBM into slot %d: revisited (RevisitMode.ANY, P5)\n", o->slot);
+            break;
         default: fputc('\n', f); break;
         }
     }
@@ -153,6 +156,9 @@ static void print_summary(const pl_report *r, FILE *f)
         } else if (o->role == PL_ROLE_OUT) {
             fprintf(f, "  %-3s %lld write-backs VMEM -> HBM (%s) (rule P3)\n", o->name, (long long)o->writebacks,
                     pl_format_bytes((double)o->bytes_out, a, sizeof a));
+            if (o->fetchbacks)
+                fprintf(f, "  %-3s %lld fetched back from HBM (%s): revisited (RevisitMode.ANY, P5)\n", o->name,
+                        (long long)o->fetchbacks, pl_format_bytes((double)o->bytes_in, a, sizeof a));
         }
     }
     if (!skipped && r->steps > 1 && r->grid[2] > 1)

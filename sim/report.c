@@ -65,6 +65,11 @@ void pl_report_print(const pl_report *r, FILE *f)
                 (long long)o->skipped, (long long)o->writebacks, pl_format_bytes((double)o->bytes_in, a, sizeof a),
                 pl_format_bytes((double)o->bytes_out, b, sizeof b));
     }
+    for (int i = 0; i < r->n_operands; i++)
+        if (r->op[i].fetchbacks)
+            fprintf(f, "  %s: %lld blocks fetched back from HBM (%s of its HBM in): revisited (RevisitMode.ANY, "
+                    "rule P5)\n", r->op[i].name, (long long)r->op[i].fetchbacks,
+                    pl_format_bytes((double)r->op[i].bytes_in, a, sizeof a));
     fprintf(f, "  VMEM: %s of %s scoped limit (%s physical)\n", pl_format_bytes((double)r->vmem_bytes, a, sizeof a),
             pl_format_bytes((double)r->vmem_limit, b, sizeof b),
             pl_format_bytes(r->chip ? (double)r->chip->vmem_bytes : 0, shape, sizeof shape));
@@ -143,6 +148,7 @@ static void report_members(const pl_report *r, FILE *f)
         const pl_operand_report *o = &r->op[i];
         fprintf(f, "%s{\"name\":", i ? "," : "");
         pl_json_string(f, o->name);
+        fprintf(f, ",\"fetchbacks\":%lld", (long long)o->fetchbacks); /* P5, RevisitMode.ANY */
         fprintf(f, ",\"role\":\"%s\",\"space\":\"%s\",\"dtype\":\"%s\",\"block\":", role_name(o->role),
                 pl_memspace_name(o->space), pl_dtype_name(o->dtype));
         json_shape(f, o->block, o->rank);

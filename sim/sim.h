@@ -32,6 +32,7 @@ typedef struct sim_operand {
     uint8_t element[PL_MAX_RANK];  /* B5: index is an element offset into the padded array */
     int64_t pad_lo[PL_MAX_RANK];   /* B5 padding before the array */
     int aliased;                   /* output sharing an input's HBM buffer (M6); input: read from it */
+    int revisit_any;               /* output: RevisitMode.ANY, a revisited block is fetched back (P5) */
     /* P8: a map that reads scalar prefetch is evaluated for step n + 1 before
      * kernel n runs, as the pipeline issues that step's copies then */
     int ahead;                     /* ahead_bidx holds the next step's block index */

@@ -83,6 +83,12 @@ typedef struct pl_index_map {
 
 #define PL_SQUEEZED (-1) /* a block dimension of size 1 that the kernel's Ref drops (B4) */
 
+/* An output's revisits (P5), Pallas's RevisitMode. IMMEDIATE: a block may be
+ * selected again only at consecutive grid points; selecting it after its
+ * write-back is PL_EREVISIT. ANY: it is fetched back from HBM when selected
+ * again (an extra HBM -> VMEM copy), with one buffer. */
+typedef enum pl_revisit { PL_REVISIT_IMMEDIATE = 0, PL_REVISIT_ANY = 1 } pl_revisit;
+
 typedef struct pl_block_spec {
     int rank;                    /* 0: the block is the whole array and the map is all zeros (B3) */
     int64_t block[PL_MAX_RANK];  /* elements per dimension, or PL_SQUEEZED */
@@ -95,6 +101,7 @@ typedef struct pl_block_spec {
      * dims or none. Padding reads as poison and is dropped on writes (B6). */
     uint8_t element[PL_MAX_RANK];
     int64_t pad_lo[PL_MAX_RANK], pad_hi[PL_MAX_RANK];
+    pl_revisit revisit;          /* outputs: PL_REVISIT_ANY allows non-consecutive revisits (P5) */
 } pl_block_spec;
 
 /* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */
@@ -247,6 +254,7 @@ typedef enum pl_step_action {
     PL_ACT_SKIP,     /* input: same block as the previous step, copy skipped (P2) */
     PL_ACT_NEW,      /* output: a new block, its buffer starts as garbage (P4) */
     PL_ACT_KEEP,     /* output: same block, the kernel gets the same buffer back (P3) */
+    PL_ACT_FETCH,    /* output: a block revisited under PL_REVISIT_ANY, fetched back HBM -> VMEM (P5) */
 } pl_step_action;
 
 typedef struct pl_step_operand {
@@ -335,6 +343,8 @@ typedef struct pl_operand_report {
     int64_t skipped;              /* copies skipped: same block as before (P2) */
     int64_t writebacks;           /* VMEM -> HBM copies (outputs) */
     int64_t bytes_in, bytes_out;  /* HBM bytes moved, edge blocks clipped */
+    int64_t fetchbacks;           /* outputs: revisited blocks copied back HBM -> VMEM (P5, PL_REVISIT_ANY);
+                                     their bytes count in bytes_in */
 } pl_operand_report;
 
 typedef struct pl_scratch_report {

@@ -252,7 +252,11 @@ static int issue_copies(core_state *c, dma_engine *d)
 {
     for (int i = 0; i < c->cl->n_ops; i++) {
         sim_opline *l = &c->cl->op[i];
-        if (l->is_out) continue;
+        if (l->is_out) { /* P5: a fetch-back waits until its one slot is written back, then goes at once */
+            while (c->next_issue[i] < l->n && l->x[c->next_issue[i]].fetch && l->x[c->next_issue[i]].step <= c->n)
+                if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
+            continue;
+        }
         int64_t k = l->buffers, j;
         while ((j = c->next_issue[i]) < l->n && l->x[j].step <= c->n + k - 1 &&
                (j < k || c->n >= l->x[j - k + 1].step)) {
@@ -274,11 +278,17 @@ static int issue_writebacks(core_state *c, dma_engine *d)
     return 0;
 }
 
-/* Are all transfers of the wanted kind with step <= upto done? */
+/* Are all transfers of the wanted kind with step <= upto done? Copies in
+ * include outputs' fetch-backs (P5). */
 static int all_done(core_state *c, int outputs, int64_t upto)
 {
     for (int i = 0; i < c->cl->n_ops; i++) {
         sim_opline *l = &c->cl->op[i];
+        if (!outputs && l->is_out) {
+            for (int64_t j = c->next_wait[i]; j < l->n && l->x[j].step <= upto; j++)
+                if (l->x[j].fetch && !l->x[j].done) return 0;
+            continue;
+        }
         if (l->is_out != outputs) continue;
         while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= upto) {
             if (!l->x[c->next_wait[i]].done) return 0;

@@ -30,6 +30,7 @@ typedef struct sim_xfer {
     double t_issue, t_done;
     int slot;         /* buffer slot of its operand */
     uint8_t done;
+    uint8_t fetch;    /* on an output's line: a fetch-back HBM -> VMEM the step waits for (P5, RevisitMode.ANY) */
 } sim_xfer;
 
 typedef struct sim_opline {

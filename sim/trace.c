@@ -71,8 +71,9 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
         const sim_opline *l = &cl->op[i];
         tid_base[i] = tid;
         if (!l->n) continue;
-        for (int s = 0; s < l->buffers; s++) {
-            snprintf(name, sizeof name, "%s slot %d (%s)", plan->ops[i].rep->name, s, l->is_out ? "write-back" : "copy in");
+        for (int s = 0; s < l->buffers; s++) { /* an output's fetch-backs share its slot's track (P5) */
+            snprintf(name, sizeof name, "%s slot %d (%s)", plan->ops[i].rep->name, s,
+                     !l->is_out ? "copy in" : plan->ops[i].revisit_any ? "write-back, fetch-back" : "write-back");
             meta(f, first, pid, tid + s, "thread_name", name);
         }
         tid += l->buffers;
@@ -115,7 +116,8 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
             if (l->bidx) sim_format_idx(l->bidx + j * l->rank, l->rank, blk, sizeof blk);
             fprintf(f, ",\n{\"name\":\"%s %s %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
                        "\"args\":{\"bytes\":%lld,\"step\":%lld}}",
-                    op->rep->name, l->is_out ? "write-back" : "copy", blk, pid, tid_base[i] + x->slot,
+                    op->rep->name, !l->is_out ? "copy" : x->fetch ? "fetch-back" : "write-back", blk, pid,
+                    tid_base[i] + x->slot,
                     x->t_issue * 1e6, (x->t_done - x->t_issue) * 1e6, (long long)x->bytes, (long long)x->step);
             if (op->space != PL_VMEM) continue;
             int64_t vb = op->rep->vmem_bytes;
@@ -123,9 +125,11 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
                 int64_t last = j + 1 < l->n ? l->x[j + 1].step - 1 : cl->steps - 1;
                 dl[n_delta++] = (vmem_delta){x->t_issue, vb};
                 dl[n_delta++] = (vmem_delta){cl->kernel_t[2 * last + 1], -vb};
-            } else { /* live from the first step that writes it until its write-back lands */
+            } else if (!x->fetch) { /* live from the first step that writes it until its write-back lands */
                 int64_t firstn = j ? l->x[j - 1].step + 1 : 0;
-                dl[n_delta++] = (vmem_delta){cl->kernel_t[2 * firstn], vb};
+                /* a block fetched back (P5) is live from the fetch's issue */
+                double t0 = j && l->x[j - 1].fetch ? l->x[j - 1].t_issue : cl->kernel_t[2 * firstn];
+                dl[n_delta++] = (vmem_delta){t0, vb};
                 dl[n_delta++] = (vmem_delta){x->t_done, -vb};
             }
         }

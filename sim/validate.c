@@ -173,6 +173,26 @@ static int check_tiling(const sim_operand *op, const pl_block_spec *s, pl_report
     return PL_OK;
 }
 
+/* P5: RevisitMode.ANY is a property of pipelined outputs: only they are
+ * written back, so only they can be fetched back. */
+static int check_revisit_mode(sim_operand *op, const pl_block_spec *s, pl_report *rep)
+{
+    if (s->revisit != PL_REVISIT_IMMEDIATE && s->revisit != PL_REVISIT_ANY)
+        return sim_fail(rep, PL_EINVAL, "%s: revisit = %d; it must be PL_REVISIT_IMMEDIATE (0, the default) or "
+                        "PL_REVISIT_ANY (rule P5)", op->rep->name, (int)s->revisit);
+    op->revisit_any = s->revisit == PL_REVISIT_ANY;
+    if (op->revisit_any && (op->role != PL_ROLE_OUT || s->space == PL_ANY))
+        return sim_fail(rep, PL_EINVAL, "%s: revisit = PL_REVISIT_ANY applies to pipelined output blocks only; %s "
+                        "(rule P5)", op->rep->name, op->role != PL_ROLE_OUT ? "this operand is not an output, its "
+                        "blocks are never written back" : "this output lives in ANY and has no VMEM block");
+    if (op->revisit_any && s->buffers > 1)
+        return sim_fail(rep, PL_EINVAL, "%s: RevisitMode.ANY (revisit = PL_REVISIT_ANY) needs one buffer, but the "
+                        "spec asks for Buffered(%d): a revisited block is fetched back into the buffer its "
+                        "write-back just left (rule P5); leave buffers at 0 or set it to 1",
+                        op->rep->name, s->buffers);
+    return PL_OK;
+}
+
 /* Resolve one operand's spec into op; checks B1, B3, B4, T1-T5. */
 static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)
 {
@@ -193,6 +213,8 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     if (s->space == PL_SMEM && pl_dtype_bits(a->dtype) != 32 && op->role != PL_ROLE_PREFETCH) /* M5 widens */
         return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; a %s array cannot live there (rule M1)",
                         op->rep->name, pl_dtype_name(a->dtype));
+    int rc = check_revisit_mode(op, s, rep);
+    if (rc) return rc;
     if (s->rank != 0 && s->rank != a->rank)
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block shape %s has rank %d but the array %s has rank %d (rule B1)", op->rep->name, blk,
@@ -235,7 +257,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     if (n_element && n_plain)
         return sim_fail(rep, PL_EBLOCKSHAPE, "%s: block %s mixes element and blocked dimensions; either every "
                         "non-squeezed dimension is an Element dimension, or none is (rule B5)", op->rep->name, blk);
-    int rc = sim_check_map(plan, op, rep);
+    rc = sim_check_map(plan, op, rep);
     if (rc) return rc;
 
     int whole = 1;
@@ -266,6 +288,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
             sim_warn(rep, "%s: Buffered(%d) is a what-if: pallas_call accepts only 1 or 2 buffers; deeper "
                      "buffering exists only inside emit_pipeline (rule P6)",
                      op->rep->name, op->buffers);
+        if (op->revisit_any) op->buffers = 1; /* P5: checked above that the spec asks for no more */
     }
 
     if (op->pipelined && (rc = sim_check_map_range(plan, op, rep))) return rc;

@@ -84,12 +84,16 @@ static int write_back(sim_exec *x, sim_operand *op, int64_t step)
     return PL_OK;
 }
 
-/* P5: an output block selected again after it was written back. */
-static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t global)
+/* P5: an output block selected again after it was written back. Under
+ * RevisitMode.ANY that is legal and sets *fetch: the block comes back from
+ * HBM. */
+static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t global, int *fetch)
 {
     int64_t when;
-    if (op->aliased) return PL_OK; /* the block's earlier result is in HBM, where the input is (M6) */
+    *fetch = 0;
     if (!sim_blockset_get(&x->written[op->arg], bidx, op->rank, &when)) return PL_OK;
+    if (op->revisit_any) return *fetch = 1, PL_OK;
+    if (op->aliased) return PL_OK; /* the block's earlier result is in HBM, where the input is (M6) */
     int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
     char a[128], b[128], blk[128];
     sim_point_of_step(x, when, then);
@@ -101,15 +105,32 @@ static int check_revisit(sim_exec *x, const sim_operand *op, const int64_t *bidx
     return sim_fail(&x->rep, PL_EREVISIT,
                     "%s: grid point %s selects output block %s again, but that block was written back to HBM "
                     "after grid point %s; on hardware the earlier result is lost. Visit each output block in "
-                    "consecutive grid points (put the reduction axis last) (rule P5)",
+                    "consecutive grid points (put the reduction axis last), or opt in to fetching it back "
+                    "from HBM with .revisit = PL_REVISIT_ANY (RevisitMode.ANY) (rule P5)",
                     op->rep->name, b, blk, a);
+}
+
+/* P5, RevisitMode.ANY: copy a revisited output block back from HBM, as an
+ * input's copy (P1) would; it counts in the output's traffic and, marked as
+ * a fetch, as a copy the step waits for in the timing model. */
+static int fetch_back(sim_exec *x, sim_operand *op, const int64_t *bidx, char *buf, int64_t step)
+{
+    int64_t bytes = x->cost_only ? window_bytes(op, bidx) : sim_copy_in(op, bidx, buf, x->uninit);
+    op->rep->fetchbacks++;
+    op->rep->bytes_in += bytes;
+    sim_opline *l = &x->cores[x->core].op[op->arg];
+    if (sim_opline_push(l, step, bytes, op->slot, bidx))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording fetch-backs of %s", op->rep->name);
+    l->x[l->n - 1].fetch = 1;
+    if (x->ctx.args) x->args[op->arg].written = 1; /* it holds the earlier visits' result, not garbage (P4) */
+    return PL_OK;
 }
 
 /* Bring op to the block of this step. */
 static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t step)
 {
     int64_t bidx[PL_MAX_RANK], global = x->step_base[x->core] + step;
-    int rc;
+    int rc, fetch = 0;
     if (op->ahead) { /* evaluated before the previous kernel ran (P8) */
         op->ahead = 0;
         if (op->ahead_rc) return sim_fail(&x->rep, op->ahead_rc, "%s", op->ahead_err ? op->ahead_err : "index map");
@@ -135,7 +156,7 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
             if ((rc = write_back(x, op, step - 1))) return rc;
             if (so) so->wrote_back = 1, so->wb_bytes = op->rep->bytes_out - before, memcpy(so->wb_block, op->cur, n);
         }
-        if ((rc = check_revisit(x, op, bidx, global))) return rc;
+        if ((rc = check_revisit(x, op, bidx, global, &fetch))) return rc;
     }
     op->slot = (op->slot + 1) % op->buffers;
     memcpy(op->cur, bidx, n);
@@ -150,11 +171,13 @@ static int advance(sim_exec *x, sim_operand *op, const int64_t *idx, int64_t ste
         if (so) so->bytes = bytes;
         if (sim_opline_push(&x->cores[x->core].op[op->arg], step, bytes, op->slot, bidx))
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
-    } else if (!x->cost_only && x->checks) {
+    } else if (!fetch && !x->cost_only && x->checks) {
         sim_poison(buf, op->arr->dtype, op->block_elems, x->uninit); /* P4: garbage, made visible */
     }
     sim_checks_new_block(x, op, bidx);
-    if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : PL_ACT_NEW, so->slot = op->slot;
+    if (fetch && (rc = fetch_back(x, op, bidx, buf, step))) return rc;
+    if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : fetch ? PL_ACT_FETCH : PL_ACT_NEW, so->slot = op->slot;
+    if (so && fetch) so->bytes = window_bytes(op, bidx);
     return PL_OK;
 }
 
@@ -343,7 +366,8 @@ static int walk_core(sim_exec *x)
     /* at most one copy or write-back per operand and step: no regrowth on the way */
     int bad = sim_coreline_reserve(cl, steps);
     for (int i = 0; i < p->n_ops && !bad; i++)
-        if (p->ops[i].pipelined) bad = sim_opline_reserve(&cl->op[i], steps + 1, x->tracing);
+        if (p->ops[i].pipelined) /* RevisitMode.ANY: a fetch-back too at most (P5) */
+            bad = sim_opline_reserve(&cl->op[i], (p->ops[i].revisit_any ? 2 : 1) * steps + 1, x->tracing);
     if (bad) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording %lld grid steps", (long long)steps);
     c->core = core;
     if ((rc = start_core(x))) return rc;
