@@ -114,10 +114,11 @@ static void on_step(const pl_step_info *s, void *user)
     write_backs(s, f);
     if (s->final) return;
     if (s->step == 0 && (s->core > 0 || nr->megacore))
-        fprintf(f, "\nTensorCore %d walks its share of the grid, with its own VMEM buffers and scratch: a megacore "
-                   "chip cuts the first parallel axis between its two cores (rule G4)\n", s->core);
-    fprintf(f, "step %lld  grid %s%s:\n", (long long)s->step, cli_tuple(s->idx, s->grid_rank, g, sizeof g),
-            s->core ? " (core 1)" : "");
+        fprintf(f, "\nTensorCore %d walks its share of the grid, with its own VMEM buffers and scratch: a chip "
+                   "with several cores cuts a parallel axis between them (rule G4)\n", s->core);
+    fprintf(f, "step %lld  grid %s", (long long)s->step, cli_tuple(s->idx, s->grid_rank, g, sizeof g));
+    if (s->core) fprintf(f, " (core %d)", s->core); /* what-if chips may have more than two */
+    fprintf(f, ":\n");
     for (int i = 0; i < s->n_operands; i++) {
         const pl_step_operand *o = &s->op[i];
         if (o->action == PL_ACT_NONE) continue;

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tilesim.h"
+#include "sim.h" /* SIM_MAX_CORES */
 
 #define KiB 1024LL
 #define MiB (1024LL * 1024LL)
@@ -122,7 +122,7 @@ static const chip_key keys[] = {
     KEY_B("vmem_limit_mib", vmem_default_limit, MiB, 1.0 / 1024, 1e6, "MiB (default scoped limit)"),
     KEY_B("smem_kib", smem_bytes, KiB, 1, 1e9, "KiB per TensorCore"),
     KEY_I("sublanes_16bit", sublanes_16bit, 8, 32),
-    KEY_I("cores_per_device", cores_per_device, 1, 2),
+    KEY_I("cores_per_device", cores_per_device, 1, SIM_MAX_CORES),
     KEY_I("devices_per_chip", devices_per_chip, 1, 8),
     KEY_I("ici_links", ici_links, 0, 64),
     KEY_D("ici_gbps", ici_bw, GIGA, 0, 1e6, "GB/s per link, one way"),

@@ -123,7 +123,11 @@ static int alloc_buffers(sim_exec *x)
     }
     x->n_refs = p->n_ops + call->n_scratch;
     name_args(x);
-    for (int c = 0; c < 2; c++) {
+    /* cores_per_device is 1..SIM_MAX_CORES (validate.c) */
+    if (!(x->cores = calloc((size_t)p->chip->cores_per_device, sizeof *x->cores)))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    x->n_alloc_cores = p->chip->cores_per_device;
+    for (int c = 0; c < x->n_alloc_cores; c++) {
         x->cores[c].n_ops = p->n_ops;
         for (int i = 0; i < p->n_ops; i++) {
             sim_opline *line = &x->cores[c].op[i];
@@ -159,8 +163,8 @@ static void free_exec(sim_exec *x)
     free(x->ctx.ops);
     free(x->ctx.tmp);
     free(x->ctx.dma);
-    sim_coreline_free(&x->cores[0]);
-    sim_coreline_free(&x->cores[1]);
+    for (int c = 0; c < x->n_alloc_cores; c++) sim_coreline_free(&x->cores[c]);
+    free(x->cores);
     free(x->info);
     if (x->trace) fclose(x->trace);
     free(x);
@@ -187,26 +191,29 @@ void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
     }
 }
 
-/* G4: on a megacore chip, the first parallel axis that divides evenly by
- * the core count is cut into contiguous chunks; otherwise the largest
- * parallel axis, the first cores taking one extra index. A seed shuffles
- * the visiting order of every parallel axis (V4). */
+/* G4: on a chip with several TensorCores (2 on megacore chips, more on
+ * what-if chips), the first parallel axis that divides evenly by the core
+ * count is cut into contiguous chunks; otherwise the largest parallel axis,
+ * the first cores taking one extra index (an axis shorter than the core
+ * count gives one index to each of its first cores). A seed shuffles the visiting order of every parallel axis (V4). */
 static int plan_order(sim_exec *x, uint64_t seed)
 {
     const pl_call *call = x->plan.call;
-    int cores = x->plan.chip->cores_per_device > 1 ? 2 : 1;
+    int cores = x->n_alloc_cores;
     x->split_axis = -1;
     for (int a = 0; a < call->grid_rank; a++)
         if (call->semantics[a] == PL_PARALLEL && call->grid[a] > 1) x->parallel_axes++;
     if (cores > 1) {
         for (int a = 0; a < call->grid_rank && x->split_axis < 0; a++)
             if (call->semantics[a] == PL_PARALLEL && call->grid[a] % cores == 0) x->split_axis = a;
-        for (int a = 0; a < call->grid_rank && x->split_axis < 0; a++)
-            if (call->semantics[a] == PL_PARALLEL && call->grid[a] >= cores &&
+        int even = x->split_axis >= 0;
+        for (int a = 0; a < call->grid_rank && !even; a++)
+            if (call->semantics[a] == PL_PARALLEL && call->grid[a] > 1 &&
                 (x->split_axis < 0 || call->grid[a] > call->grid[x->split_axis]))
                 x->split_axis = a;
     }
-    x->n_cores = x->split_axis >= 0 ? cores : 1;
+    /* an axis shorter than the core count keeps the extra cores idle */
+    x->n_cores = x->split_axis < 0 ? 1 : call->grid[x->split_axis] < cores ? (int)call->grid[x->split_axis] : cores;
     sim_split_axis(x->split_axis >= 0 ? call->grid[x->split_axis] : 1, x->n_cores, x->lo, x->hi);
     if (!seed) return PL_OK;
     uint64_t state = seed;

@@ -31,11 +31,12 @@ typedef struct sim_exec {
     void *scratch_mem[PL_MAX_SCRATCH];
     size_t scratch_bytes[PL_MAX_SCRATCH];
     sim_blockset written[MAX_OPS];             /* per output: block -> write-back step (P5) */
-    sim_coreline cores[2];                     /* what each TensorCore did, for the timing model */
-    int n_cores;                               /* 2 on megacore chips with a parallel axis (G4) */
+    sim_coreline *cores;                       /* what each TensorCore did, for the timing model */
+    int n_alloc_cores;                         /* entries of cores: the chip's cores_per_device */
+    int n_cores;                               /* cores walked: > 1 on multi-core chips with a parallel axis (G4) */
     int split_axis;                            /* the axis cut between cores; -1: none */
-    int64_t lo[2], hi[2];                      /* each core's range of split_axis */
-    int64_t step_base[2];                      /* global number of each core's first step */
+    int64_t lo[SIM_MAX_CORES], hi[SIM_MAX_CORES]; /* each core's range of split_axis */
+    int64_t step_base[SIM_MAX_CORES];          /* global number of each core's first step */
     int core;                                  /* the core walking now */
     int tracing;
     FILE *trace;

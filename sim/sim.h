@@ -66,7 +66,15 @@ typedef struct sim_plan {
     int64_t steps;
     int cost_only;                 /* arrays may have no data */
     int oob_poison;                /* V2: input blocks past the array read poison instead of failing B7 */
+    int checks, strict;            /* the options' V1-V4 checks on, and warnings as errors */
 } sim_plan;
+
+/* P6: does op's index map select one block at every grid point? Then one
+ * buffer suffices (automatic single buffering; buffering.c). */
+int sim_block_never_changes(const sim_plan *plan, const sim_operand *op);
+
+/* G4: the most TensorCores a (what-if) device may have. */
+#define SIM_MAX_CORES 64
 
 /* Fill rep->error and return code; keeps the first error. */
 int sim_fail(pl_report *rep, int code, const char *fmt, ...)

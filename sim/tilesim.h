@@ -213,7 +213,8 @@ typedef struct pl_chip {
     int64_t smem_bytes;          /* SMEM per TensorCore */
     int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
     /* topology */
-    int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p) */
+    int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p); what-if
+                                    chips 1 to 64 (G4) */
     int devices_per_chip;        /* JAX devices per package: 2 on v7x */
     int ici_links;               /* inter-chip links per chip */
     double ici_bw;               /* bytes/s per link, one way */

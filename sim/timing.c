@@ -367,14 +367,14 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (n_cores < 1 || n_cores > 8) return -1;
+    if (n_cores < 1 || n_cores > SIM_MAX_CORES) return -1;
     /* time must only move forward, to a finite end */
     if (!(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
         !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s))
         return -2;
     dma_engine d = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s};
-    core_state cs[8];
-    memset(cs, 0, sizeof cs);
+    core_state *cs = calloc((size_t)n_cores, sizeof *cs); /* up to SIM_MAX_CORES: not on the stack */
+    if (!cs) return -1;
     for (int i = 0; i < n_cores; i++) {
         cs[i].cl = &cores[i];
         cs[i].phase = cores[i].steps ? PH_BEGIN : PH_DONE;
@@ -416,5 +416,6 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
     }
 out:
     free(d.live);
+    free(cs);
     return rc;
 }

@@ -72,7 +72,7 @@ typedef struct sim_time_result {
     double compute_s;    /* summed over cores: kernel time */
     double overhead_s;   /* summed over cores: per-step overhead */
     double exposed_s;    /* summed over cores: waiting for DMA beyond the overhead */
-    double core_end_s[8];
+    double core_end_s[SIM_MAX_CORES];
 } sim_time_result;
 
 /* Make room for n transfers (with block indices) or `steps` steps up front:

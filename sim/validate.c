@@ -532,6 +532,9 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
         return sim_fail(rep, PL_EINVAL, "unknown chip '%s'; the presets are %s", chip, names);
     }
     rep->chip = plan->chip;
+    if (plan->chip->cores_per_device < 1 || plan->chip->cores_per_device > SIM_MAX_CORES)
+        return sim_fail(rep, PL_EINVAL, "chip %s: cores_per_device = %d; a device has 1 to %d TensorCores (rule G4)",
+                        plan->chip->name, plan->chip->cores_per_device, SIM_MAX_CORES);
     if (opt && opt->uninit != PL_UNINIT_NAN && opt->uninit != PL_UNINIT_ZERO)
         return sim_fail(rep, PL_EINVAL, "options: uninit = %d; use PL_UNINIT_NAN or PL_UNINIT_ZERO (rule V1)",
                         (int)opt->uninit);
