@@ -210,7 +210,7 @@ int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
 int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t step)
 {
     /* declarative maps were checked before running (validate.c) */
-    if (!x->checks || !x->parallel_axes || !op->map.fn) return PL_OK;
+    if (!x->checks || !x->parallel_axes || !op->map.fn || x->race_warned[op->arg]) return PL_OK;
     sim_blockset *set = &x->writers[op->arg];
     int64_t first;
     if (!sim_blockset_get(set, bidx, op->rank, &first)) {
@@ -223,15 +223,8 @@ int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int
     sim_point_of_step(x, step, now);
     for (int a = 0; a < call->grid_rank; a++) {
         if (call->semantics[a] != PL_PARALLEL || then[a] == now[a]) continue;
-        char p1[128], p2[128], blk[128];
-        sim_format_idx(then, call->grid_rank, p1, sizeof p1);
-        sim_format_idx(now, call->grid_rank, p2, sizeof p2);
-        sim_format_idx(bidx, op->rank, blk, sizeof blk);
-        return sim_fail(&x->rep, PL_ERACE,
-                        "%s: grid points %s and %s differ in axis %d, which is parallel, yet both write output "
-                        "block %s: on a megacore chip they may run on different TensorCores and one result is "
-                        "lost (rules V4, G3); mark axis %d arbitrary if it is a reduction",
-                        op->rep->name, p1, p2, a, blk, a);
+        x->race_warned[op->arg] = 1; /* a one-core warning is given once per output */
+        return sim_race(&x->plan, &x->rep, op, then, now, a, bidx, "");
     }
     return PL_OK;
 }

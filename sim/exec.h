@@ -49,6 +49,7 @@ typedef struct sim_exec {
     int checks, strict;
     kern_arg args[MAX_OPS + PL_MAX_SCRATCH];   /* ctx.args points here when checks are on */
     sim_blockset writers[MAX_OPS];             /* per output: block -> first step that selected it (V4) */
+    uint8_t race_warned[MAX_OPS];              /* a single-core race was reported once for this output (V4) */
     int parallel_axes;                         /* parallel axes of size > 1 */
     int64_t *perm[PL_MAX_GRID];                /* seeded order of each parallel axis; NULL: in order */
     sim_op_memo op_memo[SIM_OP_CACHE];

@@ -99,6 +99,12 @@ int sim_map_is_zero(const pl_index_map *m);
 int sim_check_map(const sim_plan *plan, const sim_operand *op, pl_report *rep);
 int sim_check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *rep);
 int sim_check_races(const sim_plan *plan, pl_report *rep);
+/* V4: grid points p0 and p1 differ in parallel axis `axis` yet write block blk
+ * of output op (why: how that was found, may be ""). A race only where they can
+ * run on different TensorCores: PL_ERACE on multi-core chips (and under strict);
+ * on one core a warning and a finding, PL_OK (exec.c). */
+int sim_race(const sim_plan *plan, pl_report *rep, const sim_operand *op, const int64_t *p0, const int64_t *p1,
+             int axis, const int64_t *blk, const char *why);
 
 /* Evaluate op's index map at grid point idx into bidx, checking rule B7.
  * prefetch: the scalar-prefetch refs. */

@@ -313,6 +313,7 @@ typedef enum pl_finding_kind {
     PL_FIND_UNWRITTEN,    /* an output block written back though no op wrote it (P4) */
     PL_FIND_INPUT_WRITE,  /* a write into an input block (V3) */
     PL_FIND_UNSELECTED,   /* output blocks no grid point selects: never written (P10) */
+    PL_FIND_RACE,         /* parallel grid points share an output block: a race on megacore chips (V4) */
 } pl_finding_kind;
 
 #define PL_MAX_FINDINGS 8

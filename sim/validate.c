@@ -438,6 +438,11 @@ static int check_call_shape(const pl_call *c, const pl_array *args, const pl_arr
             return sim_fail(rep, PL_EINVAL, "call %s: grid axis %d has unknown semantics %d (rule G3)",
                             rep->call_name, a, (int)c->semantics[a]);
     }
+    for (int a = 1; a < c->grid_rank; a++) /* as Mosaic: only a leading run of axes can be split */
+        if (c->semantics[a] == PL_PARALLEL && c->semantics[a - 1] == PL_ARBITRARY)
+            return sim_fail(rep, PL_EINVAL, "call %s: grid axis %d is parallel but axis %d before it is arbitrary; "
+                            "parallel axes must come first, as a prefix of the grid (rule G3)",
+                            rep->call_name, a, a - 1);
     if (c->n_in < 0 || c->n_in > PL_MAX_OPERANDS || c->n_out < 0 || c->n_out > PL_MAX_OPERANDS ||
         c->num_scalar_prefetch < 0 || c->num_scalar_prefetch > PL_MAX_OPERANDS || c->n_scratch < 0 ||
         c->n_scratch > PL_MAX_SCRATCH)
@@ -518,6 +523,8 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     plan->call = call;
     plan->cost_only = opt && opt->cost_only;
     plan->oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
+    plan->checks = !(opt && opt->checks_off);
+    plan->strict = opt && opt->strict;
     snprintf(rep->call_name, sizeof rep->call_name, "%s", call && call->name ? call->name : "kernel");
     int rc = check_call_shape(call, args, outs, rep);
     if (rc) return rc;

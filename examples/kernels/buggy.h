@@ -20,7 +20,9 @@
  *
  *   missing_zero         the accumulator is never zeroed       V1 finding (M2)
  *   missing_store        the result is never stored            P4 finding
- *   parallel_reduction   k marked parallel                     PL_ERACE before running (V4, G3)
+ *   parallel_reduction   k marked parallel                     PL_ERACE before running (V4, G3) on
+ *                                                              v5p, the default of these two cases;
+ *                                                              a V4 warning on single-core chips
  *   parallel_reduction_fn  the same, function-form output map  PL_ERACE while running
  *   revisit              k outermost in the grid               PL_EREVISIT (P5)
  *   oob_index            a read one row past a Ref             PL_EBOUNDS (V2); NaN finding with

@@ -25,7 +25,7 @@ int bug_run_revisit(const pl_options *opt, pl_report *rep)
         .kernel = revisit_kernel,
         .grid_rank = 3,
         .grid = {BUG_K / BUG_BK, BUG_M / BUG_BM, BUG_N / BUG_BN},
-        .semantics = {PL_ARBITRARY, PL_PARALLEL, PL_PARALLEL},
+        .semantics = {PL_ARBITRARY, PL_ARBITRARY, PL_ARBITRARY}, /* parallel axes come first (G3) */
         .n_in = 2,
         .in = {PL_BLOCK(PL_MAP(1, 0), BUG_BM, BUG_BK),  /* x block (i, k) */
                PL_BLOCK(PL_MAP(0, 2), BUG_BK, BUG_BN)}, /* y block (k, j) */

@@ -213,8 +213,10 @@ int gm_call(pl_call *call, gm_params *p, const gm_tiles *t, int64_t m, int64_t n
     call->grid[ta] = t->n_tiles;
     call->grid[ca] = cdiv(n, bn);
     call->grid[2] = cdiv(k, bk);
-    /* columns are independent; consecutive tiles share an output block, k reduces */
-    call->semantics[ca] = PL_PARALLEL;
+    /* columns are independent; consecutive tiles share an output block, k
+     * reduces. Parallel axes form a prefix of the grid (G3): with the tiles
+     * outermost, the column axis cannot be parallel. */
+    call->semantics[ca] = ca == 0 ? PL_PARALLEL : PL_ARBITRARY;
     call->semantics[ta] = PL_ARBITRARY;
     call->semantics[2] = PL_ARBITRARY;
     call->in[0].name = "x";
