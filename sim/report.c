@@ -76,7 +76,8 @@ void pl_report_print(const pl_report *r, FILE *f)
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         if (o->space != PL_VMEM) continue;
-        fprintf(f, "    %-10s %d x %s\n", o->name, o->buffers, pl_format_bytes((double)o->vmem_bytes, a, sizeof a));
+        fprintf(f, "    %-10s %d x %s%s\n", o->name, o->buffers, pl_format_bytes((double)o->vmem_bytes, a, sizeof a),
+                o->single_buffered ? " (single-buffered: its block never changes over the grid, rule P6)" : "");
     }
     for (int i = 0; i < r->n_scratch; i++)
         fprintf(f, "    %-10s 1 x %s (%s scratch, %s)\n", r->scratch[i].name,
@@ -154,9 +155,10 @@ static void report_members(const pl_report *r, FILE *f)
         json_shape(f, o->block, o->rank);
         fprintf(f,
                 ",\"buffers\":%d,\"block_bytes\":%lld,\"vmem_bytes\":%lld,\"copies\":%lld,\"skipped\":%lld,"
-                "\"writebacks\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld}",
+                "\"writebacks\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld,\"single_buffered\":%s}",
                 o->buffers, (long long)o->block_bytes, (long long)o->vmem_bytes, (long long)o->copies,
-                (long long)o->skipped, (long long)o->writebacks, (long long)o->bytes_in, (long long)o->bytes_out);
+                (long long)o->skipped, (long long)o->writebacks, (long long)o->bytes_in, (long long)o->bytes_out,
+                o->single_buffered ? "true" : "false");
     }
     fprintf(f, "],\"scratch\":[");
     for (int i = 0; i < r->n_scratch; i++) {

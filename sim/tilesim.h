@@ -347,6 +347,7 @@ typedef struct pl_operand_report {
     int64_t bytes_in, bytes_out;  /* HBM bytes moved, edge blocks clipped */
     int64_t fetchbacks;           /* outputs: revisited blocks copied back HBM -> VMEM (P5, PL_REVISIT_ANY);
                                      their bytes count in bytes_in */
+    int single_buffered;          /* 1: given one buffer because its block never changes over the grid (P6, P7) */
 } pl_operand_report;
 
 typedef struct pl_scratch_report {

@@ -284,6 +284,8 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
         /* P7: a whole-array block with a constant map is copied once and
          * needs one buffer; everything else is double-buffered (P6). */
         op->buffers = s->buffers ? s->buffers : (whole && constant) ? 1 : 2;
+        if (!s->buffers && s->space == PL_VMEM && sim_block_never_changes(plan, op)) op->buffers = 1;
+        op->rep->single_buffered = !s->buffers && op->buffers == 1;
         if (op->buffers > 2)
             sim_warn(rep, "%s: Buffered(%d) is a what-if: pallas_call accepts only 1 or 2 buffers; deeper "
                      "buffering exists only inside emit_pipeline (rule P6)",

@@ -930,15 +930,21 @@ Test(validate, P7_whole_array_constant_map_gets_one_buffer)
     th_io_free(&io);
 }
 
-Test(validate, P7_needs_both_whole_block_and_constant_map)
+/* P7 is one case of P6's automatic single buffering: since Mosaic gives any
+ * block that never changes over the grid one buffer, neither a whole block
+ * nor a constant map is needed; an explicit count still wins. (Changing
+ * blocks stay double-buffered: tests/test_jax_cores.c.) */
+Test(validate, P6_P7_one_buffer_for_a_block_that_never_changes)
 {
     pl_report rep;
-    /* whole block, map follows the grid (even though it only ever picks 0) */
+    /* whole block, a map that follows axis 2, of size 1: it only ever picks 0 */
     th_expect_ok(check_input(F32_16x256, PL_BLOCK(PL_MAP(PL_ZERO, 2), 16, 256), NULL, &rep), &rep);
-    cr_assert_eq(rep.op[0].buffers, 2);
+    cr_assert_eq(rep.op[0].buffers, 1);
+    cr_assert(rep.op[0].single_buffered);
     /* constant map, partial block */
     th_expect_ok(check_input(F32_16x256, PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 256), NULL, &rep), &rep);
-    cr_assert_eq(rep.op[0].buffers, 2);
+    cr_assert_eq(rep.op[0].buffers, 1);
+    cr_assert(rep.op[0].single_buffered);
     /* an explicit buffer count wins */
     pl_block_spec spec = PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 16, 256);
     spec.buffers = 2;
