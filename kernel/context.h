@@ -146,9 +146,32 @@ void kern_ref_name(const pl_ctx *c, const pl_ref *r, char *buf, size_t n);
 __attribute__((noreturn))
 #endif
 void kern_missing_ref(pl_ctx *c, const pl_ref *r, const char *fn);
-static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
+static inline void kern_check_arg(pl_ctx *c, const pl_ref *r, const char *fn)
 {
     if (r->arg <= KERN_ARG_MISSING) kern_missing_ref(c, r, fn);
+}
+
+/* Fault with PL_EBOUNDS: r is a view that runs past its Ref, which fn does
+ * not take (V2, V6). */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn);
+/* Does view r run past its Ref along some dimension (pl_ds past the end)? */
+static inline int kern_is_past(const pl_ref *r)
+{
+    int64_t any = 0;
+    for (int d = 0; d < PL_MAX_RANK; d++) any |= r->past[d];
+    return any != 0;
+}
+
+/* What every op checks first on each ref: that it exists, and that it lies
+ * inside its Ref (ops other than pl_load / pl_store never touch elements
+ * past the end, so they never read host memory out of bounds). */
+static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    kern_check_arg(c, r, fn);
+    if (kern_is_past(r)) kern_past_ref(c, r, fn);
 }
 
 /* What uninitialized memory of dtype t reads as (V1): NaN, or the integer

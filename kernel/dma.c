@@ -9,6 +9,7 @@
  * that is a deadlock, reported instead of a hang. Starts and waits are
  * recorded in the op log so that the timing model can place them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +60,12 @@ static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
 {
-    kern_check_ref(c, r, "pltpu_async_copy");
+    /* V2: a source that runs past its Ref reads poison there under
+     * oob_reads = poison; a destination past the end is always an error. */
+    kern_check_arg(c, r, "pltpu_async_copy");
+    if (kern_is_past(r) && !(c->oob_poison && side[0] == 's'))
+        kern_past_ref(c, r, side[0] == 's' ? "pltpu_async_copy from a source (reads past the end are poison only "
+                      "under oob_reads = poison)" : "pltpu_async_copy into a destination");
     if (r->space == PL_SEMAPHORE) {
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
@@ -117,10 +123,42 @@ static void move(const pl_ref *dst, const pl_ref *src)
     }
 }
 
+/* move() for a source that runs past its Ref (V2, poison mode): element by
+ * element, the part inside copied, the part past it poison. */
+static void move_past(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
+{
+    int rank = src->rank;
+    int64_t idx[PL_MAX_RANK] = {0}, n = pl_size(*src);
+    size_t es = pl_dtype_size(src->dtype);
+    double poison = kern_poison_value(c, src->dtype);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t so = 0, dof = 0, inside = 1;
+        for (int d = 0; d < rank; d++) {
+            so += idx[d] * src->stride[d], dof += idx[d] * dst->stride[d];
+            inside &= idx[d] < src->shape[d] - src->past[d];
+        }
+        char *t = (char *)dst->data + (size_t)dof * es;
+        if (inside) memmove(t, (const char *)src->data + (size_t)so * es, es);
+        else pl_store_elem(t, dst->dtype, poison);
+        for (int d = rank - 1; d >= 0; d--) {
+            if (++idx[d] < src->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    if (!c->oob_read[0]) {
+        char name[96], point[128];
+        kern_ref_name(c, src, name, sizeof name);
+        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+        snprintf(c->oob_read, sizeof c->oob_read, "a copy from a view of %s that runs past it, at grid point %s, "
+                 "read poison (rule V2)", name, point);
+    }
+}
+
 static void land(pl_ctx *c, kern_dma *m)
 {
     if (m->moved) return;
-    if (!c->cost_only) move(&m->dst, &m->src);
+    if (!c->cost_only && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
+    else if (!c->cost_only) move(&m->dst, &m->src);
     sem_add(c, &m->sem, m->bytes, "a finished copy"); /* M8: a finished copy adds its bytes */
     m->moved = 1;
 }

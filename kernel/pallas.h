@@ -122,6 +122,11 @@ typedef struct pl_ref {
     uint8_t role;                 /* pl_role */
     uint8_t readonly;             /* an input block: writes never reach HBM (V3) */
     uint8_t sem_kind;             /* PL_SEMAPHORE refs: pl_sem_kind */
+    /* private: elements at the end of each dimension that lie past the Ref the
+     * view was sliced from (a pl_ds range that runs past the end, V2). Only
+     * pl_get / pl_set of elements inside, pl_load / pl_store (V6) and a DMA
+     * source take such a view; any other op refuses it (PL_EBOUNDS). */
+    int64_t past[PL_MAX_RANK];
 } pl_ref;
 
 /* Semaphores are regular (signal / wait on counts, M9) or DMA (count the
@@ -141,7 +146,10 @@ void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user */
 
 /* ---- views: never copy ----------------------------------------------------- */
 
-/* ref[..., start:start+size, ...] along dimension dim (pl.ds). */
+/* ref[..., start:start+size, ...] along dimension dim (pl.ds). The range may
+ * run past the end of r (start + size > size of dim): the view then holds
+ * elements past the Ref, which no op reads or writes except as V6 allows
+ * (masked pl_load / pl_store, and reads as poison under oob_reads = poison). */
 pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size);
 /* ref[i]: drops the leading dimension. */
 pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i);
@@ -177,6 +185,25 @@ void pl_add(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = a + b */
 void pl_mul(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = a * b */
 void pl_max(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);   /* dst = maximum(a, b) */
 void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src);          /* dst = maximum(src, 0) */
+
+/* ---- masked loads and stores (rule V6) ------------------------------------ */
+
+/* dst = where(mask, src, other): pl.load(src, idx, mask=, other=). src may be
+ * a pl_ds view that runs past its Ref: masked-off elements there are never
+ * touched; an unmasked one is PL_EBOUNDS, or poison under oob_reads = poison
+ * (V2). mask NULL: every element (an unmasked load: past the end reads
+ * poison or fails). dst must lie inside its Ref. */
+void pl_load(pl_ctx *c, pl_ref dst, pl_ref src, const pl_ref *mask, double other);
+/* dst[mask] = src[mask].astype(dst.dtype): pl.store(dst, idx, src, mask=).
+ * dst may run past its Ref where the mask is 0 (the ragged last block); an
+ * unmasked element past the end is PL_EBOUNDS. mask NULL: every element. */
+void pl_store(pl_ctx *c, pl_ref dst, pl_ref src, const pl_ref *mask);
+/* A mask is a VMEM ref of any dtype (nonzero: on) with dst's rank, each
+ * dimension equal to dst's or 1 (broadcast: a (1, n) row, an (r, 1) column).
+ * mask[i...] = (i_dim < n): the "lane index < n" mask of a ragged tail, as
+ * jnp.arange(block) + start < size. */
+void pl_mask_lt(pl_ctx *c, pl_ref mask, int dim, int64_t n);
+/* Cost (model choice): 1 VPU op per element of dst (a select). */
 
 /* ---- softmax math: what attention kernels need ---------------------------- */
 

@@ -134,39 +134,64 @@ int64_t pl_size(pl_ref r)
     return n;
 }
 
+void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    char name[96];
+    int d = 0;
+    while (d + 1 < PL_MAX_RANK && r->past[d] == 0) d++;
+    kern_ref_name(c, r, name, sizeof name);
+    kern_fault(c, PL_EBOUNDS, "%s on a view of %s whose last %lld element%s of dimension %d lie past the Ref (a "
+               "pl_ds range past the end, rule V2): only pl_load and pl_store, with a mask that excludes them, "
+               "touch such a view (rule V6)", fn, name, (long long)r->past[d], r->past[d] == 1 ? "" : "s", d);
+}
+
 pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
 {
     char name[96];
-    kern_check_ref(c, &r, "pl_ds");
+    kern_check_arg(c, &r, "pl_ds");
     if (dim < 0 || dim >= r.rank) {
         kern_ref_name(c, &r, name, sizeof name);
         kern_fault(c, PL_EBOUNDS, "pl_ds on dimension %d of %s, which has rank %d (rule V2)", dim, name,
                    r.rank);
     }
-    if (start < 0 || size < 0 || start > r.shape[dim] || size > r.shape[dim] - start) {
+    /* A range past the end is a view (V6): it is refused where it is used,
+     * unless a mask keeps the use inside. Its offset must stay an address. */
+    int64_t off, bytes;
+    if (start < 0 || size < 0 || size > INT64_MAX - start || start > r.shape[dim] ||
+        __builtin_mul_overflow(start, r.stride[dim], &off) ||
+        __builtin_mul_overflow(off, (int64_t)pl_dtype_size(r.dtype), &bytes)) {
         kern_ref_name(c, &r, name, sizeof name);
         kern_fault(c, PL_EBOUNDS,
-                   "pl_ds(%lld, %lld) on dimension %d of %s runs past its size %lld (rule V2)",
-                   (long long)start, (long long)size, dim, name, (long long)r.shape[dim]);
+                   "pl_ds(%lld, %lld) on dimension %d of %s of size %lld: the start must be in 0..%lld and the "
+                   "size >= 0 (rule V2)",
+                   (long long)start, (long long)size, dim, name, (long long)r.shape[dim], (long long)r.shape[dim]);
     }
-    r.data = offset_data(&r, start * r.stride[dim]);
+    int64_t inside = r.shape[dim] - r.past[dim] - start; /* elements of the new view inside the Ref */
+    inside = inside < 0 ? 0 : inside > size ? size : inside;
+    r.data = offset_data(&r, off);
     r.shape[dim] = size;
+    r.past[dim] = size - inside;
     return r;
 }
 
 pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 {
     char name[96];
-    kern_check_ref(c, &r, "pl_at");
-    if (r.rank < 1 || i < 0 || i >= r.shape[0]) {
+    kern_check_arg(c, &r, "pl_at");
+    /* a row past the Ref leaves a view wholly past it: fine while rank is left to say so */
+    int whole_past = r.rank >= 1 && i >= r.shape[0] - r.past[0];
+    if (r.rank < 1 || i < 0 || i >= r.shape[0] || (whole_past && r.rank < 2)) {
         kern_ref_name(c, &r, name, sizeof name);
-        kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld (rule V2)", (long long)i, name,
-                   r.rank ? (long long)r.shape[0] : 0LL);
+        kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld%s (rule V2)", (long long)i, name,
+                   r.rank ? (long long)r.shape[0] : 0LL, whole_past ? ", a row past the end of the Ref" : "");
     }
     r.data = offset_data(&r, i * r.stride[0]);
     memmove(r.shape, r.shape + 1, (size_t)(r.rank - 1) * sizeof *r.shape);
     memmove(r.stride, r.stride + 1, (size_t)(r.rank - 1) * sizeof *r.stride);
+    memmove(r.past, r.past + 1, (size_t)(PL_MAX_RANK - 1) * sizeof *r.past);
+    r.past[PL_MAX_RANK - 1] = 0;
     r.rank--;
+    if (whole_past) r.past[0] = r.shape[0];
     return r;
 }
 
@@ -188,7 +213,7 @@ double kern_poison_value(const pl_ctx *c, pl_dtype t)
 static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char *fn, int reading)
 {
     char name[96];
-    kern_check_ref(c, r, fn);
+    kern_check_arg(c, r, fn);
     if (r->space == PL_ANY || r->space == PL_SEMAPHORE) {
         kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s on %s: memory space %s is reachable only by DMA (rule M1)", fn, name,
@@ -196,11 +221,15 @@ static char *elem_ptr(pl_ctx *c, const pl_ref *r, const int64_t *idx, const char
     }
     int64_t off = 0;
     for (int d = 0; d < r->rank; d++) {
-        if (idx[d] < 0 || idx[d] >= r->shape[d]) {
+        if (idx[d] < 0 || idx[d] >= r->shape[d] - r->past[d]) { /* past[d]: a view past the end (V6) */
             if (reading && c->oob_poison) return NULL;
             char at[128];
             kern_format_point(idx, r->rank, at, sizeof at);
             kern_ref_name(c, r, name, sizeof name);
+            if (idx[d] >= 0 && idx[d] < r->shape[d])
+                kern_fault(c, PL_EBOUNDS, "%s index %s of a view of %s lies past the Ref: only the first %lld of "
+                           "dimension %d's %lld elements are inside (a pl_ds range past the end, rule V2)", fn, at,
+                           name, (long long)(r->shape[d] - r->past[d]), d, (long long)r->shape[d]);
             kern_fault(c, PL_EBOUNDS, "%s index %s is outside %s: dimension %d has size %lld (rule V2)", fn,
                        at, name, d, (long long)r->shape[d]);
         }

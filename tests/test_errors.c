@@ -257,7 +257,7 @@ static void fault_kernel(pl_ctx *c, pl_ref *refs)
     if (pl_program_id(c, 0) == 1 && pl_program_id(c, 1) == 0) switch (*f) {
         case F_GET: (void)pl_get_at(c, in, 8, 0); break;
         case F_SET: pl_set_at(c, out, 1.0, 0, -1); break;
-        case F_DS: (void)pl_ds(c, in, 1, 100, 64); break;
+        case F_DS: (void)pl_get_at(c, pl_ds(c, in, 1, 100, 64), 0, 40); break; /* refused where used (V6) */
         case F_DS_DIM: (void)pl_ds(c, in, 2, 0, 1); break;
         case F_AT: (void)pl_at(c, in, 8); break;
         case F_COPY_SHAPE: pl_copy(c, out, pl_ds(c, in, 0, 0, 4)); break;
@@ -308,8 +308,8 @@ Test(errors, EBOUNDS_pl_ds_past_the_end)
 {
     pl_report rep;
     int rc = run_fault(F_DS, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, POINT, "pl_ds(100, 64) on dimension 1", "refs[0]", "size 128",
-                    "rule V2");
+    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, POINT, "pl_get index (0, 40) of a view of refs[0]", "lies past the Ref",
+                    "first 28 of dimension 1's 64", "rule V2");
 }
 
 Test(errors, EBOUNDS_pl_ds_on_a_missing_dimension)

@@ -472,7 +472,7 @@ static void bounds_body(pl_ctx *c, pl_ref *refs, void *arg)
     bounds_state *u = arg;
     pl_ref s = refs[0]; /* (8, 16) */
     switch (u->which) {
-    case 0: (void)pl_ds(c, s, 1, 10, 7); break;       /* 10 + 7 > 16 */
+    case 0: (void)pl_get_at(c, pl_ds(c, s, 1, 10, 7), 0, 6); break; /* 10 + 6 >= 16: past the Ref (V6) */
     case 1: (void)pl_ds(c, s, 2, 0, 1); break;        /* no dimension 2 */
     case 2: (void)pl_at(c, s, 8); break;
     case 3: (void)pl_get_at(c, pl_ds(c, s, 1, 4, 8), 0, 8); break; /* inside s, outside the view */
