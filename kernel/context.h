@@ -82,7 +82,7 @@ struct pl_ctx {
     int cost_only;              /* block ops report cost but touch no data */
     int checks;                 /* track reads, writes and poison (V1, V3) */
     int strict;                 /* writes into input blocks are errors (V3) */
-    int oob_poison;             /* pl_get outside a Ref reads poison instead of failing (V2) */
+    int oob_poison;             /* reads past a Ref (pl_get, pl_load, DMA sources) give poison, not a fault (V2) */
     int uninit_zero;            /* poison is zero (V1) */
 
     /* per kernel argument, for the checks; NULL when checks are off */

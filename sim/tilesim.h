@@ -288,7 +288,8 @@ typedef struct pl_options {
     const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
     const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
     pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
-    pl_oob oob_reads;   /* pl_get outside a Ref: end the call (raise, default) or read poison (V2) */
+    pl_oob oob_reads;   /* reads past the end (pl_get, pl_load, a DMA source, an input block past the
+                           array): end the call (raise, default) or read poison (V2, B7); writes always fail */
     int checks_off;     /* 1: no poison fills, no NaN, write-protection or race tracking (V1, V3, V4):
                            faster, for kernels already verified; bounds (V2) stay checked */
     int strict;         /* 1: a NaN reaching HBM (V1) and a write into an input block (V3) are errors */
