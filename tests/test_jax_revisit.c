@@ -360,3 +360,35 @@ Test(jax_revisit, P5_any_recorder_and_trace_show_fetchbacks)
     expect_matmul_pass(&t, "k-outer, traced");
     rv_free(&t);
 }
+
+/* ---- V4 by cores with the opt-in ---------------------------------------------- */
+
+/* JAX: tpu_pallas_interpret_test.py, test_two_cores_along_parallel_dimension_with_race
+ * (races need two cores). On a single-core chip a reduction axis marked
+ * parallel runs in order: with RevisitMode.ANY the sequential answer is right,
+ * and the race is a warning that megacore chips would race (V4); strict makes
+ * it an error. With more cores (a what-if v5e with 4) it stays PL_ERACE. */
+Test(jax_revisit, V4_single_core_parallel_reduction_with_any_is_a_warning_and_right)
+{
+    rv t = rv_make(256, 256, 512, 128, 128, 128, 1);
+    t.call.out[0].revisit = PL_REVISIT_ANY;
+    t.call.semantics[0] = PL_PARALLEL;
+    pl_options opt = {.chip = "v5e"};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&t.call, t.args, &t.out, &opt, &rep), PL_OK, "%s", rep.error);
+    int race = 0;
+    for (int i = 0; i < rep.n_findings && i < PL_MAX_FINDINGS; i++) race |= rep.findings[i].kind == PL_FIND_RACE;
+    cr_assert(race, "a race finding (V4) on a single-core chip: %s", rep.warnings);
+    cr_assert_gt(rep.op[2].fetchbacks, 0);
+    expect_matmul_pass(&t, "single core, k parallel, RevisitMode.ANY");
+    opt.strict = 1;
+    int rc = pl_pallas_call(&t.call, t.args, &t.out, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ERACE, "o", "V4");
+    pl_chip four = *pl_chip_find("v5e");
+    four.cores_per_device = 4;
+    snprintf(four.name, sizeof four.name, "v5e-4core");
+    pl_options o4 = {.chip_spec = &four};
+    rc = pl_pallas_call(&t.call, t.args, &t.out, &o4, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ERACE, "o", "V4");
+    rv_free(&t);
+}
