@@ -483,3 +483,44 @@ Test(jax_memory, V2_a_dma_source_past_the_end_reads_poison_for_that_part)
     TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, "pltpu_async_copy into a destination", "rule V2");
     free(x), free(y);
 }
+
+/* PL_I16 everywhere a dtype goes: a copy call in blocks, an edge block whose
+ * overhang is poison INT16_MAX (V1, B6), read through pl_get. */
+static void i16_edge_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_copy(c, refs[1], refs[0]);
+    if (pl_program_id(c, 0) == 1) /* rows 16..31 of a 24-row array: row 8 of the block is overhang */
+        pl_set_at(c, refs[1], pl_get_at(c, refs[0], 8, 0) == INT16_MAX ? 1 : 0, 0, 0);
+}
+
+Test(jax_memory, M5_i16_blocks_copy_and_poison_their_overhang)
+{
+    enum { M = 24, N = 128 };
+    int16_t x[M * N], y[M * N];
+    for (int i = 0; i < M * N; i++) x[i] = (int16_t)(i - 1000);
+    pl_call call = th_copy_call_2d(M, N, 16, N);
+    call.kernel = i16_edge_kernel;
+    pl_array a = PL_ARRAY(x, PL_I16, M, N), o = PL_ARRAY(y, PL_I16, M, N);
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, &a, &o, NULL, &rep), &rep);
+    cr_assert_eq(y[16 * N], 1, "the overhang of an i16 edge block reads INT16_MAX (V1)");
+    for (int i = 0; i < M * N; i++)
+        if (i != 16 * N) cr_assert_eq(y[i], x[i], "y[%d] = %d, want %d", i, y[i], x[i]);
+}
+
+/* Masked ops in a cost-only run report their work and touch no data. */
+Test(jax_memory, V6_masked_ops_in_cost_only_touch_no_data)
+{
+    pl_call call = {
+        .name = "ragged_cost", .kernel = ragged_kernel, .user = &(ragged_cfg){1, 1}, .grid_rank = 1,
+        .grid = {RG_GRID}, .semantics = {PL_ARBITRARY},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), RG_ROWS, RG_N)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), RG_ROWS, RG_N)},
+        .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, RG_ROWS, RG_BS), PLTPU_VMEM(PL_I32, 1, RG_BS)},
+    };
+    pl_array a = PL_ARRAY(NULL, PL_F32, RG_ROWS, RG_N), o = PL_ARRAY(NULL, PL_F32, RG_ROWS, RG_N);
+    pl_options opt = {.cost_only = 1};
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, &a, &o, &opt, &rep), &rep);
+    cr_assert_gt(rep.vpu_flops, 0);
+}
