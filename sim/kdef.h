@@ -1,0 +1,145 @@
+/* sim/kdef.h: kernel definitions, so that every tool (run, sweep, explain,
+ * verify, list) works on any kernel, the user's own included.
+ *
+ * A definition names a kernel, its parameters (each with a default and the
+ * candidate values a sweep tries), and the callbacks that turn parameter
+ * values into a call: build (the pl_call and the shapes of its arrays),
+ * inputs (fill the input arrays), reference (the expected outputs, computed
+ * on the host) and, optionally, the ideal FLOPs and bytes for roofline
+ * efficiency. The generic drivers below do the rest.
+ *
+ * Example: an elementwise add over (rows, cols) in (br, cols) blocks.
+ *
+ *     static const int64_t br_cands[] = {8, 16, 32, 64, 128, 256};
+ *     static const pl_kernel_def add_def = {
+ *         .name = "add", .summary = "z = x + y, row blocks",
+ *         .n_params = 3,
+ *         .params = {{.name = "rows", .def = 1024, .help = "rows of x, y and z"},
+ *                    {.name = "cols", .def = 512, .help = "columns"},
+ *                    {.name = "br", .def = 128, .candidates = br_cands, .n_candidates = 6,
+ *                     .help = "rows per block"}},
+ *         .build = add_build, .inputs = NULL,   // NULL: pl_kernel_fill_inputs
+ *         .reference = add_reference,
+ *     };
+ *
+ * Parameter values travel as an array `v` of int64_t in the order of
+ * params; a dtype parameter (kind PL_PARAM_DTYPE) holds a pl_dtype.
+ *
+ * A plugin is a shared object that exports one function, named by
+ * PL_PLUGIN_SYMBOL:
+ *
+ *     int tilesim_kernels(int abi, const pl_kernel_def *const **defs);
+ *
+ * It sets *defs to an array of definitions and returns their count, or -1
+ * when it does not support abi (PL_KERNEL_ABI). Build one with
+ *     cc -shared -fPIC -O2 -I<tilesim include dir> mykernel.c -o mykernel.so
+ * and pass the path where a kernel name is accepted ("mykernel.so" or
+ * "mykernel.so:NAME").
+ */
+#ifndef TILESIM_KDEF_H
+#define TILESIM_KDEF_H
+
+#include <stdio.h>
+
+#include "tilesim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_KERNEL_ABI 1
+#define PL_PLUGIN_SYMBOL "tilesim_kernels"
+#define PL_KDEF_MAX_PARAMS 16
+#define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */
+
+typedef enum pl_param_kind { PL_PARAM_INT = 0, PL_PARAM_DTYPE = 1 } pl_param_kind;
+
+typedef struct pl_kernel_param {
+    const char *name;          /* "bm": what --set and --vary name */
+    pl_param_kind kind;
+    int64_t def;               /* default value (a pl_dtype for PL_PARAM_DTYPE) */
+    const int64_t *candidates; /* values a sweep tries when not told; NULL: the default only */
+    int n_candidates;
+    const char *help;          /* one line, shown by `tilesim list` */
+} pl_kernel_param;
+
+/* What build fills: the call, its arguments (prefetch, then inputs) and
+ * outputs (shape and dtype; data allocated by the driver unless cost-only),
+ * and `param`, PL_SWEEP_PARAM_BYTES of zeroed memory living as long as the
+ * call, for the kernel's own parameters (point call->user at it). */
+typedef struct pl_kernel_build {
+    pl_call call;
+    int n_args, n_outs;
+    pl_array args[PL_KDEF_MAX_ARGS];
+    pl_array outs[PL_MAX_OPERANDS];
+    unsigned char param[PL_SWEEP_PARAM_BYTES];
+} pl_kernel_build;
+
+typedef struct pl_kernel_def {
+    const char *name;    /* "rmsnorm" */
+    const char *summary; /* one line */
+    int n_params;
+    pl_kernel_param params[PL_KDEF_MAX_PARAMS];
+    /* Constraints between values (e.g. "bk divides K"): PL_OK, or an error
+     * code with a message naming the parameters into msg. NULL: none. */
+    int (*check)(const int64_t *v, char *msg, size_t n);
+    /* Describe the call for values v. Set every array's dtype and shape;
+     * leave data NULL: the driver allocates it (or not, in cost-only mode).
+     * Return PL_OK or an error code with a message in msg. */
+    int (*build)(const int64_t *v, pl_kernel_build *b, char *msg, size_t n);
+    /* Fill the input arrays (data allocated) deterministically from seed.
+     * NULL: pl_kernel_fill_inputs (values in [-1, 1), integers small). */
+    int (*inputs)(const int64_t *v, pl_kernel_build *b, uint64_t seed);
+    /* Write the expected outputs into want[0 .. n_outs-1] (allocated with the
+     * outputs' shapes and dtypes) from the inputs b->args. NULL: no reference
+     * (run reports, verify refuses). */
+    int (*reference)(const int64_t *v, const pl_kernel_build *b, pl_array *want);
+    double rtol, atol;   /* for pl_allclose; 0, 0: the dtype's defaults */
+    /* Ideal work and traffic of the algorithm (not of the tiling), for
+     * roofline efficiency. NULL: unknown. */
+    double (*flops)(const int64_t *v);
+    double (*bytes)(const int64_t *v);
+} pl_kernel_def;
+
+/* ---- parameters ------------------------------------------------------------ */
+
+/* The index of parameter `name`, or -1. */
+int pl_kernel_param_index(const pl_kernel_def *d, const char *name);
+/* Fill v with every parameter's default. */
+void pl_kernel_defaults(const pl_kernel_def *d, int64_t *v);
+/* Apply "name=value" (a dtype parameter takes "f32", "bf16", ...).
+ * PL_OK or PL_EINVAL with a message naming the parameter or the value. */
+int pl_kernel_set(const pl_kernel_def *d, int64_t *v, const char *assignment, char *msg, size_t n);
+/* Format the values as "name=value name=value ..." into buf. */
+const char *pl_kernel_format(const pl_kernel_def *d, const int64_t *v, char *buf, size_t n);
+
+/* ---- drivers ------------------------------------------------------------------ */
+
+/* Build, allocate, fill the inputs, run (opt may be NULL), and, unless
+ * cost-only, compare every output with the reference (pl_allclose, the
+ * def's tolerances): check[i] for output i when check is not NULL (at least
+ * PL_MAX_OPERANDS entries), and a verdict line per output on f when f is
+ * not NULL. Returns the call's code, or PL_EVERIFY when an output FAILs. */
+int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep, pl_check *check,
+                  FILE *f);
+
+/* Sweep: n configurations, values[i * d->n_params ...] each, in cost-only
+ * mode on every core (pl_sweep). reports[i] as pl_sweep fills them; a
+ * configuration that check or build refuses has status < 0 and the reason. */
+int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const pl_options *opt,
+                    const pl_sweep_options *sopt, pl_report *reports);
+
+/* The default inputs generator. */
+int pl_kernel_fill_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed);
+
+/* ---- plugins ------------------------------------------------------------------ */
+
+/* Load the plugin at path (dlopen) and return its definitions: *defs set to
+ * its array, the count returned; or a negative code with a message naming
+ * the file and what is wrong (not found, no PL_PLUGIN_SYMBOL, ABI refused). */
+int pl_plugin_load(const char *path, const pl_kernel_def *const **defs, char *msg, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
