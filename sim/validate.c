@@ -544,6 +544,10 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     if (plan->chip->cores_per_device < 1 || plan->chip->cores_per_device > SIM_MAX_CORES)
         return sim_fail(rep, PL_EINVAL, "chip %s: cores_per_device = %d; a device has 1 to %d TensorCores (rule G4)",
                         plan->chip->name, plan->chip->cores_per_device, SIM_MAX_CORES);
+    /* 16-bit blocks round up to this many rows (T6): 0 divided by zero, a negative count overflowed */
+    if (plan->chip->sublanes_16bit < 1)
+        return sim_fail(rep, PL_EINVAL, "chip %s: sublanes_16bit = %d; 16-bit types need at least 1 native sublane "
+                        "(a chip file gives 8 to 32, rule T6)", plan->chip->name, plan->chip->sublanes_16bit);
     if (opt && opt->uninit != PL_UNINIT_NAN && opt->uninit != PL_UNINIT_ZERO)
         return sim_fail(rep, PL_EINVAL, "options: uninit = %d; use PL_UNINIT_NAN or PL_UNINIT_ZERO (rule V1)",
                         (int)opt->uninit);
