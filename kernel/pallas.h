@@ -226,6 +226,58 @@ void pl_mul_row(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref row); /* dst = a * row, 
 /* dst[i, j] = src[i, j] if j <= i + k else value: jnp.where(tril(ones, k), src, value), the causal mask */
 void pl_tril(pl_ctx *c, pl_ref dst, pl_ref src, int64_t k, double value);
 
+/* ---- more elementwise ops, masks, reductions and iota (jnp names) ---------- */
+
+/* Broadcasting: every source has dst's rank and each of its dimensions equals
+ * dst's or is 1 (a (1, n) row, an (r, 1) column, a (1, 1) scalar block), as
+ * the masks of pl_load do; anything else faults with PL_ESHAPE. Values are
+ * computed in double and rounded once to dst's dtype; dst may be a source.
+ *
+ * Cost (model choice, sim/chips.c's notes): VPU ops count 1 FLOP per element
+ * produced (add_scalar, mul_scalar, cmp, where, iota, cast); div counts 4 (a
+ * reciprocal on the EUP and a multiply, as pl_div_col). The transcendental
+ * ops run on the EUP (the report counts their elements in eup_elems) and are
+ * charged as VPU-equivalent FLOPs per element: 4 for exp, log, rsqrt and
+ * sqrt, 6 for tanh and sigmoid (the EUP push and the VPU work around it), 10
+ * for gelu (tanh plus its polynomial). */
+
+/* Float refs only (f32, bf16, f16: integers fault with PL_EDTYPE). */
+void pl_rsqrt(pl_ctx *c, pl_ref dst, pl_ref src);   /* dst = 1 / sqrt(src) (lax.rsqrt) */
+void pl_sqrt(pl_ctx *c, pl_ref dst, pl_ref src);    /* dst = sqrt(src) */
+void pl_log(pl_ctx *c, pl_ref dst, pl_ref src);     /* dst = log(src), natural */
+void pl_tanh(pl_ctx *c, pl_ref dst, pl_ref src);    /* dst = tanh(src) */
+void pl_sigmoid(pl_ctx *c, pl_ref dst, pl_ref src); /* dst = 1 / (1 + exp(-src)) (jax.nn.sigmoid) */
+/* dst = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): jax.nn.gelu(approximate=True) */
+void pl_gelu(pl_ctx *c, pl_ref dst, pl_ref src);
+void pl_div(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);            /* dst = a / b, broadcasting */
+void pl_add_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s);   /* dst = src + s */
+void pl_mul_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s);   /* dst = src * s */
+
+/* Comparisons write a mask: 1 where the comparison holds, else 0, into a ref
+ * of any dtype (i32 or i8 are usual). A mask is read as on where nonzero, so
+ * the same mask serves pl_where, pl_load and pl_store (V6). Operands may be
+ * any dtype (integers compare exactly); a comparison with NaN is false
+ * except PL_NE, as in jnp. */
+typedef enum pl_cmp_op { PL_LT = 0, PL_LE, PL_GT, PL_GE, PL_EQ, PL_NE } pl_cmp_op;
+void pl_cmp(pl_ctx *c, pl_ref mask, pl_ref a, pl_ref b, pl_cmp_op op);          /* mask = a OP b */
+void pl_cmp_scalar(pl_ctx *c, pl_ref mask, pl_ref a, pl_cmp_op op, double s);   /* mask = a OP s */
+/* dst = where(mask, a, b) (jnp.where, lax.select): mask, a and b broadcast to
+ * dst; any dtypes (an integer dst takes integers exactly). */
+void pl_where(pl_ctx *c, pl_ref dst, pl_ref mask, pl_ref a, pl_ref b);
+
+/* Reductions of a rank-2 float ref along axis 0 (dst (1, n): per column) or
+ * axis 1 (dst (r, 1): per row, as pl_sum_rows / pl_max_rows), keepdims.
+ * Cost: 1 VPU FLOP per element reduced. The max of nothing is -inf, NaN wins. */
+void pl_reduce_sum(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
+void pl_reduce_max(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
+
+/* dst[i...] = offset + i[dim]: lax.broadcasted_iota plus an offset, e.g.
+ * pl_program_id(c, 0) * block_rows to build a mask of global row indices.
+ * Any dtype (float dsts round). */
+void pl_iota(pl_ctx *c, pl_ref dst, int dim, int64_t offset);
+/* dst = src.astype(dst.dtype): the jnp name of pl_copy (same conversions). */
+void pl_cast(pl_ctx *c, pl_ref dst, pl_ref src);
+
 #ifdef __cplusplus
 }
 
