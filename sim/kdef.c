@@ -1,0 +1,191 @@
+/* sim/kdef.c: kernel definitions (sim/kdef.h): parameters, the default
+ * inputs, and the run driver that builds, runs and checks one
+ * configuration. The sweep driver is in kdef_sweep.c, plugins in
+ * kdef_plugin.c. */
+#include "kdef.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kdef_internal.h"
+
+uint64_t sim_splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void say(char *msg, size_t n, const char *fmt, ...)
+{
+    if (!msg || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- parameters ------------------------------------------------------------ */
+
+int pl_kernel_param_index(const pl_kernel_def *d, const char *name)
+{
+    if (!d || !name) return -1;
+    for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS; i++)
+        if (d->params[i].name && strcmp(d->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+void pl_kernel_defaults(const pl_kernel_def *d, int64_t *v)
+{
+    if (!d || !v) return;
+    for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS; i++) v[i] = d->params[i].def;
+}
+
+/* The parameter names, "a, b, c", for messages about an unknown one. */
+static void list_names(const pl_kernel_def *d, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS && at < n; i++) {
+        int w = snprintf(buf + at, n - at, "%s%s", i ? ", " : "", d->params[i].name ? d->params[i].name : "?");
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
+/* Plain decimal digits only: no sign, no spaces, no hex, no suffix. */
+static int parse_count(const char *s, int64_t *out)
+{
+    if (!s[0] || s[0] == '-' || s[0] == '+') return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    errno = 0;
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end) return 0;
+    *out = (int64_t)x;
+    return 1;
+}
+
+int pl_kernel_set(const pl_kernel_def *d, int64_t *v, const char *assignment, char *msg, size_t n)
+{
+    if (!d || !v || !assignment) {
+        say(msg, n, "pl_kernel_set: a definition, values and an assignment are required");
+        return PL_EINVAL;
+    }
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment) {
+        say(msg, n, "'%s': want name=value (e.g. %s=%" PRId64 ")", assignment,
+            d->n_params > 0 ? d->params[0].name : "name", d->n_params > 0 ? d->params[0].def : 0);
+        return PL_EINVAL;
+    }
+    char name[64];
+    size_t len = (size_t)(eq - assignment);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, assignment, len);
+    name[len] = '\0';
+    int i = pl_kernel_param_index(d, name);
+    if (i < 0) {
+        char names[512];
+        list_names(d, names, sizeof names);
+        say(msg, n, "kernel '%s' has no parameter '%s' (its parameters: %s)", d->name ? d->name : "?", name, names);
+        return PL_EINVAL;
+    }
+    const char *val = eq + 1;
+    if (d->params[i].kind == PL_PARAM_DTYPE) {
+        pl_dtype t;
+        if (pl_dtype_parse(val, &t) != PL_OK) {
+            say(msg, n, "parameter '%s' of kernel '%s': '%s' is not a dtype (f32, bf16, f16, i32, ...)", name,
+                d->name ? d->name : "?", val);
+            return PL_EINVAL;
+        }
+        v[i] = (int64_t)t;
+        return PL_OK;
+    }
+    int64_t x;
+    if (!parse_count(val, &x)) {
+        say(msg, n, "parameter '%s' of kernel '%s': '%s' is not a non-negative decimal integer below 2^63", name,
+            d->name ? d->name : "?", val);
+        return PL_EINVAL;
+    }
+    v[i] = x;
+    return PL_OK;
+}
+
+const char *pl_kernel_format(const pl_kernel_def *d, const int64_t *v, char *buf, size_t n)
+{
+    if (!buf || !n) return buf;
+    buf[0] = '\0';
+    if (!d || !v) return buf;
+    size_t at = 0;
+    for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS && at < n; i++) {
+        const pl_kernel_param *p = &d->params[i];
+        int w = p->kind == PL_PARAM_DTYPE
+                    ? snprintf(buf + at, n - at, "%s%s=%s", i ? " " : "", p->name, pl_dtype_name((pl_dtype)v[i]))
+                    : snprintf(buf + at, n - at, "%s%s=%" PRId64, i ? " " : "", p->name, v[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    return buf;
+}
+
+/* ---- the default inputs ------------------------------------------------------- */
+
+/* Floats uniform in [-1, 1); integers in [-8, 8), prefetch tables (block
+ * indices, counts) in [0, 8). Arrays without data (cost-only) are skipped. */
+int pl_kernel_fill_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed)
+{
+    (void)v;
+    if (!b) return PL_EINVAL;
+    uint64_t s = seed;
+    for (int a = 0; a < b->n_args && a < PL_KDEF_MAX_ARGS; a++) {
+        pl_array *arr = &b->args[a];
+        if (!arr->data) continue;
+        int prefetch = a < b->call.num_scalar_prefetch, fl = pl_dtype_is_float(arr->dtype);
+        size_t es = pl_dtype_size(arr->dtype);
+        int64_t cnt = pl_array_size(arr);
+        for (int64_t i = 0; i < cnt; i++) {
+            uint64_t r = sim_splitmix64(&s);
+            double x = fl ? (double)(r >> 11) * 0x1.0p-52 - 1.0 : prefetch ? (double)(r % 8) : (double)(r % 16) - 8;
+            pl_store_elem((char *)arr->data + (size_t)i * es, arr->dtype, x);
+        }
+    }
+    return PL_OK;
+}
+
+/* ---- shared by the drivers ------------------------------------------------------ */
+
+int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    memset(b, 0, sizeof *b);
+    if (!d || !v) {
+        say(msg, n, "a kernel definition and its parameter values are required");
+        return PL_EINVAL;
+    }
+    const char *name = d->name ? d->name : "(unnamed)";
+    if (!d->build) {
+        say(msg, n, "kernel '%s' defines no build function: there is no call to run", name);
+        return PL_EINVAL;
+    }
+    if (d->n_params < 0 || d->n_params > PL_KDEF_MAX_PARAMS) {
+        say(msg, n, "kernel '%s': %d parameters (at most %d)", name, d->n_params, PL_KDEF_MAX_PARAMS);
+        return PL_EINVAL;
+    }
+    msg[0] = '\0';
+    int rc = d->check ? d->check(v, msg, n) : PL_OK;
+    if (rc == PL_OK) rc = d->build(v, b, msg, n);
+    if (rc > 0) rc = PL_EINVAL; /* a callback returning 1 for "no" still fails */
+    if (rc == PL_OK && (b->n_args < 0 || b->n_args > PL_KDEF_MAX_ARGS || b->n_outs < 0 ||
+                        b->n_outs > PL_MAX_OPERANDS)) {
+        say(msg, n, "kernel '%s': build gave %d arguments and %d outputs (at most %d and %d)", name, b->n_args,
+            b->n_outs, PL_KDEF_MAX_ARGS, PL_MAX_OPERANDS);
+        rc = PL_EINVAL;
+    }
+    if (rc != PL_OK && !msg[0]) say(msg, n, "kernel '%s': %s", name, pl_strerror(rc));
+    if (rc == PL_OK && !b->call.name) b->call.name = d->name;
+    return rc;
+}

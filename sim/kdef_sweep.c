@@ -1,0 +1,104 @@
+/* sim/kdef_sweep.c: pl_kernel_sweep, every configuration of a kernel
+ * definition in cost-only mode through pl_sweep.
+ *
+ * pl_sweep's build callback returns only a code, so the reason a
+ * configuration is refused (check or build) is kept per configuration and
+ * written into its report afterwards. Scalar-prefetch tables must hold data
+ * even in cost-only mode (index maps read them) and pl_sweep gives the
+ * callback no way to free memory, so they are built and filled first, on
+ * the calling thread, and live until the sweep ends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kdef_internal.h"
+
+#define REASON_MAX 512
+
+typedef struct kdef_slot {
+    int rc;                                /* check or build refused: its code */
+    char reason[REASON_MAX];
+    void *prefetch[PL_MAX_OPERANDS];       /* the tables' data, owned */
+} kdef_slot;
+
+typedef struct kdef_sweep {
+    const pl_kernel_def *d;
+    const int64_t *values;
+    uint64_t seed;
+    kdef_slot *slots;
+} kdef_sweep;
+
+/* Build configuration i's prefetch tables (if any) and fill them. */
+static void prepare_slot(kdef_sweep *s, int i)
+{
+    kdef_slot *slot = &s->slots[i];
+    const int64_t *v = s->values + (size_t)i * (size_t)s->d->n_params;
+    pl_kernel_build *b = malloc(sizeof *b);
+    if (!b) {
+        slot->rc = PL_ENOMEM;
+        snprintf(slot->reason, sizeof slot->reason, "out of host memory");
+        return;
+    }
+    slot->rc = sim_kdef_prepare(s->d, v, b, slot->reason, sizeof slot->reason);
+    int np = b->call.num_scalar_prefetch;
+    for (int a = 0; slot->rc == PL_OK && a < np && a < b->n_args && a < PL_MAX_OPERANDS; a++) {
+        if (b->args[a].data) continue; /* the definition's own table */
+        slot->prefetch[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1);
+        if (!slot->prefetch[a]) {
+            slot->rc = PL_ENOMEM;
+            snprintf(slot->reason, sizeof slot->reason, "out of host memory for the scalar-prefetch tables");
+        }
+    }
+    if (slot->rc == PL_OK && np > 0) {
+        int rc = s->d->inputs ? s->d->inputs(v, b, s->seed) : pl_kernel_fill_inputs(v, b, s->seed);
+        if (rc != PL_OK) {
+            slot->rc = rc < 0 ? rc : PL_EINVAL;
+            snprintf(slot->reason, sizeof slot->reason, "its inputs function failed: %s", pl_strerror(rc));
+        }
+    }
+    free(b);
+}
+
+static int build_one(int i, pl_call *call, pl_array *args, pl_array *outs, void *param, void *user)
+{
+    kdef_sweep *s = user;
+    kdef_slot *slot = &s->slots[i];
+    if (slot->rc != PL_OK) return slot->rc;
+    pl_kernel_build b;
+    char msg[REASON_MAX];
+    int rc = sim_kdef_prepare(s->d, s->values + (size_t)i * (size_t)s->d->n_params, &b, msg, sizeof msg);
+    if (rc != PL_OK) return rc; /* cannot happen: the same build refused nothing before */
+    *call = b.call;
+    memcpy(param, b.param, PL_SWEEP_PARAM_BYTES);
+    /* the kernel's parameters now live in pl_sweep's param, not in b */
+    uintptr_t u = (uintptr_t)b.call.user, lo = (uintptr_t)b.param;
+    if (u >= lo && u < lo + PL_SWEEP_PARAM_BYTES) call->user = (unsigned char *)param + (u - lo);
+    memcpy(args, b.args, sizeof b.args[0] * (size_t)b.n_args);
+    memcpy(outs, b.outs, sizeof b.outs[0] * (size_t)b.n_outs);
+    for (int a = 0; a < b.call.num_scalar_prefetch && a < PL_MAX_OPERANDS; a++)
+        if (slot->prefetch[a]) args[a].data = slot->prefetch[a];
+    return PL_OK;
+}
+
+int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const pl_options *opt,
+                    const pl_sweep_options *sopt, pl_report *reports)
+{
+    if (!d || n < 0 || (n > 0 && (!values || !reports)) || d->n_params < 0 || d->n_params > PL_KDEF_MAX_PARAMS)
+        return PL_EINVAL;
+    if (n == 0) return PL_OK;
+    kdef_sweep s = {.d = d, .values = values, .seed = opt ? opt->seed : 0, .slots = calloc((size_t)n, sizeof(kdef_slot))};
+    if (!s.slots) return PL_ENOMEM;
+    for (int i = 0; i < n; i++) prepare_slot(&s, i);
+    pl_options o = opt ? *opt : (pl_options){0};
+    o.cost_only = 1; /* pl_sweep does too; the arrays here have no data */
+    int rc = pl_sweep(n, build_one, &s, &o, sopt, reports);
+    char vals[256];
+    for (int i = 0; i < n; i++) {
+        if (rc == PL_OK && s.slots[i].rc != PL_OK) {
+            pl_kernel_format(d, values + (size_t)i * (size_t)d->n_params, vals, sizeof vals);
+            snprintf(reports[i].error, sizeof reports[i].error, "%s: %s", vals, s.slots[i].reason);
+        }
+        for (int a = 0; a < PL_MAX_OPERANDS; a++) free(s.slots[i].prefetch[a]);
+    }
+    free(s.slots);
+    return rc;
+}

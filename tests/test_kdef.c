@@ -1,0 +1,409 @@
+/* tests/test_kdef.c: kernel definitions (sim/kdef.h): parameters, the run
+ * driver with its reference check (V5), sweeps, and plugins loaded from
+ * shared objects, the template examples/plugin/rmsnorm.c among them.
+ *
+ * The plugin tests load BUILD/examples/plugin/rmsnorm.so of the suite's own
+ * build directory (the test binary is BUILD/tests/tilesim_tests), and build
+ * tiny broken plugins with `cc` at run time in a temporary directory.
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../sim/kdef.h"
+#include "helpers.h"
+
+/* ---- a small definition: y = 2 x over (rows, cols) in (br, cols) blocks ------- */
+
+enum { P_ROWS, P_COLS, P_BR, P_DT };
+static const int64_t br_cands[] = {8, 16, 24, 32};
+
+static void scale_kernel(pl_ctx *c, pl_ref *refs) { pl_scale(c, refs[1], refs[0], 2.0); }
+
+/* wrong at grid point 1 only: its block gets 2x + 1 */
+static void wrong_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_scale(c, refs[1], refs[0], 2.0);
+    if (pl_program_id(c, 0) == 1) pl_add_scalar(c, refs[1], refs[1], 1.0);
+}
+
+static int scale_check(const int64_t *v, char *msg, size_t n)
+{
+    if (v[P_BR] < 1 || v[P_ROWS] % v[P_BR]) {
+        snprintf(msg, n, "br=%lld does not divide rows=%lld", (long long)v[P_BR], (long long)v[P_ROWS]);
+        return PL_EINVAL;
+    }
+    return PL_OK;
+}
+
+static int build_with(const int64_t *v, pl_kernel_build *b, pl_kernel_fn fn)
+{
+    pl_dtype t = (pl_dtype)v[P_DT];
+    b->call = (pl_call){.name = "scale", .kernel = fn, .grid_rank = 1, .grid = {v[P_ROWS] / v[P_BR]},
+                        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), v[P_BR], v[P_COLS])},
+                        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), v[P_BR], v[P_COLS])}};
+    b->n_args = 1;
+    b->args[0] = PL_ARRAY(NULL, t, v[P_ROWS], v[P_COLS]);
+    b->n_outs = 1;
+    b->outs[0] = PL_ARRAY(NULL, t, v[P_ROWS], v[P_COLS]);
+    return PL_OK;
+}
+static int scale_build(const int64_t *v, pl_kernel_build *b, char *m, size_t n)
+{
+    (void)m, (void)n;
+    return build_with(v, b, scale_kernel);
+}
+static int wrong_build(const int64_t *v, pl_kernel_build *b, char *m, size_t n)
+{
+    (void)m, (void)n;
+    return build_with(v, b, wrong_kernel);
+}
+
+static int scale_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)
+{
+    (void)v;
+    size_t es = pl_dtype_size(b->args[0].dtype);
+    for (int64_t i = 0; i < pl_array_size(&b->args[0]); i++)
+        pl_store_elem((char *)want[0].data + i * es, want[0].dtype,
+                      2 * pl_load_elem((const char *)b->args[0].data + i * es, b->args[0].dtype));
+    return PL_OK;
+}
+
+#define SCALE_PARAMS                                                                                              \
+    .n_params = 4,                                                                                                \
+    .params = {{.name = "rows", .def = 64, .help = "rows"},                                                       \
+               {.name = "cols", .def = 128, .help = "columns"},                                                   \
+               {.name = "br", .def = 16, .candidates = br_cands, .n_candidates = 4, .help = "rows per block"},    \
+               {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_F32, .help = "dtype"}}
+
+static const pl_kernel_def scale_def = {.name = "scale", .summary = "y = 2 x", SCALE_PARAMS, .check = scale_check,
+                                        .build = scale_build, .reference = scale_reference};
+static const pl_kernel_def wrong_def = {.name = "wrong", .summary = "y = 2 x, but not at block 1", SCALE_PARAMS,
+                                        .build = wrong_build, .reference = scale_reference};
+static const pl_kernel_def noref_def = {.name = "noref", .summary = "no reference", SCALE_PARAMS,
+                                        .build = scale_build};
+static const pl_kernel_def nobuild_def = {.name = "nobuild", .summary = "no build", SCALE_PARAMS};
+
+/* Output of f (a tmpfile) as a malloc'd string. */
+static char *read_back(FILE *f)
+{
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc(1, (size_t)n + 1);
+    cr_assert(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    return s;
+}
+
+/* ---- parameters ------------------------------------------------------------ */
+
+Test(kdef, params_defaults_index_and_format)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&scale_def, v);
+    cr_assert_eq(v[P_ROWS], 64);
+    cr_assert_eq(v[P_BR], 16);
+    cr_assert_eq(pl_kernel_param_index(&scale_def, "br"), P_BR);
+    cr_assert_eq(pl_kernel_param_index(&scale_def, "bm"), -1);
+    char buf[128];
+    cr_assert_str_eq(pl_kernel_format(&scale_def, v, buf, sizeof buf), "rows=64 cols=128 br=16 dtype=f32");
+    char small[12];
+    pl_kernel_format(&scale_def, v, small, sizeof small); /* truncates, never overflows */
+    cr_assert_eq(strlen(small), sizeof small - 1);
+}
+
+Test(kdef, set_accepts_decimal_and_dtype_names)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&scale_def, v);
+    char msg[256];
+    cr_assert_eq(pl_kernel_set(&scale_def, v, "br=32", msg, sizeof msg), PL_OK);
+    cr_assert_eq(v[P_BR], 32);
+    cr_assert_eq(pl_kernel_set(&scale_def, v, "dtype=bf16", msg, sizeof msg), PL_OK);
+    cr_assert_eq(v[P_DT], PL_BF16);
+    cr_assert_eq(pl_kernel_set(&scale_def, v, "rows=0", msg, sizeof msg), PL_OK); /* check refuses it, not set */
+    cr_assert_eq(v[P_ROWS], 0);
+}
+
+/* each bad assignment is PL_EINVAL, leaves the value alone, and the message names the culprit */
+Test(kdef, set_refuses_junk_with_a_message_naming_the_parameter)
+{
+    static const struct { const char *a, *want; } bad[] = {
+        {"br=abc", "'br'"}, {"br=-1", "'br'"}, {"br=+4", "'br'"}, {"br=12x", "'br'"}, {"br= 4", "'br'"},
+        {"br=", "'br'"}, {"br=99999999999999999999", "'br'"}, {"br=0x10", "'br'"},
+        {"dtype=f99", "'dtype'"}, {"nosuch=3", "'nosuch'"}, {"br", "name=value"}, {"=5", "name=value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t v[PL_KDEF_MAX_PARAMS];
+        pl_kernel_defaults(&scale_def, v);
+        char msg[256] = "";
+        cr_assert_eq(pl_kernel_set(&scale_def, v, bad[i].a, msg, sizeof msg), PL_EINVAL, "%s accepted", bad[i].a);
+        cr_assert(strstr(msg, bad[i].want), "'%s': message '%s' does not name %s", bad[i].a, msg, bad[i].want);
+        cr_assert_eq(v[P_BR], 16, "%s changed br", bad[i].a);
+    }
+    char msg[256];
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_set(&scale_def, v, "nosuch=3", msg, sizeof msg);
+    cr_assert(strstr(msg, "rows, cols, br, dtype"), "the parameters are listed: %s", msg);
+}
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+Test(kdef, fill_inputs_is_deterministic_per_seed_and_in_range)
+{
+    float x[256], y[256], z[256];
+    pl_kernel_build b = {.n_args = 1};
+    b.args[0] = PL_ARRAY(x, PL_F32, 16, 16);
+    cr_assert_eq(pl_kernel_fill_inputs(NULL, &b, 7), PL_OK);
+    b.args[0].data = y;
+    pl_kernel_fill_inputs(NULL, &b, 7);
+    b.args[0].data = z;
+    pl_kernel_fill_inputs(NULL, &b, 8);
+    cr_assert_eq(memcmp(x, y, sizeof x), 0, "same seed, same inputs");
+    cr_assert_neq(memcmp(x, z, sizeof x), 0, "another seed, other inputs");
+    for (int i = 0; i < 256; i++) cr_assert(x[i] >= -1 && x[i] < 1, "x[%d] = %g", i, x[i]);
+}
+
+/* ---- the run driver ------------------------------------------------------------ */
+
+Test(kdef, run_passes_a_right_kernel)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&scale_def, v);
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    FILE *f = tmpfile();
+    cr_assert_eq(pl_kernel_run(&scale_def, v, NULL, &rep, chk, f), PL_OK, "%s", rep.error);
+    char *out = read_back(f);
+    cr_assert_eq(chk[0].verdict, PL_PASS);
+    cr_assert(strstr(out, "output 0") && strstr(out, "PASS"), "%s", out);
+    cr_assert_eq(rep.steps, 4);
+    free(out);
+    fclose(f);
+}
+
+/* V5: a wrong block is found, and the check names it and the grid point that wrote it */
+Test(kdef, run_blames_the_wrong_block_V5)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&wrong_def, v);
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    FILE *f = tmpfile();
+    cr_assert_eq(pl_kernel_run(&wrong_def, v, NULL, &rep, chk, f), PL_EVERIFY);
+    char *out = read_back(f);
+    cr_assert_eq(chk[0].verdict, PL_FAIL);
+    cr_assert(chk[0].worst_row >= 16 && chk[0].worst_row < 32, "worst row %lld", (long long)chk[0].worst_row);
+    cr_assert(strstr(chk[0].blame, "block (1, 0)") && strstr(chk[0].blame, "grid point (1)"), "blame: %s",
+              chk[0].blame);
+    cr_assert(strstr(out, "FAIL") && strstr(out, "block (1, 0)"), "%s", out);
+    cr_assert(strstr(rep.error, "wrong"), "the error names the kernel: %s", rep.error);
+    free(out);
+    fclose(f);
+}
+
+Test(kdef, run_cost_only_touches_no_data_and_checks_nothing)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&wrong_def, v);
+    pl_options opt = {.cost_only = 1};
+    pl_report rep;
+    FILE *f = tmpfile();
+    cr_assert_eq(pl_kernel_run(&wrong_def, v, &opt, &rep, NULL, f), PL_OK, "%s", rep.error);
+    cr_assert_eq(ftell(f), 0, "no verdict in cost-only mode");
+    cr_assert_gt(rep.time_s, 0);
+    fclose(f);
+}
+
+Test(kdef, run_without_reference_says_so)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&noref_def, v);
+    pl_report rep;
+    FILE *f = tmpfile();
+    cr_assert_eq(pl_kernel_run(&noref_def, v, NULL, &rep, NULL, f), PL_OK, "%s", rep.error);
+    char *out = read_back(f);
+    cr_assert(strstr(out, "no reference"), "%s", out);
+    free(out);
+    fclose(f);
+}
+
+Test(kdef, run_refuses_missing_build_and_failed_check_with_messages)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&nobuild_def, v);
+    pl_report rep;
+    cr_assert_eq(pl_kernel_run(&nobuild_def, v, NULL, &rep, NULL, NULL), PL_EINVAL);
+    cr_assert(strstr(rep.error, "nobuild") && strstr(rep.error, "no build"), "%s", rep.error);
+    pl_kernel_defaults(&scale_def, v);
+    v[P_BR] = 24;
+    cr_assert_eq(pl_kernel_run(&scale_def, v, NULL, &rep, NULL, NULL), PL_EINVAL);
+    cr_assert(strstr(rep.error, "br=24 does not divide rows=64"), "%s", rep.error);
+    cr_assert_eq(pl_kernel_run(NULL, v, NULL, &rep, NULL, NULL), PL_EINVAL);
+    cr_assert_eq(pl_kernel_run(&scale_def, v, NULL, NULL, NULL, NULL), PL_EINVAL, "rep may be NULL");
+}
+
+/* ---- the sweep driver ------------------------------------------------------------- */
+
+Test(kdef, sweep_ranks_and_refused_configurations_carry_their_reason)
+{
+    int64_t vals[5][4] = {{64, 128, 8, PL_F32}, {64, 128, 16, PL_F32}, {64, 128, 24, PL_F32},
+                          {64, 128, 32, PL_F32}, {8192, 4096, 8192, PL_F32}};
+    pl_report rep[5];
+    cr_assert_eq(pl_kernel_sweep(&scale_def, 5, &vals[0][0], NULL, NULL, rep), PL_OK);
+    cr_assert_eq(rep[0].status, PL_OK, "%s", rep[0].error);
+    cr_assert_eq(rep[0].steps, 8);
+    cr_assert_eq(rep[3].steps, 2);
+    cr_assert_eq(rep[2].status, PL_EINVAL);
+    cr_assert(strstr(rep[2].error, "br=24") && strstr(rep[2].error, "does not divide rows=64"), "%s", rep[2].error);
+    cr_assert_eq(rep[4].status, PL_EVMEM, "a 128 MiB block: %s", rep[4].error);
+    cr_assert_eq(pl_kernel_sweep(&scale_def, 1, NULL, NULL, NULL, rep), PL_EINVAL);
+}
+
+/* ---- plugins ------------------------------------------------------------------------ */
+
+/* BUILD/examples/plugin/NAME next to BUILD/tests/tilesim_tests */
+static const char *build_path(const char *rel, char *path, size_t n)
+{
+    ssize_t k = readlink("/proc/self/exe", path, n - 64);
+    cr_assert(k > 0);
+    path[k] = '\0';
+    char *slash = strrchr(path, '/');
+    cr_assert(slash);
+    *slash = '\0';
+    slash = strrchr(path, '/');
+    cr_assert(slash);
+    snprintf(slash, n - (size_t)(slash - path), "/%s", rel);
+    return path;
+}
+
+static const pl_kernel_def *load_rmsnorm(void)
+{
+    char path[PATH_MAX], msg[512];
+    build_path("examples/plugin/rmsnorm.so", path, sizeof path);
+    const pl_kernel_def *const *defs = NULL;
+    int n = pl_plugin_load(path, &defs, msg, sizeof msg);
+    cr_assert_eq(n, 1, "%s (build it: make BUILD=... %s)", msg, path);
+    cr_assert_str_eq(defs[0]->name, "rmsnorm");
+    return defs[0];
+}
+
+Test(kdef, plugin_template_loads_and_passes_f32_and_bf16)
+{
+    const pl_kernel_def *d = load_rmsnorm();
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(d, v);
+    char msg[256];
+    cr_assert_eq(pl_kernel_set(d, v, "rows=64", msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pl_kernel_set(d, v, "d=256", msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pl_kernel_set(d, v, "br=16", msg, sizeof msg), PL_OK, "%s", msg);
+    const char *dts[] = {"dtype=f32", "dtype=bf16"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pl_kernel_set(d, v, dts[i], msg, sizeof msg), PL_OK, "%s", msg);
+        pl_report rep;
+        pl_check chk[PL_MAX_OPERANDS];
+        cr_assert_eq(pl_kernel_run(d, v, NULL, &rep, chk, NULL), PL_OK, "%s: %s", dts[i], rep.error);
+        cr_assert_eq(chk[0].verdict, PL_PASS, "%s: worst %g of the tolerance", dts[i], chk[0].norm_err);
+        cr_assert_gt(rep.vpu_flops, 0, "the block ops are counted");
+    }
+    cr_assert_gt(d->flops(v), 0);
+    cr_assert_gt(d->bytes(v), 0);
+}
+
+Test(kdef, plugin_template_sweeps_its_row_block)
+{
+    const pl_kernel_def *d = load_rmsnorm();
+    int br = pl_kernel_param_index(d, "br");
+    cr_assert_geq(br, 0);
+    int n = d->params[br].n_candidates;
+    cr_assert_geq(n, 8);
+    int64_t *vals = calloc((size_t)n * (size_t)d->n_params, sizeof *vals);
+    pl_report *rep = calloc((size_t)n, sizeof *rep);
+    cr_assert(vals && rep);
+    for (int i = 0; i < n; i++) {
+        pl_kernel_defaults(d, vals + i * d->n_params);
+        vals[i * d->n_params + br] = d->params[br].candidates[i];
+    }
+    cr_assert_eq(pl_kernel_sweep(d, n, vals, NULL, NULL, rep), PL_OK);
+    int ok = 0;
+    for (int i = 0; i < n; i++) ok += rep[i].status == PL_OK;
+    cr_assert_gt(ok, 3, "most row blocks run");
+    cr_assert_eq(rep[n - 1].status, PL_EVMEM, "br=1024 over d=1024 f32 is over the VMEM budget: %s",
+                 rep[n - 1].error);
+    free(vals);
+    free(rep);
+}
+
+static char tmpdir[64];
+
+/* Build src into tmpdir/name with cc; the path goes to out. */
+static void build_so(const char *name, const char *src, char *out, size_t n)
+{
+    if (!tmpdir[0]) {
+        strcpy(tmpdir, "/tmp/tilesim_kdef_XXXXXX");
+        cr_assert(mkdtemp(tmpdir));
+    }
+    char c[PATH_MAX], cmd[3 * PATH_MAX];
+    snprintf(c, sizeof c, "%s/%s.c", tmpdir, name);
+    snprintf(out, n, "%s/%s.so", tmpdir, name);
+    FILE *f = fopen(c, "w");
+    cr_assert(f);
+    fputs(src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o %s %s", out, c);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
+static void expect_refused(const char *path, const char *want1, const char *want2)
+{
+    const pl_kernel_def *const *defs = (const pl_kernel_def *const *)&defs;
+    char msg[1024] = "";
+    int rc = pl_plugin_load(path, &defs, msg, sizeof msg);
+    cr_assert_lt(rc, 0, "%s loaded", path);
+    cr_assert_null(defs);
+    cr_assert(strstr(msg, path), "the message names the file: %s", msg);
+    cr_assert(strstr(msg, want1) && strstr(msg, want2), "message: %s", msg);
+}
+
+Test(kdef, plugin_load_refuses_bad_files_naming_file_and_reason)
+{
+    char path[PATH_MAX];
+    expect_refused("/nonexistent/dir/k.so", "cannot open", "No such file");
+    build_so("text", "", path, sizeof path);
+    strcpy(strrchr(path, '.'), ".c"); /* a C file, not a shared object */
+    expect_refused(path, "cannot load it as a shared object", "");
+    build_so("nosym", "int other(void) { return 1; }\n", path, sizeof path);
+    expect_refused(path, "not a tilesim plugin", "tilesim_kernels");
+    build_so("oldabi", "int tilesim_kernels(int abi, const void ***d) { (void)d; return abi == 999 ? 0 : -1; }\n",
+             path, sizeof path);
+    expect_refused(path, "does not support kernel ABI 1", "");
+    build_so("empty", "int tilesim_kernels(int abi, const void ***d) { (void)abi; *d = 0; return 0; }\n", path,
+             sizeof path);
+    expect_refused(path, "no kernel definitions", "");
+    build_so("noname", "static const char z[4096]; static const void *l[] = {z};\n"
+                       "int tilesim_kernels(int abi, const void ***d) { (void)abi; *d = l; return 1; }\n",
+             path, sizeof path);
+    expect_refused(path, "definition 0 has no name", "");
+    expect_refused(tmpdir, "not a regular file", "");
+}
+
+/* a bare name is the file in the current directory, not one on LD_LIBRARY_PATH */
+Test(kdef, plugin_bare_name_is_relative_to_the_current_directory)
+{
+    char path[PATH_MAX], rms[PATH_MAX], msg[512];
+    build_so("bare", "", path, sizeof path); /* makes tmpdir */
+    build_path("examples/plugin/rmsnorm.so", rms, sizeof rms);
+    snprintf(path, sizeof path, "%s/mine.so", tmpdir);
+    cr_assert_eq(symlink(rms, path), 0);
+    cr_assert_eq(chdir(tmpdir), 0);
+    const pl_kernel_def *const *defs;
+    cr_assert_eq(pl_plugin_load("mine.so", &defs, msg, sizeof msg), 1, "%s", msg);
+    setenv("LD_LIBRARY_PATH", tmpdir, 1);
+    cr_assert_eq(chdir("/"), 0);
+    cr_assert_lt(pl_plugin_load("mine.so", &defs, msg, sizeof msg), 0, "found through the search path");
+    cr_assert(strstr(msg, "mine.so"), "%s", msg);
+}
