@@ -27,7 +27,8 @@ CXXFLAGS ?= -O2 -g
 EXTRA_CXXFLAGS ?= $(EXTRA_CFLAGS)
 override CXXFLAGS += -std=c++17 -Wall -Wextra -pedantic-errors -pthread -MMD -MP $(EXTRA_CXXFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
-PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm
+# -ldl: plugins (dlopen); in libc since glibc 2.34, a separate library before
+PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm -ldl
 TEST_CFLAGS = $(shell pkg-config --cflags criterion jansson)
 TEST_LIBS  = $(shell pkg-config --libs criterion jansson)
 
@@ -52,10 +53,17 @@ BENCHES   := $(BENCH_SRC:%.c=$(BUILD)/%)
 # every object of this build directory: their .d files, and only theirs, are read
 ALL_OBJ   := $(LIB_OBJ) $(KER_OBJ) $(TEST_OBJ) $(CLI_OBJ) $(EX_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 # the installed headers: the public ones and every project header they include
-PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h
+PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h sim/kdef.h
+# kernel plugins (sim/kdef.h): examples/plugin/NAME.c -> BUILD/examples/plugin/NAME.so
+PLUGIN_SRC := $(wildcard examples/plugin/*.c)
+PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)
+# Programs that load plugins export the library to them: every symbol of
+# libtilesim.a (a plugin may call one the program never does) in the
+# dynamic symbol table.
+WHOLE_LIB  = -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: all deps demo demo-all test bench check-asan install fuzz clean
-all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES)
+all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
 # Example and bench objects are intermediate files of a pattern chain; keep
 # them, or make deletes them after linking and rebuilds them every time.
@@ -98,11 +106,18 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(KERNELS) $(LIB)
 
 # the `tilesim` command
 $(CLI): $(CLI_OBJ) $(KERNELS) $(LIB)
-	$(CC) $(CFLAGS) $(CLI_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+	$(CC) $(CFLAGS) $(CLI_OBJ) $(KERNELS) $(WHOLE_LIB) $(LDFLAGS) $(PKG_LIBS) -o $@
+
+# A plugin is built with the one line the README gives (plus the build's
+# -Werror or sanitizers): nothing of the library is linked in, the program
+# that loads it provides it.
+$(BUILD)/examples/plugin/%.so: examples/plugin/%.c sim/kdef.h sim/tilesim.h kernel/pallas.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -I. $(EXTRA_CFLAGS) $< -o $@
 
 # linked by the C++ driver: a test is C++ (its runtime, and the sanitizers' C++ parts)
 $(TESTS): $(TEST_OBJ) $(KERNELS) $(LIB)
-	$(CXX) $(filter-out -std=%,$(CFLAGS)) $(TEST_OBJ) $(KERNELS) $(LIB) $(LDFLAGS) $(PKG_LIBS) $(TEST_LIBS) -o $@
+	$(CXX) $(filter-out -std=%,$(CFLAGS)) $(TEST_OBJ) $(KERNELS) $(WHOLE_LIB) $(LDFLAGS) $(PKG_LIBS) $(TEST_LIBS) -o $@
 
 # The main job: the tiled matmul, f32 then bf16, verified against OpenBLAS.
 demo: $(BUILD)/examples/matmul
@@ -118,7 +133,7 @@ demo-all: $(EXAMPLES)
 # --timeout does not always end a hung test (Snaipe/Criterion#345), so the
 # whole run is limited too (SUITE_TIMEOUT seconds).
 SUITE_TIMEOUT ?= 900
-test: $(TESTS) $(EXAMPLES) $(CLI)
+test: $(TESTS) $(EXAMPLES) $(CLI) $(PLUGINS)
 	sh tests/readme_example.sh $(LIB)
 	OPENBLAS_NUM_THREADS=1 timeout -k 10 $(SUITE_TIMEOUT) $(TESTS) -j2 --timeout 120
 
@@ -135,7 +150,7 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 # directory (tests/test_cli.c), so those are built with the sanitizers too.
 check-asan: deps
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(SAN)" EXTRA_LDFLAGS="$(SAN)" \
-	  build/asan/tests/tilesim_tests build/asan/tilesim $(EX_SRC:%.c=build/asan/%)
+	  build/asan/tests/tilesim_tests build/asan/tilesim $(EX_SRC:%.c=build/asan/%) $(PLUGIN_SRC:%.c=build/asan/%.so)
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OPENBLAS_NUM_THREADS=1 \
 	  timeout -k 10 $(SUITE_TIMEOUT) build/asan/tests/tilesim_tests -j2 --timeout 300
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 f32 >/dev/null
@@ -146,7 +161,7 @@ check-asan: deps
 # and tilesim.pc. The library is static, so the pkg-config file's Libs carry
 # its dependencies too: `pkg-config --libs tilesim` links with or without
 # --static. DESTDIR stages the files; the .pc file names PREFIX.
-PC_DEPLIBS = $(shell pkg-config --libs openblas hwloc) -lm -pthread
+PC_DEPLIBS = $(shell pkg-config --libs openblas hwloc) -lm -ldl -pthread
 install: $(LIB) $(CLI)
 	@for h in $(PUB_HDR); do \
 	  for inc in $$(sed -n 's/^#include "\(.*\)"/\1/p' $$h); do \
