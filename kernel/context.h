@@ -15,7 +15,12 @@
 
 #include "pallas.h"
 
-typedef enum kern_op_kind { KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT } kern_op_kind;
+/* KERN_OP_EUP: a transcendental op, timed as VPU work at its weight and
+ * also counted in the report's eup_elems. KERN_OP_SCALAR: pl_get / pl_set
+ * accesses (elems of them) since the previous op, timed on the scalar unit. */
+typedef enum kern_op_kind {
+    KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT, KERN_OP_EUP, KERN_OP_SCALAR
+} kern_op_kind;
 
 /* One block op as the cost model sees it. */
 typedef struct kern_op {
@@ -106,6 +111,10 @@ struct pl_ctx {
     /* the op log of the current step (reset by the executor) */
     kern_op *ops;
     int n_ops, cap_ops;
+    /* pl_get / pl_set accesses not yet in the log: a counter keeps element
+     * access cheap; kern_record and kern_flush_scalar turn it into one
+     * KERN_OP_SCALAR op, so it stays in order with DMA starts and waits */
+    int64_t scalar_ops;
 
     /* host scratch for conversions, reused across steps (owned by executor) */
     float *tmp;
@@ -180,6 +189,10 @@ double kern_poison_value(const pl_ctx *c, pl_dtype t);
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);
+
+/* Log the pending scalar accesses (c->scalar_ops) as one op, and reset the
+ * count; the executor calls it when the kernel returns. */
+void kern_flush_scalar(pl_ctx *c);
 
 /* A host buffer of at least n floats, valid until the next call. */
 float *kern_tmp(pl_ctx *c, size_t n);

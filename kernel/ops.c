@@ -64,16 +64,17 @@ void pl_fill(pl_ctx *c, pl_ref dst, double value)
     }
 }
 
-void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
+/* pl_copy and pl_cast (its jnp name): fn names the one the kernel called. */
+static void copy_as(pl_ctx *c, pl_ref dst, pl_ref src, const char *fn)
 {
-    kern_check_ref(c, &dst, "pl_copy");
-    kern_check_ref(c, &src, "pl_copy");
-    check_data(c, &dst, "pl_copy");
-    check_data(c, &src, "pl_copy");
-    check_same_shape(c, &dst, &src, "pl_copy");
+    kern_check_ref(c, &dst, fn);
+    kern_check_ref(c, &src, fn);
+    check_data(c, &dst, fn);
+    check_data(c, &src, fn);
+    check_same_shape(c, &dst, &src, fn);
     if (c->args) {
-        kern_note_read(c, &src, "pl_copy");
-        kern_note_write(c, &dst, "pl_copy");
+        kern_note_read(c, &src, fn);
+        kern_note_write(c, &dst, fn);
     }
     record_vpu(c, KERN_OP_COPY, &dst, 1);
     if (c->cost_only) return;
@@ -103,6 +104,9 @@ void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src)
         store_row(&dst, row_ptr(&dst, r), buf, n);
     }
 }
+
+void pl_copy(pl_ctx *c, pl_ref dst, pl_ref src) { copy_as(c, dst, src, "pl_copy"); }
+void pl_cast(pl_ctx *c, pl_ref dst, pl_ref src) { copy_as(c, dst, src, "pl_cast"); }
 
 /* ---- elementwise arithmetic ------------------------------------------------ */
 

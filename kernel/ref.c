@@ -69,7 +69,7 @@ void kern_fault(pl_ctx *c, int code, const char *fmt, ...)
     abort();
 }
 
-void kern_record(pl_ctx *c, const kern_op *op)
+static void append_op(pl_ctx *c, const kern_op *op)
 {
     if (c->n_ops == c->cap_ops) {
         int cap = c->cap_ops ? 2 * c->cap_ops : 16;
@@ -79,6 +79,20 @@ void kern_record(pl_ctx *c, const kern_op *op)
         c->cap_ops = cap;
     }
     c->ops[c->n_ops++] = *op;
+}
+
+void kern_flush_scalar(pl_ctx *c)
+{
+    if (!c->scalar_ops) return;
+    kern_op s = {.kind = KERN_OP_SCALAR, .elems = c->scalar_ops, .flops = (double)c->scalar_ops};
+    c->scalar_ops = 0;
+    append_op(c, &s);
+}
+
+void kern_record(pl_ctx *c, const kern_op *op)
+{
+    kern_flush_scalar(c); /* element accesses before this op come first in the step's time line */
+    append_op(c, op);
 }
 
 float *kern_tmp(pl_ctx *c, size_t n)
@@ -249,6 +263,7 @@ static pl_ref element_view(const pl_ref *r, char *p)
 
 double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 {
+    c->scalar_ops++; /* scalar-unit work (sim/timing.c), poison reads included */
     char *p = elem_ptr(c, &r, idx, "pl_get", 1);
     if (!p) { /* V2 in poison mode: what an uninitialized element holds */
         if (!c->oob_read[0]) {
@@ -270,6 +285,7 @@ double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 
 void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v)
 {
+    c->scalar_ops++;
     char *p = elem_ptr(c, &r, idx, "pl_set", 0);
     if (c->args) {
         pl_ref e = element_view(&r, p);

@@ -88,7 +88,9 @@ typedef struct pl_kernel_def {
      * Return PL_OK or an error code with a message in msg. */
     int (*build)(const int64_t *v, pl_kernel_build *b, char *msg, size_t n);
     /* Fill the input arrays (data allocated) deterministically from seed.
-     * NULL: pl_kernel_fill_inputs (values in [-1, 1), integers small). */
+     * NULL: pl_kernel_fill_inputs (values in [-1, 1), integers small).
+     * In cost-only runs and sweeps only the scalar-prefetch tables have
+     * data (index maps read them): skip arrays whose data is NULL. */
     int (*inputs)(const int64_t *v, pl_kernel_build *b, uint64_t seed);
     /* Write the expected outputs into want[0 .. n_outs-1] (allocated with the
      * outputs' shapes and dtypes) from the inputs b->args. NULL: no reference

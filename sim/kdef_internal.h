@@ -5,8 +5,9 @@
 
 #include "kdef.h"
 
-/* The splitmix64 step: a small, fast, seedable generator whose streams are
- * the same on every host (inputs must not depend on the platform). */
+/* The splitmix64 step (kdef.c): one generator for inputs (and, later, the
+ * executor's shuffles and the example kernels' tables, which still keep
+ * copies): its streams are the same on every host. */
 uint64_t sim_splitmix64(uint64_t *s);
 
 /* Check and build the call for values v into b (zeroed first). PL_OK, or an

@@ -384,8 +384,12 @@ typedef struct pl_report {
     /* timing on the chip (rules P6, P8, P9); sim/timing.h has the model */
     int cores;                    /* TensorCores that ran grid steps */
     double time_s;                /* simulated wall time of the call */
-    double compute_s;             /* kernel time (MXU + VPU), summed over cores */
-    double mxu_s, vpu_s;          /* its parts */
+    double compute_s;             /* kernel time (MXU + VPU + scalar), summed over cores */
+    double mxu_s, vpu_s;          /* its parts (MXU, VPU with EUP, scalar unit) */
+    double scalar_s;              /* pl_get / pl_set element accesses on the scalar unit, summed over cores */
+    int64_t scalar_ops;           /* those accesses: one scalar-unit cycle each (1 ns if the clock is unknown) */
+    int64_t eup_elems;            /* elements through the EUP (exp, log, rsqrt, sqrt, tanh, sigmoid, gelu);
+                                     their time is part of vpu_s */
     double overhead_s;            /* per-step overhead, summed over cores */
     double dma_exposed_s;         /* time cores waited for copies beyond the overhead */
     double mxu_flops_padded;      /* MXU work after padding to the MXU width */

@@ -137,14 +137,25 @@ double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
     return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
 }
 
+double sim_scalar_seconds(const pl_chip *chip, double accesses)
+{
+    /* one access per cycle of the scalar unit, or 1 ns where the clock is not published */
+    return accesses * (chip->clock_hz > 0 ? 1.0 / chip->clock_hz : 1e-9);
+}
+
 double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
 {
+    if (op->kind == KERN_OP_SCALAR) {
+        *padded = (double)op->elems;
+        return sim_scalar_seconds(chip, (double)op->elems);
+    }
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
         return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
     }
     /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per element
-     * for exp, every element a reduction reads) are its work */
+     * for exp and the other EUP ops, more for tanh and gelu, every element a
+     * reduction reads) are its work */
     double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
     *padded = pad(work, 1024);
     return *padded / chip->vpu_flops;
@@ -410,6 +421,8 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
     for (int i = 0; i < n_cores; i++) {
         out->compute_s += cs[i].compute;
         out->overhead_s += cs[i].overhead;
+        out->core_compute_s[i] = cs[i].compute;
+        out->core_overhead_s[i] = cs[i].overhead;
         double busy = cs[i].compute + cs[i].overhead, exposed = out->core_end_s[i] - busy;
         out->exposed_s += exposed > 0 ? exposed : 0;
         if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];

@@ -92,6 +92,9 @@ void sim_coreline_free(sim_coreline *c);
  * the dtype's rate, elementwise ops on the VPU. *padded: the work after
  * padding (FLOPs for a dot, elements for the VPU). */
 double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded);
+/* Time of `accesses` pl_get / pl_set on the scalar unit: one per clock cycle,
+ * 1 ns each when the chip's clock is not published. */
+double sim_scalar_seconds(const pl_chip *chip, double accesses);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
 

@@ -207,12 +207,14 @@ static int run_kernel(sim_exec *x)
     jmp_buf jb;
     memcpy(x->kernel_refs, x->refs, (size_t)x->n_refs * sizeof *x->refs);
     x->ctx.n_ops = 0;
+    x->ctx.scalar_ops = 0;
     x->ctx.fault = &jb;
     if (setjmp(jb)) {
         x->ctx.fault = NULL;
         return sim_fail(&x->rep, x->ctx.fault_code, "%s", x->ctx.fault_msg);
     }
     x->plan.call->kernel(&x->ctx, x->kernel_refs);
+    kern_flush_scalar(&x->ctx); /* element accesses after the last block op */
     x->ctx.fault = NULL;
     /* Steps that start or wait for manual copies become event lists for the
      * timing model: compute between the copies' starts and waits. */
@@ -249,9 +251,13 @@ static int run_kernel(sim_exec *x)
             x->rep.mxu_flops_padded += padded;
             x->rep.mxu_s += t;
             x->dot_flops[o->dtype] += o->flops;
+        } else if (o->kind == KERN_OP_SCALAR) {
+            x->rep.scalar_ops += o->elems;
+            x->rep.scalar_s += t;
         } else {
             x->rep.vpu_flops += o->flops;
             x->rep.vpu_s += t;
+            if (o->kind == KERN_OP_EUP) x->rep.eup_elems += o->elems;
         }
     }
     if (events) {
