@@ -164,7 +164,7 @@ static void fill(float *f, void *typed, int64_t n, pl_dtype dt, uint64_t seed)
 
 /* The cache for sequences of these lengths: as many block-table columns as
  * the longest needs, and a few pages nobody owns. */
-static pa_shape shape_for(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim)
+pa_shape pa_shape_for(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim)
 {
     pa_shape s = {.batch = n_seqs, .heads = heads, .dim = dim, .page = page};
     int64_t total_pages = 0;
@@ -180,7 +180,7 @@ static pa_shape shape_for(const int64_t *lengths, int64_t n_seqs, int64_t page, 
 
 double pa_host_bytes(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt)
 {
-    pa_shape s = shape_for(lengths, n_seqs, page, heads, dim);
+    pa_shape s = pa_shape_for(lengths, n_seqs, page, heads, dim);
     double kv = (double)(s.num_pages * page * dim), qn = (double)(n_seqs * heads * dim), es = (double)pl_dtype_size(dt);
     /* f32 copies and reference, the dtype's arrays, and pl_check_dma_modes' second output */
     return 4 * (2 * qn + 2 * kv) + es * (3 * qn + 2 * kv) + 4.0 * (double)(n_seqs * (s.pages_per_seq + 1));
@@ -188,7 +188,7 @@ double pa_host_bytes(const int64_t *lengths, int64_t n_seqs, int64_t page, int64
 
 /* The block table and lengths: pages handed out in a scrambled order, as a
  * cache allocator would. */
-static void fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, int32_t *lens)
+void pa_fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, int32_t *lens)
 {
     for (int64_t b = 0, next = 0; b < s->batch; b++) {
         lens[b] = (int32_t)lengths[b];
@@ -206,7 +206,7 @@ static int run_cost_only(const pa_shape *s, const int64_t *lengths, pl_dtype dt,
     int32_t *lens = calloc((size_t)s->batch, sizeof *lens);
     int rc = PL_ENOMEM;
     if (tables && lens) {
-        fill_tables(s, lengths, tables, lens);
+        pa_fill_tables(s, lengths, tables, lens);
         pa_params prm;
         pl_call call;
         pa_call(&call, &prm, s, dt);
@@ -226,7 +226,7 @@ static int run_cost_only(const pa_shape *s, const int64_t *lengths, pl_dtype dt,
 int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
            const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f)
 {
-    pa_shape s = shape_for(lengths, n_seqs, page, heads, dim);
+    pa_shape s = pa_shape_for(lengths, n_seqs, page, heads, dim);
     if (opt && opt->cost_only) return run_cost_only(&s, lengths, dt, opt, rep, chk, f);
     int64_t h = heads, d = dim, kv = s.num_pages * page * d, qn = n_seqs * h * d;
     size_t es = pl_dtype_size(dt);
@@ -237,7 +237,7 @@ int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, 
     void *ot = calloc((size_t)qn, es);
     int rc = PL_ENOMEM;
     if (tables && lens && qf && kf && vf && ref && qt && kt && vt && ot) {
-        fill_tables(&s, lengths, tables, lens);
+        pa_fill_tables(&s, lengths, tables, lens);
         fill(qf, qt, qn, dt, 1);
         fill(kf, kt, kv, dt, 2);
         fill(vf, vt, kv, dt, 3);

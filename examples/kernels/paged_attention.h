@@ -46,6 +46,13 @@ void pa_call(pl_call *call, pa_params *p, const pa_shape *s, pl_dtype kv_dtype);
 void pa_reference(const pa_shape *s, const int32_t *tables, const int32_t *lengths, const float *q, const float *k,
                   const float *v, float *out);
 
+/* The cache shape for sequences of these lengths (as many block-table
+ * columns as the longest needs, three pages nobody owns), and its block table
+ * (batch x pages_per_seq, pages handed out in a scrambled order) and int32
+ * lengths: what pa_run and the "paged_attention" definition both use. */
+pa_shape pa_shape_for(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim);
+void pa_fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, int32_t *lens);
+
 /* Build a cache for sequences of the given lengths (pages handed out in a
  * scrambled order), run the call (pl_check_dma_modes: eager, then copies
  * landing only at their waits) and compare with pa_reference (pl_allclose).

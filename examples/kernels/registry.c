@@ -1,0 +1,23 @@
+/* examples/kernels/registry.c: the list of built-in definitions, in the
+ * order `tilesim list` shows them. */
+#include <string.h>
+
+#include "registry.h"
+
+static const pl_kernel_def *const defs[] = {
+    &ex_def_matmul,  &ex_def_matmul_tb, &ex_def_matmul_bias_relu, &ex_def_block_sparse,
+    &ex_def_grouped, &ex_def_flash,     &ex_def_paged,            &ex_def_rmsnorm,
+    &ex_def_layernorm, &ex_def_softmax, &ex_def_add,
+};
+
+int ex_kernel_count(void) { return (int)(sizeof defs / sizeof defs[0]); }
+
+const pl_kernel_def *ex_kernel_at(int i) { return i >= 0 && i < ex_kernel_count() ? defs[i] : NULL; }
+
+const pl_kernel_def *ex_kernel_find(const char *name)
+{
+    if (!name) return NULL;
+    for (int i = 0; i < ex_kernel_count(); i++)
+        if (strcmp(defs[i]->name, name) == 0) return defs[i];
+    return NULL;
+}

@@ -1,0 +1,33 @@
+/* examples/kernels/registry.h: every built-in kernel as a definition
+ * (sim/kdef.h), so that the `tilesim` verbs, the tests and the example
+ * programs build each call one way.
+ *
+ *     const pl_kernel_def *d = ex_kernel_find("rmsnorm");
+ *     int64_t v[PL_KDEF_MAX_PARAMS];
+ *     pl_kernel_defaults(d, v);
+ *     pl_kernel_run(d, v, NULL, &rep, chk, stdout);
+ */
+#ifndef TILESIM_EXAMPLES_REGISTRY_H
+#define TILESIM_EXAMPLES_REGISTRY_H
+
+#include "../../sim/kdef.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int ex_kernel_count(void);
+/* The i-th definition (0 <= i < ex_kernel_count()), or NULL. */
+const pl_kernel_def *ex_kernel_at(int i);
+/* The definition named name, or NULL. */
+const pl_kernel_def *ex_kernel_find(const char *name);
+
+/* The definitions, one per kernel (defined next to their kernels). */
+extern const pl_kernel_def ex_def_matmul, ex_def_matmul_tb, ex_def_matmul_bias_relu;
+extern const pl_kernel_def ex_def_block_sparse, ex_def_grouped, ex_def_flash, ex_def_paged;
+extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_def_add;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
