@@ -157,6 +157,23 @@ int pl_kernel_fill_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed)
     return PL_OK;
 }
 
+/* The definition's inputs, or the default ones over the arrays the driver
+ * allocated only (owned[a]): a table build gave data to is the
+ * definition's own, and stays as it is. */
+int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed,
+                    const unsigned char *owned)
+{
+    if (d->inputs) return d->inputs(v, b, seed);
+    void *kept[PL_KDEF_MAX_ARGS];
+    for (int a = 0; a < b->n_args; a++) {
+        kept[a] = b->args[a].data;
+        if (!owned[a]) b->args[a].data = NULL;
+    }
+    int rc = pl_kernel_fill_inputs(v, b, seed);
+    for (int a = 0; a < b->n_args; a++) b->args[a].data = kept[a];
+    return rc;
+}
+
 /* ---- shared by the drivers ------------------------------------------------------ */
 
 int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, char *msg, size_t n)

@@ -66,7 +66,8 @@ typedef struct pl_kernel_param {
 /* What build fills: the call, its arguments (prefetch, then inputs) and
  * outputs (shape and dtype; data allocated by the driver unless cost-only),
  * and `param`, PL_SWEEP_PARAM_BYTES of zeroed memory living as long as the
- * call, for the kernel's own parameters (point call->user at it). */
+ * call, for the kernel's own parameters (point call->user, or a function
+ * index map's user, into it: sweeps move those pointers with the bytes). */
 typedef struct pl_kernel_build {
     pl_call call;
     int n_args, n_outs;
@@ -88,7 +89,8 @@ typedef struct pl_kernel_def {
      * Return PL_OK or an error code with a message in msg. */
     int (*build)(const int64_t *v, pl_kernel_build *b, char *msg, size_t n);
     /* Fill the input arrays (data allocated) deterministically from seed.
-     * NULL: pl_kernel_fill_inputs (values in [-1, 1), integers small).
+     * NULL: pl_kernel_fill_inputs (values in [-1, 1), integers small) over
+     * the arrays the driver allocated: data build set stays as it is.
      * In cost-only runs and sweeps only the scalar-prefetch tables have
      * data (index maps read them): skip arrays whose data is NULL. */
     int (*inputs)(const int64_t *v, pl_kernel_build *b, uint64_t seed);

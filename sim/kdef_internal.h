@@ -14,4 +14,9 @@ uint64_t sim_splitmix64(uint64_t *s);
  * error code with a message naming the kernel into msg (never empty). */
 int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, char *msg, size_t n);
 
+/* Fill the inputs: d->inputs, or pl_kernel_fill_inputs over the arrays
+ * with owned[a] set (those the driver allocated). */
+int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed,
+                    const unsigned char *owned);
+
 #endif

@@ -134,7 +134,7 @@ static int run_built(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
         release(b, owned);
         return fail(rep, rc, "out of host memory for the kernel's arrays");
     }
-    rc = d->inputs ? d->inputs(v, b, opt ? opt->seed : 0) : pl_kernel_fill_inputs(v, b, opt ? opt->seed : 0);
+    rc = sim_kdef_inputs(d, v, b, opt ? opt->seed : 0, owned);
     if (rc != PL_OK) {
         snprintf(msg, sizeof msg, "kernel '%s': its inputs function failed: %s", d->name ? d->name : "?",
                  pl_strerror(rc));

@@ -40,8 +40,10 @@ static void prepare_slot(kdef_sweep *s, int i)
     }
     slot->rc = sim_kdef_prepare(s->d, v, b, slot->reason, sizeof slot->reason);
     int np = b->call.num_scalar_prefetch;
+    unsigned char owned[PL_KDEF_MAX_ARGS] = {0};
     for (int a = 0; slot->rc == PL_OK && a < np && a < b->n_args && a < PL_MAX_OPERANDS; a++) {
         if (b->args[a].data) continue; /* the definition's own table */
+        owned[a] = 1;
         slot->prefetch[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1);
         if (!slot->prefetch[a]) {
             slot->rc = PL_ENOMEM;
@@ -49,13 +51,20 @@ static void prepare_slot(kdef_sweep *s, int i)
         }
     }
     if (slot->rc == PL_OK && np > 0) {
-        int rc = s->d->inputs ? s->d->inputs(v, b, s->seed) : pl_kernel_fill_inputs(v, b, s->seed);
+        int rc = sim_kdef_inputs(s->d, v, b, s->seed, owned);
         if (rc != PL_OK) {
             slot->rc = rc < 0 ? rc : PL_EINVAL;
             snprintf(slot->reason, sizeof slot->reason, "its inputs function failed: %s", pl_strerror(rc));
         }
     }
     free(b);
+}
+
+/* p moved with the bytes at from to to, if it pointed into them */
+static void *repoint(void *p, const unsigned char *from, unsigned char *to)
+{
+    uintptr_t u = (uintptr_t)p, lo = (uintptr_t)from;
+    return u >= lo && u < lo + PL_SWEEP_PARAM_BYTES ? to + (u - lo) : p;
 }
 
 static int build_one(int i, pl_call *call, pl_array *args, pl_array *outs, void *param, void *user)
@@ -69,9 +78,13 @@ static int build_one(int i, pl_call *call, pl_array *args, pl_array *outs, void 
     if (rc != PL_OK) return rc; /* cannot happen: the same build refused nothing before */
     *call = b.call;
     memcpy(param, b.param, PL_SWEEP_PARAM_BYTES);
-    /* the kernel's parameters now live in pl_sweep's param, not in b */
-    uintptr_t u = (uintptr_t)b.call.user, lo = (uintptr_t)b.param;
-    if (u >= lo && u < lo + PL_SWEEP_PARAM_BYTES) call->user = (unsigned char *)param + (u - lo);
+    /* the parameters now live in pl_sweep's param, not in b: the kernel's
+     * and those of function-form index maps */
+    call->user = repoint(b.call.user, b.param, param);
+    for (int k = 0; k < b.call.n_in && k < PL_MAX_OPERANDS; k++)
+        call->in[k].map.user = repoint(b.call.in[k].map.user, b.param, param);
+    for (int k = 0; k < b.call.n_out && k < PL_MAX_OPERANDS; k++)
+        call->out[k].map.user = repoint(b.call.out[k].map.user, b.param, param);
     memcpy(args, b.args, sizeof b.args[0] * (size_t)b.n_args);
     memcpy(outs, b.outs, sizeof b.outs[0] * (size_t)b.n_outs);
     for (int a = 0; a < b.call.num_scalar_prefetch && a < PL_MAX_OPERANDS; a++)

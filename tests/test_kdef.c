@@ -247,6 +247,30 @@ Test(kdef, run_refuses_missing_build_and_failed_check_with_messages)
     cr_assert_eq(pl_kernel_run(&scale_def, v, NULL, NULL, NULL, NULL), PL_EINVAL, "rep may be NULL");
 }
 
+/* data that build provides (a table of the definition's own) is neither
+ * freed nor overwritten by the default inputs */
+static float own_table[64 * 128];
+static int own_build(const int64_t *v, pl_kernel_build *b, char *m, size_t n)
+{
+    (void)m, (void)n;
+    build_with(v, b, scale_kernel);
+    b->args[0].data = own_table;
+    return PL_OK;
+}
+static const pl_kernel_def own_def = {.name = "own", .summary = "y = 2 x, x given", SCALE_PARAMS,
+                                      .build = own_build, .reference = scale_reference};
+
+Test(kdef, run_leaves_arrays_build_provides_alone)
+{
+    for (int i = 0; i < 64 * 128; i++) own_table[i] = 0.25f;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&own_def, v);
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    cr_assert_eq(pl_kernel_run(&own_def, v, NULL, &rep, chk, NULL), PL_OK, "%s", rep.error);
+    for (int i = 0; i < 64 * 128; i++) cr_assert_eq(own_table[i], 0.25f, "own_table[%d] overwritten", i);
+}
+
 /* ---- the sweep driver ------------------------------------------------------------- */
 
 Test(kdef, sweep_ranks_and_refused_configurations_carry_their_reason)
@@ -262,6 +286,43 @@ Test(kdef, sweep_ranks_and_refused_configurations_carry_their_reason)
     cr_assert(strstr(rep[2].error, "br=24") && strstr(rep[2].error, "does not divide rows=64"), "%s", rep[2].error);
     cr_assert_eq(rep[4].status, PL_EVMEM, "a 128 MiB block: %s", rep[4].error);
     cr_assert_eq(pl_kernel_sweep(&scale_def, 1, NULL, NULL, NULL, rep), PL_EINVAL);
+}
+
+/* A function map whose parameters live in b->param: in a sweep they must
+ * follow the call into pl_sweep's param, as call.user does. The map reads
+ * a block-row offset (0) and a magic word that must be intact. */
+typedef struct fn_param { int64_t magic, offset; } fn_param;
+static void fn_map(const int64_t *g, const pl_ref *pf, int64_t *blk, void *user)
+{
+    (void)pf;
+    const fn_param *p = user;
+    blk[0] = p->magic == 0x5eed ? g[0] + p->offset : 1000000;
+    blk[1] = 0;
+}
+static int fnmap_build(const int64_t *v, pl_kernel_build *b, char *m, size_t n)
+{
+    (void)m, (void)n;
+    build_with(v, b, scale_kernel);
+    fn_param *p = (fn_param *)b->param;
+    p->magic = 0x5eed;
+    b->call.in[0].map = PL_MAP_FN(fn_map, p);
+    b->call.out[0].map = PL_MAP_FN(fn_map, p);
+    return PL_OK;
+}
+static const pl_kernel_def fnmap_def = {.name = "fnmap", .summary = "function maps", SCALE_PARAMS,
+                                        .build = fnmap_build, .reference = scale_reference};
+
+Test(kdef, sweep_moves_map_parameters_with_the_call)
+{
+    int64_t vals[4][4] = {{64, 128, 8, PL_F32}, {64, 128, 16, PL_F32}, {64, 128, 32, PL_F32}, {64, 128, 64, PL_F32}};
+    pl_report rep[4];
+    pl_sweep_options so = {.threads = 1};
+    cr_assert_eq(pl_kernel_sweep(&fnmap_def, 4, &vals[0][0], NULL, &so, rep), PL_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(rep[i].status, PL_OK, "config %d: %s", i, rep[i].error);
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&fnmap_def, v);
+    pl_report r;
+    cr_assert_eq(pl_kernel_run(&fnmap_def, v, NULL, &r, NULL, NULL), PL_OK, "%s", r.error);
 }
 
 /* ---- plugins ------------------------------------------------------------------------ */
