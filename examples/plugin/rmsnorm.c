@@ -93,6 +93,8 @@ static int rmsnorm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t
     b->call.in[0].name = "x";
     b->call.in[1].name = "gamma";
     b->call.out[0].name = "y";
+    b->call.scratch[0].name = "xf";
+    b->call.scratch[1].name = "ms";
     /* shapes and dtypes only: the driver allocates data (or not, cost-only) */
     b->n_args = 2;
     b->args[0] = PL_ARRAY(NULL, t, rows, d);
