@@ -124,9 +124,10 @@ const char *pl_kernel_format(const pl_kernel_def *d, const int64_t *v, char *buf
     size_t at = 0;
     for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS && at < n; i++) {
         const pl_kernel_param *p = &d->params[i];
+        const char *name = p->name ? p->name : "?";
         int w = p->kind == PL_PARAM_DTYPE
-                    ? snprintf(buf + at, n - at, "%s%s=%s", i ? " " : "", p->name, pl_dtype_name((pl_dtype)v[i]))
-                    : snprintf(buf + at, n - at, "%s%s=%" PRId64, i ? " " : "", p->name, v[i]);
+                    ? snprintf(buf + at, n - at, "%s%s=%s", i ? " " : "", name, pl_dtype_name((pl_dtype)v[i]))
+                    : snprintf(buf + at, n - at, "%s%s=%" PRId64, i ? " " : "", name, v[i]);
         if (w < 0) break;
         at += (size_t)w;
     }

@@ -104,6 +104,9 @@ Test(kdef, params_defaults_index_and_format)
     cr_assert_eq(pl_kernel_param_index(&scale_def, "bm"), -1);
     char buf[128];
     cr_assert_str_eq(pl_kernel_format(&scale_def, v, buf, sizeof buf), "rows=64 cols=128 br=16 dtype=f32");
+    pl_kernel_def unnamed = scale_def;
+    unnamed.params[1].name = NULL; /* a broken definition prints, never crashes */
+    cr_assert_str_eq(pl_kernel_format(&unnamed, v, buf, sizeof buf), "rows=64 ?=128 br=16 dtype=f32");
     char small[12];
     pl_kernel_format(&scale_def, v, small, sizeof small); /* truncates, never overflows */
     cr_assert_eq(strlen(small), sizeof small - 1);
@@ -279,6 +282,12 @@ Test(kdef, sweep_ranks_and_refused_configurations_carry_their_reason)
     cr_assert(strstr(rep[2].error, "br=24") && strstr(rep[2].error, "does not divide rows=64"), "%s", rep[2].error);
     cr_assert_eq(rep[4].status, PL_EVMEM, "a 128 MiB block: %s", rep[4].error);
     cr_assert_eq(pl_kernel_sweep(&scale_def, 1, NULL, NULL, NULL, rep), PL_EINVAL);
+    /* a definition without build: every configuration refused, saying so */
+    cr_assert_eq(pl_kernel_sweep(&nobuild_def, 2, &vals[0][0], NULL, NULL, rep), PL_OK);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(rep[i].status, PL_EINVAL);
+        cr_assert(strstr(rep[i].error, "br=") && strstr(rep[i].error, "no build"), "%s", rep[i].error);
+    }
 }
 
 /* A function map whose parameters live in b->param: in a sweep they must
