@@ -156,4 +156,52 @@ void cli_sweep_print_json(const cli_sweep_result *s, FILE *f);
 /* The roofline plot; returns 0, or -1 on a write error. */
 int cli_sweep_svg(const cli_sweep_result *s, FILE *f);
 
+/* ---- any kernel (kernels.c, kverbs.c, ksweep.c, kexplain.c) ------------------ */
+
+#include "../sim/kdef.h"
+
+extern const cli_cmd cli_list_cmd, cli_run_cmd, cli_verify_cmd;
+
+/* The options the kernel verbs take (a bit each); kernels.c parses them all
+ * with getopt_long and refuses those the verb does not take. */
+enum {
+    K_SET = 1 << 0, K_VARY = 1 << 1, K_CHIP = 1 << 2, K_CHIP_FILE = 1 << 3, K_COST = 1 << 4, K_JSON = 1 << 5,
+    K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
+    K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14,
+};
+
+#define CLI_MAX_SETS 64
+
+typedef struct cli_kopts {
+    int npos;
+    const char *pos[4];
+    int n_sets, n_varies;
+    const char *sets[CLI_MAX_SETS], *varies[CLI_MAX_SETS];
+    const char *chip, *chip_file, *trace, *svg, *heatmap, *output;
+    int cost_only, json, csv, strict, has_seed;
+    int64_t seed, top, threads;
+} cli_kopts;
+
+/* Parse a kernel verb's arguments (argv[0] is the verb's own name, as
+ * getopt_long wants). Returns -1 to go on, 0 after --help, else the exit
+ * status of a usage error (printed). */
+int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_kopts *o);
+/* The verb's help: synopsis, what it does, each option it takes. */
+void cli_khelp(const cli_cmd *cmd, FILE *f);
+/* Each option of mask, with its sentence, one a line. */
+void cli_kopt_help(unsigned mask, FILE *f);
+/* The definition a KERNEL word names: a built-in ("rmsnorm"), a plugin
+ * ("x.so", one kernel) or one kernel of it ("x.so:NAME"). */
+int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **out);
+/* Defaults, then every --set in order. */
+int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t *v);
+/* The pl_options a kernel verb runs with (chip into file_chip storage). */
+int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chip, pl_options *opt);
+
+int cli_list(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_verify(int argc, char **argv);
+int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
+int cli_kexplain(int argc, char **argv); /* explain KERNEL */
+
 #endif

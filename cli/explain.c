@@ -9,9 +9,11 @@
  * step n - 1 (rule P8: a point's write-backs start after its kernel), so it
  * is printed before step n's header, under step n - 1.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../examples/kernels/matmul.h"
+#include "../sim/kdef_internal.h"
 #include "cli.h"
 
 #define MAX_SIZE (1LL << 24)
@@ -23,6 +25,7 @@ typedef struct narrator {
     FILE *f;
     int64_t nk;   /* grid size of the contraction axis */
     int megacore; /* the chip splits a parallel axis over two cores (G4) */
+    int generic;  /* any kernel: no matmul-specific lines */
 } narrator;
 
 /* ---- the header ------------------------------------------------------------------ */
@@ -58,20 +61,31 @@ static void print_grid(const pl_call *call, const int64_t *sizes, const int64_t 
     }
 }
 
-static void print_specs(const pl_call *call, const pl_report *v, FILE *f)
+static void print_specs(const pl_call *call, const pl_report *v, int generic, FILE *f)
 {
     static const char *array_name[3] = {"A", "B", "C"};
+    int shown = generic ? v->n_operands : v->n_operands < 3 ? v->n_operands : 3;
     char blk[64], map[64], sz[32], lim[32];
     fprintf(f, "\nblock specs (an index map returns block indices: block b starts at element b x block size, "
                "rule B2):\n");
-    for (int i = 0; i < v->n_operands && i < 3; i++) {
+    for (int i = 0; i < shown; i++) {
         const pl_operand_report *o = &v->op[i];
-        const pl_block_spec *s = i < call->n_in ? &call->in[i] : &call->out[i - call->n_in];
+        int j = i - call->num_scalar_prefetch; /* the reports list the prefetch tables first */
+        if (o->role == PL_ROLE_PREFETCH || j < 0) {
+            fprintf(f, "  %s: scalar-prefetch table in SMEM, read by the index maps (rule M5)\n", o->name);
+            continue;
+        }
+        const pl_block_spec *s = j < call->n_in ? &call->in[j] : &call->out[j - call->n_in];
         map_words(&s->map, s->rank, map, sizeof map);
-        fprintf(f, "  %s: block %s at block index %s of %s, %s; %d VMEM buffers of %s (rule P6)\n", o->name,
-                cli_tuple(o->block, o->rank, blk, sizeof blk), map, array_name[i],
-                o->role == PL_ROLE_IN ? "an input" : "the output", o->buffers,
-                pl_format_bytes((double)o->vmem_bytes, sz, sizeof sz));
+        if (generic)
+            fprintf(f, "  %s: block %s at block index %s, %s; %d VMEM buffer%s of %s (rule P6)\n", o->name,
+                    cli_tuple(o->block, o->rank, blk, sizeof blk), map, o->role == PL_ROLE_IN ? "an input" : "an output",
+                    o->buffers, o->buffers == 1 ? "" : "s", pl_format_bytes((double)o->vmem_bytes, sz, sizeof sz));
+        else
+            fprintf(f, "  %s: block %s at block index %s of %s, %s; %d VMEM buffers of %s (rule P6)\n", o->name,
+                    cli_tuple(o->block, o->rank, blk, sizeof blk), map, array_name[i],
+                    o->role == PL_ROLE_IN ? "an input" : "the output", o->buffers,
+                    pl_format_bytes((double)o->vmem_bytes, sz, sizeof sz));
     }
     for (int i = 0; i < v->n_scratch; i++)
         fprintf(f, "  %s: %s scratch %s, %s, kept from one step to the next (rule M2)\n", v->scratch[i].name,
@@ -86,7 +100,8 @@ static void print_specs(const pl_call *call, const pl_report *v, FILE *f)
         fprintf(f, "  warning: %.*s\n", (int)len, w);
         w += len + (w[len] ? 1 : 0);
     }
-    fprintf(f, "\nkernel: at k == 0 zero acc; at every step acc += x @ y; at the last k write o = acc\n\n");
+    if (generic) fputc('\n', f);
+    else fprintf(f, "\nkernel: at k == 0 zero acc; at every step acc += x @ y; at the last k write o = acc\n\n");
 }
 
 /* ---- the steps -------------------------------------------------------------------- */
@@ -137,13 +152,14 @@ static void on_step(const pl_step_info *s, void *user)
         default: fputc('\n', f); break;
         }
     }
+    if (nr->generic) return;
     int64_t k = s->grid_rank > 2 ? s->idx[2] : 0;
     fprintf(f, "  kernel: %sacc += x @ y%s\n", k == 0 ? "acc = 0; " : "", k == nr->nk - 1 ? "; o = acc" : "");
 }
 
 /* ---- the summary -------------------------------------------------------------------- */
 
-static void print_summary(const pl_report *r, FILE *f)
+static void print_summary(const pl_report *r, int generic, FILE *f)
 {
     char a[32], t[4][32];
     int64_t skipped = 0;
@@ -162,7 +178,7 @@ static void print_summary(const pl_report *r, FILE *f)
                         (long long)o->fetchbacks, pl_format_bytes((double)o->bytes_in, a, sizeof a));
         }
     }
-    if (!skipped && r->steps > 1 && r->grid[2] > 1)
+    if (!generic && !skipped && r->steps > 1 && r->grid[2] > 1)
         fprintf(f, "  no copy was skipped: k, the fastest axis, changes the block of x and y at every step;\n"
                    "  with bk = K (one contraction block) x would stay put while j runs (rule P2)\n");
     fprintf(f, "  predicted time: %s = compute %s + exposed DMA %s + step overhead %s\n",
@@ -234,10 +250,10 @@ int cli_explain(int argc, char **argv)
             (long long)v[0], (long long)v[1], (long long)v[0], (long long)v[2], (long long)v[2], (long long)v[1],
             pl_dtype_name(dt), chip->name);
     print_grid(&call, sizes, blocks, steps, stdout);
-    print_specs(&call, &rep, stdout);
+    print_specs(&call, &rep, 0, stdout);
 
     /* G4 cuts the first parallel axis with at least 2 points (i or j) */
-    narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1)};
+    narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1), 0};
     opt.on_step = on_step;
     opt.on_step_user = &nr;
     if (pl_pallas_call(&call, args, &out, &opt, &rep) != PL_OK) {
@@ -245,6 +261,106 @@ int cli_explain(int argc, char **argv)
         fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep.error);
         return 1;
     }
-    print_summary(&rep, stdout);
+    print_summary(&rep, 0, stdout);
     return cli_finish_stdout(cmd, 0);
+}
+
+/* ---- any kernel: tilesim explain KERNEL [--set ...] ---------------------------------- */
+
+static void print_generic_grid(const pl_call *call, int64_t steps, FILE *f)
+{
+    char g[64];
+    fprintf(f, "grid %s = %lld steps, visited one after another, the last axis fastest (rule G1):\n",
+            cli_tuple(call->grid, call->grid_rank, g, sizeof g), (long long)steps);
+    for (int a = 0; a < call->grid_rank; a++)
+        fprintf(f, "  %c = program_id(%d) in 0..%lld: %s\n", axis_letter[a], a, (long long)call->grid[a] - 1,
+                call->semantics[a] == PL_PARALLEL ? "parallel (rule G3)"
+                                                  : "arbitrary: visited in order; an output block kept over it "
+                                                    "accumulates (rule P3)");
+}
+
+/* Build the call for the values; scalar-prefetch tables get data (index maps
+ * read them), every other array stays without (cost only). */
+static int explain_build(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, void **owned, char *msg,
+                         size_t n)
+{
+    int rc = sim_kdef_prepare(d, v, b, msg, n);
+    for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_MAX_OPERANDS; a++)
+        if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
+            rc = PL_ENOMEM;
+    if (rc == PL_OK && b->call.num_scalar_prefetch)
+        rc = d->inputs ? d->inputs(v, b, 0) : pl_kernel_fill_inputs(v, b, 0);
+    if (rc != PL_OK && !msg[0]) snprintf(msg, n, "%s", pl_strerror(rc));
+    return rc;
+}
+
+static int64_t grid_steps(const pl_call *call)
+{
+    int64_t steps = 1;
+    for (int d = 0; d < call->grid_rank; d++)
+        steps = call->grid[d] <= 0 ? 0 : steps > (1LL << 40) / call->grid[d] ? (1LL << 40) : steps * call->grid[d];
+    return steps;
+}
+
+static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, pl_kernel_build *b,
+                   pl_options *opt)
+{
+    pl_report *rep = calloc(1, sizeof *rep);
+    if (!rep) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
+    int64_t steps = grid_steps(&b->call), rc = 0;
+    if (pl_validate(&b->call, b->args, b->outs, opt, rep) != PL_OK)
+        rc = cli_fail(cmd, "%s %s is not legal: %s", d->name, label, rep->error);
+    else if (steps > MAX_EXPLAIN_STEPS) {
+        char g[64];
+        rc = cli_fail(cmd, "grid %s has %lld steps; explain narrates at most %d: use --set for larger blocks or "
+                           "smaller sizes", cli_tuple(b->call.grid, b->call.grid_rank, g, sizeof g), (long long)steps,
+                      MAX_EXPLAIN_STEPS);
+    }
+    if (rc) return free(rep), (int)rc;
+    fprintf(stdout, "explain: %s %s on %s\n  %s\n\n", d->name, label, opt->chip_spec->name, d->summary ? d->summary : "");
+    print_generic_grid(&b->call, steps, stdout);
+    print_specs(&b->call, rep, 1, stdout);
+    int many = 0;
+    for (int a = 0; a < b->call.grid_rank; a++) many |= b->call.semantics[a] == PL_PARALLEL && b->call.grid[a] > 1;
+    narrator nr = {stdout, 1, opt->chip_spec->cores_per_device > 1 && many, 1};
+    opt->on_step = on_step;
+    opt->on_step_user = &nr;
+    if (pl_pallas_call(&b->call, b->args, b->outs, opt, rep) != PL_OK) {
+        fflush(stdout);
+        fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep->error);
+        free(rep);
+        return 2;
+    }
+    print_summary(rep, 1, stdout);
+    free(rep);
+    return 0;
+}
+
+int cli_kexplain(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_explain_cmd;
+    cli_kopts o;
+    const pl_kernel_def *d;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_chip file_chip;
+    pl_options opt;
+    int rc = cli_kparse(cmd, K_SET | K_CHIP | K_CHIP_FILE, argc + 1, argv - 1, &o);
+    if (rc >= 0) return rc;
+    if (o.npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
+    if ((rc = cli_find_kernel(cmd, o.pos[0], &d))) return rc;
+    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o.pos[1]);
+    if ((rc = cli_kernel_values(cmd, d, &o, v)) ||
+        (rc = cli_kernel_options(cmd, &o, &file_chip, &opt)))
+        return rc;
+    opt.cost_only = 1;
+    char label[512], msg[PL_MSG_MAX] = "";
+    pl_kernel_format(d, v, label, sizeof label);
+    pl_kernel_build *b = calloc(1, sizeof *b);
+    if (!b) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
+    void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
+    if ((rc = explain_build(d, v, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
+    else rc = narrate(cmd, d, label, b, &opt);
+    for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);
+    free(b);
+    return cli_finish_stdout(cmd, rc);
 }

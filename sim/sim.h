@@ -93,6 +93,17 @@ void sim_warn(pl_report *rep, const char *fmt, ...)
 int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                   sim_plan *plan, pl_report *rep);
 
+/* verify.c: pl_allclose's element errors (|got - want| over its tolerance,
+ * INFINITY for a NaN/inf mismatch) into a malloc'd *err (err NULL: none);
+ * rtol and atol are replaced by the ones used. PL_OK, PL_ESHAPE, PL_ENOMEM. */
+int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol, double *atol, double **err,
+                        pl_check *out);
+/* heatmap.c: the worst err per (bm, bn) block of an m x n output as an SVG
+ * at path, with block labels and a legend by r's thresholds. PL_OK or
+ * PL_EINVAL (the path cannot be written) with msg set either way. */
+int sim_heatmap_write(const char *path, const double *err, int64_t m, int64_t n, int64_t bm, int64_t bn,
+                      const char *what, const pl_check *r, char *msg, size_t msglen);
+
 /* Index maps before running (maps.c): a zero map; a declarative map's
  * entries (B2) and range (B7); outputs shared by parallel points (V4). */
 int sim_map_is_zero(const pl_index_map *m);

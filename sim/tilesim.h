@@ -475,6 +475,31 @@ typedef struct pl_sweep_options {
 int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, const pl_sweep_options *sopt,
              pl_report *reports);
 
+/* Printing a sweep's reports (what `tilesim sweep KERNEL` prints). labels[i]
+ * names configuration i ("br=8 cols=512", pl_kernel_format; NULL: none).
+ * Legal configurations (status PL_OK) come fastest first, then the rejected
+ * ones in list order with the first sentence of their reason. The columns
+ * lead with achieved HBM bandwidth against the chip's, then the MXU rate.
+ * Each returns PL_OK, PL_EINVAL (bad arguments, a write error), PL_ENOMEM. */
+/* order[0..n): the legal indexes fastest first, then the rejected ones;
+ * returns the number of legal ones. */
+int pl_sweep_rank(int n, const pl_report *reports, int *order);
+/* "over budget" (PL_EVMEM) or "illegal" */
+const char *pl_sweep_reject_kind(const pl_report *r);
+/* A ranked table; top > 0 shows only the top fastest legal ones. */
+int pl_sweep_print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top);
+/* One row per configuration: rank,config,status,vmem_bytes,steps,time_s,hbm_gbps,hbm_pct,tflops,mxu_pct,bound,reason */
+int pl_sweep_print_csv(FILE *f, int n, const pl_report *reports, const char *const *labels);
+/* One JSON object: evaluated, n_legal, n_rejected, legal (ranked, each with
+ * config, params parsed from its label, time_s, hbm_gbps, ...), rejected
+ * (config, params, kind, reason, error), best. */
+int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *const *labels);
+/* The roofline plot (MXU + VPU FLOP per HBM byte against TFLOP/s, with the
+ * HBM, MXU and VPU roofs of chip) as an SVG file at path; title names the
+ * kernel. msg gets a one-line result or the error. */
+int pl_roofline_svg(const char *path, int n, const pl_report *reports, const char *const *labels, const pl_chip *chip,
+                    const char *title, char *msg, size_t msglen);
+
 /* ---- reference checks (rule V5) --------------------------------------------- */
 
 typedef enum pl_verdict { PL_PASS = 0, PL_MARGINAL = 1, PL_FAIL = 2 } pl_verdict;
@@ -521,6 +546,14 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
  * PL_ENOMEM. */
 int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
                      char *msg, size_t msglen);
+
+/* The same heatmap for any output: the worst pl_allclose error (|got -
+ * want| over atol + rtol |want|; 0, 0: the dtype's tolerances) per (bm, bn)
+ * block of got (rank > 2 flattened: rows are all but the last dimension),
+ * with numbered row and column blocks and a legend of the colour steps
+ * (viridis, readable with colour-blindness). Returns like pl_check_heatmap. */
+int pl_allclose_heatmap(const pl_array *got, const pl_array *want, int64_t bm, int64_t bn, double rtol, double atol,
+                        const char *path, char *msg, size_t msglen);
 
 /* A missing wait (M7, M8): run the call with manual copies moving their data
  * at start (eager) into outs, then only when waited (on_wait) into scratch

@@ -211,29 +211,32 @@ static void default_tolerance(pl_dtype t, double *rtol, double *atol)
     }
 }
 
-int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f)
+int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol, double *atol, double **err,
+                        pl_check *out)
 {
     pl_check r = {.worst_row = -1, .worst_col = -1};
     int same = got && want && got->data && want->data && got->rank == want->rank;
     for (int d = 0; same && d < got->rank; d++) same = got->shape[d] == want->shape[d];
     if (!same) {
-        if (f) fprintf(f, "pl_allclose: the arrays must have data and the same shape\n");
-        if (out) *out = r;
+        *out = r;
         return PL_ESHAPE;
     }
     double drt, dat;
     default_tolerance(got->dtype, &drt, &dat);
-    if (rtol < 0 || atol < 0 || (rtol == 0 && atol == 0 && pl_dtype_is_float(got->dtype))) rtol = drt, atol = dat;
+    if (*rtol < 0 || *atol < 0 || (*rtol == 0 && *atol == 0 && pl_dtype_is_float(got->dtype))) *rtol = drt, *atol = dat;
     int64_t n = pl_array_size(got), worst = -1;
+    double *ev = err ? malloc((size_t)(n ? n : 1) * sizeof *ev) : NULL;
+    if (err && !ev) return PL_ENOMEM;
     size_t eg = pl_dtype_size(got->dtype), ew = pl_dtype_size(want->dtype);
     for (int64_t i = 0; i < n; i++) {
         double g = pl_load_elem((const char *)got->data + (size_t)i * eg, got->dtype);
         double w = pl_load_elem((const char *)want->data + (size_t)i * ew, want->dtype);
-        double d = fabs(g - w), tol = atol + rtol * fabs(w), e;
+        double d = fabs(g - w), tol = *atol + *rtol * fabs(w), e;
         if (isnan(g) != isnan(w) || (!isfinite(g) && g != w)) {
             r.n_nan++;
             e = d = INFINITY;
         } else e = d == 0 || (isnan(g) && isnan(w)) ? 0 : tol > 0 ? d / tol : INFINITY;
+        if (ev) ev[i] = e;
         if (d > r.max_abs_err) r.max_abs_err = d;
         if (worst < 0 || e > r.norm_err) r.norm_err = e, worst = i;
     }
@@ -243,6 +246,19 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
     r.worst_row = worst / last;
     r.worst_col = worst % last;
     r.verdict = r.n_nan || !(r.norm_err <= r.fail_above) ? PL_FAIL : r.norm_err <= 1 ? PL_PASS : PL_MARGINAL;
+    *out = r;
+    if (err) *err = ev;
+    return PL_OK;
+}
+
+int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f)
+{
+    pl_check r;
+    if (sim_allclose_errors(got, want, &rtol, &atol, NULL, &r) != PL_OK) {
+        if (f) fprintf(f, "pl_allclose: the arrays must have data and the same shape\n");
+        if (out) *out = r;
+        return PL_ESHAPE;
+    }
     if (f)
         fprintf(f, "  allclose %s (rtol %.3g, atol %.3g): max abs err %.3g, worst %.3g of the tolerance%s  %s\n",
                 pl_dtype_name(got->dtype), rtol, atol, r.max_abs_err, r.norm_err,
@@ -251,16 +267,7 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
     return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK;
 }
 
-/* ---- the error heatmap ---------------------------------------------------------- */
-
-/* A colour from green (error <= 1) through yellow to red (>= fail). */
-static void heat_colour(double e, double fail, char *buf, size_t n)
-{
-    double t = e <= 1 ? 0 : !isfinite(e) ? 1 : log(e) / log(fail > 1.5 ? fail : 1.5);
-    if (t > 1) t = 1;
-    int r = (int)(255 * (t < 0.5 ? 2 * t : 1)), g = (int)(200 * (t < 0.5 ? 1 : 2 - 2 * t));
-    snprintf(buf, n, "#%02x%02x40", r, g);
-}
+/* ---- the error heatmap (drawn by heatmap.c) ------------------------------------- */
 
 int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
                      char *msg, size_t msglen)
@@ -276,44 +283,10 @@ int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, in
         snprintf(msg, msglen, "heatmap: out of host memory");
         return rc;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, msglen, "heatmap: cannot write '%s': %s", path, strerror(errno));
-        free(err);
-        return PL_EINVAL;
-    }
-    int64_t m = c->shape[0], n = c->shape[1], gm = m / bm + (m % bm != 0), gn = n / bn + (n % bn != 0);
-    double cell = 480.0 / (double)(gm > gn ? gm : gn);
-    if (cell > 60) cell = 60;
-    if (cell < 2) cell = 2;
-    double w = (double)gn * cell + 40, h = (double)gm * cell + 70;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-               "font-size=\"12\">\n<text x=\"20\" y=\"18\">normalised error per (%lld, %lld) block of %lldx%lld %s; "
-               "worst %.3g, %s</text>\n",
-            w < 640 ? 640 : w, h, (long long)bm, (long long)bn, (long long)m, (long long)n, pl_dtype_name(c->dtype),
-            r.norm_err, pl_verdict_name(r.verdict));
-    for (int64_t i = 0; i < gm; i++)
-        for (int64_t j = 0; j < gn; j++) {
-            double worst = 0;
-            for (int64_t y = i * bm; y < (i + 1) * bm && y < m; y++)
-                for (int64_t x = j * bn; x < (j + 1) * bn && x < n; x++)
-                    if (!(err[y * n + x] <= worst)) worst = err[y * n + x];
-            char col[16];
-            heat_colour(worst, r.fail_above, col, sizeof col);
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"white\">"
-                       "<title>block (%lld, %lld): %.3g</title></rect>\n",
-                    20 + (double)j * cell, 30 + (double)i * cell, cell, cell, col, (long long)i, (long long)j, worst);
-        }
-    fprintf(f, "<text x=\"20\" y=\"%.0f\">green: within rounding (&lt;= 1); red: &gt;= %.3g (FAIL)</text>\n</svg>\n",
-            h - 20, r.fail_above);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
+    char what[160];
+    snprintf(what, sizeof what, "error of C against A @ B (OpenBLAS) over u |A| @ |B|, %s", pl_dtype_name(c->dtype));
+    rc = sim_heatmap_write(path, err, c->shape[0], c->shape[1], bm, bn, what, &r, msg, msglen);
     free(err);
-    if (bad) {
-        snprintf(msg, msglen, "heatmap: writing '%s' failed", path);
-        return PL_EINVAL;
-    }
-    snprintf(msg, msglen, "heatmap of %lldx%lld blocks written to %s (%s)", (long long)gm, (long long)gn, path,
-             pl_verdict_name(r.verdict));
+    if (rc) return rc;
     return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK; /* the file is written either way */
 }

@@ -142,12 +142,14 @@ Test(verify, heatmap_marks_the_bad_block)
     char *svg = th_read_file(path);
     cr_assert(svg && strncmp(svg, "<svg", 4) == 0);
     cr_assert(strstr(svg, "block (1, 0)") && strstr(svg, "FAIL"));
-    /* the bad block is red, the others green */
+    /* the bad block takes the FAIL step of the palette (issue 10: viridis steps, colour-blind safe), the others a
+     * passing one */
     const char *bad = strstr(svg, "<title>block (1, 0)");
     const char *rect = bad;
     while (rect > svg && strncmp(rect, "<rect", 5) != 0) rect--;
-    cr_assert(strstr(rect, "fill=\"#ff0040\"") && strstr(rect, "fill=\"#ff0040\"") < bad, "the bad block is not red");
-    cr_assert_not_null(strstr(svg, "#00c840"), "good blocks are green");
+    cr_assert(strstr(rect, "fill=\"#440154\"") && strstr(rect, "fill=\"#440154\"") < bad, "the bad block is not FAIL");
+    cr_assert(strstr(svg, "#FDE725\" stroke") || strstr(svg, "#7AD151\" stroke") || strstr(svg, "#22A884\" stroke"),
+              "good blocks pass");
     free(svg);
     unlink(path);
     cr_assert_eq(pl_check_heatmap(&r.args[0], &r.args[1], &r.out, 128, 128, "/nonexistent/x.svg", msg, sizeof msg),

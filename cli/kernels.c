@@ -1,0 +1,277 @@
+/* cli/kernels.c: what the verbs over any kernel share: options parsed with
+ * getopt_long (one table, each option with its sentence for --help), the
+ * kernel a KERNEL word names (built-in or plugin), parameter values from
+ * --set, the run options; and `tilesim list`.
+ *
+ * getopt_long keeps state between calls; tilesim_main may run many times in
+ * one process (the fuzz harness), so every parse starts with optind = 0,
+ * which makes glibc reinitialise it. opterr is 0: errors are ours, naming
+ * the option and pointing to 'tilesim VERB --help'. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../examples/kernels/registry.h"
+#include "cli.h"
+
+const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
+const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
+                             "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
+                             "[--cost-only] [--json] [--trace FILE] [--strict] [--seed N]"};
+const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
+                                "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
+                                "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME]"};
+
+typedef struct kopt {
+    struct option o;
+    unsigned mask;
+    const char *arg, *help;
+} kopt;
+
+static const kopt table[] = {
+    {{"set", 1, 0, 's'}, K_SET, "NAME=VALUE", "set a parameter (repeatable; see 'tilesim list' for the names)"},
+    {{"vary", 1, 0, 'v'}, K_VARY, "NAME=V1,V2,...", "sweep a parameter over these values (repeatable; the product "
+                                                    "of all --vary lists is run; a parameter not varied keeps its "
+                                                    "--set value or its default)"},
+    {{"chip", 1, 0, 'c'}, K_CHIP, "NAME", "a chip preset (see 'tilesim chips'; default v5e)"},
+    {{"chip-file", 1, 0, 'f'}, K_CHIP_FILE, "FILE", "a what-if chip file instead of a preset"},
+    {{"cost-only", 0, 0, 'C'}, K_COST, NULL, "model the time and traffic only: no data, no reference check"},
+    {{"json", 0, 0, 'j'}, K_JSON, NULL, "print one JSON object instead of text"},
+    {{"csv", 0, 0, 'v' + 256}, K_CSV, NULL, "print CSV, one row per configuration"},
+    {{"trace", 1, 0, 't'}, K_TRACE, "FILE", "write a Chrome trace-event JSON (open it in Perfetto)"},
+    {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
+    {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
+    {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
+    {{"top", 1, 0, 'T'}, K_TOP, "N", "show only the N fastest legal configurations"},
+    {{"heatmap", 1, 0, 'H'}, K_HEATMAP, "FILE.svg", "write the error per output block as an SVG heatmap"},
+    {{"threads", 1, 0, 'n'}, K_THREADS, "N", "host threads (default: one per core)"},
+    {{"output", 1, 0, 'o'}, K_OUTPUT, "NAME", "the output the heatmap draws, by name or index (default 0)"},
+    {{"help", 0, 0, 'h'}, 0, NULL, "print this help"},
+};
+enum { NTABLE = sizeof table / sizeof *table };
+
+static const char *verb_text(const cli_cmd *cmd)
+{
+    if (cmd == &cli_list_cmd)
+        return "List the built-in kernels (or a plugin's), each with its summary and parameters: name, default,\n"
+               "the candidates a sweep tries, and what it means.\n";
+    if (cmd == &cli_run_cmd)
+        return "Run one configuration of a kernel (its defaults, changed by --set), check every output against\n"
+               "the kernel's reference (the verdict, and the worst block with the grid points that wrote it)\n"
+               "and print the report. Exit 0 PASS, 1 wrong result, 2 rejected or a bad command line.\n";
+    if (cmd == &cli_verify_cmd)
+        return "Run one configuration and compare every output with the kernel's reference, output by output;\n"
+               "--heatmap draws the worst error per output block. Exit 0 PASS, 1 FAIL, 2 rejected.\n";
+    return "";
+}
+
+void cli_kopt_help(unsigned mask, FILE *f)
+{
+    for (int i = 0; i < NTABLE; i++) {
+        if (table[i].mask && !(table[i].mask & mask)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", table[i].o.name, table[i].arg ? " " : "",
+                 table[i].arg ? table[i].arg : "");
+        fprintf(f, "  %-24s %s\n", left, table[i].help);
+    }
+}
+
+void cli_khelp(const cli_cmd *cmd, FILE *f)
+{
+    static const unsigned masks[] = {0, K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED,
+                                     K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT};
+    unsigned mask = cmd == &cli_run_cmd ? masks[1] : cmd == &cli_verify_cmd ? masks[2] : masks[0];
+    fprintf(f, "usage: %s\n\n%s", cmd->synopsis, verb_text(cmd));
+    cli_kopt_help(mask, f);
+    if (cmd != &cli_list_cmd)
+        fprintf(f, "KERNEL is a built-in name ('tilesim list'), PLUGIN.so (a plugin with one kernel) or\n"
+                   "PLUGIN.so:NAME.\n");
+}
+
+static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
+{
+    int rc = 0;
+    switch (code) {
+    case 's':
+    case 'v': {
+        int *n = code == 's' ? &o->n_sets : &o->n_varies;
+        if (*n == CLI_MAX_SETS) return cli_fail(cmd, "--%s: given more than %d times", code == 's' ? "set" : "vary",
+                                                CLI_MAX_SETS);
+        (code == 's' ? o->sets : o->varies)[(*n)++] = arg;
+        break;
+    }
+    case 'c': o->chip = arg; break;
+    case 'f': o->chip_file = arg; break;
+    case 'C': o->cost_only = 1; break;
+    case 'j': o->json = 1; break;
+    case 'v' + 256: o->csv = 1; break;
+    case 't': o->trace = arg; break;
+    case 'S': o->strict = 1; break;
+    case 'g': o->svg = arg; break;
+    case 'H': o->heatmap = arg; break;
+    case 'o': o->output = arg; break;
+    case 'e': rc = cli_parse_count(cmd, "--seed", arg, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
+    case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
+    case 'n': rc = cli_parse_count(cmd, "--threads", arg, 1024, &o->threads); break;
+    }
+    return rc;
+}
+
+int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_kopts *o)
+{
+    struct option longs[NTABLE + 1];
+    for (int i = 0; i < NTABLE; i++) longs[i] = table[i].o;
+    memset(&longs[NTABLE], 0, sizeof longs[NTABLE]);
+    memset(o, 0, sizeof *o);
+    optind = 0; /* glibc: start afresh, whatever an earlier call left */
+    opterr = 0;
+    int code, idx, help = 0;
+    while ((idx = -1, code = getopt_long(argc, argv, ":h", longs, &idx)) != -1) {
+        char opt_name[64]; /* for a long option its name, not its value */
+        if (idx >= 0) snprintf(opt_name, sizeof opt_name, "--%s", longs[idx].name);
+        const char *word = idx >= 0 ? opt_name : argv[optind - 1];
+        if (code == '?' && strncmp(word, "--", 2) == 0 && strchr(word, '='))
+            return cli_fail(cmd, "%.*s: takes no value, got '%s'; see 'tilesim %s --help'",
+                            (int)(strchr(word, '=') - word), word, strchr(word, '=') + 1, cmd->name);
+        if (code == '?') return cli_fail(cmd, "unknown option '%s'; see 'tilesim %s --help'", word, cmd->name);
+        if (code == ':') return cli_fail(cmd, "%s: missing value; see 'tilesim %s --help'", word, cmd->name);
+        if (code == 'h') {
+            help = 1;
+            continue;
+        }
+        unsigned mask = 0;
+        for (int i = 0; i < NTABLE; i++)
+            if (table[i].o.val == code) mask = table[i].mask;
+        if (!(mask & allowed))
+            return cli_fail(cmd, "'%s' is not an option of %s; see 'tilesim %s --help'", word, cmd->name, cmd->name);
+        if (optarg && !optarg[0])
+            return cli_fail(cmd, "%s: empty value", word);
+        int rc = store(cmd, code, optarg, o);
+        if (rc) return rc;
+    }
+    for (int i = optind; i < argc; i++) {
+        if (o->npos == 4) return cli_fail(cmd, "unexpected argument '%s'", argv[i]);
+        o->pos[o->npos++] = argv[i];
+    }
+    if (help) {
+        cli_help(cmd, stdout);
+        return cli_finish_stdout(cmd, 0);
+    }
+    if (o->csv && o->json) return cli_fail(cmd, "--csv and --json exclude each other; give one");
+    return -1;
+}
+
+/* ---- which kernel ------------------------------------------------------------------ */
+
+static void builtin_names(char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ex_kernel_count() && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", ex_kernel_at(i)->name);
+}
+
+/* "x.so" or "x.so:NAME": a path to a shared object. */
+static int is_plugin(const char *spec) { return strstr(spec, ".so") != NULL || strchr(spec, '/') != NULL; }
+
+static int cli_plugin_defs(const cli_cmd *cmd, const char *path, const pl_kernel_def *const **defs, int *n)
+{
+    char msg[PL_MSG_MAX];
+    *n = pl_plugin_load(path, defs, msg, sizeof msg);
+    if (*n < 0) return cli_fail(cmd, "%s", msg);
+    if (*n == 0) return cli_fail(cmd, "plugin '%s' defines no kernel", path);
+    return 0;
+}
+
+int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **out)
+{
+    if (!is_plugin(spec)) {
+        if ((*out = ex_kernel_find(spec))) return 0;
+        char names[512];
+        builtin_names(names, sizeof names);
+        return cli_fail(cmd, "unknown kernel '%s'; the kernels are %s (or give PLUGIN.so[:NAME]; see 'tilesim list')",
+                        spec, names);
+    }
+    char path[1024];
+    const char *colon = strrchr(spec, ':'), *name = NULL;
+    if (colon && colon > strstr(spec, ".so")) name = colon + 1;
+    snprintf(path, sizeof path, "%.*s", name ? (int)(colon - spec) : (int)strlen(spec), spec);
+    const pl_kernel_def *const *defs;
+    int n, rc = cli_plugin_defs(cmd, path, &defs, &n);
+    if (rc) return rc;
+    char names[512] = "";
+    for (int i = 0, at = 0; i < n && at < (int)sizeof names; i++) {
+        if (name && strcmp(defs[i]->name, name) == 0) return *out = defs[i], 0;
+        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", defs[i]->name);
+    }
+    if (name) return cli_fail(cmd, "plugin '%s' has no kernel '%s'; it has %s", path, name, names);
+    if (n > 1) return cli_fail(cmd, "plugin '%s' has %d kernels (%s): name one as %s:NAME", path, n, names, path);
+    *out = defs[0];
+    return 0;
+}
+
+int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t *v)
+{
+    char msg[PL_MSG_MAX];
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < o->n_sets; i++)
+        if (pl_kernel_set(d, v, o->sets[i], msg, sizeof msg) != PL_OK)
+            return cli_fail(cmd, "--set %s: %s; see 'tilesim list' for %s's parameters", o->sets[i], msg, d->name);
+    return 0;
+}
+
+int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chip, pl_options *opt)
+{
+    const pl_chip *chip;
+    int rc = cli_select_chip(cmd, o->chip, o->chip_file, file_chip, &chip);
+    if (rc) return rc;
+    memset(opt, 0, sizeof *opt);
+    opt->chip_spec = chip;
+    opt->cost_only = o->cost_only;
+    opt->strict = o->strict;
+    opt->seed = (uint64_t)o->seed;
+    opt->trace_path = o->trace;
+    return 0;
+}
+
+/* ---- tilesim list ------------------------------------------------------------------- */
+
+static void print_def(const pl_kernel_def *d, FILE *f)
+{
+    fprintf(f, "%s: %s\n", d->name, d->summary ? d->summary : "");
+    for (int p = 0; p < d->n_params; p++) {
+        const pl_kernel_param *q = &d->params[p];
+        char def[32];
+        if (q->kind == PL_PARAM_DTYPE) snprintf(def, sizeof def, "%s", pl_dtype_name((pl_dtype)q->def));
+        else snprintf(def, sizeof def, "%lld", (long long)q->def);
+        fprintf(f, "  %-10s = %-8s", q->name, def);
+        if (q->n_candidates > 0) {
+            fprintf(f, " sweep:");
+            for (int c = 0; c < q->n_candidates; c++)
+                if (q->kind == PL_PARAM_DTYPE) fprintf(f, "%s%s", c ? "," : " ", pl_dtype_name((pl_dtype)q->candidates[c]));
+                else fprintf(f, "%s%lld", c ? "," : " ", (long long)q->candidates[c]);
+        }
+        fprintf(f, "%s%s\n", q->help ? "  " : "", q->help ? q->help : "");
+    }
+}
+
+int cli_list(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_list_cmd;
+    cli_kopts o;
+    int rc = cli_kparse(cmd, 0, argc + 1, argv - 1, &o);
+    if (rc >= 0) return rc;
+    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s'; give at most one PLUGIN.so", o.pos[1]);
+    if (o.npos == 1) {
+        const pl_kernel_def *const *defs;
+        int n;
+        if ((rc = cli_plugin_defs(cmd, o.pos[0], &defs, &n))) return rc;
+        fprintf(stdout, "kernels of %s (run one as %s:NAME):\n\n", o.pos[0], o.pos[0]);
+        for (int i = 0; i < n; i++) print_def(defs[i], stdout), fputc('\n', stdout);
+        return cli_finish_stdout(cmd, 0);
+    }
+    fprintf(stdout, "built-in kernels (parameter = default, the values a sweep tries, what it is):\n\n");
+    for (int i = 0; i < ex_kernel_count(); i++) print_def(ex_kernel_at(i), stdout), fputc('\n', stdout);
+    fprintf(stdout, "Change a parameter with --set name=value; sweep one with --vary name=v1,v2,...\n");
+    return cli_finish_stdout(cmd, 0);
+}

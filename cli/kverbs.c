@@ -1,0 +1,244 @@
+/* cli/kverbs.c: `tilesim run` and `tilesim verify` over any kernel
+ * definition: one configuration, run, every output compared with the
+ * kernel's reference (V5).
+ *
+ * Exit status: 0 PASS (or MARGINAL), 1 an output FAILs or the host ran out
+ * of memory, 2 the configuration is rejected (the call's message names the
+ * rule) or the command line is wrong. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/kdef_internal.h"
+#include "cli.h"
+
+#define RUN_MASK (K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED)
+#define VERIFY_MASK (K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT)
+
+/* The verb's kernel, values and options from its command line. -1: go on. */
+static int setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, cli_kopts *o, const pl_kernel_def **d,
+                 int64_t *v, pl_chip *file_chip, pl_options *opt)
+{
+    int rc = cli_kparse(cmd, mask, argc + 1, argv - 1, o);
+    if (rc >= 0) return rc;
+    if (o->npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
+    if ((rc = cli_find_kernel(cmd, o->pos[0], d))) return rc;
+    if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o->pos[1]);
+    if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
+        (rc = cli_kernel_options(cmd, o, file_chip, opt)))
+        return rc;
+    return -1;
+}
+
+static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY || status == PL_ENOMEM ? 1 : 2; }
+
+static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, const pl_report *rep)
+{
+    fflush(stdout);
+    fprintf(stderr, "tilesim %s: %s %s: %s\n", cmd->name, d->name, label, rep->error);
+}
+
+/* ---- run ------------------------------------------------------------------------- */
+
+static void run_json(const pl_kernel_def *d, const char *label, const pl_report *rep, const pl_check *check,
+                     int checked)
+{
+    fprintf(stdout, "{\"kernel\":");
+    pl_json_string(stdout, d->name);
+    fprintf(stdout, ",\"config\":");
+    pl_json_string(stdout, label);
+    fprintf(stdout, ",\"status\":%d,\"verdict\":", rep->status);
+    pl_json_string(stdout, !checked ? "not checked" : rep->status == PL_EVERIFY ? "FAIL" : "PASS");
+    fprintf(stdout, ",\"outputs\":[");
+    for (int i = 0, o = 0; i < rep->n_operands && checked; i++) {
+        if (rep->op[i].role != PL_ROLE_OUT) continue;
+        const pl_check *k = &check[o];
+        fprintf(stdout, "%s{\"name\":", o ? "," : "");
+        pl_json_string(stdout, rep->op[i].name);
+        fprintf(stdout, ",\"verdict\":\"%s\",\"max_abs_err\":%.9g,\"norm_err\":%.9g,\"blame\":",
+                pl_verdict_name(k->verdict), k->max_abs_err, k->norm_err < 1e300 ? k->norm_err : 1e300);
+        pl_json_string(stdout, k->blame);
+        fputc('}', stdout);
+        o++;
+    }
+    fprintf(stdout, "],\"report\":");
+    pl_report_json_with(rep, checked ? &check[0] : NULL, stdout);
+    fprintf(stdout, "}\n");
+}
+
+int cli_run(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_run_cmd;
+    cli_kopts o;
+    const pl_kernel_def *d;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_chip file_chip;
+    pl_options opt;
+    int rc = setup(cmd, RUN_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    if (rc >= 0) return rc;
+    char label[512];
+    pl_kernel_format(d, v, label, sizeof label);
+    pl_report *rep = calloc(1, sizeof *rep);
+    pl_check check[PL_MAX_OPERANDS];
+    char *verdicts = NULL;
+    size_t vlen = 0;
+    FILE *vf = open_memstream(&verdicts, &vlen); /* the verdicts go after the report */
+    if (!rep || !vf) {
+        if (vf) fclose(vf);
+        free(rep);
+        free(verdicts);
+        fprintf(stderr, "tilesim run: out of host memory\n");
+        return 1;
+    }
+    memset(check, 0, sizeof check);
+    int st = pl_kernel_run(d, v, &opt, rep, check, vf);
+    fclose(vf);
+    int checked = !opt.cost_only && d->reference && (st == PL_OK || st == PL_EVERIFY);
+    if (st != PL_OK && st != PL_EVERIFY) {
+        if (o.json) run_json(d, label, rep, check, 0);
+        rejected(cmd, d, label, rep);
+    } else if (o.json) run_json(d, label, rep, check, checked);
+    else {
+        fprintf(stdout, "run: %s %s on %s%s\n\n", d->name, label, opt.chip_spec->name,
+                opt.cost_only ? " (cost only: no data, outputs not checked)" : "");
+        pl_report_print(rep, stdout);
+        if (vlen) fprintf(stdout, "\nreference check (V5):\n%s", verdicts);
+        if (st == PL_EVERIFY) fprintf(stdout, "\nFAIL: %s\n", rep->error);
+        else if (checked) fprintf(stdout, "\nPASS\n");
+    }
+    free(verdicts);
+    free(rep);
+    return cli_finish_stdout(cmd, exit_for(st));
+}
+
+/* ---- verify ------------------------------------------------------------------------ */
+
+typedef struct vstate {
+    pl_kernel_build b;
+    unsigned char owned[PL_KDEF_MAX_ARGS]; /* a definition may give an array's data itself */
+    pl_array want[PL_MAX_OPERANDS];
+    pl_report rep;
+} vstate;
+
+static void vfree(vstate *s)
+{
+    for (int a = 0; a < s->b.n_args; a++)
+        if (s->owned[a]) free(s->b.args[a].data);
+    for (int o = 0; o < s->b.n_outs; o++) free(s->b.outs[o].data), free(s->want[o].data);
+}
+
+/* Allocate, fill, run, compute the reference: PL_OK or a code with rep.error. */
+static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, vstate *s)
+{
+    char msg[PL_MSG_MAX];
+    int rc = sim_kdef_prepare(d, v, &s->b, msg, sizeof msg);
+    if (rc == PL_OK) {
+        for (int a = 0; a < s->b.n_args && rc == PL_OK; a++) {
+            if (s->b.args[a].data) continue;
+            s->owned[a] = 1;
+            if (!(s->b.args[a].data = calloc(1, pl_array_bytes(&s->b.args[a]) + 1))) rc = PL_ENOMEM;
+        }
+        for (int o = 0; o < s->b.n_outs && rc == PL_OK; o++) {
+            s->want[o] = s->b.outs[o];
+            s->b.outs[o].data = calloc(1, pl_array_bytes(&s->b.outs[o]) + 1);
+            s->want[o].data = calloc(1, pl_array_bytes(&s->b.outs[o]) + 1);
+            if (!s->b.outs[o].data || !s->want[o].data) rc = PL_ENOMEM;
+        }
+        if (rc) snprintf(msg, sizeof msg, "out of host memory for the kernel's arrays");
+    }
+    if (rc == PL_OK) {
+        rc = d->inputs ? d->inputs(v, &s->b, opt->seed) : pl_kernel_fill_inputs(v, &s->b, opt->seed);
+        if (rc) snprintf(msg, sizeof msg, "kernel '%s': its inputs function failed: %s", d->name, pl_strerror(rc));
+    }
+    if (rc != PL_OK) {
+        snprintf(s->rep.error, sizeof s->rep.error, "%s", msg);
+        return s->rep.status = rc < 0 ? rc : PL_EINVAL;
+    }
+    if ((rc = pl_pallas_call(&s->b.call, s->b.args, s->b.outs, opt, &s->rep)) != PL_OK) return rc;
+    if ((rc = d->reference(v, &s->b, s->want)) != PL_OK) {
+        snprintf(s->rep.error, sizeof s->rep.error, "kernel '%s': its reference failed: %s", d->name, pl_strerror(rc));
+        return s->rep.status = rc < 0 ? rc : PL_EINVAL;
+    }
+    return PL_OK;
+}
+
+/* Rows and columns of the output's block, the output flattened to 2-D. */
+static void block_2d(const pl_block_spec *spec, const pl_array *a, int64_t *bm, int64_t *bn)
+{
+    int r = spec->rank;
+    *bn = r ? spec->block[r - 1] : a->shape[a->rank - 1];
+    *bm = r >= 2 ? spec->block[r - 2] : r ? 1 : (a->rank >= 2 ? a->shape[a->rank - 2] : 1);
+    if (*bn < 1) *bn = 1;
+    if (*bm < 1) *bm = 1;
+}
+
+static int choose_output(const cli_cmd *cmd, const cli_kopts *o, const vstate *s, int *out)
+{
+    *out = 0;
+    if (!o->output) return 0;
+    for (int i = 0; i < s->b.n_outs; i++)
+        if ((s->b.call.out[i].name && strcmp(s->b.call.out[i].name, o->output) == 0) ||
+            (o->output[0] - '0' == i && !o->output[1]))
+            return *out = i, 0;
+    return cli_fail(cmd, "--output: '%s' is neither the name nor the index of one of the %d outputs", o->output,
+                    s->b.n_outs);
+}
+
+static int verify_outputs(const pl_kernel_def *d, const vstate *s, FILE *f)
+{
+    int worst = PL_OK;
+    for (int o = 0; o < s->b.n_outs; o++) {
+        pl_check k;
+        int rc = pl_allclose(&s->b.outs[o], &s->want[o], d->rtol, d->atol, &k, NULL);
+        if (rc == PL_ESHAPE) return PL_ESHAPE;
+        int64_t last = s->b.outs[o].shape[s->b.outs[o].rank - 1], flat = k.worst_row * last + k.worst_col;
+        int64_t elem[PL_MAX_RANK] = {0};
+        for (int i = s->b.outs[o].rank - 1; i >= 0; i--) elem[i] = flat % s->b.outs[o].shape[i], flat /= s->b.outs[o].shape[i];
+        fprintf(f, "  output %d '%s' (%s): max abs err %.3g, worst %.3g of the tolerance%s  %s\n", o,
+                s->b.call.out[o].name ? s->b.call.out[o].name : "out", pl_dtype_name(s->b.outs[o].dtype),
+                k.max_abs_err, k.norm_err, k.n_nan ? ", NaN/inf mismatch" : "", pl_verdict_name(k.verdict));
+        if (k.verdict != PL_PASS && pl_check_blame(&s->b.call, o, &s->b.outs[o], elem, k.blame, sizeof k.blame) == PL_OK)
+            fprintf(f, "    the worst element is in %s\n", k.blame);
+        if (k.verdict == PL_FAIL) worst = PL_EVERIFY;
+    }
+    return worst;
+}
+
+int cli_verify(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_verify_cmd;
+    cli_kopts o;
+    const pl_kernel_def *d;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_chip file_chip;
+    pl_options opt;
+    int rc = setup(cmd, VERIFY_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    if (rc >= 0) return rc;
+    if (!d->reference) return cli_fail(cmd, "kernel '%s' defines no reference: there is nothing to verify against",
+                                       d->name);
+    char label[512], msg[PL_MSG_MAX];
+    pl_kernel_format(d, v, label, sizeof label);
+    vstate *s = calloc(1, sizeof *s);
+    if (!s) return fprintf(stderr, "tilesim verify: out of host memory\n"), 1;
+    int st = vrun(d, v, &opt, s), out = 0;
+    if (st == PL_OK && (rc = choose_output(cmd, &o, s, &out))) st = 1;
+    else if (st != PL_OK) rejected(cmd, d, label, &s->rep), rc = exit_for(st);
+    else {
+        fprintf(stdout, "verify: %s %s on %s against its reference (V5)\n", d->name, label, opt.chip_spec->name);
+        st = verify_outputs(d, s, stdout);
+        if (st == PL_ESHAPE) fprintf(stderr, "tilesim verify: %s: the reference's shape differs from the output's\n",
+                                     d->name);
+        if (o.heatmap && st != PL_ESHAPE) {
+            int64_t bm, bn;
+            block_2d(&s->b.call.out[out], &s->b.outs[out], &bm, &bn);
+            int h = pl_allclose_heatmap(&s->b.outs[out], &s->want[out], bm, bn, d->rtol, d->atol, o.heatmap, msg,
+                                        sizeof msg);
+            if (h == PL_OK || h == PL_EVERIFY) fprintf(stdout, "  %s\n", msg);
+            else fprintf(stderr, "tilesim verify: --heatmap: %s\n", msg), st = st ? st : PL_EINVAL;
+        }
+        fprintf(stdout, "%s\n", st == PL_OK ? "PASS" : st == PL_EVERIFY ? "FAIL" : "ERROR");
+        rc = exit_for(st);
+    }
+    vfree(s);
+    free(s);
+    return cli_finish_stdout(cmd, rc);
+}

@@ -1,0 +1,424 @@
+/* tests/test_cli_kernels.c: the `tilesim` verbs over any kernel definition
+ * (issue 10): list, run, verify, sweep KERNEL, explain KERNEL, on built-in
+ * kernels and on the plugin template; their messages for bad kernels,
+ * --set and --vary; the public sweep printers and the generic heatmap; and
+ * that the older `sweep matmul M N K` and `explain matmul ...` keep their
+ * output format (documented and scripted against).
+ *
+ * The command is the tilesim of this build directory (BUILD/tilesim next to
+ * BUILD/tests/), the plugin BUILD/examples/plugin/rmsnorm.so, as in
+ * test_cli.c. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../examples/kernels/registry.h"
+#include "../sim/tilesim.h"
+#include "helpers.h"
+
+/* ---- running the command ------------------------------------------------------------ */
+
+/* BUILD/<rel> for the build directory of this test binary. */
+static const char *build_path(const char *rel, char *out, size_t n)
+{
+    char exe[PATH_MAX / 2];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(len > 0);
+    exe[len] = '\0';
+    for (int i = 0; i < 2; i++) *strrchr(exe, '/') = '\0'; /* .../tests/tilesim_tests -> BUILD */
+    snprintf(out, n, "%s/%s", exe, rel);
+    return out;
+}
+
+static const char *tilesim(void)
+{
+    static char path[PATH_MAX];
+    const char *env = getenv("TILESIM");
+    return env && env[0] ? env : build_path("tilesim", path, sizeof path);
+}
+
+static const char *plugin(void)
+{
+    static char path[PATH_MAX];
+    return build_path("examples/plugin/rmsnorm.so", path, sizeof path);
+}
+
+typedef struct res {
+    int status;
+    char *out, *err;
+} res;
+
+static char *slurp_fd(const char *path)
+{
+    char *s = th_read_file(path);
+    unlink(path);
+    return s ? s : strdup("");
+}
+
+static res run_args(const char *const *args)
+{
+    cr_assert(access(tilesim(), X_OK) == 0, "%s is missing: build it first", tilesim());
+    char o[] = "/tmp/tck_out_XXXXXX", e[] = "/tmp/tck_err_XXXXXX";
+    int fo = mkstemp(o), fe = mkstemp(e);
+    cr_assert(fo >= 0 && fe >= 0);
+    char *argv[40];
+    int n = 0;
+    argv[n++] = (char *)tilesim();
+    for (; args[n - 1] && n < 39; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+        if (dup2(fo, 1) < 0 || dup2(fe, 2) < 0) _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    close(fo), close(fe);
+    res r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -WTERMSIG(ws), slurp_fd(o), slurp_fd(e)};
+    cr_assert(r.status >= 0, "tilesim was killed by signal %d: %s", -r.status, r.err);
+    return r;
+}
+#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+static void res_free(res *r) { free(r->out), free(r->err); }
+
+#define STARTS(text, lit) (strncmp((text), (lit), strlen(lit)) == 0)
+
+static void need_plugin(void)
+{
+    if (access(plugin(), R_OK) != 0) cr_skip_test("%s is not built (make builds the plugin template)", plugin());
+}
+
+/* ---- list ---------------------------------------------------------------------------- */
+
+Test(cli_kernels, list_shows_every_builtin_with_its_parameters)
+{
+    res r = RUN("list");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(ex_kernel_count() >= 11, "the built-ins: matmul (3 forms), block-sparse, grouped, flash, paged, "
+                                      "rmsnorm, layernorm, softmax, add");
+    for (int i = 0; i < ex_kernel_count(); i++) {
+        const pl_kernel_def *d = ex_kernel_at(i);
+        char head[128];
+        snprintf(head, sizeof head, "\n%s: ", d->name);
+        cr_expect(strstr(r.out, head), "list lacks kernel %s", d->name);
+        for (int p = 0; p < d->n_params; p++) cr_expect(strstr(r.out, d->params[p].name), "%s.%s", d->name,
+                                                        d->params[p].name);
+    }
+    cr_expect(strstr(r.out, "sweep: 128,256,512"), "candidates are listed:\n%s", r.out);
+    res_free(&r);
+}
+
+Test(cli_kernels, list_of_the_plugin)
+{
+    need_plugin();
+    res r = RUN("list", plugin());
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "rmsnorm"), "%s", r.out);
+    res_free(&r);
+    r = RUN("list", "/nonexistent/p.so");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "/nonexistent/p.so"), "the message names the file: %s", r.err);
+    res_free(&r);
+}
+
+/* ---- run ----------------------------------------------------------------------------- */
+
+Test(cli_kernels, run_passes_and_reports_bandwidth_first)
+{
+    res r = RUN("run", "rmsnorm");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "PASS") && strstr(r.out, "reference check (V5)"), "%s", r.out);
+    cr_expect(strstr(r.out, "GB/s"), "an RMSNorm is judged by its bandwidth: %s", r.out);
+    res_free(&r);
+}
+
+Test(cli_kernels, run_json_parses_with_the_verdict_per_output)
+{
+    res r = RUN("run", "layernorm", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *doc = th_json_parse(r.out, "run --json");
+    cr_expect_str_eq(th_json_str(doc, "kernel"), "layernorm");
+    cr_expect_str_eq(th_json_str(doc, "verdict"), "PASS");
+    json_t *outs = json_object_get(doc, "outputs");
+    cr_assert(json_is_array(outs) && json_array_size(outs) >= 1);
+    cr_expect_str_eq(th_json_str(json_array_get(outs, 0), "verdict"), "PASS");
+    cr_expect(json_is_object(json_object_get(doc, "report")));
+    json_decref(doc);
+    res_free(&r);
+}
+
+Test(cli_kernels, run_rejected_exits_2_with_the_rule)
+{
+    res r = RUN("run", "rmsnorm", "--set", "br=12");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "br=12") && strstr(r.err, "T1"), "names the configuration and the rule: %s", r.err);
+    res_free(&r);
+}
+
+Test(cli_kernels, run_cost_only_checks_nothing)
+{
+    res r = RUN("run", "softmax", "--cost-only");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "cost only") && !strstr(r.out, "reference check"), "%s", r.out);
+    res_free(&r);
+}
+
+Test(cli_kernels, run_on_the_plugin)
+{
+    need_plugin();
+    char spec[PATH_MAX + 16];
+    snprintf(spec, sizeof spec, "%s:rmsnorm", plugin());
+    const char *specs[2] = {plugin(), spec};
+    for (int i = 0; i < 2; i++) {
+        res r = RUN("run", specs[i]);
+        cr_expect_eq(r.status, 0, "%s: %s%s", specs[i], r.out, r.err);
+        cr_expect(strstr(r.out, "PASS"), "%s", r.out);
+        res_free(&r);
+    }
+    snprintf(spec, sizeof spec, "%s:nope", plugin());
+    res r = RUN("run", spec);
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "no kernel 'nope'"), "%s", r.err);
+    res_free(&r);
+}
+
+/* ---- verify and the heatmap ------------------------------------------------------------ */
+
+Test(cli_kernels, verify_every_builtin_passes, .timeout = 120)
+{
+    for (int i = 0; i < ex_kernel_count(); i++) {
+        const pl_kernel_def *d = ex_kernel_at(i);
+        if (!d->reference) continue;
+        res r = RUN("verify", d->name);
+        cr_expect_eq(r.status, 0, "verify %s: exit %d\n%s%s", d->name, r.status, r.out, r.err);
+        cr_expect(strstr(r.out, "PASS"), "verify %s: %s", d->name, r.out);
+        res_free(&r);
+    }
+}
+
+Test(cli_kernels, verify_writes_a_labelled_heatmap)
+{
+    char path[] = "/tmp/tck_heat_XXXXXX";
+    close(mkstemp(path));
+    res r = RUN("verify", "rmsnorm", "--set", "br=64", "--heatmap", path);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *svg = th_read_file(path);
+    cr_assert(svg && strncmp(svg, "<svg", 4) == 0);
+    cr_expect(strstr(svg, "class=\"row-label\"") && strstr(svg, "class=\"col-label\"") && strstr(svg, "legend"),
+              "block labels and a legend");
+    cr_expect(strstr(svg, "block (15, 0)"), "1024 rows in blocks of 64: 16 row blocks");
+    free(svg);
+    unlink(path);
+    res_free(&r);
+    r = RUN("verify", "rmsnorm", "--heatmap", "/nonexistent/dir/h.svg");
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "/nonexistent/dir/h.svg"), "%s", r.err);
+    res_free(&r);
+}
+
+/* The generic heatmap of any output: the bad block takes the FAIL colour, a
+ * block with no error the 'exact' one; every colour is in the legend. */
+Test(cli_kernels, allclose_heatmap_marks_the_bad_block)
+{
+    enum { M = 64, N = 256 };
+    float *got = th_f32_seq(M * N), *want = th_f32_seq(M * N);
+    got[40 * N + 200] += 1.0f; /* row block 5 of 8 rows, column block 1 of 128 columns */
+    pl_array g = PL_ARRAY(got, PL_F32, M, N), w = PL_ARRAY(want, PL_F32, M, N);
+    char path[] = "/tmp/tck_heat2_XXXXXX", msg[512];
+    close(mkstemp(path));
+    cr_assert_eq(pl_allclose_heatmap(&g, &w, 8, 128, 0, 0, path, msg, sizeof msg), PL_EVERIFY, "%s", msg);
+    cr_expect(strstr(msg, "8x2 blocks") && strstr(msg, "FAIL"), "%s", msg);
+    char *svg = th_read_file(path);
+    const char *bad = strstr(svg, "<title>block (5, 1)");
+    cr_assert(bad, "a tooltip per block");
+    const char *rect = bad;
+    while (rect > svg && strncmp(rect, "<rect", 5) != 0) rect--;
+    cr_expect(strstr(rect, "fill=\"#440154\"") == strstr(rect, "fill="), "the bad block is FAIL-coloured");
+    const char *good = strstr(svg, "<title>block (0, 0)");
+    rect = good;
+    while (rect > svg && strncmp(rect, "<rect", 5) != 0) rect--;
+    cr_expect(strstr(rect, "fill=\"#FDE725\"") == strstr(rect, "fill="), "an exact block is 'exact'-coloured");
+    cr_expect(strstr(svg, "FAIL (error &gt;") || strstr(svg, "FAIL (error >"), "the legend names FAIL");
+    cr_expect(strstr(svg, "exact (0)") && strstr(svg, "MARGINAL"), "the legend has every step");
+    free(svg);
+    unlink(path);
+    pl_array small = PL_ARRAY(want, PL_F32, M, N / 2);
+    cr_expect_eq(pl_allclose_heatmap(&g, &small, 8, 128, 0, 0, path, msg, sizeof msg), PL_ESHAPE);
+    cr_expect_eq(pl_allclose_heatmap(&g, &w, 8, 128, 0, 0, "/nonexistent/h.svg", msg, sizeof msg), PL_EINVAL);
+    cr_expect(strstr(msg, "/nonexistent/h.svg"), "%s", msg);
+    free(got), free(want);
+}
+
+/* ---- sweep KERNEL ------------------------------------------------------------------------ */
+
+static void expect_ranked(json_t *doc)
+{
+    json_t *legal = json_object_get(doc, "legal"), *rej = json_object_get(doc, "rejected");
+    cr_assert(json_is_array(legal) && json_is_array(rej));
+    cr_expect_eq((double)json_array_size(legal), th_json_num(doc, "n_legal"));
+    cr_expect_eq((double)json_array_size(rej), th_json_num(doc, "n_rejected"));
+    for (size_t i = 1; i < json_array_size(legal); i++)
+        cr_expect(th_json_num(json_array_get(legal, i - 1), "time_s") <= th_json_num(json_array_get(legal, i), "time_s"),
+                  "ranked fastest first");
+    for (size_t i = 0; i < json_array_size(rej); i++) {
+        json_t *x = json_array_get(rej, i);
+        cr_expect(strlen(th_json_str(x, "reason")) > 10, "a rejected configuration has its reason");
+        cr_expect(json_is_object(json_object_get(x, "params")));
+    }
+}
+
+Test(cli_kernels, sweep_kernel_json_ranks_and_lists_rejected)
+{
+    res r = RUN("sweep", "rmsnorm", "--vary", "br=8,12,16,32,64,128,256,512,1024", "--set", "dtype=f32", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *doc = th_json_parse(r.out, "sweep --json");
+    cr_expect_eq(th_json_num(doc, "evaluated"), 9);
+    cr_expect_eq(th_json_num(doc, "n_rejected"), 1, "br=12 breaks the (8, 128) rule");
+    json_t *rej = json_array_get(json_object_get(doc, "rejected"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(rej, "params"), "br")), 12);
+    cr_expect(strstr(th_json_str(rej, "reason"), "T1"), "%s", th_json_str(rej, "reason"));
+    expect_ranked(doc);
+    json_decref(doc);
+    res_free(&r);
+}
+
+Test(cli_kernels, sweep_kernel_text_csv_and_svg)
+{
+    char svg[] = "/tmp/tck_roof_XXXXXX";
+    close(mkstemp(svg));
+    res r = RUN("sweep", "add", "--svg", svg, "--top", "3");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "configuration") && strstr(r.out, "HBM GB/s") && strstr(r.out, "more legal"), "%s", r.out);
+    char *plot = th_read_file(svg);
+    cr_expect(plot && strstr(plot, "<svg") && strstr(plot, "roofline: add"), "the roofline names the kernel");
+    free(plot);
+    unlink(svg);
+    res_free(&r);
+    r = RUN("sweep", "add", "--csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(STARTS(r.out, "rank,config,status,"), "%s", r.out);
+    res_free(&r);
+}
+
+Test(cli_kernels, sweep_of_the_plugin)
+{
+    need_plugin();
+    res r = RUN("sweep", plugin(), "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *doc = th_json_parse(r.out, "plugin sweep");
+    cr_expect_gt(th_json_num(doc, "n_legal"), 0);
+    expect_ranked(doc);
+    json_decref(doc);
+    res_free(&r);
+}
+
+/* ---- explain KERNEL -------------------------------------------------------------------- */
+
+Test(cli_kernels, explain_any_kernel_narrates_its_operands)
+{
+    res r = RUN("explain", "rmsnorm", "--set", "rows=64", "--set", "br=16");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "grid (4) = 4 steps"), "%s", r.out);
+    cr_expect(strstr(r.out, "copied HBM -> VMEM") && strstr(r.out, "written back to HBM"), "%s", r.out);
+    cr_expect(strstr(r.out, "gamma"), "every operand by its name: %s", r.out);
+    cr_expect(!strstr(r.out, "acc += x @ y"), "no matmul narration for a norm");
+    res_free(&r);
+    r = RUN("explain", "rmsnorm", "--set", "br=8", "--set", "rows=65536");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "at most 512"), "%s", r.err);
+    res_free(&r);
+}
+
+/* ---- bad command lines ------------------------------------------------------------------ */
+
+typedef struct bad {
+    const char *args[10];
+    const char *says;
+} bad;
+
+Test(cli_kernels, bad_command_lines_name_what_and_exit_2)
+{
+    static const bad cases[] = {
+        {{"run"}, "missing the kernel"},
+        {{"run", "conv"}, "unknown kernel 'conv'; the kernels are matmul"},
+        {{"verify", "nope"}, "unknown kernel 'nope'"},
+        {{"explain", "nope"}, "unknown kernel 'nope'"},
+        {{"run", "rmsnorm", "--set", "bogus=1"}, "no parameter 'bogus' (its parameters: rows, d, br"},
+        {{"run", "rmsnorm", "--set", "br=x"}, "--set br=x: parameter 'br'"},
+        {{"run", "rmsnorm", "--set", "br"}, "want name=value"},
+        {{"run", "rmsnorm", "--frob"}, "unknown option '--frob'; see 'tilesim run --help'"},
+        {{"run", "rmsnorm", "--seed"}, "--seed: missing value"},
+        {{"run", "rmsnorm", "--json=1"}, "--json: takes no value"},
+        {{"run", "rmsnorm", "--vary", "br=8"}, "'--vary' is not an option of run"},
+        {{"run", "rmsnorm", "extra"}, "unexpected argument 'extra'"},
+        {{"sweep", "rmsnorm", "--vary", "br=8,x"}, "--vary br=8,x: parameter 'br'"},
+        {{"sweep", "rmsnorm", "--vary", "zz=8"}, "--vary zz=8: kernel 'rmsnorm' has no parameter 'zz'"},
+        {{"sweep", "rmsnorm", "--vary", "br=8,8"}, "'8' appears twice"},
+        {{"sweep", "rmsnorm", "--vary", "br="}, "want NAME=V1,V2"},
+        {{"sweep", "rmsnorm", "--vary", "br=8", "--set", "br=16"}, "given twice"},
+        {{"sweep", "rmsnorm", "--csv", "--json"}, "exclude each other"},
+        {{"sweep", "rmsnorm", "--heatmap", "x"}, "'--heatmap' is not an option of sweep"},
+        {{"run", "rmsnorm", "--chip", "v9"}, "unknown chip 'v9'"},
+        {{"list", "a", "b"}, "unexpected argument 'b'"},
+        {{"verify", "rmsnorm", "--output", "9"}, "--output: '9'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        res r = run_args(cases[i].args);
+        cr_expect_eq(r.status, 2, "case %zu (%s ...): exit %d: %s", i, cases[i].args[0], r.status, r.err);
+        cr_expect(strstr(r.err, cases[i].says), "case %zu: stderr lacks \"%s\":\n%s", i, cases[i].says, r.err);
+        cr_expect(strstr(r.err, "usage: tilesim"), "case %zu: no usage hint: %s", i, r.err);
+        res_free(&r);
+    }
+}
+
+Test(cli_kernels, every_verb_has_help_listing_its_options)
+{
+    static const char *const verbs[][3] = {
+        {"list", "--help"}, {"run", "--help"}, {"verify", "-h"}, {"sweep", "--help"}, {"explain", "--help"}};
+    static const char *const wants[] = {"usage: tilesim list", "--cost-only", "--heatmap FILE.svg", "--vary",
+                                        "--set"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        res r = run_args(verbs[i]);
+        cr_expect_eq(r.status, 0, "%s --help: %s", verbs[i][0], r.err);
+        cr_expect(strstr(r.out, wants[i]), "%s --help lacks %s:\n%s", verbs[i][0], wants[i], r.out);
+        res_free(&r);
+    }
+}
+
+/* ---- the matmul commands keep their format ------------------------------------------------- */
+
+/* `sweep matmul M N K --json` is scripted against: its members and their
+ * order stay those of release 0.5. */
+Test(cli_kernels, old_matmul_sweep_json_keeps_its_members)
+{
+    res r = RUN("sweep", "matmul", "256", "256", "256", "--bm", "128,256", "--bn", "128", "--bk", "128,100", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(STARTS(r.out, "{\"kernel\":\"matmul\",\"m\":256,\"n\":256,\"k\":256,\"dtype\":\"f32\",\"chip\":\"v5e\","
+                            "\"vmem_limit\":"), "%s", r.out);
+    cr_expect(strstr(r.out, "\n{\"bm\":128,\"bn\":128,\"bk\":128,\"ai\":64,\"vmem_bytes\":"), "%s", r.out);
+    cr_expect(strstr(r.out, "\"rejected\":[\n{\"bm\":128,\"bn\":128,\"bk\":100,\"steps\":"), "%s", r.out);
+    json_t *doc = th_json_parse(r.out, "sweep matmul --json");
+    cr_expect_eq(th_json_num(doc, "n_legal"), 2);
+    json_decref(doc);
+    res_free(&r);
+    r = RUN("sweep", "matmul", "256", "256", "256", "--bm", "128", "--bn", "128", "--bk", "128", "--csv");
+    cr_expect(STARTS(r.out, "bm,bn,bk,status,ai,vmem_bytes,fits,steps,time_s,tflops,peak_pct,bound,reason\n"
+                            "128,128,128,ok,64,"), "%s", r.out);
+    res_free(&r);
+    r = RUN("explain", "matmul", "256", "256", "256", "128", "128", "128");
+    cr_expect_eq(r.status, 0);
+    cr_expect(STARTS(r.out, "explain: matmul C (256 x 256) = A (256 x 256) @ B (256 x 256), f32 on v5e\n"), "%s", r.out);
+    cr_expect(strstr(r.out, "kernel: acc = 0; acc += x @ y"), "%s", r.out);
+    res_free(&r);
+}
