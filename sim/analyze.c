@@ -37,10 +37,119 @@ static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
     else snprintf(buf, n, "%s and %s", r->op[first].name, r->op[second].name);
 }
 
-void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops)
+/* The operand moved most beyond its own size (an input read again, an
+ * output fetched back): its index, or -1 when every operand moves once. */
+static int most_reread(const pl_report *r)
+{
+    int best = -1;
+    int64_t best_extra = 0;
+    for (int i = 0; i < r->n_operands; i++) {
+        const pl_operand_report *o = &r->op[i];
+        if ((o->role != PL_ROLE_IN && o->role != PL_ROLE_OUT) || o->array_bytes <= 0) continue;
+        int64_t moved = o->bytes_in + (o->role == PL_ROLE_OUT ? o->bytes_out : 0);
+        int64_t extra = moved - o->array_bytes;
+        /* a few percent over is edge clipping of odd shapes, not re-reading */
+        if (extra > o->array_bytes / 20 && extra > best_extra) best = i, best_extra = extra;
+    }
+    return best;
+}
+
+static const sim_operand *plan_operand_of(const sim_plan *plan, const pl_report *r, int i)
+{
+    for (int k = 0; plan && k < plan->n_ops; k++)
+        if (plan->ops[k].rep == &r->op[i]) return &plan->ops[k];
+    return NULL;
+}
+
+static int map_uses_axis(const pl_index_map *m, int axis)
+{
+    for (int d = 0; d < m->n; d++)
+        if (m->axis[d] == axis) return 1;
+    return 0;
+}
+
+/* The grid axis that makes op be copied again: one its (declarative) map
+ * ignores while an axis it follows runs inside it, so the walk leaves each
+ * block and comes back to it. The longest such axis; -1 if none or unknown. */
+static int reread_axis(const sim_plan *plan, const sim_operand *op)
+{
+    const pl_call *call = plan->call;
+    if (!op || op->map.fn || !op->pipelined) return -1;
+    int inner_used = -1;
+    for (int a = 0; a < call->grid_rank; a++)
+        if (call->grid[a] > 1 && map_uses_axis(&op->map, a)) inner_used = a;
+    int best = -1;
+    for (int a = 0; a < inner_used; a++)
+        if (call->grid[a] > 1 && !map_uses_axis(&op->map, a) && (best < 0 || call->grid[a] > call->grid[best]))
+            best = a;
+    return best;
+}
+
+/* "y's block dim 1 and o's block dim 1": the block dims that grid axis
+ * `axis` walks; larger ones mean fewer steps along it. */
+static void blocks_along(const sim_plan *plan, int axis, char *buf, size_t n)
+{
+    size_t at = 0;
+    int count = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < plan->n_ops && at < n; k++) {
+        const sim_operand *op = &plan->ops[k];
+        if (!op->pipelined || op->map.fn) continue;
+        for (int d = 0; d < op->map.n && at < n; d++)
+            if (op->map.axis[d] == axis)
+                at += (size_t)snprintf(buf + at, n - at, "%s%s's block dim %d", count++ ? ", " : "", op->rep->name, d);
+    }
+}
+
+/* After "HBM-bound: ...": which operand's traffic exceeds its size, the
+ * axis that causes it and the block dims that would cut it, from the
+ * kernel's own operands and index maps. */
+static void reread_advice(const pl_report *r, const sim_plan *plan, char *buf, size_t n)
+{
+    char a[32], b[32], dims[256];
+    int i = most_reread(r);
+    if (i < 0) {
+        snprintf(buf, n, "every operand moves once, its own size, so the traffic is already the least the "
+                 "kernel needs, at %.0f%% of the HBM bandwidth%s", 100 * r->hbm_bw_fraction,
+                 r->hbm_bw_fraction < 0.5 ? "; larger blocks hide the latency of each copy better" :
+                 "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
+        return;
+    }
+    const pl_operand_report *o = &r->op[i];
+    int64_t moved = o->bytes_in + (o->role == PL_ROLE_OUT ? o->bytes_out : 0);
+    int at = snprintf(buf, n, "%s: %s moved for a %s array, %s %.3g times", o->name,
+                      pl_format_bytes((double)moved, a, sizeof a), pl_format_bytes((double)o->array_bytes, b, sizeof b),
+                      o->role == PL_ROLE_IN ? "read" : "moved", (double)moved / (double)o->array_bytes);
+    if (at < 0 || (size_t)at >= n) return;
+    int axis = plan ? reread_axis(plan, plan_operand_of(plan, r, i)) : -1;
+    if (axis < 0) {
+        snprintf(buf + at, n - (size_t)at, "; larger blocks of it, or an order that visits each block once, "
+                 "cut that");
+        return;
+    }
+    blocks_along(plan, axis, dims, sizeof dims);
+    snprintf(buf + at, n - (size_t)at, ", because grid axis %d (%lld steps), which its index map ignores, runs "
+             "outside an axis it follows; %s%s means fewer re-reads", axis, (long long)plan->call->grid[axis],
+             dims[0] ? "a larger " : "fewer steps along that axis", dims);
+}
+
+/* G4: the parts of the core that finished last add up to the call's time. */
+static void slowest_core(pl_report *r, const sim_time_result *t)
+{
+    int s = 0;
+    for (int c = 1; c < r->cores && c < SIM_MAX_CORES; c++)
+        if (t->core_end_s[c] > t->core_end_s[s]) s = c;
+    r->slowest_core = s;
+    r->core_compute_s = t->core_compute_s[s];
+    r->core_overhead_s = t->core_overhead_s[s];
+    double wait = t->core_end_s[s] - r->core_compute_s - r->core_overhead_s;
+    r->core_exposed_s = wait > 0 ? wait : 0;
+}
+
+void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops, const sim_plan *plan)
 {
     const pl_chip *chip = r->chip;
-    char a[32], b[32], c[32], names[80];
+    char a[32], b[32], c[32], names[80], advice[640];
     r->time_s = t->total_s;
     r->compute_s = t->compute_s;
     r->overhead_s = t->overhead_s;
@@ -54,6 +163,12 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
     r->peak_fraction = r->flops_per_s / (rate * r->cores);
     r->intensity = r->hbm_bytes ? r->mxu_flops / (double)r->hbm_bytes : 0;
     r->critical_intensity = rate * chip->cores_per_device / chip->hbm_bw;
+    r->hbm_bw_achieved = r->time_s > 0 ? (double)r->hbm_bytes / r->time_s : 0;
+    r->hbm_bw_fraction = r->hbm_bw_achieved / chip->hbm_bw;
+    r->vpu_fraction = r->time_s > 0 && r->cores ? r->vpu_s / (r->time_s * r->cores) : 0;
+    /* an RMSNorm's reader wants bandwidth first, not "0 TFLOP/s" */
+    r->mxu_light = r->mxu_flops <= 0 || r->mxu_s < r->vpu_s;
+    slowest_core(r, t);
 
     /* sentences speak of one core: sums over cores divided by their number */
     double per_core = r->cores ? 1.0 / r->cores : 1;
@@ -66,13 +181,15 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
     if (wait >= comp && wait >= over) {
         r->bound = PL_BOUND_HBM;
         heaviest_inputs(r, names, sizeof names);
-        snprintf(r->bound_msg, sizeof r->bound_msg,
-                 "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); "
-                 "%.0f FLOP per HBM byte against the %s's critical %.0f: larger blocks along the dimensions "
-                 "that are re-read (bm and bn for a matmul) raise the intensity",
-                 pl_format_time(wait, a, sizeof a), pl_format_time(r->time_s, b, sizeof b), names,
-                 pl_format_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, r->intensity, chip->name,
-                 r->critical_intensity);
+        reread_advice(r, plan, advice, sizeof advice);
+        int n = snprintf(r->bound_msg, sizeof r->bound_msg,
+                         "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); %s",
+                         pl_format_time(wait, a, sizeof a), pl_format_time(r->time_s, b, sizeof b), names,
+                         pl_format_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, advice);
+        if (r->mxu_flops > 0 && n > 0 && (size_t)n < sizeof r->bound_msg)
+            snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
+                     "; %.0f FLOP per HBM byte against the %s's critical %.0f", r->intensity, chip->name,
+                     r->critical_intensity);
     } else if (over >= comp) {
         r->bound = PL_BOUND_OVERHEAD;
         snprintf(r->bound_msg, sizeof r->bound_msg,

@@ -292,7 +292,7 @@ static void time_run(sim_exec *x)
         else sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
         return;
     }
-    sim_analyze(&x->rep, &t, x->dot_flops);
+    sim_analyze(&x->rep, &t, x->dot_flops, &x->plan);
     if (x->tracing) {
         int bad = sim_trace_write(x->trace, &x->plan, x->cores, x->n_cores, &x->rep);
         bad |= fclose(x->trace) != 0;

@@ -44,6 +44,36 @@ static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
     if (!rank) snprintf(buf, n, "scalar");
 }
 
+/* The time line, the headline and the bound. The parts of the time are the
+ * last core's, so they add up to it (G4); a kernel with little MXU work
+ * leads with the bandwidth it reaches, not "0 TFLOP/s". */
+static void print_timing(const pl_report *r, FILE *f)
+{
+    char t[4][32], on[96] = "";
+    double comp = r->compute_s, wait = r->dma_exposed_s, over = r->overhead_s;
+    if (r->cores > 1) {
+        comp = r->core_compute_s, wait = r->core_exposed_s, over = r->core_overhead_s;
+        snprintf(on, sizeof on, " on core %d, the last of %d to finish", r->slowest_core, r->cores);
+    }
+    fprintf(f, "  time on %s: %s = compute %s + exposed DMA %s + step overhead %s%s\n", r->chip->name,
+            pl_format_time(r->time_s, t[0], 32), pl_format_time(comp, t[1], 32), pl_format_time(wait, t[2], 32),
+            pl_format_time(over, t[3], 32), on);
+    if (r->mxu_light) {
+        fprintf(f, "  %.1f GB/s = %.1f%% of the %s HBM bandwidth (%.0f GB/s); VPU busy %.1f%% of the time",
+                r->hbm_bw_achieved / 1e9, 100 * r->hbm_bw_fraction, r->chip->name, r->chip->hbm_bw / 1e9,
+                100 * r->vpu_fraction);
+        if (r->mxu_flops > 0)
+            fprintf(f, "; MXU %.3g TFLOP/s = %.1f%% of its %s peak", r->flops_per_s / 1e12, 100 * r->peak_fraction,
+                    pl_dtype_name(r->mxu_dtype));
+        fputc('\n', f);
+    } else {
+        fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s MXU peak; %.1f FLOP per HBM byte (critical %.0f)\n",
+                r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
+                r->critical_intensity);
+    }
+    fprintf(f, "  bound: %s\n", r->bound_msg);
+}
+
 void pl_report_print(const pl_report *r, FILE *f)
 {
     if (!r || !f) return;
@@ -88,16 +118,7 @@ void pl_report_print(const pl_report *r, FILE *f)
     if (r->dma_copies)
         fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
                 pl_format_bytes((double)r->dma_bytes, a, sizeof a));
-    if (r->cores) {
-        char t[4][32];
-        fprintf(f, "  time on %s: %s = compute %s + exposed DMA %s + step overhead %s\n", r->chip->name,
-                pl_format_time(r->time_s, t[0], 32), pl_format_time(r->compute_s, t[1], 32),
-                pl_format_time(r->dma_exposed_s, t[2], 32), pl_format_time(r->overhead_s, t[3], 32));
-        fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s MXU peak; %.1f FLOP per HBM byte (critical %.0f)\n",
-                r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
-                r->critical_intensity);
-        fprintf(f, "  bound: %s\n", r->bound_msg);
-    }
+    if (r->cores) print_timing(r, f);
     if (r->n_warnings) {
         const char *w = r->warnings;
         while (*w) {
@@ -155,10 +176,10 @@ static void report_members(const pl_report *r, FILE *f)
         json_shape(f, o->block, o->rank);
         fprintf(f,
                 ",\"buffers\":%d,\"block_bytes\":%lld,\"vmem_bytes\":%lld,\"copies\":%lld,\"skipped\":%lld,"
-                "\"writebacks\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld,\"single_buffered\":%s}",
+                "\"writebacks\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld,\"single_buffered\":%s,\"array_bytes\":%lld}",
                 o->buffers, (long long)o->block_bytes, (long long)o->vmem_bytes, (long long)o->copies,
                 (long long)o->skipped, (long long)o->writebacks, (long long)o->bytes_in, (long long)o->bytes_out,
-                o->single_buffered ? "true" : "false");
+                o->single_buffered ? "true" : "false", (long long)o->array_bytes);
     }
     fprintf(f, "],\"scratch\":[");
     for (int i = 0; i < r->n_scratch; i++) {
@@ -177,6 +198,10 @@ static void report_members(const pl_report *r, FILE *f)
             r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
             r->critical_intensity, pl_bound_name(r->bound));
     pl_json_string(f, r->bound_msg);
+    fprintf(f, ",\"hbm_bw_achieved\":%.9g,\"hbm_bw_fraction\":%.6g,\"vpu_fraction\":%.6g,\"mxu_light\":%s,"
+            "\"slowest_core\":%d,\"core_compute_s\":%.9g,\"core_exposed_s\":%.9g,\"core_overhead_s\":%.9g",
+            r->hbm_bw_achieved, r->hbm_bw_fraction, r->vpu_fraction, r->mxu_light ? "true" : "false",
+            r->slowest_core, r->core_compute_s, r->core_exposed_s, r->core_overhead_s);
     fprintf(f, ",\"warnings\":[");
     const char *w = r->warnings;
     for (int first = 1; *w; first = 0) {

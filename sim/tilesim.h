@@ -349,6 +349,7 @@ typedef struct pl_operand_report {
     int64_t fetchbacks;           /* outputs: revisited blocks copied back HBM -> VMEM (P5, PL_REVISIT_ANY);
                                      their bytes count in bytes_in */
     int single_buffered;          /* 1: given one buffer because its block never changes over the grid (P6, P7) */
+    int64_t array_bytes;          /* logical bytes of its HBM array: bytes_in beyond it are re-reads */
 } pl_operand_report;
 
 typedef struct pl_scratch_report {
@@ -398,8 +399,16 @@ typedef struct pl_report {
     double peak_fraction;         /* flops_per_s / the cores' MXU peak for mxu_dtype */
     double intensity;             /* mxu_flops / hbm_bytes, FLOP per HBM byte */
     double critical_intensity;    /* the device's MXU peak / HBM bandwidth */
+    double hbm_bw_achieved;       /* hbm_bytes / time_s, bytes per second */
+    double hbm_bw_fraction;       /* hbm_bw_achieved / the chip's HBM bandwidth */
+    double vpu_fraction;          /* vpu_s / (cores x time_s): how busy the VPUs were */
+    int mxu_light;                /* 1: the MXU did little of the work, so the headline is bandwidth, not FLOP/s */
+    /* G4: the TensorCore that finished last and its parts, which add up to
+     * time_s (compute_s, overhead_s, dma_exposed_s are sums over cores) */
+    int slowest_core;
+    double core_compute_s, core_exposed_s, core_overhead_s;
     pl_bound bound;
-    char bound_msg[512];          /* the bound in one sentence */
+    char bound_msg[1024];         /* the bound in one sentence */
 
     /* what the checks found (V1, V3); also summarized in warnings */
     int n_findings;               /* may exceed PL_MAX_FINDINGS; the first ones are kept */

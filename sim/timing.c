@@ -421,6 +421,8 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
     for (int i = 0; i < n_cores; i++) {
         out->compute_s += cs[i].compute;
         out->overhead_s += cs[i].overhead;
+        out->core_compute_s[i] = cs[i].compute;
+        out->core_overhead_s[i] = cs[i].overhead;
         double busy = cs[i].compute + cs[i].overhead, exposed = out->core_end_s[i] - busy;
         out->exposed_s += exposed > 0 ? exposed : 0;
         if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];

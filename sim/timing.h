@@ -73,6 +73,7 @@ typedef struct sim_time_result {
     double overhead_s;   /* summed over cores: per-step overhead */
     double exposed_s;    /* summed over cores: waiting for DMA beyond the overhead */
     double core_end_s[SIM_MAX_CORES];
+    double core_compute_s[SIM_MAX_CORES], core_overhead_s[SIM_MAX_CORES]; /* per core: with its wait, core_end_s */
 } sim_time_result;
 
 /* Make room for n transfers (with block indices) or `steps` steps up front:
@@ -108,7 +109,8 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
 int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep);
 
 /* Fill the report's timing fields and the bound sentence. dot_flops: MXU
- * FLOPs per dtype. */
-void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops);
+ * FLOPs per dtype; plan: the operands' index maps, to name the grid axis
+ * that makes an operand be re-read. */
+void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops, const sim_plan *plan);
 
 #endif

@@ -137,6 +137,26 @@ static int64_t laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_mem
     return sat_mul(n, es);
 }
 
+/* T6, one rule for blocks and scratch alike: warn when the tiled layout at
+ * least doubles the bytes, naming the padded dims, the factor and the bytes;
+ * a (1, N) bias (sublanes) and a (256, 1) statistics block (lanes) alike. */
+static void warn_padding(pl_report *rep, const char *who, const char *kind, const int64_t *shape, int rank,
+                         pl_dtype t, const pl_chip *chip, int64_t tiled, int64_t logical)
+{
+    if (rank < 1 || logical <= 0 || tiled < 2 * logical) return;
+    char why[200] = "", shp[128];
+    int at = 0, sub = native_sublanes(t, chip);
+    if (rank >= 2 && shape[rank - 2] % sub)
+        at += snprintf(why, sizeof why, "has %lld rows where the native tile has %d sublanes",
+                       (long long)shape[rank - 2], sub);
+    if (shape[rank - 1] % 128)
+        snprintf(why + at, sizeof why - (size_t)at, "%sis %lld wide where a tile has 128 lanes", at ? " and " : "",
+                 (long long)shape[rank - 1]);
+    sim_format_idx(shape, rank, shp, sizeof shp);
+    sim_warn(rep, "%s: %s %s (%s) %s; it takes %lld bytes of VMEM for %lld of data, %.0fx (rule T6)", who, kind,
+             shp, pl_dtype_name(t), why, (long long)tiled, (long long)logical, (double)tiled / (double)logical);
+}
+
 /* ---- BlockSpecs --------------------------------------------------------------- */
 
 static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
@@ -327,15 +347,10 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     or->block_bytes = sat_mul(op->block_elems, (int64_t)op->elem_size);
     or->vmem_bytes = op->pipelined ? laid_out_bytes(op->block, a->rank, a->dtype, s->space, plan->chip) : 0;
 
-    /* T6: legal but wasteful when the sublane dim is off the native tiling. */
-    if (s->space == PL_VMEM && a->rank >= 2) {
-        int sub = native_sublanes(a->dtype, plan->chip);
-        if (op->block[a->rank - 2] % sub != 0)
-            sim_warn(rep, "%s: block %s (%s) has %lld rows where the native tile has %d sublanes; each buffer "
-                     "takes %lld bytes of VMEM for %lld of data (rule T6)",
-                     or->name, blk, pl_dtype_name(a->dtype), (long long)op->block[a->rank - 2], sub,
-                     (long long)or->vmem_bytes, (long long)or->block_bytes);
-    }
+    or->array_bytes = sat_mul(pl_array_size(a), (int64_t)op->elem_size);
+    if (s->space == PL_VMEM && op->pipelined)
+        warn_padding(rep, or->name, "block", op->block, a->rank, a->dtype, plan->chip, or->vmem_bytes,
+                     or->block_bytes);
     return PL_OK;
 }
 
@@ -514,6 +529,9 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
                             pl_dtype_name(s->dtype));
         /* semaphores live in their own memory, outside the VMEM and SMEM budgets */
         sr->bytes = s->space == PL_SEMAPHORE ? 0 : laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);
+        if (s->space == PL_VMEM)
+            warn_padding(rep, sr->name, "scratch", s->shape, s->rank, s->dtype, plan->chip, sr->bytes,
+                         sat_mul(pl_array_size(&shape), (int64_t)pl_dtype_size(s->dtype)));
     }
     return PL_OK;
 }
