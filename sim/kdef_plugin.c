@@ -60,7 +60,17 @@ int pl_plugin_load(const char *path, const pl_kernel_def *const **defs, char *ms
     if (!S_ISREG(st.st_mode)) return fail(msg, n, path, "not a regular file", NULL);
     dlerror();
     void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return fail(msg, n, path, "cannot load it as a shared object", dlerror());
+    if (!h) {
+        const char *e = dlerror();
+        fail(msg, n, path, "cannot load it as a shared object", e);
+        /* the usual cause: a program linked with the static library holds
+         * only the pl_ functions it calls, and exports none of them */
+        if (e && strstr(e, "undefined symbol: pl") && msg && strlen(msg) + 1 < n)
+            snprintf(msg + strlen(msg), n - strlen(msg),
+                     " (the program loading plugins must export the tilesim library: link it with "
+                     "-rdynamic -Wl,--whole-archive -ltilesim -Wl,--no-whole-archive)");
+        return PL_EINVAL;
+    }
     dlerror();
     void *sym = dlsym(h, PL_PLUGIN_SYMBOL);
     if (!sym) {

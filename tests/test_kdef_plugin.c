@@ -148,6 +148,11 @@ Test(kdef, plugin_load_refuses_bad_files_naming_file_and_reason)
                        "int tilesim_kernels(int abi, const void ***d) { (void)abi; *d = l; return 1; }\n",
              path, sizeof path);
     expect_refused(path, "definition 0 has no name", "");
+    /* a pl_ symbol the program does not export: say how to link it */
+    build_so("unexported", "void pl_no_such_op(void); const void *f = (const void *)pl_no_such_op;\n"
+                           "int tilesim_kernels(int abi, const void ***d) { (void)abi; (void)d; return -1; }\n",
+             path, sizeof path);
+    expect_refused(path, "undefined symbol: pl_no_such_op", "-rdynamic -Wl,--whole-archive");
     expect_refused(tmpdir, "not a regular file", "");
     remove_tmpdir();
 }
