@@ -346,3 +346,64 @@ Test(builtins, table_kernels_sweep)
         for (int i = 0; i < n; i++) cr_assert_eq(reps[i].status, PL_OK, "%s #%d: %s", d->name, i, reps[i].error);
     }
 }
+
+/* Every definition's own sweep (the product of its candidates, as `tilesim
+ * sweep KERNEL` runs it): each configuration runs or is refused with a
+ * reason; none crashes, and the defaults' configuration is legal. */
+Test(builtins, every_candidate_product_runs_or_says_why, .timeout = 300)
+{
+    for (int k = 0; k < ex_kernel_count(); k++) {
+        const pl_kernel_def *d = ex_kernel_at(k);
+        int n = 1;
+        for (int p = 0; p < d->n_params; p++) n *= d->params[p].candidates ? d->params[p].n_candidates : 1;
+        int64_t *vals = malloc(sizeof(int64_t) * (size_t)(n * d->n_params));
+        pl_report *reps = calloc((size_t)n, sizeof *reps);
+        cr_assert(vals && reps);
+        for (int i = 0; i < n; i++) {
+            int64_t *v = vals + (size_t)i * (size_t)d->n_params;
+            pl_kernel_defaults(d, v);
+            for (int p = 0, rest = i; p < d->n_params; p++) {
+                const pl_kernel_param *q = &d->params[p];
+                if (!q->candidates) continue;
+                v[p] = q->candidates[rest % q->n_candidates];
+                rest /= q->n_candidates;
+            }
+        }
+        cr_assert_eq(pl_kernel_sweep(d, n, vals, NULL, NULL, reps), PL_OK, "%s", d->name);
+        int legal = 0;
+        for (int i = 0; i < n; i++) {
+            if (reps[i].status == PL_OK) legal++;
+            else cr_assert(reps[i].error[0], "%s #%d: refused without a reason", d->name, i);
+        }
+        cr_assert_gt(legal, 0, "%s: some candidate configuration is legal", d->name);
+        free(vals), free(reps);
+    }
+}
+
+/* The new kernels pass their reference at every candidate block (real runs,
+ * ragged small shapes: blocks larger than the array included, B6). */
+Test(builtins, new_kernels_pass_at_every_candidate_block, .timeout = 300)
+{
+    static const struct { const char *name, *shape[2]; } cases[] = {
+        {"rmsnorm", {"rows=100", "d=256"}},  {"layernorm", {"rows=100", "d=256"}},
+        {"softmax", {"rows=40", "cols=700"}}, {"add", {"rows=40", "cols=700"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const pl_kernel_def *d = def(cases[c].name);
+        int br = pl_kernel_param_index(d, "br"), bc = pl_kernel_param_index(d, "bc");
+        const pl_kernel_param *pr = &d->params[br], *pc = bc >= 0 ? &d->params[bc] : NULL;
+        for (int i = 0; i < pr->n_candidates; i++)
+            for (int j = 0; j < (pc ? pc->n_candidates : 1); j++) {
+                int64_t v[PL_KDEF_MAX_PARAMS];
+                values(d, v, cases[c].shape, 2);
+                v[br] = pr->candidates[i];
+                if (pc) v[bc] = pc->candidates[j];
+                pl_report rep;
+                pl_check chk[PL_MAX_OPERANDS];
+                char buf[256];
+                int rc = pl_kernel_run(d, v, NULL, &rep, chk, NULL);
+                cr_assert_eq(rc, PL_OK, "%s: %s", pl_kernel_format(d, v, buf, sizeof buf), rep.error);
+                cr_assert_eq(chk[0].verdict, PL_PASS, "%s", pl_kernel_format(d, v, buf, sizeof buf));
+            }
+    }
+}
