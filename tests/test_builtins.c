@@ -59,7 +59,8 @@ Test(builtins, registry_lists_every_kernel)
         cr_assert_eq(ex_kernel_find(names[i]), d);
         cr_assert(d->summary && d->build && d->reference && d->check && d->flops && d->bytes,
                   "%s: every built-in has a summary, check, build, reference, flops and bytes", d->name);
-        for (int p = 0; p < d->n_params; p++) cr_assert(d->params[p].help, "%s.%s: no help", d->name, d->params[p].name);
+        for (int p = 0; p < d->n_params; p++)
+            cr_assert(d->params[p].help, "%s.%s: no help", d->name, d->params[p].name);
     }
     cr_assert_null(ex_kernel_at(n));
     cr_assert_null(ex_kernel_at(-1));
@@ -299,6 +300,10 @@ Test(builtins, checks_refuse_bad_values)
     refused("flash_attention", (const char *const[]){"causal=2"}, 1, "causal");
     refused("flash_attention", (const char *const[]){"bq=0"}, 1, "bq");
     refused("paged_attention", (const char *const[]){"page=0"}, 1, "page");
+    /* tables that would take gigabytes of host memory are refused before they are built */
+    refused("block_sparse_matmul", (const char *const[]){"M=1048576", "K=1048576", "bm=8", "bk=128"}, 4, "bm or bk");
+    refused("grouped_matmul", (const char *const[]){"G=1000000000"}, 1, "G =");
+    refused("paged_attention", (const char *const[]){"max_len=1000000000", "page=1"}, 2, "max_len, page");
 }
 
 /* Blocks the chip cannot take are the simulator's to refuse (T1), with the rule. */

@@ -128,6 +128,12 @@ static int pad_check(const int64_t *v, char *msg, size_t n)
         snprintf(msg, n, "paged_attention: batch = %lld is more than 4096 sequences", (long long)v[A_BATCH]);
         return PL_EINVAL;
     }
+    if (rc == PL_OK && ex_cdiv(v[A_MAXLEN], v[A_PAGE]) > EX_MAX_TABLE / v[A_BATCH]) {
+        snprintf(msg, n, "paged_attention: batch x cdiv(max_len, page) = %lld x %lld is more than the %d entries a "
+                 "block table may hold; use larger pages", (long long)v[A_BATCH],
+                 (long long)ex_cdiv(v[A_MAXLEN], v[A_PAGE]), EX_MAX_TABLE);
+        return PL_EINVAL;
+    }
     return rc == PL_OK ? ex_check_dtype(&ex_def_paged, v, A_DT, (const pl_dtype[]){PL_F32, PL_BF16}, 2, msg, n) : rc;
 }
 
@@ -202,5 +208,6 @@ const pl_kernel_def ex_def_paged = {
                {.name = "lengths_seed", .def = 1, .help = "the other sequences' lengths, 0..max_len"},
                {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_F32, .candidates = dt_cands, .n_candidates = 2,
                 .help = "of q, the pages and o: f32 or bf16"}},
-    .check = pad_check, .build = pad_build, .inputs = ex_fill_data_inputs, .reference = pad_reference, .flops = pad_flops, .bytes = pad_bytes,
+    .check = pad_check, .build = pad_build, .inputs = ex_fill_data_inputs, .reference = pad_reference,
+    .flops = pad_flops, .bytes = pad_bytes,
 };

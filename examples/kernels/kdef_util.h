@@ -8,6 +8,10 @@
 
 #include "../../sim/kdef.h"
 
+/* The most entries a scalar-prefetch table of a built-in may have: SMEM is
+ * small on a real chip, and a table is built on the host at every build. */
+#define EX_MAX_TABLE (1 << 22)
+
 static inline int64_t ex_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* PL_OK when every value named in names (a space-separated list, in the

@@ -40,6 +40,11 @@ static int bsd_check(const int64_t *v, char *msg, size_t n)
                  (long long)v[B_K]);
         return PL_EINVAL;
     }
+    if ((v[B_M] / v[B_BM]) > EX_MAX_TABLE / (v[B_K] / v[B_BK])) {
+        snprintf(msg, n, "%s: M/bm x K/bk = %lld x %lld blocks is more than the %d a block table may hold; use larger "
+                 "bm or bk", d->name, (long long)(v[B_M] / v[B_BM]), (long long)(v[B_K] / v[B_BK]), EX_MAX_TABLE);
+        return PL_EINVAL;
+    }
     return ex_check_dtype(d, v, B_DT, float_dts, 2, msg, n);
 }
 
@@ -137,6 +142,11 @@ enum { G_M, G_N, G_K, G_G, G_BM, G_BN, G_BK, G_SSEED, G_DT };
 static int gmd_check(const int64_t *v, char *msg, size_t n)
 {
     int rc = ex_check_positive(&ex_def_grouped, v, msg, n);
+    if (rc == PL_OK && (v[G_G] > EX_MAX_TABLE / 2 || ex_cdiv(v[G_M], v[G_BM]) > EX_MAX_TABLE / 2)) {
+        snprintf(msg, n, "grouped_matmul: G = %lld groups and cdiv(M, bm) = %lld row blocks must each be at most %d "
+                 "(the tile table)", (long long)v[G_G], (long long)ex_cdiv(v[G_M], v[G_BM]), EX_MAX_TABLE / 2);
+        return PL_EINVAL;
+    }
     if (rc == PL_OK && v[G_M] > INT32_MAX) {
         snprintf(msg, n, "grouped_matmul: M = %lld does not fit the int32 group offsets", (long long)v[G_M]);
         return PL_EINVAL;
