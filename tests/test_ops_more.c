@@ -37,6 +37,7 @@ typedef struct ot_case {
     int64_t r, c;      /* a and the output (reductions: their keepdims shape) */
     int64_t br, bc;    /* b's shape: (r or 1, c or 1), broadcast */
     int64_t mr, mc;    /* where's mask shape */
+    int in_place;      /* the kernel copies a into the output and runs the op on it (dst is a source) */
 } ot_case;
 
 static void apply(pl_ctx *c, const ot_case *t, pl_ref o, pl_ref a, pl_ref b, pl_ref m)
@@ -65,7 +66,9 @@ static void apply(pl_ctx *c, const ot_case *t, pl_ref o, pl_ref a, pl_ref b, pl_
 static void case_kernel(pl_ctx *c, pl_ref *refs)
 {
     const ot_case *t = pl_kernel_user(c);
-    apply(c, t, refs[3], refs[0], refs[1], refs[2]);
+    pl_ref a = refs[0];
+    if (t->in_place) pl_copy(c, refs[3], a), a = refs[3];
+    apply(c, t, refs[3], a, refs[1], refs[2]);
 }
 
 static int cmp_ref(double a, double b, pl_cmp_op op)
@@ -185,9 +188,12 @@ static const int64_t SHAPES[][2] = {{16, 128}, {5, 37}, {1, 9}};
 static void check_float_op(ot_op op)
 {
     static const pl_dtype dts[] = {PL_F32, PL_BF16};
+    int reduces = op >= O_SUM0 && op <= O_MAX1;
     for (int d = 0; d < 2; d++)
         for (size_t s = 0; s < N_SHAPES; s++)
-            run_case((ot_case){.op = op, .in_dt = dts[d], .out_dt = dts[d], .r = SHAPES[s][0], .c = SHAPES[s][1]});
+            for (int in_place = 0; in_place <= !reduces; in_place++)
+                run_case((ot_case){.op = op, .in_dt = dts[d], .out_dt = dts[d], .r = SHAPES[s][0],
+                                   .c = SHAPES[s][1], .in_place = in_place});
 }
 
 Test(ops_more, rsqrt_matches_host) { check_float_op(O_RSQRT); }
@@ -219,6 +225,8 @@ static void check_broadcasts(ot_case t)
             ot_case u = t;
             u.r = r, u.c = c, u.br = bs[k][0], u.bc = bs[k][1];
             if (u.op == O_WHERE) u.mr = bs[3 - k][0], u.mc = bs[3 - k][1]; /* the mask broadcasts too */
+            run_case(u);
+            u.in_place = u.in_dt == u.out_dt;
             run_case(u);
         }
     }
@@ -254,4 +262,23 @@ Test(ops_more, cast_converts_as_astype)
     run_case((ot_case){.op = O_CAST, .in_dt = PL_BF16, .out_dt = PL_F32, .r = 16, .c = 128});
 }
 
+/* o = x / o[0, :] computed in place with the divisor a view of o's own first
+ * row: the row is read before any row of o is written. */
+static void row_alias_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref x = refs[0], o = refs[1];
+    pl_copy(c, o, x);
+    pl_div(c, o, o, pl_ds(c, o, 0, 0, 1));
+}
 
+Test(ops_more, a_broadcast_row_may_alias_the_destination)
+{
+    float *x = th_f32_seq(4 * 8), *o = th_f32_fill(4 * 8, 0);
+    for (int j = 0; j < 8; j++) x[j] = 2.0f; /* the divisor row */
+    pl_array in = PL_ARRAY(x, PL_F32, 4, 8), out = PL_ARRAY(o, PL_F32, 4, 8);
+    pl_call call = {.name = "alias", .kernel = row_alias_kernel, .n_in = 1, .n_out = 1};
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, &in, &out, NULL, &rep), &rep);
+    for (int i = 0; i < 32; i++) cr_assert_eq(o[i], x[i] / 2.0f, "element %d is %g, want %g", i, o[i], x[i] / 2.0f);
+    free(x), free(o);
+}
