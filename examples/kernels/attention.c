@@ -67,6 +67,14 @@ static int fad_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     return PL_OK;
 }
 
+/* q in [-4, 4), k and v in [-1, 1), as the example program's (fa_fill). */
+static int fad_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed)
+{
+    fa_config cfg = fa_cfg(v);
+    fa_fill(&cfg, b->args, seed);
+    return PL_OK;
+}
+
 static int fad_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)
 {
     fa_config cfg = fa_cfg(v);
@@ -102,7 +110,8 @@ const pl_kernel_def ex_def_flash = {
                {.name = "causal", .def = 0, .help = "1: row i attends to keys j <= i (blocks above skipped)"},
                {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_F32, .candidates = dt_cands, .n_candidates = 2,
                 .help = "of q, k, v and o: f32, bf16 or f16"}},
-    .check = fad_check, .build = fad_build, .reference = fad_reference, .flops = fad_flops, .bytes = fad_bytes,
+    .check = fad_check, .build = fad_build, .inputs = fad_inputs,
+    .reference = fad_reference, .flops = fad_flops, .bytes = fad_bytes,
 };
 
 /* ---- paged attention ------------------------------------------------------------ */

@@ -137,17 +137,29 @@ static pl_array fa_array(const fa_config *cfg, void *data, int64_t len)
 }
 
 /* n values of a fixed pseudo-random sequence in [-amp, amp), stored as dt. */
-static void *random_values(int64_t n, pl_dtype dt, double amp, uint64_t seed)
+/* n values amp * [-1, 1) stored as dt into p, from seed (a 64-bit LCG). */
+static void fill_values(void *p, int64_t n, pl_dtype dt, double amp, uint64_t seed)
 {
     size_t es = pl_dtype_size(dt);
-    char *p = malloc((size_t)n * es);
-    if (!p) return NULL;
     for (int64_t i = 0; i < n; i++) {
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
         double u = (double)(seed >> 11) / 9007199254740992.0; /* [0, 1) */
-        pl_store_elem(p + (size_t)i * es, dt, amp * (2.0 * u - 1.0));
+        pl_store_elem((char *)p + (size_t)i * es, dt, amp * (2.0 * u - 1.0));
     }
+}
+
+static void *random_values(int64_t n, pl_dtype dt, double amp, uint64_t seed)
+{
+    char *p = malloc((size_t)n * pl_dtype_size(dt));
+    if (p) fill_values(p, n, dt, amp, seed);
     return p;
+}
+
+void fa_fill(const fa_config *cfg, pl_array args[3], uint64_t seed)
+{
+    for (int i = 0; i < 3; i++)
+        if (args[i].data)
+            fill_values(args[i].data, pl_array_size(&args[i]), cfg->dtype, i ? 1.0 : 4.0, seed + (uint64_t)i);
 }
 
 void fa_shapes(const fa_config *cfg, pl_array args[3], pl_array *out)

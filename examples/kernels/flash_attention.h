@@ -64,6 +64,9 @@ int fa_call(pl_call *call, fa_params *p, const fa_config *cfg);
  * [-1, 1), seeded by seed) and a zeroed o. Returns PL_OK, PL_ENOMEM. */
 int fa_inputs(const fa_config *cfg, pl_array args[3], pl_array *out, uint64_t seed);
 void fa_free(pl_array args[3], pl_array *out);
+/* The same values into arrays that already have data (of fa_shapes' shapes):
+ * what the "flash_attention" definition's inputs use. */
+void fa_fill(const fa_config *cfg, pl_array args[3], uint64_t seed);
 /* The shapes of q, k, v and o without data, for a cost-only run. */
 void fa_shapes(const fa_config *cfg, pl_array args[3], pl_array *out);
 /* Host bytes a real run with fa_check takes at its peak: the arrays and
