@@ -77,7 +77,10 @@ static void print_specs(const pl_call *call, const pl_report *v, int generic, FI
         }
         const pl_block_spec *s = j < call->n_in ? &call->in[j] : &call->out[j - call->n_in];
         map_words(&s->map, s->rank, map, sizeof map);
-        if (generic)
+        if (generic && o->space == PL_ANY)
+            fprintf(f, "  %s: stays in HBM (memory space ANY): the kernel copies what it needs with its own DMAs "
+                       "(rule T5)\n", o->name);
+        else if (generic)
             fprintf(f, "  %s: block %s at block index %s, %s; %d VMEM buffer%s of %s (rule P6)\n", o->name,
                     cli_tuple(o->block, o->rank, blk, sizeof blk), map, o->role == PL_ROLE_IN ? "an input" : "an output",
                     o->buffers, o->buffers == 1 ? "" : "s", pl_format_bytes((double)o->vmem_bytes, sz, sizeof sz));
@@ -166,6 +169,7 @@ static void print_summary(const pl_report *r, int generic, FILE *f)
     fprintf(f, "\nsummary: %lld steps on %s\n", (long long)r->steps, r->chip->name);
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
+        if (generic && (o->space == PL_ANY || o->role == PL_ROLE_PREFETCH)) continue; /* no pipeline copies */
         if (o->role == PL_ROLE_IN) {
             fprintf(f, "  %-3s %lld copies HBM -> VMEM (%s), %lld skipped (rule P2)\n", o->name, (long long)o->copies,
                     pl_format_bytes((double)o->bytes_in, a, sizeof a), (long long)o->skipped);
@@ -178,14 +182,21 @@ static void print_summary(const pl_report *r, int generic, FILE *f)
                         (long long)o->fetchbacks, pl_format_bytes((double)o->bytes_in, a, sizeof a));
         }
     }
+    if (generic && r->dma_copies)
+        fprintf(f, "  the kernel's own DMAs: %lld copies moving %s (rule M7)\n", (long long)r->dma_copies,
+                pl_format_bytes((double)r->dma_bytes, a, sizeof a));
     if (!generic && !skipped && r->steps > 1 && r->grid[2] > 1)
         fprintf(f, "  no copy was skipped: k, the fastest axis, changes the block of x and y at every step;\n"
                    "  with bk = K (one contraction block) x would stay put while j runs (rule P2)\n");
     fprintf(f, "  predicted time: %s = compute %s + exposed DMA %s + step overhead %s\n",
             pl_format_time(r->time_s, t[0], 32), pl_format_time(r->compute_s, t[1], 32), pl_format_time(r->dma_exposed_s, t[2], 32),
             pl_format_time(r->overhead_s, t[3], 32));
-    fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s peak; %.1f FLOP per HBM byte\n", r->flops_per_s / 1e12,
-            100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity);
+    if (generic && r->mxu_flops == 0 && r->time_s > 0 && r->chip->hbm_bw > 0) /* a norm: judged by bandwidth */
+        fprintf(f, "  %.1f GB/s of HBM = %.1f%% of the %s bandwidth; no MXU work\n", (double)r->hbm_bytes / r->time_s / 1e9,
+                100 * (double)r->hbm_bytes / r->time_s / r->chip->hbm_bw, r->chip->name);
+    else
+        fprintf(f, "  %.3g TFLOP/s = %.1f%% of the %s peak; %.1f FLOP per HBM byte\n", r->flops_per_s / 1e12,
+                100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity);
     fprintf(f, "  bound: %s\n", r->bound_msg);
 }
 

@@ -131,6 +131,12 @@ static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
 {
     char msg[PL_MSG_MAX];
     int rc = sim_kdef_prepare(d, v, &s->b, msg, sizeof msg);
+    if (rc == PL_OK) { /* arguments, outputs and the reference's copy of them: refuse what the host lacks */
+        double bytes = 0;
+        for (int a = 0; a < s->b.n_args; a++) bytes += s->b.args[a].data ? 0 : (double)pl_array_bytes(&s->b.args[a]);
+        for (int o = 0; o < s->b.n_outs; o++) bytes += 2 * (double)pl_array_bytes(&s->b.outs[o]);
+        rc = pl_host_memory_check(bytes, msg, sizeof msg);
+    }
     if (rc == PL_OK) {
         for (int a = 0; a < s->b.n_args && rc == PL_OK; a++) {
             if (s->b.args[a].data) continue;

@@ -195,16 +195,38 @@ Test(cli_kernels, run_on_the_plugin)
 
 /* ---- verify and the heatmap ------------------------------------------------------------ */
 
-Test(cli_kernels, verify_every_builtin_passes, .timeout = 120)
+/* run, verify and explain work on every built-in kernel with its defaults. */
+Test(cli_kernels, every_builtin_runs_verifies_and_explains, .timeout = 120)
 {
     for (int i = 0; i < ex_kernel_count(); i++) {
-        const pl_kernel_def *d = ex_kernel_at(i);
-        if (!d->reference) continue;
-        res r = RUN("verify", d->name);
-        cr_expect_eq(r.status, 0, "verify %s: exit %d\n%s%s", d->name, r.status, r.out, r.err);
-        cr_expect(strstr(r.out, "PASS"), "verify %s: %s", d->name, r.out);
-        res_free(&r);
+        const char *name = ex_kernel_at(i)->name, *verbs[3] = {"run", "verify", "explain"};
+        for (int k = 0; k < 3; k++) {
+            if (k == 1 && !ex_kernel_at(i)->reference) continue;
+            res r = RUN(verbs[k], name);
+            cr_expect_eq(r.status, 0, "%s %s: exit %d\n%s%s", verbs[k], name, r.status, r.out, r.err);
+            cr_expect(k == 2 ? strstr(r.out, "summary:") != NULL : strstr(r.out, "PASS") != NULL, "%s %s: %s", verbs[k],
+                      name, r.out);
+            res_free(&r);
+        }
     }
+}
+
+Test(cli_kernels, verify_and_explain_the_plugin)
+{
+    need_plugin();
+    char heat[] = "/tmp/tck_pheat_XXXXXX";
+    close(mkstemp(heat));
+    res r = RUN("verify", plugin(), "--heatmap", heat);
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *svg = th_read_file(heat);
+    cr_expect(svg && strstr(svg, "legend"), "the plugin's heatmap");
+    free(svg);
+    unlink(heat);
+    res_free(&r);
+    r = RUN("explain", plugin(), "--set", "rows=64", "--set", "br=16");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "step 3") && strstr(r.out, "summary:"), "%s", r.out);
+    res_free(&r);
 }
 
 Test(cli_kernels, verify_writes_a_labelled_heatmap)
