@@ -14,6 +14,7 @@ const char *pl_bound_name(pl_bound b)
     case PL_BOUND_VPU: return "VPU";
     case PL_BOUND_HBM: return "HBM";
     case PL_BOUND_OVERHEAD: return "step overhead";
+    case PL_BOUND_SCALAR: return "scalar";
     default: return "none";
     }
 }
@@ -197,6 +198,15 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
                  "amortize it",
                  (long long)(r->steps / r->cores), chip->step_overhead_s * 1e6, pl_format_time(over, a, sizeof a),
                  pl_format_time(r->time_s, b, sizeof b));
+    } else if (r->scalar_s > r->vpu_s && r->scalar_s > r->mxu_s) {
+        r->bound = PL_BOUND_SCALAR; /* element loops: one access per scalar-unit cycle (sim/timing.c) */
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "scalar-bound: %lld pl_get / pl_set element accesses take %s of %s on the scalar unit, more than "
+                 "the VPU's %s and the MXU's %s; write the loop as block ops (pl_where, pl_cmp, pl_iota, "
+                 "reductions) so the VPU does it a vector at a time",
+                 (long long)r->scalar_ops, pl_format_time(r->scalar_s * per_core, a, sizeof a),
+                 pl_format_time(r->time_s, b, sizeof b), pl_format_time(r->vpu_s * per_core, c, sizeof c),
+                 pl_format_time(r->mxu_s * per_core, names, sizeof names));
     } else if (r->vpu_s > r->mxu_s) {
         r->bound = PL_BOUND_VPU;
         snprintf(r->bound_msg, sizeof r->bound_msg,

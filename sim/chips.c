@@ -10,6 +10,16 @@
  *   - VPU rate = MXU bf16 peak / 30. CHIPS.md gives 1/30 (about 1.4e13
  *     FLOP/s per chip) for v5p only; the other generations are not published,
  *     and their clocks are not all known, so the same ratio scales them.
+ *   - The EUP (transcendentals) is charged as VPU work, per element: 4
+ *     VPU-equivalent FLOPs for exp, log, rsqrt and sqrt (one EUP push, as
+ *     pl_exp always was), 6 for tanh and sigmoid (the push and the VPU ops
+ *     around it), 10 for gelu's tanh form (tanh plus its cubic); div is a
+ *     reciprocal and a multiply, 4. Not published; the ratios follow the
+ *     op counts of the lowered code, and the report counts EUP elements.
+ *   - Scalar-unit work: each pl_get / pl_set is one cycle at clock_hz (1 ns
+ *     when the clock is not published), added to the step's compute time.
+ *     A TPU reads one vector element through a vector load and a lane
+ *     extract, so this is a floor: an element loop is never free.
  *   - Per-step overhead 0.35 us: the figure the Pallas TPU pipelining docs
  *     quote for one grid step ("a few tenths of a microsecond", rule P9).
  *   - DMA issue latency 0.2 us: not published. It must stay below the step

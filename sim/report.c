@@ -115,6 +115,10 @@ void pl_report_print(const pl_report *r, FILE *f)
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             pl_format_bytes((double)r->hbm_bytes, a, sizeof a));
+    if (r->scalar_ops || r->eup_elems) /* element loops and transcendental ops, when a kernel has them */
+        fprintf(f, "  also: %lld elements through the EUP (in the VPU work), %lld scalar accesses (pl_get / "
+                "pl_set) taking %s\n",
+                (long long)r->eup_elems, (long long)r->scalar_ops, pl_format_time(r->scalar_s, a, sizeof a));
     if (r->dma_copies)
         fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
                 pl_format_bytes((double)r->dma_bytes, a, sizeof a));
@@ -202,6 +206,8 @@ static void report_members(const pl_report *r, FILE *f)
             "\"slowest_core\":%d,\"core_compute_s\":%.9g,\"core_exposed_s\":%.9g,\"core_overhead_s\":%.9g",
             r->hbm_bw_achieved, r->hbm_bw_fraction, r->vpu_fraction, r->mxu_light ? "true" : "false",
             r->slowest_core, r->core_compute_s, r->core_exposed_s, r->core_overhead_s);
+    fprintf(f, ",\"scalar_ops\":%lld,\"scalar_s\":%.9g,\"eup_elems\":%lld", (long long)r->scalar_ops, r->scalar_s,
+            (long long)r->eup_elems);
     fprintf(f, ",\"warnings\":[");
     const char *w = r->warnings;
     for (int first = 1; *w; first = 0) {

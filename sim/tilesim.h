@@ -328,9 +328,12 @@ typedef struct pl_finding {
     char msg[1024];              /* what, where, and the likely cause */
 } pl_finding;
 
-typedef enum pl_bound { PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD } pl_bound;
+/* PL_BOUND_SCALAR: element access (pl_get / pl_set loops) on the scalar unit takes most of the kernel's time */
+typedef enum pl_bound {
+    PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR
+} pl_bound;
 
-const char *pl_bound_name(pl_bound b); /* "compute", "VPU", "HBM", "step overhead" */
+const char *pl_bound_name(pl_bound b); /* "compute", "VPU", "HBM", "step overhead", "scalar" */
 
 typedef struct pl_operand_report {
     char name[PL_NAME_MAX];

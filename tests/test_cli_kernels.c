@@ -315,6 +315,40 @@ Test(cli_kernels, sweep_kernel_json_ranks_and_lists_rejected)
     res_free(&r);
 }
 
+/* A C program gets the command's JSON from pl_kernel_sweep and one call of
+ * the public printer, byte for byte. */
+Test(cli_kernels, public_json_printer_prints_what_the_command_prints)
+{
+    const pl_kernel_def *d = ex_kernel_find("rmsnorm");
+    cr_assert(d);
+    static const int64_t brs[] = {8, 12, 64, 256};
+    int64_t v[4 * PL_KDEF_MAX_PARAMS];
+    char labels[4][256];
+    const char *lab[4];
+    int br = pl_kernel_param_index(d, "br");
+    for (int i = 0; i < 4; i++) {
+        pl_kernel_defaults(d, v + i * d->n_params);
+        v[i * d->n_params + br] = brs[i];
+        lab[i] = pl_kernel_format(d, v + i * d->n_params, labels[i], sizeof labels[i]);
+    }
+    pl_report *reps = calloc(4, sizeof *reps);
+    pl_options opt = {.cost_only = 1};
+    cr_assert_eq(pl_kernel_sweep(d, 4, v, &opt, NULL, reps), PL_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_eq(pl_sweep_print_json(f, 4, reps, lab), PL_OK);
+    fclose(f);
+    res r = RUN("sweep", "rmsnorm", "--vary", "br=8,12,64,256", "--set", "dtype=f32", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, text);
+    int order[4];
+    cr_expect_eq(pl_sweep_rank(4, reps, order), 3, "br=12 is rejected");
+    cr_expect_eq(order[3], 1, "the rejected one comes last");
+    free(text), free(reps);
+    res_free(&r);
+}
+
 Test(cli_kernels, sweep_kernel_text_csv_and_svg)
 {
     char svg[] = "/tmp/tck_roof_XXXXXX";

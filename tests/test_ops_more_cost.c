@@ -268,3 +268,37 @@ Test(ops_more, element_loops_are_timed_as_scalar_work)
     pl_report v6e = element_run(1, "v6e"); /* no published clock: 1 ns per access */
     cr_expect_float_eq(v6e.scalar_s, (double)v6e.scalar_ops * 1e-9, 1e-15, "%g s", v6e.scalar_s);
 }
+
+Test(ops_more, an_element_loop_kernel_is_scalar_bound_and_says_so)
+{
+    pl_report r = element_run(3, "v5e");
+    cr_expect_eq(r.bound, PL_BOUND_SCALAR, "bound %s: %s", pl_bound_name(r.bound), r.bound_msg);
+    cr_expect_str_eq(pl_bound_name(PL_BOUND_SCALAR), "scalar");
+    cr_expect(strstr(r.bound_msg, "scalar-bound") && strstr(r.bound_msg, "pl_get"), "%s", r.bound_msg);
+    pl_report blockwise = cost_run(C_ADDS, 64, 2, 0);
+    cr_expect_neq(blockwise.bound, PL_BOUND_SCALAR, "a kernel of block ops: %s", blockwise.bound_msg);
+}
+
+Test(ops_more, report_prints_and_exports_scalar_and_eup_work)
+{
+    pl_report r = element_run(1, "v5e"), e = cost_run(C_TANH, 16, 4, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    pl_report_json(&r, f);
+    fclose(f);
+    json_t *doc = th_json_parse(buf, "pl_report_json");
+    cr_expect_eq((int64_t)th_json_num(doc, "scalar_ops"), r.scalar_ops);
+    cr_expect_float_eq(th_json_num(doc, "scalar_s"), r.scalar_s, 1e-15);
+    cr_expect_eq((int64_t)th_json_num(doc, "eup_elems"), 0);
+    json_decref(doc);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    pl_report_print(&r, f);
+    pl_report_print(&e, f);
+    fclose(f);
+    cr_expect(strstr(buf, "12288 scalar accesses"), "the element loop's accesses are printed:\n%s", buf);
+    cr_expect(strstr(buf, "8192 elements through the EUP"), "tanh's EUP elements are printed:\n%s", buf);
+    free(buf);
+}
