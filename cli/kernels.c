@@ -238,20 +238,24 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
 
 static void print_def(const pl_kernel_def *d, FILE *f)
 {
+    int w = 4;
+    for (int p = 0; p < d->n_params; p++)
+        if (d->params[p].name && (int)strlen(d->params[p].name) > w) w = (int)strlen(d->params[p].name);
     fprintf(f, "%s: %s\n", d->name, d->summary ? d->summary : "");
     for (int p = 0; p < d->n_params; p++) {
         const pl_kernel_param *q = &d->params[p];
         char def[32];
         if (q->kind == PL_PARAM_DTYPE) snprintf(def, sizeof def, "%s", pl_dtype_name((pl_dtype)q->def));
         else snprintf(def, sizeof def, "%lld", (long long)q->def);
-        fprintf(f, "  %-10s = %-8s", q->name, def);
+        fprintf(f, "  %-*s = %-6s  %s", w, q->name, def, q->help ? q->help : "");
         if (q->n_candidates > 0) {
-            fprintf(f, " sweep:");
+            fprintf(f, " (sweep:");
             for (int c = 0; c < q->n_candidates; c++)
                 if (q->kind == PL_PARAM_DTYPE) fprintf(f, "%s%s", c ? "," : " ", pl_dtype_name((pl_dtype)q->candidates[c]));
                 else fprintf(f, "%s%lld", c ? "," : " ", (long long)q->candidates[c]);
+            fputc(')', f);
         }
-        fprintf(f, "%s%s\n", q->help ? "  " : "", q->help ? q->help : "");
+        fputc('\n', f);
     }
 }
 
@@ -270,7 +274,7 @@ int cli_list(int argc, char **argv)
         for (int i = 0; i < n; i++) print_def(defs[i], stdout), fputc('\n', stdout);
         return cli_finish_stdout(cmd, 0);
     }
-    fprintf(stdout, "built-in kernels (parameter = default, the values a sweep tries, what it is):\n\n");
+    fprintf(stdout, "built-in kernels (parameter = default, what it is, the values a sweep tries when not told):\n\n");
     for (int i = 0; i < ex_kernel_count(); i++) print_def(ex_kernel_at(i), stdout), fputc('\n', stdout);
     fprintf(stdout, "Change a parameter with --set name=value; sweep one with --vary name=v1,v2,...\n");
     return cli_finish_stdout(cmd, 0);
