@@ -5,15 +5,20 @@
  * a NUL ends a word early, as it would in argv). The harness keeps each
  * input to milliseconds and inside a scratch directory:
  *   - at most MAX_WORDS words of at most MAX_WORD bytes;
- *   - no word may contain '/', and the values of --svg and --chip-file are
- *     made to name a file in the scratch directory (which holds a few chip
- *     files), so a run never reads or writes anything else;
- *   - a sweep whose configurations would walk more than STEP_BUDGET grid
- *     steps in all, or ask for more than 2 threads, is not run.
+ *   - no word may contain '/', and the command runs in a scratch directory
+ *     (which holds a few chip files; --svg and --chip-file values are also
+ *     made to name files there), so a run never reads or writes anything
+ *     else;
+ *   - a legacy sweep (sweep matmul M N K) whose configurations would walk
+ *     more than STEP_BUDGET grid steps in all is not run, nor are the kernel
+ *     verbs (run, verify, sweep/explain KERNEL) with a number above 1024 or
+ *     numbers whose product passes 2^30, nor anything with more than 2
+ *     threads.
  * The command writes to stdout and stderr: the harness points the stdio
  * globals at /dev/null around the call. libFuzzer and the sanitizers keep
  * the real stderr (libFuzzer holds its own FILE pointer, the sanitizers write
  * to the descriptor), so crash reports are still seen. */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,13 +162,52 @@ static int64_t sweep_steps(char **w, int n)
     return total;
 }
 
-/* 1: the command line may run; 0: skip it (too slow, or outside the sandbox). */
+/* Every option value given for a prefix of --threads (getopt_long takes
+ * "--thr 4" too) is 1 or 2: more host threads only cost time here. */
+static int few_threads(char **w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        size_t len = strcspn(w[i], "=");
+        if (len < 4 || strncmp(w[i], "--threads", len) != 0) continue;
+        const char *v = w[i][len] ? w[i] + len + 1 : i + 1 < n ? w[i + 1] : "1";
+        if (!(v[0] >= '1' && v[0] <= '2' && !v[1])) return 0;
+    }
+    return 1;
+}
+
+/* The kernel-definition verbs (run, verify, sweep KERNEL, explain KERNEL)
+ * take sizes through --set and --vary: every number at most 1024 and their
+ * product at most 2^30, so no run allocates or computes much. */
+static int small_numbers(char **w, int n)
+{
+    double product = 1;
+    for (int i = 0; i < n; i++)
+        for (const char *p = w[i]; *p;) {
+            if (*p < '0' || *p > '9') {
+                p++;
+                continue;
+            }
+            double v = 0;
+            for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + (*p - '0');
+            if (v > 1024) return 0;
+            product *= v > 1 ? v : 1;
+        }
+    return product <= (double)(1 << 30);
+}
+
+static int numeric(const char *s) { return whole(s, strlen(s)) > 0; }
+
+/* 1: the command line may run; 0: skip it (too slow). */
 static int affordable(char **w, int n)
 {
-    if (n < 2 || strcmp(w[1], "sweep") != 0) return 1; /* chips, explain (<= 512 steps), help */
-    const char *t = value_of(w, n, "--threads");
-    if (t && !(strlen(t) == 1 && t[0] >= '1' && t[0] <= '2')) return 0;
-    return sweep_steps(w + 2, n - 2) <= STEP_BUDGET;
+    if (n < 2 || !few_threads(w, n)) return n < 2;
+    const char *v = w[1];
+    if (!strcmp(v, "chips") || !strcmp(v, "help") || !strcmp(v, "--help") || !strcmp(v, "-h") || !strcmp(v, "list"))
+        return 1;
+    int legacy = n > 3 && !strcmp(w[2], "matmul") && numeric(w[3]); /* sweep/explain matmul M N K ... */
+    if (legacy && !strcmp(v, "explain")) return 1;                  /* at most 512 steps */
+    if (legacy && !strcmp(v, "sweep")) return sweep_steps(w + 2, n - 2) <= STEP_BUDGET;
+    return small_numbers(w, n);
 }
 
 /* ---- the harness ---------------------------------------------------------------- */
@@ -228,7 +272,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         argv[n] = NULL;
         FILE *out = stdout, *err = stderr;
         stdout = devnull, stderr = devnull;
+        /* files the command writes by relative name (--trace, --heatmap, ...) land in the scratch directory */
+        int here = open(".", O_RDONLY);
+        if (here < 0 || chdir(scratch) != 0) abort();
         int rc = tilesim_main(n, argv);
+        if (fchdir(here) != 0) abort();
+        close(here);
         fflush(devnull);
         clearerr(devnull);
         stdout = out, stderr = err;
