@@ -143,7 +143,7 @@ static int64_t laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_mem
 static void warn_padding(pl_report *rep, const char *who, const char *kind, const int64_t *shape, int rank,
                          pl_dtype t, const pl_chip *chip, int64_t tiled, int64_t logical)
 {
-    if (rank < 1 || logical <= 0 || tiled < 2 * logical) return;
+    if (rank < 1 || logical <= 0 || tiled / 2 < logical) return; /* tiled < 2 x logical, without overflow */
     char why[200] = "", shp[128];
     int at = 0, sub = native_sublanes(t, chip);
     if (rank >= 2 && shape[rank - 2] % sub)
