@@ -39,19 +39,21 @@ static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
 }
 
 /* The operand moved most beyond its own size (an input read again, an
- * output fetched back): its index, or -1 when every operand moves once. */
-static int most_reread(const pl_report *r)
+ * output fetched back), other than `skip`: its index, or -1 when every
+ * other operand moves once. *extra: the bytes beyond its size. */
+static int most_reread(const pl_report *r, int skip, int64_t *extra_out)
 {
     int best = -1;
     int64_t best_extra = 0;
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
-        if ((o->role != PL_ROLE_IN && o->role != PL_ROLE_OUT) || o->array_bytes <= 0) continue;
+        if (i == skip || (o->role != PL_ROLE_IN && o->role != PL_ROLE_OUT) || o->array_bytes <= 0) continue;
         int64_t moved = o->bytes_in + (o->role == PL_ROLE_OUT ? o->bytes_out : 0);
         int64_t extra = moved - o->array_bytes;
         /* a few percent over is edge clipping of odd shapes, not re-reading */
         if (extra > o->array_bytes / 20 && extra > best_extra) best = i, best_extra = extra;
     }
+    *extra_out = best_extra;
     return best;
 }
 
@@ -102,36 +104,51 @@ static void blocks_along(const sim_plan *plan, int axis, char *buf, size_t n)
     }
 }
 
-/* After "HBM-bound: ...": which operand's traffic exceeds its size, the
- * axis that causes it and the block dims that would cut it, from the
- * kernel's own operands and index maps. */
-static void reread_advice(const pl_report *r, const sim_plan *plan, char *buf, size_t n)
+/* "x: 64.0 MiB moved for a 8.0 MiB array, read 8 times, because grid axis
+ * 1 (8 steps) ...": operand i's traffic, and what would cut it. */
+static int one_reread(const pl_report *r, const sim_plan *plan, int i, char *buf, size_t n)
 {
     char a[32], b[32], dims[256];
-    int i = most_reread(r);
-    if (i < 0) {
-        snprintf(buf, n, "every operand moves once, its own size, so the traffic is already the least the "
-                 "kernel needs, at %.0f%% of the HBM bandwidth%s", 100 * r->hbm_bw_fraction,
-                 r->hbm_bw_fraction < 0.5 ? "; larger blocks hide the latency of each copy better" :
-                 "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
-        return;
-    }
     const pl_operand_report *o = &r->op[i];
     int64_t moved = o->bytes_in + (o->role == PL_ROLE_OUT ? o->bytes_out : 0);
     int at = snprintf(buf, n, "%s: %s moved for a %s array, %s %.3g times", o->name,
                       pl_format_bytes((double)moved, a, sizeof a), pl_format_bytes((double)o->array_bytes, b, sizeof b),
                       o->role == PL_ROLE_IN ? "read" : "moved", (double)moved / (double)o->array_bytes);
-    if (at < 0 || (size_t)at >= n) return;
+    if (at < 0 || (size_t)at >= n) return at < 0 ? 0 : (int)n - 1;
     int axis = plan ? reread_axis(plan, plan_operand_of(plan, r, i)) : -1;
-    if (axis < 0) {
-        snprintf(buf + at, n - (size_t)at, "; larger blocks of it, or an order that visits each block once, "
-                 "cut that");
+    if (axis < 0)
+        return at + snprintf(buf + at, n - (size_t)at, "; larger blocks of it, or an order that visits each block "
+                             "once, cut that");
+    blocks_along(plan, axis, dims, sizeof dims);
+    at += snprintf(buf + at, n - (size_t)at, ", because grid axis %d (%lld steps), which its index map ignores, "
+                   "runs outside an axis it follows: ", axis, (long long)plan->call->grid[axis]);
+    if ((size_t)at >= n) return (int)n - 1;
+    if (dims[0]) return at + snprintf(buf + at, n - (size_t)at, "larger blocks along axis %d (%s) mean fewer "
+                                      "re-reads", axis, dims);
+    return at + snprintf(buf + at, n - (size_t)at, "fewer steps along that axis mean fewer re-reads");
+}
+
+/* After "HBM-bound: ...": which operands' traffic exceeds their size (the
+ * two worst), the axis that causes it and the block dims that would cut it,
+ * from the kernel's own operands and index maps. */
+static void reread_advice(const pl_report *r, const sim_plan *plan, char *buf, size_t n)
+{
+    int64_t extra1, extra2;
+    int i = most_reread(r, -1, &extra1);
+    if (i < 0) {
+        snprintf(buf, n, "%s, so the traffic is already the least the kernel needs, at %.0f%% of the HBM "
+                 "bandwidth%s", r->dma_bytes > r->hbm_bytes / 2 ? "most of it is the kernel's own copies and every "
+                 "pipelined operand moves once" : "every operand moves once, its own size",
+                 100 * r->hbm_bw_fraction, r->hbm_bw_fraction < 0.5 ? "; larger blocks hide the latency of each copy "
+                 "better" : "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
         return;
     }
-    blocks_along(plan, axis, dims, sizeof dims);
-    snprintf(buf + at, n - (size_t)at, ", because grid axis %d (%lld steps), which its index map ignores, runs "
-             "outside an axis it follows; %s%s means fewer re-reads", axis, (long long)plan->call->grid[axis],
-             dims[0] ? "a larger " : "fewer steps along that axis", dims);
+    int at = one_reread(r, plan, i, buf, n);
+    int j = most_reread(r, i, &extra2);
+    if (j >= 0 && 2 * extra2 >= extra1 && (size_t)at + 2 < n) {
+        at += snprintf(buf + at, n - (size_t)at, "; ");
+        if ((size_t)at < n) one_reread(r, plan, j, buf + at, n - (size_t)at);
+    }
 }
 
 /* G4: the parts of the core that finished last add up to the call's time. */

@@ -154,8 +154,13 @@ Test(report_fit, hbm_advice_names_the_reread_operand_and_the_axis_for_a_matmul)
     /* x (2048, 2048) bf16 is 8 MiB, read once per column of blocks: 8 times */
     cr_assert(strstr(rep.bound_msg, "x: 64.0 MiB moved for a 8.0 MiB array, read 8 times"), "%s", rep.bound_msg);
     cr_assert(strstr(rep.bound_msg, "grid axis 1 (8 steps), which its index map ignores"), "%s", rep.bound_msg);
-    cr_assert(strstr(rep.bound_msg, "y's block dim 1, o's block dim 1"), "bn, by the operands' dims: %s",
-              rep.bound_msg);
+    cr_assert(strstr(rep.bound_msg, "larger blocks along axis 1 (y's block dim 1, o's block dim 1) mean fewer "
+                                    "re-reads"), "bn, by the operands' dims: %s", rep.bound_msg);
+    /* y is read as often as x: the second half of the advice is bm */
+    cr_assert(strstr(rep.bound_msg, "; y: 64.0 MiB moved for a 8.0 MiB array, read 8 times, because grid axis 0 "
+                                    "(8 steps)") && strstr(rep.bound_msg, "(x's block dim 0, o's block dim 0)"),
+              "%s", rep.bound_msg);
+    cr_assert_null(strstr(rep.bound_msg, "bm and bn"), "derived, not a matmul's names: %s", rep.bound_msg);
     cr_assert(strstr(rep.bound_msg, "FLOP per HBM byte against the slow's critical"), "%s", rep.bound_msg);
 }
 
@@ -179,7 +184,8 @@ Test(report_fit, hbm_advice_for_a_kernel_without_bm_or_bn_names_its_operands)
     cr_assert_eq(rep.bound, PL_BOUND_HBM, "%s", rep.bound_msg);
     cr_assert(strstr(rep.bound_msg, "v: 16.0 MiB moved for a 1.0 MiB array, read 16 times"), "%s", rep.bound_msg);
     cr_assert(strstr(rep.bound_msg, "grid axis 0 (16 steps)"), "%s", rep.bound_msg);
-    cr_assert(strstr(rep.bound_msg, "in0's block dim 0, out0's block dim 0"), "%s", rep.bound_msg);
+    cr_assert(strstr(rep.bound_msg, "larger blocks along axis 0 (in0's block dim 0, out0's block dim 0)"), "%s",
+              rep.bound_msg);
     cr_assert_null(strstr(rep.bound_msg, "bm"), "no bm for a kernel without one: %s", rep.bound_msg);
     cr_assert_null(strstr(rep.bound_msg, "bn"), "no bn for a kernel without one: %s", rep.bound_msg);
     cr_assert_null(strstr(rep.bound_msg, "FLOP per HBM byte"), "no MXU intensity without MXU work: %s",
