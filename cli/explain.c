@@ -188,9 +188,14 @@ static void print_summary(const pl_report *r, int generic, FILE *f)
     if (!generic && !skipped && r->steps > 1 && r->grid[2] > 1)
         fprintf(f, "  no copy was skipped: k, the fastest axis, changes the block of x and y at every step;\n"
                    "  with bk = K (one contraction block) x would stay put while j runs (rule P2)\n");
-    fprintf(f, "  predicted time: %s = compute %s + exposed DMA %s + step overhead %s\n",
-            pl_format_time(r->time_s, t[0], 32), pl_format_time(r->compute_s, t[1], 32), pl_format_time(r->dma_exposed_s, t[2], 32),
-            pl_format_time(r->overhead_s, t[3], 32));
+    /* G4: on megacore chips the last core's parts, which add up to the time */
+    int mc = r->cores > 1;
+    fprintf(f, "  predicted time: %s = compute %s + exposed DMA %s + step overhead %s", pl_format_time(r->time_s, t[0], 32),
+            pl_format_time(mc ? r->core_compute_s : r->compute_s, t[1], 32),
+            pl_format_time(mc ? r->core_exposed_s : r->dma_exposed_s, t[2], 32),
+            pl_format_time(mc ? r->core_overhead_s : r->overhead_s, t[3], 32));
+    if (mc) fprintf(f, " on core %d, the last of %d to finish", r->slowest_core, r->cores);
+    fputc('\n', f);
     if (generic && r->mxu_flops == 0 && r->time_s > 0 && r->chip->hbm_bw > 0) /* a norm: judged by bandwidth */
         fprintf(f, "  %.1f GB/s of HBM = %.1f%% of the %s bandwidth; no MXU work\n", (double)r->hbm_bytes / r->time_s / 1e9,
                 100 * (double)r->hbm_bytes / r->time_s / r->chip->hbm_bw, r->chip->name);

@@ -5,10 +5,12 @@
  * layout padding warning (T6) covers lanes and sublanes, blocks and scratch.
  * The matmul's headline and advice are the controls. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../examples/kernels/matmul.h"
 #include "helpers.h"
@@ -89,21 +91,53 @@ static double parse_time(const char *s)
     return v;
 }
 
-/* The printed "time on CHIP: T = compute A + exposed DMA B + step overhead C"
- * must add up (to the rounding of the printed figures). */
-static void expect_time_line_adds_up(const char *text, const char *chip)
+/* The printed "KEY T = compute A + exposed DMA B + step overhead C" must
+ * add up (to the rounding of the printed figures). */
+static void expect_parts_add_up(const char *text, const char *key)
 {
-    char key[64];
-    snprintf(key, sizeof key, "time on %s: ", chip);
     const char *t = strstr(text, key);
-    cr_assert(t, "no time line for %s:\n%s", chip, text);
+    cr_assert(t, "no \"%s\" line:\n%s", key, text);
     t += strlen(key);
     const char *comp = strstr(t, "= compute "), *dma = strstr(t, "+ exposed DMA ");
     const char *over = strstr(t, "+ step overhead ");
     cr_assert(comp && dma && over, "%s", t);
     double total = parse_time(t), sum = parse_time(comp + 10) + parse_time(dma + 14) + parse_time(over + 16);
-    cr_assert(fabs(sum - total) <= 0.01 * total, "on %s the parts add up to %g s, not the %g s printed:\n%s", chip,
+    cr_assert(fabs(sum - total) <= 0.01 * total, "\"%s\": the parts add up to %g s, not the %g s printed:\n%s", key,
               sum, total, text);
+}
+
+static void expect_time_line_adds_up(const char *text, const char *chip)
+{
+    char key[64];
+    snprintf(key, sizeof key, "time on %s: ", chip);
+    expect_parts_add_up(text, key);
+}
+
+/* The output of the tilesim command next to this test binary
+ * (BUILD/tests/../tilesim, or $TILESIM) run with args, malloc'd. */
+static char *run_cli(const char *args)
+{
+    char exe[PATH_MAX], cmd[PATH_MAX + 256];
+    const char *env = getenv("TILESIM");
+    if (env && env[0]) snprintf(exe, sizeof exe, "%s", env);
+    else {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 16);
+        cr_assert(n > 0);
+        exe[n] = '\0';
+        for (int up = 0; up < 2; up++) *strrchr(exe, '/') = '\0';
+        strcat(exe, "/tilesim");
+    }
+    cr_assert(access(exe, X_OK) == 0, "%s is missing: build it", exe);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    for (int ch; (ch = fgetc(p)) != EOF;) fputc(ch, out);
+    fclose(out);
+    cr_assert_eq(pclose(p), 0, "%s:\n%s", cmd, buf);
+    return buf;
 }
 
 /* ---- the headline ----------------------------------------------------------- */
@@ -216,6 +250,18 @@ Test(report_fit, megacore_time_line_adds_up)
     cr_assert(fabs(sum - rep.time_s) <= 1e-9 * rep.time_s + 1e-15, "core %d: %g + %g + %g != %g", rep.slowest_core,
               rep.core_compute_s, rep.core_exposed_s, rep.core_overhead_s, rep.time_s);
     cr_assert(rep.compute_s > 1.5 * rep.core_compute_s, "compute_s stays the sum over cores");
+    free(text);
+}
+
+Test(report_fit, megacore_explain_time_line_adds_up)
+{
+    char *text = run_cli("explain matmul 256 256 256 128 128 128 --chip v5p");
+    expect_parts_add_up(text, "predicted time: ");
+    cr_assert(strstr(text, "the last of 2 to finish"), "%s", text);
+    free(text);
+    text = run_cli("explain matmul 256 256 256 128 128 128");
+    expect_parts_add_up(text, "predicted time: ");
+    cr_assert_null(strstr(text, "last of"), "%s", text);
     free(text);
 }
 
