@@ -1,7 +1,9 @@
-/* cli/args.c: strict parsing of the command line: options, whole numbers,
- * lists, dtypes. Every failure prints what was wrong and where, through
+/* cli/args.c: strict parsing of the command line (getopt_long underneath):
+ * options, whole numbers, lists, dtypes. Every failure prints what was wrong and where, through
  * cli_fail, and returns CLI_EXIT_USAGE. */
 #include <ctype.h>
+#include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -28,47 +30,92 @@ static int unknown_option(const cli_cmd *cmd, const char *word, const cli_optspe
     return cli_fail(cmd, "unknown option '%s'; the options are %s, --help", word, known);
 }
 
+/* A word getopt_long must see as an operand: "-5", "-" (so that "-5" is
+ * reported as a non-positive number, not as an unknown option). */
+static const char operand_mark[] = "<operand>";
+
+static int option_value(const cli_cmd *cmd, const char *word, int k, const cli_optspec *specs, cli_args *out)
+{
+    const char *name = specs[k].name;
+    if (out->val[k]) return cli_fail(cmd, "%s: given twice", name);
+    if (!specs[k].has_value) {
+        out->val[k] = "";
+        return 0;
+    }
+    /* "--bm --bn 128": getopt_long takes "--bn" as the value; it is a missing one */
+    if (!strchr(word, '=') && is_option(optarg))
+        return cli_fail(cmd, "%s: missing value (got the option '%s')", name, optarg);
+    if (!optarg[0]) return cli_fail(cmd, "%s: empty value", name);
+    out->val[k] = optarg;
+    return 0;
+}
+
+/* getopt_long in its in-order mode ("-": operands come back as code 1), so
+ * that nothing is permuted and av[before] is the word just read. Options
+ * must be spelled out: getopt_long's unique prefixes ("--thr") are refused
+ * as unknown, as they always were. */
+static int parse_words(const cli_cmd *cmd, int argc, char **av, const cli_optspec *specs, int nspecs,
+                       cli_args *out, char **orig)
+{
+    struct option longs[CLI_MAX_OPTS + 2];
+    int n = 0;
+    for (int i = 0; i < nspecs && i < CLI_MAX_OPTS; i++)
+        longs[n++] = (struct option){specs[i].name + 2, specs[i].has_value ? required_argument : no_argument, 0,
+                                     256 + i};
+    longs[n++] = (struct option){"help", no_argument, 0, 'h'};
+    longs[n] = (struct option){0, 0, 0, 0};
+    optind = 0; /* glibc: start afresh (tilesim_main runs many times in one process) */
+    opterr = 0;
+    for (;;) {
+        int before = optind ? optind : 1, code = getopt_long(argc, av, "-:h", longs, NULL);
+        if (code == -1) break;
+        const char *word = av[before];
+        size_t len = strcspn(word, "=");
+        if (code == 1) {
+            if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", orig[before]);
+            out->pos[out->npos++] = orig[before];
+        } else if (code == 'h') out->help = 1;
+        else if (code == ':') return cli_fail(cmd, "%.*s: missing value", (int)len, word);
+        else if (code >= 256 && strlen(specs[code - 256].name) == len) {
+            if (optarg == operand_mark) optarg = orig[optind - 1]; /* "--bm -128": the value is unmasked */
+            int rc = option_value(cmd, word, code - 256, specs, out);
+            if (rc) return rc;
+        } else {
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), word);
+            int k = find_spec(specs, nspecs, word, len);
+            if (k >= 0 && !specs[k].has_value && word[len] == '=')
+                return cli_fail(cmd, "%s: takes no value, got '%s'", specs[k].name, word + len + 1);
+            return unknown_option(cmd, name, specs, nspecs);
+        }
+    }
+    for (int i = optind; i < argc; i++) { /* after "--" */
+        if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", orig[i]);
+        out->pos[out->npos++] = orig[i];
+    }
+    return 0;
+}
+
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *specs, int nspecs, cli_args *out)
 {
     memset(out, 0, sizeof *out);
-    int only_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *w = argv[i];
-        if (only_pos || !is_option(w)) {
-            if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", w);
-            out->pos[out->npos++] = w;
-            continue;
-        }
-        if (strcmp(w, "--") == 0) {
-            only_pos = 1;
-            continue;
-        }
-        if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0) {
-            out->help = 1;
-            continue;
-        }
-        const char *eq = strchr(w, '=');
-        size_t len = eq ? (size_t)(eq - w) : strlen(w);
-        int k = find_spec(specs, nspecs, w, len);
-        if (k < 0) {
-            char name[64];
-            snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), w);
-            return unknown_option(cmd, name, specs, nspecs);
-        }
-        const char *name = specs[k].name;
-        if (out->val[k]) return cli_fail(cmd, "%s: given twice", name);
-        if (!specs[k].has_value) {
-            if (eq) return cli_fail(cmd, "%s: takes no value, got '%s'", name, eq + 1);
-            out->val[k] = "";
-            continue;
-        }
-        if (eq) out->val[k] = eq + 1;
-        else if (i + 1 >= argc) return cli_fail(cmd, "%s: missing value", name);
-        else if (is_option(argv[i + 1])) return cli_fail(cmd, "%s: missing value (got the option '%s')", name, argv[i + 1]);
-        else out->val[k] = argv[++i];
-        if (!out->val[k][0]) return cli_fail(cmd, "%s: empty value", name);
+    if (nspecs > CLI_MAX_OPTS) nspecs = CLI_MAX_OPTS;
+    /* av = {"tilesim", argv...} with "-5" and "-" masked as operands; orig maps back */
+    char **av = malloc((size_t)(argc + 2) * sizeof *av), **orig = malloc((size_t)(argc + 2) * sizeof *orig);
+    if (!av || !orig) {
+        free(av), free(orig);
+        fprintf(stderr, "tilesim %s: out of host memory\n", cmd->name);
+        return CLI_EXIT_USAGE;
     }
-    return 0;
+    av[0] = orig[0] = (char *)"tilesim";
+    for (int i = 0; i < argc; i++) {
+        orig[i + 1] = argv[i];
+        av[i + 1] = argv[i][0] == '-' && !is_option(argv[i]) ? (char *)operand_mark : argv[i];
+    }
+    av[argc + 1] = orig[argc + 1] = NULL;
+    int rc = parse_words(cmd, argc + 1, av, specs, nspecs, out, orig);
+    free(av), free(orig);
+    return rc;
 }
 
 const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, const char *name)

@@ -121,14 +121,15 @@ static const cli_cmd *find_cmd(const char *name)
 
 /* `sweep matmul M N K` and `explain matmul M N K BM BN BK`, as documented and
  * scripted against before kernel definitions: 'matmul' followed by a word
- * that is not an option goes to the original commands, unchanged; so does a
- * word that is no kernel at all with sizes after it ('sweep conv 1 2 3'),
- * whose message names the kernel. Anything else is the kernel form. */
+ * that is not an option goes to the original commands, unchanged. Anything
+ * else is the kernel form ('sweep matmul --vary bm=128,256' sweeps the
+ * matmul definition; 'sweep conv 1 2 3' is refused naming the kernel). */
 static int old_matmul_form(int argc, char **argv)
 {
     if (argc < 1) return 1; /* "missing the kernel", as before */
-    if (argc >= 2 && argv[1][0] != '-' && strcmp(argv[0], "matmul") == 0) return 1;
-    return 0;
+    if (argc < 2 || strcmp(argv[0], "matmul") != 0) return 0;
+    const char *w = argv[1]; /* a size, "-5" (said to be not positive), or "--" before the sizes */
+    return w[0] != '-' || w[1] == '\0' || (w[1] >= '0' && w[1] <= '9') || strcmp(w, "--") == 0;
 }
 
 int tilesim_main(int argc, char **argv)

@@ -428,6 +428,11 @@ Test(cli_kernels, bad_command_lines_name_what_and_exit_2)
         {{"run", "rmsnorm", "--chip", "v9"}, "unknown chip 'v9'"},
         {{"list", "a", "b"}, "unexpected argument 'b'"},
         {{"verify", "rmsnorm", "--output", "9"}, "--output: '9'"},
+        /* the matmul form, now read by getopt_long: messages as before, no abbreviated options */
+        {{"sweep", "matmul", "-5", "256", "256"}, "M: '-5' is not positive"},
+        {{"sweep", "matmul", "256", "256", "256", "--thr", "2"}, "unknown option '--thr'"},
+        {{"sweep", "matmul", "256", "256", "256", "--bm", "-128"}, "--bm: '-128' is not positive"},
+        {{"explain", "matmul", "--", "256", "256", "256", "128", "128"}, "missing BK"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         res r = run_args(cases[i].args);
