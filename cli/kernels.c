@@ -130,6 +130,12 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
         char opt_name[64]; /* for a long option its name, not its value */
         if (idx >= 0) snprintf(opt_name, sizeof opt_name, "--%s", longs[idx].name);
         const char *word = idx >= 0 ? opt_name : argv[optind - 1];
+        /* the word as typed (getopt_long has moved it just before optind): unique prefixes
+         * ("--he" for --heatmap) are refused, so that a typo never names another option */
+        const char *typed = optarg && optind >= 2 && argv[optind - 1] == optarg ? argv[optind - 2] : argv[optind - 1];
+        if (idx >= 0 && strncmp(typed, "--", 2) == 0 && strcspn(typed + 2, "=") != strlen(longs[idx].name))
+            return cli_fail(cmd, "unknown option '%.*s'; see 'tilesim %s --help'", (int)strcspn(typed, "="), typed,
+                            cmd->name);
         if (code == '?' && strncmp(word, "--", 2) == 0 && strchr(word, '='))
             return cli_fail(cmd, "%.*s: takes no value, got '%s'; see 'tilesim %s --help'",
                             (int)(strchr(word, '=') - word), word, strchr(word, '=') + 1, cmd->name);

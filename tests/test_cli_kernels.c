@@ -414,6 +414,8 @@ Test(cli_kernels, bad_command_lines_name_what_and_exit_2)
         {{"run", "rmsnorm", "--set", "br=x"}, "--set br=x: parameter 'br'"},
         {{"run", "rmsnorm", "--set", "br"}, "want name=value"},
         {{"run", "rmsnorm", "--frob"}, "unknown option '--frob'; see 'tilesim run --help'"},
+        {{"run", "rmsnorm", "--se", "br=8"}, "unknown option '--se'"},
+        {{"verify", "rmsnorm", "--heat=x.svg"}, "unknown option '--heat'"},
         {{"run", "rmsnorm", "--seed"}, "--seed: missing value"},
         {{"run", "rmsnorm", "--json=1"}, "--json: takes no value"},
         {{"run", "rmsnorm", "--vary", "br=8"}, "'--vary' is not an option of run"},
