@@ -164,10 +164,10 @@ static void slowest_core(pl_report *r, const sim_time_result *t)
     r->core_exposed_s = wait > 0 ? wait : 0;
 }
 
-void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops, const sim_plan *plan)
+/* The figures of the timed run: rates, fractions, intensity, the last core. */
+static void fill_rates(pl_report *r, const sim_time_result *t, const double *dot_flops)
 {
     const pl_chip *chip = r->chip;
-    char a[32], b[32], c[32], names[80], advice[640];
     r->time_s = t->total_s;
     r->compute_s = t->compute_s;
     r->overhead_s = t->overhead_s;
@@ -185,8 +185,30 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
     r->hbm_bw_fraction = r->hbm_bw_achieved / chip->hbm_bw;
     r->vpu_fraction = r->time_s > 0 && r->cores ? r->vpu_s / (r->time_s * r->cores) : 0;
     /* an RMSNorm's reader wants bandwidth first, not "0 TFLOP/s" */
-    r->mxu_light = r->mxu_flops <= 0 || r->mxu_s < r->vpu_s;
+    r->mxu_light = r->mxu_flops <= 0 || r->mxu_s < r->vpu_s + r->scalar_s;
     slowest_core(r, t);
+}
+
+/* A close second is worth knowing: fixing the first only gets that far. */
+static void close_second(pl_report *r, double comp, double wait, double over)
+{
+    char a[32];
+    double parts[3] = {comp, wait, over};
+    const char *what[3] = {"compute", "exposed DMA", "the step overhead"};
+    int first = r->bound == PL_BOUND_HBM ? 1 : r->bound == PL_BOUND_OVERHEAD ? 2 : 0, second = -1;
+    for (int i = 0; i < 3; i++)
+        if (i != first && (second < 0 || parts[i] > parts[second])) second = i;
+    size_t used = strlen(r->bound_msg);
+    if (second >= 0 && parts[second] >= 0.8 * parts[first] && used < sizeof r->bound_msg)
+        snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (%s) is close behind", what[second],
+                 pl_format_time(parts[second], a, sizeof a));
+}
+
+void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops, const sim_plan *plan)
+{
+    const pl_chip *chip = r->chip;
+    char a[32], b[32], c[32], names[80], advice[640];
+    fill_rates(r, t, dot_flops);
 
     /* sentences speak of one core: sums over cores divided by their number */
     double per_core = r->cores ? 1.0 / r->cores : 1;
@@ -244,14 +266,5 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
                      "of %d",
                      100 * waste, chip->mxu_width);
     }
-    /* a close second is worth knowing: fixing the first only gets that far */
-    double parts[3] = {comp, wait, over};
-    const char *what[3] = {"compute", "exposed DMA", "the step overhead"};
-    int first = r->bound == PL_BOUND_HBM ? 1 : r->bound == PL_BOUND_OVERHEAD ? 2 : 0, second = -1;
-    for (int i = 0; i < 3; i++)
-        if (i != first && (second < 0 || parts[i] > parts[second])) second = i;
-    size_t used = strlen(r->bound_msg);
-    if (second >= 0 && parts[second] >= 0.8 * parts[first] && used < sizeof r->bound_msg)
-        snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (%s) is close behind", what[second],
-                 pl_format_time(parts[second], a, sizeof a));
+    close_second(r, comp, wait, over);
 }

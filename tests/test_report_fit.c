@@ -162,6 +162,34 @@ Test(report_fit, headline_is_bandwidth_for_a_kernel_without_mxu_work)
     free(text);
 }
 
+/* o = x @ w, then every element of o rewritten by a scalar loop: a small dot
+ * and 1024 scalar-unit accesses, which take far longer than the dot. */
+static void scalar_loop_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_dot(c, refs[2], refs[0], refs[1], 0);
+    for (int64_t i = 0; i < 8; i++)
+        for (int64_t j = 0; j < 128; j++) pl_set_at(c, refs[2], 2 * pl_get_at(c, refs[2], i, j), i, j);
+}
+
+Test(report_fit, headline_is_bandwidth_when_scalar_loops_outweigh_the_mxu)
+{
+    pl_call call = {
+        .name = "scalarloop", .kernel = scalar_loop_kernel, .grid_rank = 1, .grid = {4},
+        .n_in = 2, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128), PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 128, 128)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+    };
+    pl_array in[2] = {PL_ARRAY(NULL, PL_F32, 32, 128), PL_ARRAY(NULL, PL_F32, 128, 128)};
+    pl_array out = PL_ARRAY(NULL, PL_F32, 32, 128);
+    pl_report rep;
+    run(&call, in, &out, "v5e", NULL, &rep);
+    cr_assert_gt(rep.mxu_flops, 0);
+    cr_assert_gt(rep.scalar_s, rep.mxu_s, "the loop outweighs the dot: %g s vs %g s", rep.scalar_s, rep.mxu_s);
+    cr_assert_eq(rep.mxu_light, 1, "the MXU did little of the work");
+    char *text = printed(&rep);
+    cr_assert(strstr(text, "% of the v5e HBM bandwidth") && strstr(text, "; MXU "), "%s", text);
+    free(text);
+}
+
 Test(report_fit, matmul_headline_and_advice_are_unchanged)
 {
     pl_report rep;
