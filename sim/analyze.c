@@ -50,8 +50,10 @@ static int most_reread(const pl_report *r, int skip, int64_t *extra_out)
         if (i == skip || (o->role != PL_ROLE_IN && o->role != PL_ROLE_OUT) || o->array_bytes <= 0) continue;
         int64_t moved = o->bytes_in + (o->role == PL_ROLE_OUT ? o->bytes_out : 0);
         int64_t extra = moved - o->array_bytes;
-        /* a few percent over is edge clipping of odd shapes, not re-reading */
-        if (extra > o->array_bytes / 20 && extra > best_extra) best = i, best_extra = extra;
+        /* a few percent over is edge clipping of odd shapes, not re-reading;
+         * a small table read twice is not what the kernel waits for */
+        if (extra > o->array_bytes / 20 && extra > r->hbm_bytes / 20 && extra > best_extra)
+            best = i, best_extra = extra;
     }
     *extra_out = best_extra;
     return best;
@@ -116,6 +118,9 @@ static int one_reread(const pl_report *r, const sim_plan *plan, int i, char *buf
                       o->role == PL_ROLE_IN ? "read" : "moved", (double)moved / (double)o->array_bytes);
     if (at < 0 || (size_t)at >= n) return at < 0 ? 0 : (int)n - 1;
     int axis = plan ? reread_axis(plan, plan_operand_of(plan, r, i)) : -1;
+    if (axis < 0 && r->cores > 1 && moved <= (int64_t)(r->cores * 1.05 * (double)o->array_bytes))
+        return at + snprintf(buf + at, n - (size_t)at, ", once by each of the %d TensorCores, which copy the "
+                             "blocks their grid points need (rule G4)", r->cores);
     if (axis < 0)
         return at + snprintf(buf + at, n - (size_t)at, "; larger blocks of it, or an order that visits each block "
                              "once, cut that");
@@ -136,9 +141,9 @@ static void reread_advice(const pl_report *r, const sim_plan *plan, char *buf, s
     int64_t extra1, extra2;
     int i = most_reread(r, -1, &extra1);
     if (i < 0) {
-        snprintf(buf, n, "%s, so the traffic is already the least the kernel needs, at %.0f%% of the HBM "
+        snprintf(buf, n, "%s, so the traffic is already about the least the kernel needs, at %.0f%% of the HBM "
                  "bandwidth%s", r->dma_bytes > r->hbm_bytes / 2 ? "most of it is the kernel's own copies and every "
-                 "pipelined operand moves once" : "every operand moves once, its own size",
+                 "pipelined operand moves about once" : "every operand moves about once, its own size",
                  100 * r->hbm_bw_fraction, r->hbm_bw_fraction < 0.5 ? "; larger blocks hide the latency of each copy "
                  "better" : "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
         return;
