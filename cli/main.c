@@ -83,10 +83,17 @@ static const char *long_help(const cli_cmd *cmd)
 void cli_help(const cli_cmd *cmd, FILE *f)
 {
     if (!cmd) {
-        fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n  %s\n  %s\n  %s\n  %s\n  %s\n  %s\n"
-                   "  tilesim help [COMMAND]\n\n%s",
-                cli_chips_cmd.synopsis, cli_list_cmd.synopsis, cli_run_cmd.synopsis, cli_verify_cmd.synopsis,
-                cli_sweep_cmd.synopsis, cli_explain_cmd.synopsis, long_help(NULL));
+        const cli_cmd *all[] = {&cli_chips_cmd, &cli_list_cmd, &cli_run_cmd, &cli_verify_cmd, &cli_sweep_cmd,
+                                &cli_explain_cmd};
+        fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n");
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) /* a second form starts "\n       tilesim" */
+            for (const char *s = all[i]->synopsis; *s;) {
+                size_t len = strcspn(s, "\n");
+                fprintf(f, "  %.*s\n", (int)len, s);
+                s += len;
+                while (*s == '\n' || *s == ' ') s++;
+            }
+        fprintf(f, "  tilesim help [COMMAND]\n\n%s", long_help(NULL));
         return;
     }
     if (cmd == &cli_list_cmd || cmd == &cli_run_cmd || cmd == &cli_verify_cmd) {

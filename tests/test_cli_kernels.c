@@ -193,6 +193,68 @@ Test(cli_kernels, run_on_the_plugin)
     res_free(&r);
 }
 
+/* ---- a wrong kernel: exit 1, FAIL, the block that is wrong ------------------------------- */
+
+/* A plugin compiled here: y = x, except that row block 1 adds 1. */
+static const char wrong_src[] =
+    "#include \"kernel/pallas.h\"\n#include \"sim/kdef.h\"\n#include <string.h>\n"
+    "static void k(pl_ctx *c, pl_ref *r) {\n"
+    "    if (pl_program_id(c, 0) == 1) pl_add_scalar(c, r[1], r[0], 1.0); else pl_copy(c, r[1], r[0]); }\n"
+    "static int build(const int64_t *v, pl_kernel_build *b, char *m, size_t n) {\n"
+    "    (void)v, (void)m, (void)n;\n"
+    "    b->call = (pl_call){.name = \"wrong\", .kernel = k, .grid_rank = 1, .grid = {4}, .n_in = 1,\n"
+    "        .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}, .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}};\n"
+    "    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, 32, 128);\n"
+    "    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 32, 128);\n"
+    "    return PL_OK; }\n"
+    "static int ref(const int64_t *v, const pl_kernel_build *b, pl_array *w) {\n"
+    "    (void)v; memcpy(w[0].data, b->args[0].data, 32 * 128 * 4); return PL_OK; }\n"
+    "static const pl_kernel_def d = {.name = \"wrong\", .summary = \"y = x, wrong in row block 1\", .n_params = 1,\n"
+    "    .params = {{.name = \"unused\", .def = 1}}, .build = build, .reference = ref};\n"
+    "static const pl_kernel_def *const all[] = {&d};\n"
+    "int tilesim_kernels(int abi, const pl_kernel_def *const **defs) {\n"
+    "    if (abi != PL_KERNEL_ABI) return -1; *defs = all; return 1; }\n";
+
+/* The source tree: the first directory above the build holding sim/kdef.h. */
+static int source_root(char *root, size_t n)
+{
+    build_path("", root, n);
+    for (int up = 0; up < 4; up++) {
+        char probe[PATH_MAX + 32];
+        snprintf(probe, sizeof probe, "%s/sim/kdef.h", root);
+        if (access(probe, R_OK) == 0) return 1;
+        char *slash = strrchr(root, '/');
+        if (!slash || slash == root) return 0;
+        if (slash[1] == '\0') *slash = '\0', slash = strrchr(root, '/');
+        if (!slash) return 0;
+        *slash = '\0';
+    }
+    return 0;
+}
+
+Test(cli_kernels, a_wrong_kernel_fails_with_exit_1_naming_its_block)
+{
+    char root[PATH_MAX / 2], src[] = "/tmp/tck_wrong_XXXXXX", so[64], cmd[PATH_MAX + 256];
+    if (!source_root(root, sizeof root)) cr_skip_test("the source tree is not above the build directory");
+    int fd = mkstemp(src);
+    cr_assert(fd >= 0 && write(fd, wrong_src, strlen(wrong_src)) == (ssize_t)strlen(wrong_src));
+    close(fd);
+    snprintf(so, sizeof so, "%s.so", src);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -x c -I'%s' '%s' -o '%s'", root, src, so);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    res r = RUN("verify", so);
+    cr_expect_eq(r.status, 1, "a wrong result exits 1: %s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "FAIL") && strstr(r.out, "block (1, 0)"), "the verdict and the block (V5): %s", r.out);
+    res_free(&r);
+    r = RUN("run", so, "--json");
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    json_t *doc = th_json_parse(r.out, "run --json of a wrong kernel");
+    cr_expect_str_eq(th_json_str(doc, "verdict"), "FAIL");
+    json_decref(doc);
+    res_free(&r);
+    unlink(src), unlink(so);
+}
+
 /* ---- verify and the heatmap ------------------------------------------------------------ */
 
 /* run, verify and explain work on every built-in kernel with its defaults. */
