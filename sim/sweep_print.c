@@ -223,7 +223,16 @@ int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *co
     if (!order) return PL_ENOMEM;
     char why[PL_MSG_MAX];
     int legal = pl_sweep_rank(n, reports, order);
-    fprintf(f, "{\"evaluated\":%d,\"n_legal\":%d,\"n_rejected\":%d,\"legal\":[", n, legal, n - legal);
+    const char *kernel = "", *chip = ""; /* from the reports: the call's name and the chip */
+    for (int i = 0; i < n; i++) {
+        if (!kernel[0] && reports[i].call_name[0]) kernel = reports[i].call_name;
+        if (!chip[0] && reports[i].chip) chip = reports[i].chip->name;
+    }
+    fprintf(f, "{\"kernel\":");
+    pl_json_string(f, kernel);
+    fprintf(f, ",\"chip\":");
+    pl_json_string(f, chip);
+    fprintf(f, ",\"evaluated\":%d,\"n_legal\":%d,\"n_rejected\":%d,\"legal\":[", n, legal, n - legal);
     for (int i = 0; i < legal; i++) {
         fputs(i ? ",\n" : "\n", f);
         json_legal(f, i + 1, &reports[order[i]], label_of(labels, order[i]));

@@ -502,7 +502,7 @@ const char *pl_sweep_reject_kind(const pl_report *r);
 int pl_sweep_print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top);
 /* One row per configuration: rank,config,status,vmem_bytes,steps,time_s,hbm_gbps,hbm_pct,tflops,mxu_pct,bound,reason */
 int pl_sweep_print_csv(FILE *f, int n, const pl_report *reports, const char *const *labels);
-/* One JSON object: evaluated, n_legal, n_rejected, legal (ranked, each with
+/* One JSON object: kernel (the calls' name), chip, evaluated, n_legal, n_rejected, legal (ranked, each with
  * config, params parsed from its label, time_s, hbm_gbps, ...), rejected
  * (config, params, kind, reason, error), best. */
 int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *const *labels);

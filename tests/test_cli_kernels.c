@@ -367,6 +367,8 @@ Test(cli_kernels, sweep_kernel_json_ranks_and_lists_rejected)
     res r = RUN("sweep", "rmsnorm", "--vary", "br=8,12,16,32,64,128,256,512,1024", "--set", "dtype=f32", "--json");
     cr_assert_eq(r.status, 0, "%s", r.err);
     json_t *doc = th_json_parse(r.out, "sweep --json");
+    cr_expect_str_eq(th_json_str(doc, "kernel"), "rmsnorm");
+    cr_expect_str_eq(th_json_str(doc, "chip"), "v5e");
     cr_expect_eq(th_json_num(doc, "evaluated"), 9);
     cr_expect_eq(th_json_num(doc, "n_rejected"), 1, "br=12 breaks the (8, 128) rule");
     json_t *rej = json_array_get(json_object_get(doc, "rejected"), 0);
