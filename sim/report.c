@@ -115,10 +115,11 @@ void pl_report_print(const pl_report *r, FILE *f)
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             pl_format_bytes((double)r->hbm_bytes, a, sizeof a));
-    if (r->scalar_ops || r->eup_elems) /* element loops and transcendental ops, when a kernel has them */
-        fprintf(f, "  also: %lld elements through the EUP (in the VPU work), %lld scalar accesses (pl_get / "
-                "pl_set) taking %s\n",
-                (long long)r->eup_elems, (long long)r->scalar_ops, pl_format_time(r->scalar_s, a, sizeof a));
+    /* transcendental ops and element loops, only when the kernel has them */
+    if (r->eup_elems) fprintf(f, "  EUP: %lld elements through it (their time is VPU time)\n", (long long)r->eup_elems);
+    if (r->scalar_ops)
+        fprintf(f, "  scalar unit: %lld accesses (pl_get / pl_set) taking %s\n", (long long)r->scalar_ops,
+                pl_format_time(r->scalar_s, a, sizeof a));
     if (r->dma_copies)
         fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
                 pl_format_bytes((double)r->dma_bytes, a, sizeof a));
