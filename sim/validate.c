@@ -147,8 +147,8 @@ static void warn_padding(pl_report *rep, const char *who, const char *kind, cons
     char why[200] = "", shp[128];
     int at = 0, sub = native_sublanes(t, chip);
     if (rank >= 2 && shape[rank - 2] % sub)
-        at += snprintf(why, sizeof why, "has %lld rows where the native tile has %d sublanes",
-                       (long long)shape[rank - 2], sub);
+        at += snprintf(why, sizeof why, "has %lld row%s where the native tile has %d sublanes",
+                       (long long)shape[rank - 2], shape[rank - 2] == 1 ? "" : "s", sub);
     if (shape[rank - 1] % 128)
         snprintf(why + at, sizeof why - (size_t)at, "%sis %lld wide where a tile has 128 lanes", at ? " and " : "",
                  (long long)shape[rank - 1]);

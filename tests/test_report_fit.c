@@ -385,7 +385,7 @@ Test(report_fit, T6_lane_and_sublane_padding_warn_alike_for_blocks_and_scratch)
     cr_assert(bias, "a (1, 1024) bias block warns (T6):\n%s", rep.warnings);
     cr_assert(stat, "a (256, 1) statistics block warns like the bias (T6):\n%s", rep.warnings);
     cr_assert(r, "a (256, 1) VMEM scratch warns like the bias (T6):\n%s", rep.warnings);
-    cr_assert(strstr(bias, "bias: block (1, 1024) (f32) has 1 rows where the native tile has 8 sublanes") &&
+    cr_assert(strstr(bias, "bias: block (1, 1024) (f32) has 1 row where the native tile has 8 sublanes") &&
               strstr(bias, "32768 bytes of VMEM for 4096 of data, 8x (rule T6)"), "%s", rep.warnings);
     cr_assert(strstr(stat, "rowstat: block (256, 1) (f32) is 1 wide where a tile has 128 lanes") &&
               strstr(stat, "131072 bytes of VMEM for 1024 of data, 128x (rule T6)"), "%s", rep.warnings);
