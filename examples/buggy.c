@@ -20,19 +20,28 @@
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/buggy.h"
+#include "kernels/options.h"
 
+/* "PL_EBOUNDS" for PL_EBOUNDS: the code's C name, as a user greps for it. */
 static const char *code_name(int rc)
 {
-    static const char *names[] = {"PL_OK",        "PL_EINVAL",    "PL_EBLOCKSHAPE", "PL_EINDEXMAP",
-                                  "PL_EVMEM",     "PL_EREVISIT",  "PL_EBOUNDS",     "PL_ERACE",
-                                  "PL_EDEADLOCK", "PL_ENOMEM",    "PL_ESHAPE",      "PL_EDTYPE",
-                                  "PL_ESPACE",    "PL_EVERIFY",   "PL_EPOISON",     "PL_EREADONLY"};
-    return rc <= 0 && -rc < (int)(sizeof names / sizeof *names) ? names[-rc] : "PL_E?";
+    static const char *names[] = {"PL_OK",        "PL_EINVAL",    "PL_EBLOCKSHAPE", "PL_EINDEXMAP", "PL_EVMEM",
+                                  "PL_EREVISIT",  "PL_EBOUNDS",   "PL_ERACE",       "PL_EDEADLOCK", "PL_ENOMEM",
+                                  "PL_ESHAPE",    "PL_EDTYPE",    "PL_ESPACE",      "PL_EVERIFY",   "PL_EPOISON",
+                                  "PL_EREADONLY", "PL_ESEMAPHORE"};
+    _Static_assert(sizeof names / sizeof *names == 1 - PL_STATUS_MIN, "a name for every status code");
+    return rc <= 0 && rc >= PL_STATUS_MIN ? names[-rc] : "PL_E?";
 }
 
-static void usage(FILE *f)
+#define USAGE "usage: buggy [NAME|--list] [--strict] [--uninit nan|zero] [--oob raise|poison] [--no-checks]\n"
+
+enum { OPT_LIST = 256 };
+
+static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
-    fprintf(f, "usage: buggy [NAME|--list] [--strict] [--uninit nan|zero] [--oob raise|poison] [--no-checks]\n");
+    (void)cl, (void)arg;
+    if (code == OPT_LIST) *(int *)user = 1;
+    return 0;
 }
 
 /* Run one case and say what tilesim found; returns 1 if it was caught. */
@@ -52,47 +61,14 @@ static int run_one(const bug_case *bc, const pl_options *opt)
 
 int main(int argc, char **argv)
 {
-    pl_options opt = {0};
-    const char *name = NULL;
+    static const struct option mine[] = {{"list", no_argument, NULL, OPT_LIST}, {0}};
+    ex_cmdline cl = {.prog = "buggy", .usage = USAGE, .accept = EX_STRICT | EX_UNINIT | EX_OOB | EX_NO_CHECKS};
     int list = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--list") == 0) list = 1;
-        else if (strcmp(a, "--strict") == 0) opt.strict = 1;
-        else if (strcmp(a, "--no-checks") == 0) opt.checks_off = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--uninit") == 0 || strcmp(a, "--oob") == 0) {
-            const char *v = i + 1 < argc ? argv[++i] : NULL;
-            int uninit = strcmp(a, "--uninit") == 0;
-            if (!v) {
-                fprintf(stderr, "buggy: %s needs a value (%s)\n", a, uninit ? "nan or zero" : "raise or poison");
-                usage(stderr);
-                return 2;
-            }
-            if (uninit && strcmp(v, "nan") == 0) opt.uninit = PL_UNINIT_NAN;
-            else if (uninit && strcmp(v, "zero") == 0) opt.uninit = PL_UNINIT_ZERO;
-            else if (!uninit && strcmp(v, "raise") == 0) opt.oob_reads = PL_OOB_RAISE;
-            else if (!uninit && strcmp(v, "poison") == 0) opt.oob_reads = PL_OOB_POISON;
-            else {
-                fprintf(stderr, "buggy: unknown value '%s' for %s (want %s)\n", v, a,
-                        uninit ? "nan or zero" : "raise or poison");
-                usage(stderr);
-                return 2;
-            }
-        } else if (a[0] == '-') {
-            fprintf(stderr, "buggy: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (name) {
-            fprintf(stderr, "buggy: one case at a time ('%s' and '%s')\n", name, a);
-            usage(stderr);
-            return 2;
-        } else {
-            name = a;
-        }
-    }
+    int rc = ex_parse(&cl, argc, argv, mine, own_option, &list);
+    if (rc != EX_PARSE_OK) return rc == EX_PARSE_HELP ? 0 : 2;
+    if (cl.npos > 1) return ex_usage_error(&cl, "one case at a time ('%s' and '%s')", cl.pos[0], cl.pos[1]);
+    const char *name = cl.npos ? cl.pos[0] : NULL;
+    pl_options opt = cl.opt;
     int n;
     const bug_case *cases = bug_cases(&n);
     if (list) {
