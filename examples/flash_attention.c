@@ -10,75 +10,57 @@
  * the call without data; nothing to verify). A real run that cannot fit in
  * host memory is refused at once with the bytes it needs.
  *
- * The kernel and its call are in kernels/flash_attention.h.
+ * The kernel is in kernels/flash_attention.h; its call, inputs and reference
+ * are those of the "flash_attention" definition (kernels/attention.c), run
+ * as `tilesim run flash_attention` runs it.
  *
  * Exit status: 0 when every case passes (allclose PASS, no findings of the
  * checks), 1 when a result is wrong, 2 for a bad command line or a call
  * tilesim rejects.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/flash_attention.h"
+#include "kernels/frontend.h"
 #include "kernels/options.h"
+#include "kernels/registry.h"
 
 #define USAGE                                                                                             \
     "usage: flash_attention [SQ SKV D BQ BK [f32|bf16]] [--heads N] [--causal] [--chip NAME]\n"          \
     "                       [--trace FILE.json] [--no-checks] [--strict] [--cost-only]\n"
 
-/* Get the arrays: shapes only for a cost-only run, else data, after
- * checking that it fits. Returns 0 or 2 (refused, said why). */
-static int get_arrays(const fa_config *cfg, const ex_cmdline *cl, pl_array args[3], pl_array *out)
+/* cfg as the values of the "flash_attention" definition. */
+static int values_of(const fa_config *cfg, const ex_cmdline *cl, int64_t *v)
 {
-    if (cl->opt.cost_only) {
-        fa_shapes(cfg, args, out);
-        return 0;
-    }
-    if (ex_check_host_memory(cl, "a real run", fa_host_bytes(cfg))) return 2;
-    if (fa_inputs(cfg, args, out, 1) == PL_OK) return 0;
-    fprintf(stderr, "flash_attention: out of host memory for the inputs\n");
-    return 2;
+    const pl_kernel_def *d = &ex_def_flash;
+    const char *names[] = {"sq", "skv", "d", "bq", "bk", "heads", "causal", "dtype"};
+    int64_t vals[] = {cfg->sq, cfg->skv, cfg->d, cfg->bq, cfg->bk, cfg->heads, cfg->causal, cfg->dtype};
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < 8; i++)
+        if (ex_def_set(cl, d, v, names[i], vals[i])) return 2;
+    return 0;
 }
 
-/* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
+/* Run one case through the definition; returns 0 (pass), 1 (wrong result
+ * or a finding), 2 (rejected). */
 static int run_case(const fa_config *cfg, const ex_cmdline *cl)
 {
-    fa_params params;
-    pl_call call;
-    pl_array args[3], out;
-    if (fa_call(&call, &params, cfg) != PL_OK) {
-        fprintf(stderr, "flash_attention: sizes must be at least 1 and the dtype f32 or bf16\n");
-        return 2;
-    }
-    if (get_arrays(cfg, cl, args, &out)) return 2;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    if (values_of(cfg, cl, v)) return 2;
+    if (!cl->opt.cost_only && ex_check_host_memory(cl, "a real run", fa_host_bytes(cfg))) return 2;
     printf("== flash_attention q %lld x kv %lld, d %lld, blocks (bq, bk) = (%lld, %lld), %s", (long long)cfg->sq,
            (long long)cfg->skv, (long long)cfg->d, (long long)cfg->bq, (long long)cfg->bk, pl_dtype_name(cfg->dtype));
     if (cfg->heads) printf(", %lld heads", (long long)cfg->heads);
     printf("%s\n", cfg->causal ? ", causal" : "");
 
     pl_report rep;
-    int rc = pl_pallas_call(&call, args, &out, &cl->opt, &rep), status = 0;
-    if (rc != PL_OK) {
-        fprintf(stderr, "flash_attention: %s\n", rep.error);
-        status = 2;
-    } else {
-        pl_report_print(&rep, stdout);
-        pl_check chk = {.verdict = PL_PASS};
-        rc = cl->opt.cost_only ? PL_OK : fa_check(cfg, args, &out, &chk, stdout);
-        if (rc == PL_ENOMEM) {
-            fprintf(stderr, "flash_attention: out of host memory for the reference\n");
-            status = 2;
-        } else if (chk.verdict != PL_PASS || rep.n_findings) {
-            status = 1;
-        }
-        if (rep.n_findings) printf("  %d finding%s of the checks\n", rep.n_findings, rep.n_findings == 1 ? "" : "s");
-        if (status != 2)
-            printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");
-    }
-    fa_free(args, &out);
+    pl_check chk[PL_MAX_OPERANDS];
+    int rc = ex_def_run(cl, &ex_def_flash, v, 1, &rep, chk), status = ex_def_status(rc, &rep);
+    if (status == 2) return 2;
+    if (rep.n_findings) printf("  %d finding%s of the checks\n", rep.n_findings, rep.n_findings == 1 ? "" : "s");
+    printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");
     return status;
 }
 

@@ -1,0 +1,36 @@
+/* examples/kernels/frontend.h: what the example programs share as thin
+ * front ends over the built-in definitions (registry.h): a program maps its
+ * command line onto the definition's parameters and runs it here, so that
+ * the call, the inputs and the reference come from the definition only.
+ *
+ *     int64_t v[PL_KDEF_MAX_PARAMS];
+ *     pl_kernel_defaults(&ex_def_flash, v);
+ *     ex_def_set(&cl, &ex_def_flash, v, "sq", 512);
+ *     int rc = ex_def_run(&cl, &ex_def_flash, v, 1, &rep, chk);
+ */
+#ifndef TILESIM_EXAMPLES_FRONTEND_H
+#define TILESIM_EXAMPLES_FRONTEND_H
+
+#include "../../sim/kdef.h"
+#include "options.h"
+
+/* v[parameter `name` of d] = value. PL_OK, or PL_EINVAL after saying on
+ * stderr that d has no such parameter (a program out of step with its
+ * definition). */
+int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const char *name, int64_t value);
+
+/* Run d at v with the program's options (pl_kernel_run): print the report
+ * (when print_report) and then the verdict line of each output on stdout,
+ * in that order, as the programs always did. rep and chk (PL_MAX_OPERANDS
+ * entries, or NULL) are filled as pl_kernel_run fills them. A call refused
+ * or failing for another reason than a wrong output is said on stderr as
+ * "PROG: reason". Returns pl_kernel_run's code (PL_EVERIFY: an output is
+ * wrong). */
+int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, int print_report, pl_report *rep,
+               pl_check *chk);
+
+/* The exit status of a run: 0 pass, 1 a wrong output, a race or a finding
+ * of the checks, 2 refused. */
+int ex_def_status(int rc, const pl_report *rep);
+
+#endif

@@ -1,0 +1,66 @@
+/* tests/test_frontends.c: the example programs are thin front ends over the
+ * built-in kernel definitions (issue 10): a program and `tilesim run` given
+ * the same configuration build the same call over the same inputs and check
+ * it against the same reference, so their verdict lines agree byte for byte
+ * (V5). Both binaries are those of this test binary's build directory. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* BUILD/<rel> for the build directory of this test binary. */
+static void build_path(const char *rel, char *out, size_t n)
+{
+    char exe[PATH_MAX / 2];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(len > 0);
+    exe[len] = '\0';
+    for (int i = 0; i < 2; i++) *strrchr(exe, '/') = '\0'; /* .../tests/tilesim_tests -> BUILD */
+    snprintf(out, n, "%s/%s", exe, rel);
+    cr_assert_eq(access(out, X_OK), 0, "%s is not built", out);
+}
+
+/* The lines of stdout of `BUILD/<rel> args` (simple words only) that contain
+ * `marker`, concatenated; the exit status in *status. */
+static char *lines_of(const char *rel, const char *args, const char *marker, int *status)
+{
+    char path[PATH_MAX / 2 + 64], cmd[PATH_MAX + 512], line[4096];
+    build_path(rel, path, sizeof path);
+    snprintf(cmd, sizeof cmd, "OPENBLAS_NUM_THREADS=1 %s %s 2>/dev/null", path, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "cannot run %s", cmd);
+    size_t cap = 1 << 16, used = 0;
+    char *out = calloc(1, cap);
+    cr_assert_not_null(out);
+    while (fgets(line, sizeof line, p))
+        if (strstr(line, marker) && used + strlen(line) < cap) used += (size_t)sprintf(out + used, "%s", line);
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+}
+
+/* The program's verdict lines equal those of `tilesim run` over the same
+ * configuration, and both pass. */
+static void same_verdicts(const char *program, const char *prog_args, const char *run_args)
+{
+    int ps, rs;
+    char *prog = lines_of(program, prog_args, "verify output", &ps);
+    char *run = lines_of("tilesim", run_args, "verify output", &rs);
+    cr_assert_eq(ps, 0, "%s %s: exit %d", program, prog_args, ps);
+    cr_assert_eq(rs, 0, "tilesim %s: exit %d", run_args, rs);
+    cr_assert(run[0], "tilesim %s printed no verdict", run_args);
+    cr_assert_str_eq(prog, run, "%s %s and tilesim %s disagree:\n%s---\n%s", program, prog_args, run_args, prog, run);
+    free(prog);
+    free(run);
+}
+
+Test(frontends, flash_attention_is_the_definition_run)
+{
+    same_verdicts("examples/flash_attention", "256 200 128 128 64 --causal",
+                  "run flash_attention --set sq=256 --set skv=200 --set bq=128 --set bk=64 --set causal=1");
+    same_verdicts("examples/flash_attention", "128 128 64 64 64 bf16 --heads 2",
+                  "run flash_attention --set sq=128 --set skv=128 --set d=64 --set bq=64 --set bk=64 --set heads=2 "
+                  "--set dtype=bf16");
+}
