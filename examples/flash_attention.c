@@ -57,7 +57,7 @@ static int run_case(const fa_config *cfg, const ex_cmdline *cl)
 
     pl_report rep;
     pl_check chk[PL_MAX_OPERANDS];
-    int rc = ex_def_run(cl, &ex_def_flash, v, 1, &rep, chk), status = ex_def_status(rc, &rep);
+    int rc = ex_def_run(cl, &ex_def_flash, v, NULL, NULL, &rep, chk), status = ex_def_status(rc, &rep);
     if (status == 2) return 2;
     if (rep.n_findings) printf("  %d finding%s of the checks\n", rep.n_findings, rep.n_findings == 1 ? "" : "s");
     printf("%s\n", status ? "FAIL" : cl->opt.cost_only ? "PASS (cost-only: not verified)" : "PASS");

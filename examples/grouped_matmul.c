@@ -15,21 +15,22 @@
  * built, nothing is verified); a real run that cannot fit in host memory is
  * refused at once with the bytes it needs.
  *
- * The kernel and its call are in kernels/grouped_matmul.h.
+ * The kernel is in kernels/grouped_matmul.h; its call, inputs and reference
+ * are those of the "grouped_matmul" definition (kernels/matmul_tables.c), with
+ * the group sizes given here.
  *
  * Exit status: 0 when every check passes, 1 when a result is wrong or the
  * checks found something, 2 for a bad command line or a call tilesim rejects.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/data.h"
-#include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/grouped_matmul.h"
+#include "kernels/frontend.h"
 #include "kernels/options.h"
+#include "kernels/registry.h"
 
 #define PROG "grouped_matmul"
 #define MAX_GROUPS 4096
@@ -48,108 +49,97 @@ typedef struct gm_case {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* x, w and o (NaN, so that unwritten rows show) for a real run, after
- * checking that they and gm_check's reference fit; nothing for cost-only.
- * Returns 0, or 2 after saying why. */
-static int alloc_data(const gm_case *gc, const ex_cmdline *cl, void **x, void **w, void **o)
+/* Host bytes a real run takes at its peak: x, w, o, the reference and the
+ * check's widened copies. */
+static double host_bytes(const gm_case *gc)
 {
-    if (cl->opt.cost_only) return 0;
     double m = (double)gc->m, n = (double)gc->n, k = (double)gc->k, es = (double)pl_dtype_size(gc->dt);
-    double bytes = es * (m * k + (double)gc->g * k * n + m * n) + 8 * (m * k + k * n) + 16 * m * n;
-    if (ex_check_host_memory(cl, "a real run", bytes)) return 2;
-    *x = ex_random_matrix(gc->m * gc->k, gc->dt, 1);
-    *w = ex_random_matrix(gc->g * gc->k * gc->n, gc->dt, 2);
-    *o = malloc((size_t)(gc->m * gc->n) * pl_dtype_size(gc->dt));
-    if (!*x || !*w || !*o) {
-        fprintf(stderr, PROG ": out of memory for %lldx%lldx%lld with %lld groups\n", (long long)gc->m,
-                (long long)gc->n, (long long)gc->k, (long long)gc->g);
-        return 2;
-    }
-    size_t eo = pl_dtype_size(gc->dt);
-    for (int64_t e = 0; e < gc->m * gc->n; e++) pl_store_elem((char *)*o + (size_t)e * eo, gc->dt, NAN);
+    return es * (m * k + (double)gc->g * k * n + 2 * m * n) + 8 * (m * k + k * n) + 16 * m * n;
+}
+
+/* gc as the values of the "grouped_matmul" definition. */
+static int values_of(const gm_case *gc, const ex_cmdline *cl, int64_t *v)
+{
+    const pl_kernel_def *d = &ex_def_grouped;
+    const char *names[] = {"M", "N", "K", "G", "bm", "bn", "bk", "sizes_seed", "dtype"};
+    int64_t vals[] = {gc->m, gc->n, gc->k, gc->g, gc->bm, gc->bn, gc->bk, gc->seed, gc->dt};
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < 9; i++)
+        if (ex_def_set(cl, d, v, names[i], vals[i])) return 2;
     return 0;
 }
 
-static void print_header(const gm_case *gc, const gm_tiles *tiles, const int64_t *sizes)
+static void print_header(const gm_case *gc, const int64_t *sizes)
 {
-    int64_t G = gc->g, rbs = cdiv(gc->m, gc->bm);
+    int64_t G = gc->g, empty = 0;
+    for (int64_t g = 0; g < G; g++) empty += sizes[g] == 0;
     printf("== grouped matmul %lldx%lldx%lld %s, %lld groups (%lld empty), blocks (bm, bn, bk) = (%lld, %lld, %lld)\n",
-           (long long)gc->m, (long long)gc->n, (long long)gc->k, pl_dtype_name(gc->dt), (long long)G,
-           (long long)tiles->empty_groups, (long long)gc->bm, (long long)gc->bn, (long long)gc->bk);
+           (long long)gc->m, (long long)gc->n, (long long)gc->k, pl_dtype_name(gc->dt), (long long)G, (long long)empty,
+           (long long)gc->bm, (long long)gc->bn, (long long)gc->bk);
     if (G <= 16) {
         printf("  group sizes:");
         for (int64_t g = 0; g < G; g++) printf(" %lld", (long long)sizes[g]);
         printf("\n");
     }
-    printf("  %lld tiles over %lld row blocks (%lld extra visit%s of row blocks shared by groups)\n",
-           (long long)tiles->n_tiles, (long long)rbs, (long long)(tiles->n_tiles - rbs),
-           tiles->n_tiles - rbs == 1 ? "" : "s");
 }
 
-static void print_summary(const gm_case *gc, const pl_report *rep)
+/* The tiles, then the summary (or with --report the full report), then
+ * what the checks found. */
+static void print_summary(const pl_report *rep, void *user)
 {
-    int64_t rbs = cdiv(gc->m, gc->bm), nj = cdiv(gc->n, gc->bn);
+    const gm_case *gc = user;
+    int64_t rbs = cdiv(gc->m, gc->bm), nj = cdiv(gc->n, gc->bn), n_tiles = rep->grid[1]; /* grid (N/bn, tiles, K/bk) */
+    printf("  %lld tiles over %lld row blocks (%lld extra visit%s of row blocks shared by groups)\n",
+           (long long)n_tiles, (long long)rbs, (long long)(n_tiles - rbs), n_tiles - rbs == 1 ? "" : "s");
     if (gc->report) {
         pl_report_print(rep, stdout);
-        return;
+    } else { /* operands: offsets, tile_rb, tile_group, x, w, o */
+        printf("  grid (%lld, %lld, %lld): %lld steps on %s\n", (long long)rep->grid[0], (long long)rep->grid[1],
+               (long long)rep->grid[2], (long long)rep->steps, rep->chip->name);
+        printf("  x copies %lld (%lld skipped), w copies %lld (%lld skipped), o write-backs %lld (%lld blocks)\n",
+               (long long)rep->op[3].copies, (long long)rep->op[3].skipped, (long long)rep->op[4].copies,
+               (long long)rep->op[4].skipped, (long long)rep->op[5].writebacks, (long long)(rbs * nj));
+        printf("  MXU FLOPs %.4g (2MNK = %.4g), predicted %.2f us: %s\n", rep->mxu_flops,
+               2.0 * (double)gc->m * (double)gc->n * (double)gc->k, rep->time_s * 1e6, rep->bound_msg);
     }
-    /* operands: offsets, tile_rb, tile_group, x, w, o */
-    printf("  grid (%lld, %lld, %lld): %lld steps on %s\n", (long long)rep->grid[0], (long long)rep->grid[1],
-           (long long)rep->grid[2], (long long)rep->steps, rep->chip->name);
-    printf("  x copies %lld (%lld skipped), w copies %lld (%lld skipped), o write-backs %lld (%lld blocks)\n",
-           (long long)rep->op[3].copies, (long long)rep->op[3].skipped, (long long)rep->op[4].copies,
-           (long long)rep->op[4].skipped, (long long)rep->op[5].writebacks, (long long)(rbs * nj));
-    printf("  MXU FLOPs %.4g (2MNK = %.4g), predicted %.2f us: %s\n", rep->mxu_flops,
-           2.0 * (double)gc->m * (double)gc->n * (double)gc->k, rep->time_s * 1e6, rep->bound_msg);
+    if (rep->n_findings)
+        printf("  the checks found %d problem%s:\n%s", rep->n_findings, rep->n_findings == 1 ? "" : "s", rep->warnings);
 }
 
-/* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
+/* The sizes the program's build uses: definition callbacks take no user
+ * pointer, and the program runs one case at a time. */
+static const int64_t *case_sizes;
+
+static int build_with_sizes(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_grouped_build(v, case_sizes, b, msg, n);
+}
+
+/* Run one case through the definition, with the group sizes given or drawn
+ * from --seed; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
 static int run_case(const gm_case *gc, const ex_cmdline *cl)
 {
-    int64_t G = gc->g;
-    int64_t *sizes = malloc((size_t)G * sizeof *sizes);
-    int32_t *offsets = malloc((size_t)(G + 1) * sizeof *offsets);
-    void *x = NULL, *w = NULL, *o = NULL;
-    gm_tiles tiles = {0};
-    int status = alloc_data(gc, cl, &x, &w, &o);
-    char err[256];
-    if (!status && (!sizes || !offsets)) {
-        fprintf(stderr, PROG ": out of memory for %lld groups\n", (long long)G);
-        status = 2;
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    if (values_of(gc, cl, v)) return 2;
+    if (!cl->opt.cost_only && ex_check_host_memory(cl, "a real run", host_bytes(gc))) return 2;
+    int64_t *sizes = malloc((size_t)gc->g * sizeof *sizes);
+    if (!sizes) {
+        fprintf(stderr, PROG ": out of memory for %lld groups\n", (long long)gc->g);
+        return 2;
     }
-    if (status) goto done;
-    if (gc->sizes) memcpy(sizes, gc->sizes, (size_t)G * sizeof *sizes);
-    else gm_sizes_random(sizes, G, gc->m, (uint64_t)gc->seed);
-    gm_params params;
-    pl_call call;
-    if (gm_offsets_from_sizes(offsets, sizes, G) ||
-        gm_tiles_build(&tiles, offsets, G, gc->m, gc->bm, err, sizeof err) ||
-        gm_call(&call, &params, &tiles, gc->m, gc->n, gc->k, gc->bm, gc->bn, gc->bk, GM_N_OUTER, err, sizeof err)) {
-        fprintf(stderr, PROG ": %s\n", err);
-        status = 2;
-        goto done;
-    }
-    pl_array xa = PL_ARRAY(x, gc->dt, gc->m, gc->k), wa = PL_ARRAY(w, gc->dt, G, gc->k, gc->n);
-    pl_array out = PL_ARRAY(o, gc->dt, gc->m, gc->n), args[5];
-    gm_args(args, &tiles, &xa, &wa);
-    print_header(gc, &tiles, sizes);
+    if (gc->sizes) memcpy(sizes, gc->sizes, (size_t)gc->g * sizeof *sizes);
+    else gm_sizes_random(sizes, gc->g, gc->m, (uint64_t)gc->seed);
+    print_header(gc, sizes);
+    pl_kernel_def d = ex_def_grouped;
+    d.build = build_with_sizes;
+    case_sizes = sizes;
     pl_report rep;
-    if (pl_pallas_call(&call, args, &out, &cl->opt, &rep) != PL_OK) {
-        fprintf(stderr, PROG ": %s\n", rep.error);
-        status = 2;
-        goto done;
-    }
-    print_summary(gc, &rep);
-    if (rep.n_findings) {
-        printf("  the checks found %d problem%s:\n%s", rep.n_findings, rep.n_findings == 1 ? "" : "s", rep.warnings);
-        status = 1;
-    }
+    int status = ex_def_status(ex_def_run(cl, &d, v, print_summary, (void *)gc, &rep, NULL), &rep);
+    case_sizes = NULL;
+    free(sizes);
+    if (status == 2) return 2;
     if (cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
-    else if (gm_check(&tiles, &xa, &wa, &out, NULL, NULL, stdout) != PL_OK) status = 1;
-done:
-    if (status != 2) printf("  %s\n", status == 0 ? "PASS" : "FAIL");
-    gm_tiles_free(&tiles);
-    free(sizes), free(offsets), free(x), free(w), free(o);
+    printf("  %s\n", status == 0 ? "PASS" : "FAIL");
     return status;
 }
 

@@ -64,3 +64,24 @@ Test(frontends, flash_attention_is_the_definition_run)
                   "run flash_attention --set sq=128 --set skv=128 --set d=64 --set bq=64 --set bk=64 --set heads=2 "
                   "--set dtype=bf16");
 }
+
+/* The group sizes drawn from --seed are those of sizes_seed. */
+Test(frontends, grouped_matmul_is_the_definition_run)
+{
+    same_verdicts("examples/grouped_matmul", "512 256 256 4 128 128 128 --seed 3",
+                  "run grouped_matmul --set sizes_seed=3");
+    same_verdicts("examples/grouped_matmul", "300 256 384 5 64 128 128 bf16 --seed 9",
+                  "run grouped_matmul --set M=300 --set K=384 --set G=5 --set bm=64 --set sizes_seed=9 --set dtype=bf16");
+}
+
+/* Sizes given with --sizes (an empty group, one smaller than a block) build
+ * the definition's call over them: the definition's verdict, PASS. */
+Test(frontends, grouped_matmul_sizes_given)
+{
+    int st;
+    char *out = lines_of("examples/grouped_matmul", "400 256 256 4 128 128 128 --sizes 0,37,300,63", "verify output",
+                         &st);
+    cr_assert_eq(st, 0, "exit %d", st);
+    cr_assert(strstr(out, "verify output 0 'o' (f32 400x256) vs reference") && strstr(out, "PASS"), "%s", out);
+    free(out);
+}

@@ -18,8 +18,8 @@ int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const c
 
 /* pl_kernel_run writes the verdict lines while it runs, before the report
  * can be printed: they are kept in memory and printed after it. */
-int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, int print_report, pl_report *rep,
-               pl_check *chk)
+int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, ex_show_fn show, void *user,
+               pl_report *rep, pl_check *chk)
 {
     char *verdicts = NULL;
     size_t len = 0;
@@ -29,7 +29,8 @@ int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, i
     if (rc != PL_OK && rc != PL_EVERIFY) {
         fprintf(stderr, "%s: %s\n", cl->prog, rep->error[0] ? rep->error : pl_strerror(rc));
     } else {
-        if (print_report) pl_report_print(rep, stdout);
+        if (show) show(rep, user);
+        else pl_report_print(rep, stdout);
         if (verdicts) fputs(verdicts, stdout);
     }
     free(verdicts);

@@ -6,7 +6,7 @@
  *     int64_t v[PL_KDEF_MAX_PARAMS];
  *     pl_kernel_defaults(&ex_def_flash, v);
  *     ex_def_set(&cl, &ex_def_flash, v, "sq", 512);
- *     int rc = ex_def_run(&cl, &ex_def_flash, v, 1, &rep, chk);
+ *     int rc = ex_def_run(&cl, &ex_def_flash, v, NULL, NULL, &rep, chk);
  */
 #ifndef TILESIM_EXAMPLES_FRONTEND_H
 #define TILESIM_EXAMPLES_FRONTEND_H
@@ -19,15 +19,19 @@
  * definition). */
 int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const char *name, int64_t value);
 
-/* Run d at v with the program's options (pl_kernel_run): print the report
- * (when print_report) and then the verdict line of each output on stdout,
- * in that order, as the programs always did. rep and chk (PL_MAX_OPERANDS
+/* How a program shows the report of a run: called after a call that ran. */
+typedef void (*ex_show_fn)(const pl_report *rep, void *user);
+
+/* Run d at v with the program's options (pl_kernel_run): show the report
+ * (show(rep, user), or pl_report_print when show is NULL) and then the
+ * verdict line of each output on stdout, in that order, as the programs
+ * always did. rep and chk (PL_MAX_OPERANDS
  * entries, or NULL) are filled as pl_kernel_run fills them. A call refused
  * or failing for another reason than a wrong output is said on stderr as
  * "PROG: reason". Returns pl_kernel_run's code (PL_EVERIFY: an output is
  * wrong). */
-int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, int print_report, pl_report *rep,
-               pl_check *chk);
+int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, ex_show_fn show, void *user,
+               pl_report *rep, pl_check *chk);
 
 /* The exit status of a run: 0 pass, 1 a wrong output, a race or a finding
  * of the checks, 2 refused. */

@@ -48,18 +48,13 @@ static int bsd_check(const int64_t *v, char *msg, size_t n)
     return ex_check_dtype(d, v, B_DT, float_dts, 2, msg, n);
 }
 
-static int bsd_pattern(const int64_t *v, bs_pattern *pat)
-{
-    return bs_pattern_random(pat, v[B_M] / v[B_BM], v[B_K] / v[B_BK], (double)v[B_PCT] / 100.0,
-                             (uint64_t)v[B_PSEED]);
-}
-
-static int bsd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+int ex_block_sparse_build(const int64_t *v, double density, pl_kernel_build *b, char *msg, size_t n)
 {
     int rc = bsd_check(v, msg, n);
     if (rc != PL_OK) return rc;
     bs_pattern pat;
-    if ((rc = bsd_pattern(v, &pat)) != PL_OK) {
+    rc = bs_pattern_random(&pat, v[B_M] / v[B_BM], v[B_K] / v[B_BK], density, (uint64_t)v[B_PSEED]);
+    if (rc != PL_OK) {
         snprintf(msg, n, "block_sparse_matmul: cannot build the block table (%s)", pl_strerror(rc));
         return rc;
     }
@@ -84,15 +79,18 @@ static int bsd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     return rc;
 }
 
-/* x is zero outside the present blocks (it serves the dense reference), y dense. */
+static int bsd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_block_sparse_build(v, (double)v[B_PCT] / 100.0, b, msg, n);
+}
+
+/* x is zero outside the present blocks (it serves the dense reference), y
+ * dense. The present blocks are those of the block table build made. */
 static int bsd_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed)
 {
     if (!b->args[2].data || !b->args[3].data) return PL_OK; /* cost-only: no data to fill */
-    bs_pattern pat;
-    int rc = bsd_pattern(v, &pat);
-    if (rc != PL_OK) return rc;
+    bs_pattern pat = {.row_blocks = b->args[0].shape[0] - 1, .offsets = b->args[0].data, .kidx = b->args[1].data};
     bs_fill_x(&pat, b->args[2].data, b->args[2].dtype, v[B_M], v[B_K], v[B_BM], v[B_BK], seed);
-    bs_pattern_free(&pat);
     void *y = ex_random_matrix(pl_array_size(&b->args[3]), b->args[3].dtype, seed + 1);
     if (!y) return PL_ENOMEM;
     memcpy(b->args[3].data, y, pl_array_bytes(&b->args[3]));
@@ -154,28 +152,30 @@ static int gmd_check(const int64_t *v, char *msg, size_t n)
     return rc == PL_OK ? ex_check_dtype(&ex_def_grouped, v, G_DT, float_dts, 2, msg, n) : rc;
 }
 
-/* The tile table for the ragged sizes that sizes_seed gives. */
-static int gmd_tiles(const int64_t *v, gm_tiles *t, char *msg, size_t n)
+/* The tile table for the ragged sizes given, or those sizes_seed gives. */
+static int gmd_tiles(const int64_t *v, const int64_t *given, gm_tiles *t, char *msg, size_t n)
 {
     int64_t g = v[G_G];
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)g);
     int32_t *offsets = malloc(sizeof(int32_t) * (size_t)(g + 1));
     int rc = sizes && offsets ? PL_OK : PL_ENOMEM;
     if (rc == PL_OK) {
-        gm_sizes_random(sizes, g, v[G_M], (uint64_t)v[G_SSEED]);
+        if (given) memcpy(sizes, given, sizeof(int64_t) * (size_t)g);
+        else gm_sizes_random(sizes, g, v[G_M], (uint64_t)v[G_SSEED]);
         rc = gm_offsets_from_sizes(offsets, sizes, g);
+        if (rc != PL_OK) snprintf(msg, n, "grouped_matmul: the group sizes must be >= 0 and add up to M");
     }
     if (rc == PL_OK) rc = gm_tiles_build(t, offsets, g, v[G_M], v[G_BM], msg, n);
     free(sizes), free(offsets);
     return rc;
 }
 
-static int gmd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+int ex_grouped_build(const int64_t *v, const int64_t *sizes, pl_kernel_build *b, char *msg, size_t n)
 {
     int rc = gmd_check(v, msg, n);
     if (rc != PL_OK) return rc;
     gm_tiles t;
-    if ((rc = gmd_tiles(v, &t, msg, n)) != PL_OK) return rc;
+    if ((rc = gmd_tiles(v, sizes, &t, msg, n)) != PL_OK) return rc;
     gm_params p;
     rc = gm_call(&b->call, &p, &t, v[G_M], v[G_N], v[G_K], v[G_BM], v[G_BN], v[G_BK], GM_N_OUTER, msg, n);
     const void *pp = ex_intern(&p, sizeof p);
@@ -196,6 +196,11 @@ static int gmd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     }
     gm_tiles_free(&t);
     return rc;
+}
+
+static int gmd_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_grouped_build(v, NULL, b, msg, n);
 }
 
 /* out[rows of g] = X[rows of g] @ W[g], group by group through cblas_sgemm. */

@@ -27,6 +27,16 @@ extern const pl_kernel_def ex_def_matmul, ex_def_matmul_tb, ex_def_matmul_bias_r
 extern const pl_kernel_def ex_def_block_sparse, ex_def_grouped, ex_def_flash, ex_def_paged;
 extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_def_add;
 
+/* The builds of two definitions with their tables given rather than drawn
+ * from a parameter, for the example programs that take them on the command
+ * line (the rest of the definition applies unchanged: its inputs and
+ * reference read the tables from the build):
+ * block_sparse_matmul with X's present blocks a fraction `density` (0 to 1)
+ * of all, not a whole percentage; grouped_matmul with the G group sizes
+ * given (summing to M), or, sizes NULL, those of sizes_seed. */
+int ex_block_sparse_build(const int64_t *v, double density, pl_kernel_build *b, char *msg, size_t n);
+int ex_grouped_build(const int64_t *v, const int64_t *sizes, pl_kernel_build *b, char *msg, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
