@@ -6,6 +6,7 @@
  * result equals an fp32-accumulating bf16 matmul up to the order of additions.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <string.h>
 
 #include "context.h"
@@ -56,8 +57,10 @@ static void narrow(const pl_ref *r, const float *src)
 static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
 {
     int bad_space = r->space != PL_VMEM;
-    if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
+    /* before the hot path: OpenBLAS is not instrumented, so a view past its
+     * Ref (V6) would let cblas_sgemm write past the buffer unseen (F3) */
     kern_check_ref(c, r, "pl_dot");
+    if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
     char name[96];
     kern_ref_name(c, r, name, sizeof name);
     if (bad_space)
@@ -66,6 +69,38 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
     if (r->rank != 2)
         kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of rank %d; pl_dot takes rank-2 refs", what, name, r->rank);
     kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);
+}
+
+/* cblas_sgemm takes int sizes and leading dimensions: a larger one would
+ * wrap (to INT_MIN, or to a small positive size and a wrong product). */
+static void check_int_dims(pl_ctx *c, const pl_ref *acc, const pl_ref *a, const pl_ref *b)
+{
+    const pl_ref *all[3] = {acc, a, b};
+    for (int i = 0; i < 3; i++) {
+        int64_t big = all[i]->shape[0] > ld_of(all[i]) ? all[i]->shape[0] : ld_of(all[i]);
+        if (big <= INT_MAX) continue;
+        char name[96];
+        kern_ref_name(c, all[i], name, sizeof name);
+        kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of shape (%lld, %lld) and row stride %lld: the MXU's host model "
+                   "(OpenBLAS) takes sizes up to %d", i == 0 ? "accumulator" : i == 1 ? "left operand" : "right operand",
+                   name, (long long)all[i]->shape[0], (long long)all[i]->shape[1], (long long)all[i]->stride[0],
+                   INT_MAX);
+    }
+}
+
+/* Do the elements of x and y share memory? An accumulator that is also an
+ * operand must reach sgemm as a copy: sgemm writes C while reading A and B. */
+static int overlaps(const pl_ref *x, const pl_ref *y)
+{
+    const pl_ref *r[2] = {x, y};
+    uintptr_t lo[2], hi[2];
+    for (int i = 0; i < 2; i++) {
+        size_t es = pl_dtype_size(r[i]->dtype);
+        int64_t last = (r[i]->shape[0] - 1) * r[i]->stride[0] + (r[i]->shape[1] - 1) * r[i]->stride[1];
+        lo[i] = (uintptr_t)r[i]->data;
+        hi[i] = lo[i] + (uintptr_t)(last + 1) * es;
+    }
+    return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
 void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
@@ -92,26 +127,29 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
     op.flops = 2.0 * (double)m * (double)n * (double)k;
     kern_record(c, &op);
     if (c->cost_only || m == 0 || n == 0) return;
+    check_int_dims(c, &acc, &a, &b);
     if (k == 0) { /* an empty contraction adds nothing */
         if (!(flags & PL_DOT_ACC)) pl_fill(c, acc, 0.0);
         return;
     }
 
     /* One scratch allocation holds every operand that needs widening. */
+    int acc_f32 = is_direct_f32(&acc);
+    int a_direct = is_direct_f32(&a) && !(acc_f32 && overlaps(&acc, &a));
+    int b_direct = is_direct_f32(&b) && !(acc_f32 && overlaps(&acc, &b));
     size_t need = 0;
-    need += is_direct_f32(&a) ? 0 : (size_t)(m * k);
-    need += is_direct_f32(&b) ? 0 : (size_t)(b.shape[0] * b.shape[1]);
-    need += is_direct_f32(&acc) ? 0 : (size_t)(m * n);
+    need += a_direct ? 0 : (size_t)(m * k);
+    need += b_direct ? 0 : (size_t)(b.shape[0] * b.shape[1]);
+    need += acc_f32 ? 0 : (size_t)(m * n);
     float *tmp = need ? kern_tmp(c, need) : NULL;
 
     f32_mat A = {a.data, (int)ld_of(&a), 0}, B = {b.data, (int)ld_of(&b), 0}, C = {acc.data, (int)ld_of(&acc), 0};
-    if (!is_direct_f32(&a)) { widen(tmp, &a); A = (f32_mat){tmp, (int)k, 1}; tmp += m * k; }
-    if (!is_direct_f32(&b)) {
+    if (!a_direct) { widen(tmp, &a); A = (f32_mat){tmp, (int)k, 1}; tmp += m * k; }
+    if (!b_direct) {
         widen(tmp, &b);
         B = (f32_mat){tmp, (int)b.shape[1], 1};
         tmp += b.shape[0] * b.shape[1];
     }
-    int acc_f32 = is_direct_f32(&acc);
     if (!acc_f32) {
         if (flags & PL_DOT_ACC) widen(tmp, &acc);
         C = (f32_mat){tmp, (int)n, 1};
