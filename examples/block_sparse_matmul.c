@@ -14,7 +14,9 @@
  * (the block table is built, nothing is verified); a real run that cannot
  * fit in host memory is refused at once with the bytes it needs.
  *
- * The kernel and its call are in kernels/block_sparse.h.
+ * The kernel is in kernels/block_sparse.h; its call, inputs and reference are
+ * those of the "block_sparse_matmul" definition (kernels/matmul_tables.c),
+ * with DENSITY as given, and the dense comparison is the "matmul" definition.
  *
  * Exit status: 0 when every check passes, 1 when a result is wrong or the
  * checks found something, 2 for a bad command line or a call tilesim rejects.
@@ -24,12 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/data.h"
-#include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/block_sparse.h"
-#include "kernels/matmul.h"
+#include "kernels/frontend.h"
 #include "kernels/options.h"
+#include "kernels/registry.h"
 
 #define PROG "block_sparse_matmul"
 
@@ -48,109 +49,106 @@ typedef struct bs_case {
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
-/* x (the present blocks filled), y and o (NaN, so that unwritten blocks
- * show) for a real run, after checking that they and the reference check
- * fit; nothing for cost-only. Returns 0, or 2 after saying why. */
-static int alloc_data(const bs_case *bc, const bs_pattern *pat, const ex_cmdline *cl, void **x, void **y, void **o)
+/* Host bytes a real run takes at its peak: x, y, o, the reference and the
+ * check's widened copies. */
+static double host_bytes(const bs_case *bc)
 {
-    if (cl->opt.cost_only) return 0;
-    int64_t m = bc->m, n = bc->n, k = bc->k;
-    double es = (double)pl_dtype_size(bc->dt), dm = (double)m, dn = (double)n, dk = (double)k;
-    double bytes = es * (dm * dk + dk * dn + dm * dn) + 8 * (dm * dk + dk * dn) + 16 * dm * dn; /* + the check */
-    if (ex_check_host_memory(cl, "a real run", bytes)) return 2;
-    size_t esz = pl_dtype_size(bc->dt);
-    *x = malloc((size_t)(m * k) * esz), *y = ex_random_matrix(k * n, bc->dt, 2), *o = malloc((size_t)(m * n) * esz);
-    if (!*x || !*y || !*o) {
-        fprintf(stderr, PROG ": out of memory for %lldx%lldx%lld\n", (long long)m, (long long)n, (long long)k);
+    double es = (double)pl_dtype_size(bc->dt), m = (double)bc->m, n = (double)bc->n, k = (double)bc->k;
+    return es * (m * k + k * n + 2 * m * n) + 8 * (m * k + k * n) + 16 * m * n;
+}
+
+/* The density as the definition's whole percentage (its check and its ideal
+ * FLOPs); the build takes the exact fraction. */
+static int values_of(const bs_case *bc, const ex_cmdline *cl, int64_t *v)
+{
+    static const char *const names[] = {"M", "N", "K", "bm", "bn", "bk", "density", "pattern_seed", "dtype"};
+    int64_t vals[] = {bc->m, bc->n, bc->k, bc->bm, bc->bn, bc->bk, llround(bc->density * 100), bc->seed, bc->dt};
+    return ex_def_values(cl, &ex_def_block_sparse, v, 9, names, vals) ? 2 : 0;
+}
+
+/* The program's density (definition callbacks take no user pointer, and the
+ * program runs one case at a time). */
+static double case_density;
+
+static int build_with_density(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_block_sparse_build(v, case_density, b, msg, n);
+}
+
+/* The grid (or with --report the full report), then what the checks found. */
+static void print_summary(const pl_report *rep, void *user)
+{
+    if (*(const int *)user) pl_report_print(rep, stdout);
+    else printf("  grid (%lld, %lld, %lld): %lld steps on %s\n", (long long)rep->grid[0], (long long)rep->grid[1],
+                (long long)rep->grid[2], (long long)rep->steps, rep->chip->name);
+    if (rep->n_findings)
+        printf("  the checks found %d problem%s:\n%s", rep->n_findings, rep->n_findings == 1 ? "" : "s", rep->warnings);
+}
+
+/* The "matmul" definition of the same shape and blocks, timed without data,
+ * next to the sparse call. Returns 0, or 2 after saying why it failed. */
+static int compare_dense(const bs_case *bc, const ex_cmdline *cl, const pl_report *rep)
+{
+    static const char *const names[] = {"M", "N", "K", "bm", "bn", "bk", "dtype"};
+    int64_t vals[] = {bc->m, bc->n, bc->k, bc->bm, bc->bn, bc->bk, bc->dt}, v[PL_KDEF_MAX_PARAMS];
+    pl_options dopt = {.chip = cl->opt.chip, .cost_only = 1};
+    pl_report dense;
+    if (ex_def_values(cl, &ex_def_matmul, v, 7, names, vals)) return 2;
+    if (pl_kernel_run(&ex_def_matmul, v, &dopt, &dense, NULL, NULL) != PL_OK) {
+        fprintf(stderr, PROG ": the dense comparison failed: %s\n", dense.error);
         return 2;
     }
-    bs_fill_x(pat, *x, bc->dt, m, k, bc->bm, bc->bk, 1);
-    for (int64_t e = 0; e < m * n; e++) pl_store_elem((char *)*o + (size_t)e * esz, bc->dt, NAN);
+    /* operands: prefetch0, prefetch1, x, y, o (sparse); x, y, o (dense) */
+    int64_t sx = rep->op[2].copies, sy = rep->op[3].copies, dx = dense.op[0].copies, dy = dense.op[1].copies;
+    printf("  vs the dense tiled matmul (cost-only), sparse / dense:\n");
+    printf("    x copies   %8lld / %-8lld (%lld skipped by P2; %lld saved)\n", (long long)sx, (long long)dx,
+           (long long)rep->op[2].skipped, (long long)(dx - sx));
+    printf("    y copies   %8lld / %-8lld (%lld skipped by P2; %lld saved)\n", (long long)sy, (long long)dy,
+           (long long)rep->op[3].skipped, (long long)(dy - sy));
+    printf("    HBM bytes  %8.3g / %-8.3g (%.2fx less)\n", (double)rep->hbm_bytes, (double)dense.hbm_bytes,
+           ratio((double)dense.hbm_bytes, (double)rep->hbm_bytes));
+    printf("    MXU FLOPs  %8.3g / %-8.3g\n", rep->mxu_flops, dense.mxu_flops);
+    printf("    time       %8.2f / %-8.2f us on %s (%.2fx faster); sparse: %s\n", rep->time_s * 1e6,
+           dense.time_s * 1e6, rep->chip->name, ratio(dense.time_s, rep->time_s), rep->bound_msg);
     return 0;
 }
 
-/* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
-static int run_case(const bs_case *bc, const ex_cmdline *cl)
+/* What the block table holds, as the build draws it. */
+static int print_header(const bs_case *bc)
 {
-    int64_t m = bc->m, n = bc->n, k = bc->k;
     bs_pattern pat;
-    int rc = bs_pattern_random(&pat, m / bc->bm, k / bc->bk, bc->density, (uint64_t)bc->seed);
+    int rc = bs_pattern_random(&pat, bc->m / bc->bm, bc->k / bc->bk, bc->density, (uint64_t)bc->seed);
     if (rc) {
         fprintf(stderr, PROG ": cannot build the block table: %s\n", pl_strerror(rc));
         return 2;
     }
-    bs_params params;
-    pl_call call;
-    char err[256];
-    if (bs_call(&call, &params, &pat, m, n, k, bc->bm, bc->bn, bc->bk, err, sizeof err)) {
-        fprintf(stderr, PROG ": %s\n", err);
-        bs_pattern_free(&pat);
-        return 2;
-    }
-    void *x = NULL, *y = NULL, *o = NULL;
-    if (alloc_data(bc, &pat, cl, &x, &y, &o)) {
-        free(x), free(y), free(o);
-        bs_pattern_free(&pat);
-        return 2;
-    }
-    pl_array xa = PL_ARRAY(x, bc->dt, m, k), ya = PL_ARRAY(y, bc->dt, k, n), out = PL_ARRAY(o, bc->dt, m, n);
-    pl_array args[4];
-    bs_args(args, &pat, &xa, &ya);
-
-    printf("== block-sparse matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)m,
-           (long long)n, (long long)k, pl_dtype_name(bc->dt), (long long)bc->bm, (long long)bc->bn, (long long)bc->bk);
+    int64_t total = pat.row_blocks * pat.k_blocks;
+    printf("== block-sparse matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)bc->m,
+           (long long)bc->n, (long long)bc->k, pl_dtype_name(bc->dt), (long long)bc->bm, (long long)bc->bn,
+           (long long)bc->bk);
     printf("  X: %lld of %lld blocks present (%.1f%%), at most %lld in a row block, %lld empty row block%s\n",
-           (long long)pat.nnz, (long long)(pat.row_blocks * pat.k_blocks),
-           100.0 * ratio((double)pat.nnz, (double)(pat.row_blocks * pat.k_blocks)), (long long)pat.max_row,
+           (long long)pat.nnz, (long long)total, 100.0 * ratio((double)pat.nnz, (double)total), (long long)pat.max_row,
            (long long)pat.empty_rows, pat.empty_rows == 1 ? "" : "s");
-
-    pl_report rep, dense;
-    int status = 0;
-    rc = pl_pallas_call(&call, args, &out, &cl->opt, &rep);
-    if (rc != PL_OK) {
-        fprintf(stderr, PROG ": %s\n", rep.error);
-        status = 2;
-        goto done;
-    }
-    if (bc->report) pl_report_print(&rep, stdout);
-    else printf("  grid (%lld, %lld, %lld): %lld steps on %s\n", (long long)rep.grid[0], (long long)rep.grid[1],
-                (long long)rep.grid[2], (long long)rep.steps, rep.chip->name);
-    if (rep.n_findings) {
-        printf("  the checks found %d problem%s:\n%s", rep.n_findings, rep.n_findings == 1 ? "" : "s", rep.warnings);
-        status = 1;
-    }
-    pl_check chk;
-    if (cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
-    else if (pl_check_matmul(&xa, &ya, &out, &chk, stdout) != PL_OK) status = 1;
-
-    /* the dense tiled matmul of the same shape, timed without data */
-    mm_params dp;
-    pl_call dcall;
-    mm_call(&dcall, &dp, m, n, k, bc->bm, bc->bn, bc->bk);
-    pl_array dargs[2] = {PL_ARRAY(NULL, bc->dt, m, k), PL_ARRAY(NULL, bc->dt, k, n)};
-    pl_array dout = PL_ARRAY(NULL, bc->dt, m, n);
-    pl_options dopt = {.chip = cl->opt.chip, .cost_only = 1};
-    if (pl_pallas_call(&dcall, dargs, &dout, &dopt, &dense) != PL_OK) {
-        fprintf(stderr, PROG ": the dense comparison failed: %s\n", dense.error);
-        status = status ? status : 2;
-        goto done;
-    }
-    /* operands: prefetch0, prefetch1, x, y, o (sparse); x, y, o (dense) */
-    int64_t sx = rep.op[2].copies, sy = rep.op[3].copies, dx = dense.op[0].copies, dy = dense.op[1].copies;
-    printf("  vs the dense tiled matmul (cost-only), sparse / dense:\n");
-    printf("    x copies   %8lld / %-8lld (%lld skipped by P2; %lld saved)\n", (long long)sx, (long long)dx,
-           (long long)rep.op[2].skipped, (long long)(dx - sx));
-    printf("    y copies   %8lld / %-8lld (%lld skipped by P2; %lld saved)\n", (long long)sy, (long long)dy,
-           (long long)rep.op[3].skipped, (long long)(dy - sy));
-    printf("    HBM bytes  %8.3g / %-8.3g (%.2fx less)\n", (double)rep.hbm_bytes, (double)dense.hbm_bytes,
-           ratio((double)dense.hbm_bytes, (double)rep.hbm_bytes));
-    printf("    MXU FLOPs  %8.3g / %-8.3g\n", rep.mxu_flops, dense.mxu_flops);
-    printf("    time       %8.2f / %-8.2f us on %s (%.2fx faster); sparse: %s\n", rep.time_s * 1e6, dense.time_s * 1e6,
-           rep.chip->name, ratio(dense.time_s, rep.time_s), rep.bound_msg);
-done:
-    printf("  %s\n", status == 0 ? "PASS" : status == 1 ? "FAIL" : "REJECTED");
-    free(x), free(y), free(o);
     bs_pattern_free(&pat);
+    return 0;
+}
+
+/* Run one case through the definition; returns 0 (pass), 1 (wrong result or
+ * a finding), 2 (rejected). */
+static int run_case(const bs_case *bc, const ex_cmdline *cl)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    if (values_of(bc, cl, v)) return 2;
+    if (!cl->opt.cost_only && ex_check_host_memory(cl, "a real run", host_bytes(bc))) return 2;
+    if (print_header(bc)) return 2;
+    pl_kernel_def d = ex_def_block_sparse;
+    d.build = build_with_density;
+    case_density = bc->density;
+    pl_report rep;
+    int status = ex_def_status(ex_def_run(cl, &d, v, print_summary, (void *)&bc->report, &rep, NULL), &rep);
+    if (status != 2 && cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
+    if (status != 2 && compare_dense(bc, cl, &rep)) status = status ? status : 2;
+    printf("  %s\n", status == 0 ? "PASS" : status == 1 ? "FAIL" : "REJECTED");
     return status;
 }
 

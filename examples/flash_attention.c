@@ -34,13 +34,9 @@
 /* cfg as the values of the "flash_attention" definition. */
 static int values_of(const fa_config *cfg, const ex_cmdline *cl, int64_t *v)
 {
-    const pl_kernel_def *d = &ex_def_flash;
-    const char *names[] = {"sq", "skv", "d", "bq", "bk", "heads", "causal", "dtype"};
+    static const char *const names[] = {"sq", "skv", "d", "bq", "bk", "heads", "causal", "dtype"};
     int64_t vals[] = {cfg->sq, cfg->skv, cfg->d, cfg->bq, cfg->bk, cfg->heads, cfg->causal, cfg->dtype};
-    pl_kernel_defaults(d, v);
-    for (int i = 0; i < 8; i++)
-        if (ex_def_set(cl, d, v, names[i], vals[i])) return 2;
-    return 0;
+    return ex_def_values(cl, &ex_def_flash, v, 8, names, vals) ? 2 : 0;
 }
 
 /* Run one case through the definition; returns 0 (pass), 1 (wrong result

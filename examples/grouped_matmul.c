@@ -60,13 +60,9 @@ static double host_bytes(const gm_case *gc)
 /* gc as the values of the "grouped_matmul" definition. */
 static int values_of(const gm_case *gc, const ex_cmdline *cl, int64_t *v)
 {
-    const pl_kernel_def *d = &ex_def_grouped;
-    const char *names[] = {"M", "N", "K", "G", "bm", "bn", "bk", "sizes_seed", "dtype"};
+    static const char *const names[] = {"M", "N", "K", "G", "bm", "bn", "bk", "sizes_seed", "dtype"};
     int64_t vals[] = {gc->m, gc->n, gc->k, gc->g, gc->bm, gc->bn, gc->bk, gc->seed, gc->dt};
-    pl_kernel_defaults(d, v);
-    for (int i = 0; i < 9; i++)
-        if (ex_def_set(cl, d, v, names[i], vals[i])) return 2;
-    return 0;
+    return ex_def_values(cl, &ex_def_grouped, v, 9, names, vals) ? 2 : 0;
 }
 
 static void print_header(const gm_case *gc, const int64_t *sizes)

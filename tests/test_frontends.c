@@ -85,3 +85,27 @@ Test(frontends, grouped_matmul_sizes_given)
     cr_assert(strstr(out, "verify output 0 'o' (f32 400x256) vs reference") && strstr(out, "PASS"), "%s", out);
     free(out);
 }
+
+/* --seed is pattern_seed; a density in whole percent is the definition's. */
+Test(frontends, block_sparse_matmul_is_the_definition_run)
+{
+    same_verdicts("examples/block_sparse_matmul", "512 256 1024 128 128 256 0.25 --seed 4",
+                  "run block_sparse_matmul --set N=256 --set bn=128 --set pattern_seed=4");
+    same_verdicts("examples/block_sparse_matmul", "256 384 512 64 128 128 0.5 bf16",
+                  "run block_sparse_matmul --set M=256 --set N=384 --set K=512 --set bm=64 --set bn=128 --set bk=128 "
+                  "--set density=50 --set dtype=bf16");
+}
+
+/* A density that is no whole percentage keeps its exact fraction: 1 of the
+ * 3 x 2 blocks present, checked by the definition's reference. */
+Test(frontends, block_sparse_matmul_density_fraction)
+{
+    int st;
+    char *out = lines_of("examples/block_sparse_matmul", "384 256 256 128 128 128 0.1667", "present", &st);
+    cr_assert_eq(st, 0, "exit %d", st);
+    cr_assert(strstr(out, "X: 1 of 6 blocks present"), "%s", out);
+    free(out);
+    out = lines_of("examples/block_sparse_matmul", "384 256 256 128 128 128 0.1667", "verify output", &st);
+    cr_assert(strstr(out, "verify output 0 'o' (f32 384x256) vs reference") && strstr(out, "PASS"), "%s", out);
+    free(out);
+}

@@ -16,6 +16,15 @@ int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const c
     return PL_OK;
 }
 
+int ex_def_values(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, int n, const char *const *names,
+                  const int64_t *vals)
+{
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < n; i++)
+        if (ex_def_set(cl, d, v, names[i], vals[i]) != PL_OK) return PL_EINVAL;
+    return PL_OK;
+}
+
 /* pl_kernel_run writes the verdict lines while it runs, before the report
  * can be printed: they are kept in memory and printed after it. */
 int ex_def_run(const ex_cmdline *cl, const pl_kernel_def *d, const int64_t *v, ex_show_fn show, void *user,

@@ -4,8 +4,7 @@
  * the call, the inputs and the reference come from the definition only.
  *
  *     int64_t v[PL_KDEF_MAX_PARAMS];
- *     pl_kernel_defaults(&ex_def_flash, v);
- *     ex_def_set(&cl, &ex_def_flash, v, "sq", 512);
+ *     ex_def_values(&cl, &ex_def_flash, v, 1, (const char *[]){"sq"}, (int64_t[]){512});
  *     int rc = ex_def_run(&cl, &ex_def_flash, v, NULL, NULL, &rep, chk);
  */
 #ifndef TILESIM_EXAMPLES_FRONTEND_H
@@ -18,6 +17,10 @@
  * stderr that d has no such parameter (a program out of step with its
  * definition). */
 int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const char *name, int64_t value);
+/* v = d's defaults, then parameter names[i] = vals[i] for i < n. PL_OK, or
+ * PL_EINVAL as ex_def_set. */
+int ex_def_values(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, int n, const char *const *names,
+                  const int64_t *vals);
 
 /* How a program shows the report of a run: called after a call that ran. */
 typedef void (*ex_show_fn)(const pl_report *rep, void *user);
