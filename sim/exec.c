@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <sys/mman.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,22 @@ static _Thread_local char last_error[PL_MSG_MAX];
  * kernel may still read an element): zeroed pages from mmap cost nothing
  * until touched, where calloc would clear megabytes per call once malloc's
  * mmap threshold has grown (sweeps allocate thousands of such buffers). */
+/* Under AddressSanitizer every buffer comes from calloc: mmap'd memory has
+ * no redzones, so a write past one would go unseen (FINDINGS.md F3). */
+#if defined(__SANITIZE_ADDRESS__)
+#define VMEM_MMAP_MIN SIZE_MAX
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VMEM_MMAP_MIN SIZE_MAX
+#endif
+#endif
+#ifndef VMEM_MMAP_MIN
+#define VMEM_MMAP_MIN ((size_t)1 << 16)
+#endif
+
 static void *vmem_alloc(sim_exec *x, size_t bytes)
 {
-    if (!x->cost_only || bytes < (1u << 16)) return x->cost_only ? calloc(1, bytes) : malloc(bytes);
+    if (!x->cost_only || bytes < VMEM_MMAP_MIN) return x->cost_only ? calloc(1, bytes) : malloc(bytes);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
@@ -32,7 +46,7 @@ static void *vmem_alloc(sim_exec *x, size_t bytes)
 static void vmem_free(const sim_exec *x, void *p, size_t bytes)
 {
     if (!p) return;
-    if (x->cost_only && bytes >= (1u << 16)) munmap(p, bytes);
+    if (x->cost_only && bytes >= VMEM_MMAP_MIN) munmap(p, bytes);
     else free(p);
 }
 
