@@ -5,9 +5,11 @@
  *   paged_attention LEN[,LEN...] [--page N] [--heads N] [--dim N] [--dtype f32|bf16] [--chip NAME]
  *                   [--trace FILE.json] [--no-checks] [--cost-only]
  *
- * The kernel is in kernels/paged_attention.h. Each run also replays the call
- * with copies landing only when waited (pl_check_dma_modes): a kernel that
- * read a page before waiting for it would give other numbers. --cost-only
+ * The kernel is in kernels/paged_attention.h; its call, inputs and reference
+ * are those of the "paged_attention" definition (kernels/attention.c), with
+ * the lengths given here. Each run also runs again with copies landing only
+ * when waited (M7): a kernel that read a page before waiting for it would
+ * give other numbers, which the reference catches. --cost-only
  * times the call once without data (nothing to verify); a real run that
  * cannot fit in host memory is refused at once with the bytes it needs.
  *
@@ -19,8 +21,10 @@
 #include <string.h>
 
 #include "../sim/tilesim.h"
+#include "kernels/frontend.h"
 #include "kernels/options.h"
 #include "kernels/paged_attention.h"
+#include "kernels/registry.h"
 
 #define MAX_SEQS 64
 #define USAGE                                                                                              \
@@ -32,8 +36,50 @@ typedef struct pa_case {
     pl_dtype dt;
 } pa_case;
 
+/* pc as the values of the "paged_attention" definition (max_len: the
+ * longest of the lengths, at least 1, which its check wants). */
+static int values_of(const pa_case *pc, const ex_cmdline *cl, int64_t *v)
+{
+    static const char *const names[] = {"batch", "heads", "dim", "page", "max_len", "dtype"};
+    int64_t max_len = 1;
+    for (int64_t b = 0; b < pc->n_seqs; b++) max_len = pc->lengths[b] > max_len ? pc->lengths[b] : max_len;
+    int64_t vals[] = {pc->n_seqs, pc->heads, pc->dim, pc->page, max_len, pc->dt};
+    return ex_def_values(cl, &ex_def_paged, v, 6, names, vals) ? 2 : 0;
+}
+
+/* The lengths the program's build uses (definition callbacks take no user
+ * pointer, and the program runs one case at a time). */
+static const int64_t *case_lengths;
+
+static int build_with_lengths(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_paged_build(v, case_lengths, b, msg, n);
+}
+
+/* Run the definition again with copies landing only when waited (M7): a
+ * kernel that read a page before waiting for it would give other numbers,
+ * which the reference catches. Returns 0 or 1 (a read before a wait). */
+static int check_on_wait(const pl_kernel_def *d, const int64_t *v, const ex_cmdline *cl)
+{
+    pl_options opt = cl->opt;
+    opt.dma_mode = PL_DMA_ON_WAIT;
+    opt.trace_path = NULL;
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    int rc = pl_kernel_run(d, v, &opt, &rep, chk, NULL);
+    if (rc == PL_OK) {
+        printf("  copies landing only at their waits give a result that passes too: no read before a wait (M7, M8)\n");
+        return 0;
+    }
+    printf("  copies landing only at their waits: %s (M7, M8)\n", rep.error[0] ? rep.error : pl_strerror(rc));
+    if (rc == PL_EVERIFY) printf("    max abs err %.3g; the worst element is in %s\n", chk[0].max_abs_err, chk[0].blame);
+    return 1;
+}
+
 static int run_case(const pa_case *pc, const ex_cmdline *cl)
 {
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    if (values_of(pc, cl, v)) return 2;
     if (!cl->opt.cost_only &&
         ex_check_host_memory(cl, "a real run",
                              pa_host_bytes(pc->lengths, pc->n_seqs, pc->page, pc->heads, pc->dim, pc->dt)))
@@ -42,19 +88,15 @@ static int run_case(const pa_case *pc, const ex_cmdline *cl)
     for (int64_t b = 0; b < pc->n_seqs; b++) printf(" %lld", (long long)pc->lengths[b]);
     printf(", pages of %lld tokens, %lld heads x %lld, %s\n", (long long)pc->page, (long long)pc->heads,
            (long long)pc->dim, pl_dtype_name(pc->dt));
+    pl_kernel_def d = ex_def_paged;
+    d.build = build_with_lengths;
+    case_lengths = pc->lengths;
     pl_report rep;
-    pl_check chk;
-    int rc = pa_run(pc->lengths, pc->n_seqs, pc->page, pc->heads, pc->dim, pc->dt, &cl->opt, &rep, &chk, stdout);
-    if (rc == PL_ERACE || rc == PL_EVERIFY) {
-        if (rc == PL_ERACE) fprintf(stderr, "paged_attention: %s\n", rep.error);
-        return 1;
-    }
-    if (rc) {
-        fprintf(stderr, "paged_attention: %s\n", rc == PL_ENOMEM ? "out of memory" : rep.error);
-        return 2;
-    }
-    if (cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
-    return rep.n_findings ? 1 : 0;
+    int status = ex_def_status(ex_def_run(cl, &d, v, NULL, NULL, &rep, NULL), &rep);
+    if (status == 0 && !cl->opt.cost_only) status = check_on_wait(&d, v, cl);
+    case_lengths = NULL;
+    if (status != 2 && cl->opt.cost_only) printf("  cost-only: nothing computed, nothing verified\n");
+    return status;
 }
 
 enum { O_PAGE = 256, O_HEADS, O_DIM, O_DTYPE };

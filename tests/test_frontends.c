@@ -109,3 +109,23 @@ Test(frontends, block_sparse_matmul_density_fraction)
     cr_assert(strstr(out, "verify output 0 'o' (f32 384x256) vs reference") && strstr(out, "PASS"), "%s", out);
     free(out);
 }
+
+/* One sequence of length max_len is the definition's batch of one. */
+Test(frontends, paged_attention_is_the_definition_run)
+{
+    same_verdicts("examples/paged_attention", "300", "run paged_attention --set batch=1 --set max_len=300");
+    same_verdicts("examples/paged_attention", "77 --page 8 --heads 16 --dtype bf16",
+                  "run paged_attention --set batch=1 --set max_len=77 --set page=8 --set heads=16 --set dtype=bf16");
+}
+
+/* Lengths given (an empty sequence among them) build the definition's call
+ * over them; the run with copies landing at their waits passes too (M7). */
+Test(frontends, paged_attention_lengths_given)
+{
+    int st;
+    char *out = lines_of("examples/paged_attention", "5,0,40 --page 16", "  ", &st);
+    cr_assert_eq(st, 0, "exit %d", st);
+    cr_assert(strstr(out, "verify output 0 'o' (f32 3x8x128) vs reference") && strstr(out, "PASS"), "%s", out);
+    cr_assert(strstr(out, "copies landing only at their waits give a result that passes too"), "%s", out);
+    free(out);
+}

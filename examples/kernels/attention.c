@@ -146,13 +146,14 @@ static int pad_check(const int64_t *v, char *msg, size_t n)
     return rc == PL_OK ? ex_check_dtype(&ex_def_paged, v, A_DT, (const pl_dtype[]){PL_F32, PL_BF16}, 2, msg, n) : rc;
 }
 
-static int pad_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b, char *msg, size_t n)
 {
     int rc = pad_check(v, msg, n);
     if (rc != PL_OK) return rc;
     int64_t batch = v[A_BATCH], *len = malloc(sizeof(int64_t) * (size_t)batch);
     if (!len) return PL_ENOMEM;
-    pad_lengths(v, len);
+    if (lengths) memcpy(len, lengths, sizeof(int64_t) * (size_t)batch);
+    else pad_lengths(v, len);
     pa_shape s = pa_shape_for(len, batch, v[A_PAGE], v[A_HEADS], v[A_DIM]);
     int32_t *tables = calloc((size_t)(batch * s.pages_per_seq), sizeof *tables);
     int32_t *lens = calloc((size_t)batch, sizeof *lens);
@@ -176,6 +177,11 @@ static int pad_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     b->n_outs = 1;
     b->outs[0] = PL_ARRAY(NULL, dt, batch, s.heads, s.dim);
     return PL_OK;
+}
+
+static int pad_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    return ex_paged_build(v, NULL, b, msg, n);
 }
 
 static int pad_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)

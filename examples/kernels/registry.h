@@ -33,9 +33,12 @@ extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_
  * reference read the tables from the build):
  * block_sparse_matmul with X's present blocks a fraction `density` (0 to 1)
  * of all, not a whole percentage; grouped_matmul with the G group sizes
- * given (summing to M), or, sizes NULL, those of sizes_seed. */
+ * given (summing to M), or, sizes NULL, those of sizes_seed;
+ * paged_attention with the batch sequence lengths given (each 0 to max_len),
+ * or, lengths NULL, those of lengths_seed. */
 int ex_block_sparse_build(const int64_t *v, double density, pl_kernel_build *b, char *msg, size_t n);
 int ex_grouped_build(const int64_t *v, const int64_t *sizes, pl_kernel_build *b, char *msg, size_t n);
+int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b, char *msg, size_t n);
 
 #ifdef __cplusplus
 }
