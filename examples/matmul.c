@@ -14,7 +14,9 @@
  * normalised err). A real run that cannot fit in host memory is refused at
  * once with the bytes it needs; --cost-only needs no data.
  *
- * The kernel and its call are in kernels/matmul.h.
+ * The kernel is in kernels/matmul.h; the call and the inputs are those of
+ * the "matmul" definition (kernels/matmul_ext.c), checked against its
+ * reference and, as before, by the BLIS-style check against cblas_sgemm.
  *
  * Exit status: 0 when every check passes, 1 when a result is wrong, 2 for a
  * bad command line or a call tilesim rejects.
@@ -23,11 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/data.h"
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 #include "kernels/matmul.h"
+#include "kernels/frontend.h"
 #include "kernels/options.h"
+#include "kernels/registry.h"
 
 #define USAGE                                                                                                 \
     "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME] [--vmem-limit BYTES] [--json]\n"                \
@@ -45,17 +48,38 @@ typedef struct mm_case {
 } mm_case;
 
 /* Host memory a real run of mc takes at its peak: a, b and c, the seeded
- * rerun's copy of c, and the reference check (pl_check_matmul: a and b
- * widened to f32 twice, the reference and magnitudes in f32, the error per
- * element in double). The simulated VMEM is the library's to check. */
+ * rerun's copy of c, the definition's reference output, and the reference
+ * check (pl_check_matmul: a and b widened to f32 twice, the reference and
+ * magnitudes in f32, the error per element in double). The simulated VMEM
+ * is the library's to check. */
 static double host_bytes(const mm_case *mc)
 {
     double m = (double)mc->m, n = (double)mc->n, k = (double)mc->k, es = (double)pl_dtype_size(mc->dt);
-    return es * (m * k + k * n + m * n * (mc->seed ? 2 : 1)) + 8 * (m * k + k * n) + 16 * m * n;
+    return es * (m * k + k * n + m * n * (mc->seed ? 3 : 2)) + 8 * (m * k + k * n) + 16 * m * n;
 }
 
-/* Print the report and the check, as text or as one JSON object. */
-static int print_result(const mm_case *mc, const pl_call *call, pl_array *args, pl_array *out, const pl_report *rep)
+/* The definition's verdict (its reference, its tolerances), then the
+ * matmul's own BLIS-style check against cblas_sgemm, which --json reports.
+ * Returns 0, 1 (a check fails) or 2 (out of memory). */
+static int check_result(const int64_t *v, const pl_kernel_build *b, pl_check *chk, FILE *text)
+{
+    const pl_kernel_def *d = &ex_def_matmul;
+    pl_array want = b->outs[0];
+    want.data = calloc(1, pl_array_bytes(&want) + 1);
+    int status = want.data ? 0 : 2;
+    if (!status) {
+        pl_check k;
+        if (d->reference(v, b, &want) != PL_OK) status = 2;
+        else if (pl_allclose(&b->outs[0], &want, d->rtol, d->atol, &k, text) != PL_OK) status = 1;
+    }
+    free(want.data);
+    if (status == 2) fprintf(stderr, "matmul: out of host memory for the reference\n");
+    else if (pl_check_matmul_call(&b->call, &b->args[0], &b->args[1], &b->outs[0], chk, text) != PL_OK) status = 1;
+    return status;
+}
+
+/* Print the report and the checks, as text or as one JSON object. */
+static int print_result(const mm_case *mc, const int64_t *v, const pl_kernel_build *b, const pl_report *rep)
 {
     int status = rep->n_findings ? 1 : 0, cost_only = mc->opt.cost_only;
     pl_check chk;
@@ -63,11 +87,15 @@ static int print_result(const mm_case *mc, const pl_call *call, pl_array *args, 
     if (text) pl_report_print(rep, stdout);
     if (text && mc->seed)
         printf("  order check: same bits with the parallel axes shuffled (seed %lld)\n", (long long)mc->seed);
-    if (!cost_only && pl_check_matmul_call(call, &args[0], &args[1], out, &chk, text) != PL_OK) status = 1;
+    if (!cost_only) {
+        int s = check_result(v, b, &chk, text);
+        if (s == 2) return 2;
+        status = s > status ? s : status;
+    }
     if (!text) pl_report_json_with(rep, cost_only ? NULL : &chk, stdout);
     if (!cost_only && mc->heatmap) {
         char msg[512];
-        int rc = pl_check_heatmap(&args[0], &args[1], out, mc->bm, mc->bn, mc->heatmap, msg, sizeof msg);
+        int rc = pl_check_heatmap(&b->args[0], &b->args[1], &b->outs[0], mc->bm, mc->bn, mc->heatmap, msg, sizeof msg);
         if (rc != PL_OK && rc != PL_EVERIFY) {
             fprintf(stderr, "matmul: %s\n", msg);
             return 2;
@@ -77,49 +105,64 @@ static int print_result(const mm_case *mc, const pl_call *call, pl_array *args, 
     return status;
 }
 
+/* The call and the arrays from the "matmul" definition: its build, then,
+ * for a real run, data allocated and filled by its inputs (the program keeps
+ * the arrays: the order check, the BLIS-style check and the heatmap read
+ * them). Returns 0, or 2 after saying why. */
+static int build_case(const mm_case *mc, const ex_cmdline *cl, int64_t *v, pl_kernel_build *b)
+{
+    static const char *const names[] = {"M", "N", "K", "bm", "bn", "bk", "dtype"};
+    int64_t vals[] = {mc->m, mc->n, mc->k, mc->bm, mc->bn, mc->bk, mc->dt};
+    const pl_kernel_def *d = &ex_def_matmul;
+    char msg[PL_MSG_MAX];
+    if (ex_def_values(cl, d, v, 7, names, vals)) return 2;
+    if (d->build(v, b, msg, sizeof msg) != PL_OK) {
+        fprintf(stderr, "matmul: %s\n", msg);
+        return 2;
+    }
+    b->call.vmem_limit_bytes = mc->vmem_limit;
+    if (mc->opt.cost_only) return 0;
+    char what[128];
+    snprintf(what, sizeof what, "a real run of %lldx%lldx%lld %s", (long long)mc->m, (long long)mc->n,
+             (long long)mc->k, pl_dtype_name(mc->dt));
+    if (ex_check_host_memory(cl, what, host_bytes(mc))) return 2;
+    for (int a = 0; a < b->n_args; a++) b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1);
+    b->outs[0].data = calloc(1, pl_array_bytes(&b->outs[0]) + 1);
+    if (!b->args[0].data || !b->args[1].data || !b->outs[0].data) {
+        fprintf(stderr, "matmul: out of memory for %lldx%lldx%lld\n", (long long)mc->m, (long long)mc->n,
+                (long long)mc->k);
+        return 2;
+    }
+    int rc = d->inputs ? d->inputs(v, b, 0) : pl_kernel_fill_inputs(v, b, 0);
+    return rc == PL_OK ? 0 : 2;
+}
+
 /* Run one case; returns 0 (pass), 1 (wrong result or a finding), 2 (rejected). */
 static int run_case(const mm_case *mc, const ex_cmdline *cl)
 {
-    mm_params params;
-    pl_call call;
-    mm_call(&call, &params, mc->m, mc->n, mc->k, mc->bm, mc->bn, mc->bk);
-    call.vmem_limit_bytes = mc->vmem_limit;
-    int cost_only = mc->opt.cost_only;
-
-    void *a = NULL, *b = NULL, *c = NULL;
-    if (!cost_only) {
-        char what[128];
-        snprintf(what, sizeof what, "a real run of %lldx%lldx%lld %s", (long long)mc->m, (long long)mc->n,
-                 (long long)mc->k, pl_dtype_name(mc->dt));
-        if (ex_check_host_memory(cl, what, host_bytes(mc))) return 2;
-        a = ex_random_matrix(mc->m * mc->k, mc->dt, 1);
-        b = ex_random_matrix(mc->k * mc->n, mc->dt, 2);
-        c = calloc((size_t)(mc->m * mc->n), pl_dtype_size(mc->dt));
-        if (!a || !b || !c) {
-            fprintf(stderr, "matmul: out of memory for %lldx%lldx%lld\n", (long long)mc->m, (long long)mc->n,
-                    (long long)mc->k);
-            free(a), free(b), free(c);
-            return 2;
+    pl_kernel_build *b = calloc(1, sizeof *b);
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    int status = b ? build_case(mc, cl, v, b) : 2;
+    if (status == 0) {
+        if (!mc->json)
+            printf("== matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)mc->m,
+                   (long long)mc->n, (long long)mc->k, pl_dtype_name(mc->dt), (long long)mc->bm, (long long)mc->bn,
+                   (long long)mc->bk);
+        pl_report rep;
+        int rc = mc->seed ? pl_check_order(&b->call, b->args, b->outs, &mc->opt, (uint64_t)mc->seed, &rep)
+                          : pl_pallas_call(&b->call, b->args, b->outs, &mc->opt, &rep);
+        if (rc != PL_OK) {
+            fprintf(stderr, "matmul: %s\n", rep.error);
+            status = rc == PL_ERACE && mc->seed ? 1 : 2;
+        } else {
+            status = print_result(mc, v, b, &rep);
         }
     }
-    pl_array args[2] = {PL_ARRAY(a, mc->dt, mc->m, mc->k), PL_ARRAY(b, mc->dt, mc->k, mc->n)};
-    pl_array out = PL_ARRAY(c, mc->dt, mc->m, mc->n);
-    pl_report rep;
-
-    if (!mc->json)
-        printf("== matmul %lldx%lldx%lld %s, blocks (bm, bn, bk) = (%lld, %lld, %lld)\n", (long long)mc->m,
-               (long long)mc->n, (long long)mc->k, pl_dtype_name(mc->dt), (long long)mc->bm, (long long)mc->bn,
-               (long long)mc->bk);
-    int rc = mc->seed ? pl_check_order(&call, args, &out, &mc->opt, (uint64_t)mc->seed, &rep)
-                      : pl_pallas_call(&call, args, &out, &mc->opt, &rep);
-    int status;
-    if (rc != PL_OK) {
-        fprintf(stderr, "matmul: %s\n", rep.error);
-        status = rc == PL_ERACE && mc->seed ? 1 : 2;
-    } else {
-        status = print_result(mc, &call, args, &out, &rep);
+    if (b) {
+        for (int a = 0; a < b->n_args; a++) free(b->args[a].data);
+        free(b->outs[0].data);
     }
-    free(a), free(b), free(c);
+    free(b);
     return status;
 }
 

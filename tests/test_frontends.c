@@ -129,3 +129,36 @@ Test(frontends, paged_attention_lengths_given)
     cr_assert(strstr(out, "copies landing only at their waits give a result that passes too"), "%s", out);
     free(out);
 }
+
+/* "max abs err E, worst W of the tolerance" from the first line of text
+ * that has it. */
+static void err_part(const char *text, char *out, size_t n)
+{
+    const char *a = strstr(text, "max abs err"), *z = a ? strstr(a, "of the tolerance") : NULL;
+    cr_assert(a && z, "no verdict in: %s", text);
+    snprintf(out, n, "%.*s", (int)(z - a), a);
+}
+
+/* The matmul program keeps its arrays (for --seed, --heatmap and its
+ * BLIS-style check) but its call, inputs and reference are the matmul
+ * definition's: its allclose verdict has the numbers `tilesim run` gets. */
+Test(frontends, matmul_is_the_definition_run)
+{
+    const char *cases[][2] = {
+        {"300 200 260 128 128 128", "run matmul --set M=300 --set N=200 --set K=260 --set bm=128 --set bn=128 --set bk=128"},
+        {"256 384 512 128 128 256 bf16", "run matmul --set M=256 --set N=384 --set bm=128 --set bn=128 --set dtype=bf16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int ps, rs;
+        char pe[256], re[256];
+        char *prog = lines_of("examples/matmul", cases[i][0], "allclose", &ps);
+        char *run = lines_of("tilesim", cases[i][1], "verify output", &rs);
+        cr_assert_eq(ps, 0, "matmul %s: exit %d", cases[i][0], ps);
+        cr_assert_eq(rs, 0, "tilesim %s: exit %d", cases[i][1], rs);
+        err_part(prog, pe, sizeof pe);
+        err_part(run, re, sizeof re);
+        cr_assert_str_eq(pe, re, "matmul %s: %s; tilesim %s: %s", cases[i][0], prog, cases[i][1], run);
+        free(prog);
+        free(run);
+    }
+}
