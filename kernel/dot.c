@@ -103,6 +103,35 @@ static int overlaps(const pl_ref *x, const pl_ref *y)
     return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
+/* OpenBLAS is not instrumented: in an AddressSanitizer build, check for it
+ * that every element it may touch is addressable, so that a wrong shape or
+ * leading dimension is a report at once, not a corrupted heap later (F3).
+ * An invariant of the simulator, never user input: the ops above refuse
+ * what a kernel can get wrong. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DOT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DOT_ASAN 1
+#endif
+#endif
+#ifdef DOT_ASAN
+#include <sanitizer/asan_interface.h>
+#include <stdio.h>
+#include <stdlib.h>
+static void sgemm_span(const float *p, int64_t rows, int64_t cols, int ld, const char *what)
+{
+    size_t bytes = ((size_t)(rows - 1) * (size_t)ld + (size_t)cols) * sizeof *p;
+    void *bad = __asan_region_is_poisoned((void *)(uintptr_t)p, bytes);
+    if (!bad) return;
+    fprintf(stderr, "tilesim: pl_dot would let cblas_sgemm touch %s at %p, outside its buffer (%lld x %lld, ld %d "
+            "from %p)\n", what, bad, (long long)rows, (long long)cols, ld, (const void *)p);
+    abort();
+}
+#else
+#define sgemm_span(p, rows, cols, ld, what) ((void)0)
+#endif
+
 void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
 {
     check_operand(c, &acc, "accumulator");
@@ -154,6 +183,9 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
         if (flags & PL_DOT_ACC) widen(tmp, &acc);
         C = (f32_mat){tmp, (int)n, 1};
     }
+    sgemm_span(A.p, m, k, A.ld, "A");
+    sgemm_span(B.p, tb ? n : k, tb ? k : n, B.ld, "B");
+    sgemm_span(C.p, m, n, C.ld, "C");
     cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A.p,
                 A.ld, B.p, B.ld, (flags & PL_DOT_ACC) ? 1.0f : 0.0f, C.p, C.ld);
     if (!acc_f32) narrow(&acc, C.p);
