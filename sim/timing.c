@@ -78,7 +78,7 @@ int sim_coreline_step(sim_coreline *c, double seconds)
     return 0;
 }
 
-int sim_coreline_events(sim_coreline *c, int64_t step, const sim_kevent *ev, int n)
+int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e)
 {
     if (step >= c->cap_step_kev) {
         int64_t cap = c->cap_step_kev ? 2 * c->cap_step_kev : 256;
@@ -89,17 +89,17 @@ int sim_coreline_events(sim_coreline *c, int64_t step, const sim_kevent *ev, int
         c->step_kev = s;
         c->cap_step_kev = cap;
     }
-    if (c->n_kev + n > c->cap_kev) {
+    /* The list grows as needed: a step may start and wait for any number of
+     * copies (no fixed limit on events per step). */
+    if (c->n_kev == c->cap_kev) {
         int64_t cap = c->cap_kev ? 2 * c->cap_kev : 64;
-        while (cap < c->n_kev + n) cap *= 2;
         sim_kevent *k = realloc(c->kev, (size_t)cap * sizeof *k);
         if (!k) return -1;
         c->kev = k;
         c->cap_kev = cap;
     }
-    c->step_kev[step] = c->n_kev;
-    memcpy(c->kev + c->n_kev, ev, (size_t)n * sizeof *ev);
-    c->n_kev += n;
+    if (c->step_kev[step] < 0) c->step_kev[step] = c->n_kev; /* the step's first event */
+    c->kev[c->n_kev++] = e;
     return 0;
 }
 

@@ -84,9 +84,10 @@ int sim_coreline_reserve(sim_coreline *c, int64_t steps);
 /* Append a transfer; returns 0, or -1 when out of host memory. */
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx);
 int sim_coreline_step(sim_coreline *c, double seconds);
-/* Record step `step`'s kernel as events (call before sim_coreline_step for
- * that step); returns 0 or -1 when out of host memory. */
-int sim_coreline_events(sim_coreline *c, int64_t step, const sim_kevent *ev, int n);
+/* Append one event of step `step`'s kernel (call before sim_coreline_step for
+ * that step); a step appends its events in order and ends them with
+ * SIM_KEV_END. Returns 0 or -1 when out of host memory. */
+int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e);
 void sim_coreline_free(sim_coreline *c);
 
 /* Time of one block op on the chip: MXU ops padded to the MXU width and run at

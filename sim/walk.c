@@ -202,6 +202,19 @@ static double op_seconds(sim_exec *x, const kern_op *o, double *padded)
     return m->seconds;
 }
 
+/* A step that starts or waits for manual copies becomes an event list: the
+ * compute since the last event (*segment, then reset), then e. The list
+ * grows as needed, so a step may issue any number of copies. */
+static int record_event(sim_exec *x, sim_coreline *cl, double *segment, sim_kevent e)
+{
+    if ((*segment > 0 &&
+         sim_coreline_event(cl, x->ctx.step, (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = *segment})) ||
+        sim_coreline_event(cl, x->ctx.step, e))
+        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies");
+    *segment = 0;
+    return PL_OK;
+}
+
 static int run_kernel(sim_exec *x)
 {
     jmp_buf jb;
@@ -219,8 +232,7 @@ static int run_kernel(sim_exec *x)
     /* Steps that start or wait for manual copies become event lists for the
      * timing model: compute between the copies' starts and waits. */
     sim_coreline *cl = &x->cores[x->core];
-    sim_kevent ev[256];
-    int n_ev = 0, events = 0;
+    int events = 0;
     double seconds = 0, segment = 0;
     for (int i = 0; i < x->ctx.n_ops; i++) {
         const kern_op *o = &x->ctx.ops[i];
@@ -233,14 +245,9 @@ static int run_kernel(sim_exec *x)
                 x->rep.dma_copies++;
                 if (o->m) x->rep.dma_bytes += o->elems; /* m: the copy touches HBM */
             }
-            if (n_ev + 3 > (int)(sizeof ev / sizeof *ev)) /* this event, a compute segment, END */
-                return sim_fail(&x->rep, PL_EINVAL, "kernel %s starts or waits for more than %d copies in one grid "
-                                "step; the timing model records at most that many", x->rep.call_name,
-                                (int)(sizeof ev / sizeof *ev) / 2 - 2);
-            if (segment > 0) ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = segment};
-            segment = 0;
-            ev[n_ev++] = (sim_kevent){.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
-                                      .xfer = xfer};
+            sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT, .xfer = xfer};
+            int rc = record_event(x, cl, &segment, e);
+            if (rc) return rc;
             continue;
         }
         double padded, t = op_seconds(x, o, &padded);
@@ -261,10 +268,8 @@ static int run_kernel(sim_exec *x)
         }
     }
     if (events) {
-        if (segment > 0) ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = segment};
-        ev[n_ev++] = (sim_kevent){.kind = SIM_KEV_END};
-        if (sim_coreline_events(cl, x->ctx.step, ev, n_ev))
-            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory recording copies");
+        int rc = record_event(x, cl, &segment, (sim_kevent){.kind = SIM_KEV_END});
+        if (rc) return rc;
     }
     if (sim_coreline_step(&x->cores[x->core], seconds)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
     return PL_OK;

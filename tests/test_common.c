@@ -1,0 +1,63 @@
+/* tests/test_common.c: the helpers of sim/common and what they replaced
+ * (issue 11): the op log of a step becomes timing events with no fixed
+ * limit, a step's time grows with its ops. */
+#include "../kernel/pltpu.h"
+#include "helpers.h"
+
+enum { ROWS = 8, COLS = 128, STEPS = 2 };
+
+/* How many fill + copy rounds one grid step issues (set by each test). */
+static int rounds;
+
+/* Each round fills the output block, starts a copy from HBM, fills again and
+ * waits: four timing events per round (compute, start, compute, wait). */
+static void many_ops_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    for (int r = 0; r < rounds; r++) {
+        pl_fill(c, refs[1], (double)r);
+        pltpu_copy cp =
+            pltpu_async_copy(c, pl_ds(c, refs[0], 0, i * ROWS, ROWS), pl_at(c, refs[2], 0), pl_at(c, refs[3], 0));
+        pltpu_copy_start(c, &cp);
+        pl_fill(c, refs[1], (double)r + 0.5);
+        pltpu_copy_wait(c, &cp);
+    }
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+static int run_rounds(int n, pl_report *rep)
+{
+    rounds = n;
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = {
+        .name = "many_ops",
+        .kernel = many_ops_kernel,
+        .grid_rank = 1,
+        .grid = {STEPS},
+        .n_in = 1,
+        .in = {{.space = PL_ANY}},
+        .n_out = 1,
+        .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)},
+        .n_scratch = 2,
+        .scratch = {PLTPU_VMEM(PL_F32, 1, ROWS, COLS), PLTPU_SEMAPHORE_DMA(1)},
+    };
+    int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, rep);
+    if (rc == PL_OK) cr_expect_eq(th_f32_diff(io.in, io.out, io.n), 0, "the output must equal the input");
+    th_io_free(&io);
+    return rc;
+}
+
+/* More than 256 timing events in one step (300 fills and 150 copies, 600
+ * events): the translation grows its list instead of refusing the kernel,
+ * and the step's time grows with its ops (M7, M8). */
+Test(common, op_log_grows_past_256_events)
+{
+    pl_report small, big;
+    cr_assert_eq(run_rounds(10, &small), PL_OK, "%s", small.error);
+    cr_assert_eq(run_rounds(150, &big), PL_OK, "%s", big.error);
+    cr_expect_eq(big.dma_copies, 150 * STEPS, "every copy is counted: %lld", (long long)big.dma_copies);
+    cr_expect_gt(big.time_s, small.time_s * 10, "15x the ops take much longer: %g s vs %g s", big.time_s,
+                 small.time_s);
+    cr_expect_gt(big.compute_s, small.compute_s * 14, "compute grows with the fills: %g s vs %g s", big.compute_s,
+                 small.compute_s);
+}
