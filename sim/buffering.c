@@ -20,16 +20,14 @@ static int fn_map_constant(const sim_plan *plan, const sim_operand *op)
 {
     const pl_call *call = plan->call;
     if (call->num_scalar_prefetch > 0 || plan->steps > MAX_PROBED_POINTS) return 0;
-    int64_t idx[PL_MAX_GRID] = {0}, first[PL_MAX_RANK], bidx[PL_MAX_RANK];
+    int64_t first[PL_MAX_RANK], bidx[PL_MAX_RANK];
     char err[PL_MSG_MAX];
+    sim_grid_iter it;
+    sim_grid_iter_init(&it, call->grid_rank, call->grid);
     /* a map that fails B7 anywhere keeps two buffers: the walk reports it */
-    if (sim_map_eval(plan, op, idx, NULL, first, err, sizeof err)) return 0;
-    for (int64_t step = 1; step < plan->steps; step++) {
-        for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */
-            if (++idx[a] < call->grid[a]) break;
-            idx[a] = 0;
-        }
-        if (sim_map_eval(plan, op, idx, NULL, bidx, err, sizeof err)) return 0;
+    if (sim_map_eval(plan, op, it.pos, NULL, first, err, sizeof err)) return 0;
+    while (sim_grid_iter_next(&it)) {
+        if (sim_map_eval(plan, op, it.pos, NULL, bidx, err, sizeof err)) return 0;
         if (memcmp(bidx, first, (size_t)op->rank * sizeof *bidx) != 0) return 0;
     }
     return 1;

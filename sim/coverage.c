@@ -97,17 +97,15 @@ static int function_selects(const sim_plan *plan, const sim_operand *op, sim_blo
         prefetch[p->index].data = p->arr->data;
     }
     const pl_call *call = plan->call;
-    int64_t idx[PL_MAX_GRID] = {0}, bidx[PL_MAX_RANK];
+    int64_t bidx[PL_MAX_RANK];
     char err[PL_MSG_MAX];
-    for (int64_t s = 0; s < plan->steps; s++) {
-        if (sim_map_eval(plan, op, idx, prefetch, bidx, err, sizeof err) ||
+    sim_grid_iter it;
+    sim_grid_iter_init(&it, call->grid_rank, call->grid);
+    int64_t s = 0;
+    for (int more = !sim_grid_iter_empty(&it); more; more = sim_grid_iter_next(&it), s++)
+        if (sim_map_eval(plan, op, it.pos, prefetch, bidx, err, sizeof err) ||
             sim_blockset_put(set, bidx, op->rank, s))
             return -1;
-        for (int a = call->grid_rank - 1; a >= 0; a--) {
-            if (++idx[a] < call->grid[a]) break;
-            idx[a] = 0;
-        }
-    }
     return 0;
 }
 

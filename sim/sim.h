@@ -17,6 +17,7 @@
 #define TILESIM_SIM_H
 
 #include "../kernel/context.h"
+#include "common.h" /* limits, sim_fail, sim_warn, sim_format_idx, the grid iterator */
 #include "tilesim.h"
 
 /* One operand of the call, resolved: what the pipeline needs at each step. */
@@ -62,7 +63,7 @@ typedef struct sim_plan {
     const pl_chip *chip;
     const pl_call *call;
     int n_ops;
-    sim_operand ops[3 * PL_MAX_OPERANDS];
+    sim_operand ops[SIM_MAX_OPS];
     int64_t steps;
     int cost_only;                 /* arrays may have no data */
     int oob_poison;                /* V2: input blocks past the array read poison instead of failing B7 */
@@ -72,21 +73,6 @@ typedef struct sim_plan {
 /* P6: does op's index map select one block at every grid point? Then one
  * buffer suffices (automatic single buffering; buffering.c). */
 int sim_block_never_changes(const sim_plan *plan, const sim_operand *op);
-
-/* G4: the most TensorCores a (what-if) device may have. */
-#define SIM_MAX_CORES 64
-
-/* Fill rep->error and return code; keeps the first error. */
-int sim_fail(pl_report *rep, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-void sim_warn(pl_report *rep, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 /* Validate the call and fill plan and the static parts of rep (rules B1-B3,
  * T1-T7, M3, M4, P6, P7). */
@@ -145,8 +131,5 @@ int sim_check_coverage(const sim_plan *plan, int strict, pl_report *rep);
 /* Refuse a real run whose simulated VMEM, SMEM and prefetch copies cannot
  * fit in host memory (host.c): PL_ENOMEM with the bytes it would take. */
 int sim_host_check(const sim_plan *plan, pl_report *rep);
-
-/* "(1, 2, 3)" */
-void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 
 #endif

@@ -253,8 +253,8 @@ typedef struct core_state {
     double wake;
     double compute, overhead;
     int64_t kev;       /* PH_EVENTS: the next event */
-    int64_t next_issue[3 * PL_MAX_OPERANDS]; /* next transfer to issue */
-    int64_t next_wait[3 * PL_MAX_OPERANDS];  /* first transfer not yet known done */
+    int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
+    int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
 } core_state;
 
 /* Inputs: issue every copy whose step is within the lookahead of its buffers

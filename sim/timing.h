@@ -54,7 +54,7 @@ typedef struct sim_kevent {
 /* What one TensorCore did. */
 typedef struct sim_coreline {
     int n_ops;
-    sim_opline op[3 * PL_MAX_OPERANDS];
+    sim_opline op[SIM_MAX_OPS];
     sim_opline manual;   /* manual copies in start order (xfer.step: the step that started it) */
     sim_kevent *kev;     /* the event lists of steps with manual copies */
     int64_t n_kev, cap_kev;

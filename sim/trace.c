@@ -66,7 +66,7 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
     snprintf(name, sizeof name, "TensorCore %d", pid);
     meta(f, first, pid, 0, "process_name", name);
     meta(f, first, pid, 0, "thread_name", "kernel steps");
-    int tid_base[3 * PL_MAX_OPERANDS], tid = 1;
+    int tid_base[SIM_MAX_OPS], tid = 1;
     for (int i = 0; i < cl->n_ops; i++) {
         const sim_opline *l = &cl->op[i];
         tid_base[i] = tid;
@@ -80,7 +80,7 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
     }
 
     /* kernel steps */
-    int64_t cursor[3 * PL_MAX_OPERANDS] = {0};
+    int64_t cursor[SIM_MAX_OPS] = {0};
     int g = plan->call->grid_rank;
     for (int64_t n = 0; n < cl->steps; n++) {
         int64_t point = cl->step_point ? cl->step_point[n] : n, idx[PL_MAX_GRID];

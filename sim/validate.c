@@ -7,40 +7,12 @@
  * Messages always name the operand, its block shape, its array shape and the
  * rule, because that is what a user needs to fix the spec.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sim.h"
 
 /* ---- messages ------------------------------------------------------------------ */
-
-int sim_fail(pl_report *rep, int code, const char *fmt, ...)
-{
-    if (rep->status != PL_OK) return rep->status; /* keep the first error */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep->error, sizeof rep->error, fmt, ap);
-    va_end(ap);
-    rep->status = code;
-    return code;
-}
-
-void sim_warn(pl_report *rep, const char *fmt, ...)
-{
-    size_t used = strlen(rep->warnings);
-    if (used + 2 >= sizeof rep->warnings) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep->warnings + used, sizeof rep->warnings - used - 1, fmt, ap);
-    va_end(ap);
-    used = strlen(rep->warnings);
-    rep->warnings[used] = '\n';
-    rep->warnings[used + 1] = '\0';
-    rep->n_warnings++;
-}
-
-void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n) { kern_format_point(idx, rank, buf, n); }
 
 static void format_block(const pl_block_spec *s, char *buf, size_t n)
 {

@@ -127,23 +127,22 @@ int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int6
         return PL_OK;
     }
     /* every grid point whose output map selects that block, in walk order */
-    int64_t steps = 1, idx[PL_MAX_GRID] = {0}, got[PL_MAX_RANK], first = -1, count = 0;
+    int64_t got[PL_MAX_RANK], first = -1, count = 0;
     int g = call->grid_rank;
-    for (int a = 0; a < g; a++) steps *= call->grid[a];
     int64_t firstp[PL_MAX_GRID] = {0}, lastp[PL_MAX_GRID] = {0};
-    for (int64_t st = 0; st < steps; st++) {
+    sim_grid_iter it;
+    sim_grid_iter_init(&it, g, call->grid);
+    const int64_t *idx = it.pos;
+    int64_t st = 0;
+    for (int more = !sim_grid_iter_empty(&it); more; more = sim_grid_iter_next(&it), st++) {
         const pl_index_map *m = &s->map;
         if (m->fn) m->fn(idx, NULL, got, m->user);
         else
             for (int d = 0; d < arr->rank; d++) got[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
         if (memcmp(got, blk, (size_t)arr->rank * sizeof *got) == 0) {
-            if (first < 0) first = st, memcpy(firstp, idx, sizeof idx);
-            memcpy(lastp, idx, sizeof idx);
+            if (first < 0) first = st, memcpy(firstp, idx, sizeof firstp);
+            memcpy(lastp, idx, sizeof lastp);
             count++;
-        }
-        for (int a = g - 1; a >= 0; a--) {
-            if (++idx[a] < call->grid[a]) break;
-            idx[a] = 0;
         }
     }
     char p0[128], p1[128];

@@ -306,18 +306,13 @@ static int check_semaphores(sim_exec *x)
 /* P8: the pipeline issues step n + 1's copies before kernel n runs, so an
  * index map that reads scalar prefetch sees the table as it was then: a
  * kernel's writes to it reach the maps two steps later, not one. */
-static void look_ahead(sim_exec *x, const int64_t *odo, const int64_t *lo, const int64_t *hi)
+static void look_ahead(sim_exec *x, const sim_grid_iter *at)
 {
     const pl_call *call = x->plan.call;
-    int64_t next[PL_MAX_GRID], idx[PL_MAX_GRID];
-    memcpy(next, odo, sizeof next);
-    int a = call->grid_rank - 1;
-    for (; a >= 0; a--) {
-        if (++next[a] < hi[a]) break;
-        next[a] = lo[a];
-    }
-    if (a < 0) return; /* the last step: nothing comes next */
-    for (a = 0; a < call->grid_rank; a++) idx[a] = x->perm[a] ? x->perm[a][next[a]] : next[a];
+    int64_t idx[PL_MAX_GRID];
+    sim_grid_iter next = *at;
+    if (!sim_grid_iter_next(&next)) return; /* the last step: nothing comes next */
+    for (int a = 0; a < call->grid_rank; a++) idx[a] = x->perm[a] ? x->perm[a][next.pos[a]] : next.pos[a];
     for (int i = 0; i < x->plan.n_ops; i++) {
         sim_operand *op = &x->plan.ops[i];
         if (!op->pipelined || !op->map.fn) continue;
@@ -366,12 +361,13 @@ static int walk_core(sim_exec *x)
     const pl_call *call = p->call;
     pl_ctx *c = &x->ctx;
     int core = x->core, rc;
-    int64_t lo[PL_MAX_GRID] = {0}, hi[PL_MAX_GRID], odo[PL_MAX_GRID], steps = core_steps(x, core);
-    for (int a = 0; a < call->grid_rank; a++) {
+    int64_t lo[PL_MAX_GRID] = {0}, hi[PL_MAX_GRID], steps = core_steps(x, core);
+    for (int a = 0; a < call->grid_rank; a++) { /* G4: this core's chunk of the split axis */
         lo[a] = a == x->split_axis ? x->lo[core] : 0;
         hi[a] = a == x->split_axis ? x->hi[core] : call->grid[a];
-        odo[a] = lo[a];
     }
+    sim_grid_iter it; /* it.pos: the point in walk order, before the order's permutation */
+    sim_grid_iter_box(&it, call->grid_rank, lo, hi);
     sim_coreline *cl = &x->cores[core];
     if (x->tracing && !(cl->step_point = malloc((size_t)(steps + 1) * sizeof *cl->step_point)))
         return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
@@ -386,7 +382,7 @@ static int walk_core(sim_exec *x)
     for (int64_t step = 0; step < steps; step++) {
         int64_t linear = 0;
         for (int a = 0; a < call->grid_rank; a++) {
-            c->idx[a] = x->perm[a] ? x->perm[a][odo[a]] : odo[a];
+            c->idx[a] = x->perm[a] ? x->perm[a][it.pos[a]] : it.pos[a];
             linear = linear * call->grid[a] + c->idx[a];
         }
         if (cl->step_point) cl->step_point[step] = linear;
@@ -399,13 +395,10 @@ static int walk_core(sim_exec *x)
             memcpy(x->info->idx, c->idx, sizeof c->idx);
             x->on_step(x->info, x->on_step_user);
         }
-        if (call->num_scalar_prefetch) look_ahead(x, odo, lo, hi);
+        if (call->num_scalar_prefetch) look_ahead(x, &it);
         if ((rc = run_kernel(x))) return rc;
         x->rep.steps++;
-        for (int a = call->grid_rank - 1; a >= 0; a--) { /* G1: last axis fastest */
-            if (++odo[a] < hi[a]) break;
-            odo[a] = lo[a];
-        }
+        sim_grid_iter_next(&it); /* G1: last axis fastest */
     }
     if ((rc = check_semaphores(x))) return rc;
     if (x->info) x->info->final = 1;

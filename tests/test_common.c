@@ -1,7 +1,8 @@
 /* tests/test_common.c: the helpers of sim/common and what they replaced
  * (issue 11): the op log of a step becomes timing events with no fixed
- * limit, a step's time grows with its ops. */
+ * limit, a step's time grows with its ops; the one grid iterator. */
 #include "../kernel/pltpu.h"
+#include "../sim/common.h"
 #include "helpers.h"
 
 enum { ROWS = 8, COLS = 128, STEPS = 2 };
@@ -60,4 +61,59 @@ Test(common, op_log_grows_past_256_events)
                  small.time_s);
     cr_expect_gt(big.compute_s, small.compute_s * 14, "compute grows with the fills: %g s vs %g s", big.compute_s,
                  small.compute_s);
+}
+
+/* G1: the iterator visits every point of a 2x3 grid once, last axis fastest,
+ * then says there is no next point and is back at the first. */
+Test(common, grid_iter_walks_in_g1_order)
+{
+    const int64_t grid[2] = {2, 3};
+    sim_grid_iter it;
+    sim_grid_iter_init(&it, 2, grid);
+    cr_assert_not(sim_grid_iter_empty(&it));
+    int n = 0;
+    for (int more = 1; more; more = sim_grid_iter_next(&it), n++) {
+        cr_assert_lt(n, 6, "more than 6 points");
+        cr_expect_eq(it.pos[0], n / 3, "point %d: axis 0 is %lld", n, (long long)it.pos[0]);
+        cr_expect_eq(it.pos[1], n % 3, "point %d: axis 1 is %lld", n, (long long)it.pos[1]);
+    }
+    cr_expect_eq(n, 6);
+    cr_expect(it.pos[0] == 0 && it.pos[1] == 0, "back at the first point");
+}
+
+/* G4: one TensorCore's chunk [2, 4) of axis 0 of a (5, 2) grid: four points,
+ * (2, 0) (2, 1) (3, 0) (3, 1). */
+Test(common, grid_iter_walks_a_megacore_chunk)
+{
+    const int64_t lo[2] = {2, 0}, hi[2] = {4, 2};
+    sim_grid_iter it;
+    sim_grid_iter_box(&it, 2, lo, hi);
+    char got[128] = "", p[32];
+    for (int more = !sim_grid_iter_empty(&it); more; more = sim_grid_iter_next(&it)) {
+        sim_format_idx(it.pos, 2, p, sizeof p);
+        strncat(got, p, sizeof got - strlen(got) - 1);
+    }
+    cr_expect_str_eq(got, "(2, 0)(2, 1)(3, 0)(3, 1)");
+}
+
+/* A grid with an axis of size 0 (a call not validated, as pl_check_blame may
+ * get) has no point; a grid of rank 0 has one. */
+Test(common, grid_iter_empty_and_rank_zero)
+{
+    const int64_t grid[2] = {3, 0};
+    sim_grid_iter it;
+    sim_grid_iter_init(&it, 2, grid);
+    cr_expect(sim_grid_iter_empty(&it));
+    sim_grid_iter_init(&it, 0, grid);
+    cr_expect_not(sim_grid_iter_empty(&it));
+    cr_expect_not(sim_grid_iter_next(&it), "rank 0: one point, no next");
+}
+
+/* Messages print tuples one way: "(1, 2, 3)". */
+Test(common, format_idx_prints_a_tuple)
+{
+    const int64_t idx[3] = {1, 2, 3};
+    char buf[32];
+    sim_format_idx(idx, 3, buf, sizeof buf);
+    cr_expect_str_eq(buf, "(1, 2, 3)");
 }

@@ -1,0 +1,65 @@
+/* sim/common.h: what every stage of sim/ shares, kept once (as libuv keeps
+ * uv-common): the named limits, error and warning messages into a report,
+ * tuple formatting, and the grid iterator. Not part of the public API.
+ *
+ * It depends on the public headers only, so any sim/ file may include it
+ * without creating a cycle between sim/ files.
+ */
+#ifndef TILESIM_SIM_COMMON_H
+#define TILESIM_SIM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernel/pallas.h"
+#include "tilesim.h"
+
+/* The most operands of a call: inputs, outputs and scalar prefetch, each up
+ * to PL_MAX_OPERANDS (the public arrays of sim/tilesim.h have this size). */
+#define SIM_MAX_OPS (3 * PL_MAX_OPERANDS)
+
+/* G4: the most TensorCores a (what-if) device may have. */
+#define SIM_MAX_CORES 64
+
+/* ---- messages ------------------------------------------------------------------ */
+
+/* Fill rep->error and return code; keeps the first error. */
+int sim_fail(pl_report *rep, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Append one line to rep->warnings (dropped when full) and count it. */
+void sim_warn(pl_report *rep, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* "(1, 2, 3)": a grid point or block index, as messages print it. */
+void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
+
+/* ---- the grid ------------------------------------------------------------------ */
+
+/* Walks the points of a box of the grid in lexicographic order, last axis
+ * fastest (G1). The box is the whole grid, or one TensorCore's chunk of a
+ * megacore split (G4: [lo, hi) along the split axis). pos is the point:
+ *     for (int more = !sim_grid_iter_empty(&it); more; more = sim_grid_iter_next(&it))
+ */
+typedef struct sim_grid_iter {
+    int rank;
+    int64_t lo[PL_MAX_GRID], hi[PL_MAX_GRID];
+    int64_t pos[PL_MAX_GRID];
+} sim_grid_iter;
+
+/* The whole grid of `rank` axes of sizes grid[], at its first point. */
+void sim_grid_iter_init(sim_grid_iter *it, int rank, const int64_t *grid);
+/* The box [lo, hi) per axis, at its first point lo. */
+void sim_grid_iter_box(sim_grid_iter *it, int rank, const int64_t *lo, const int64_t *hi);
+/* 1 when the box holds no point (an axis of size < 1: a grid not validated). */
+int sim_grid_iter_empty(const sim_grid_iter *it);
+/* Step to the next point (G1). Returns 1, or 0 after the last point (pos is
+ * then back at the first). */
+int sim_grid_iter_next(sim_grid_iter *it);
+
+#endif
