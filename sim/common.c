@@ -5,6 +5,7 @@
 
 #include "../kernel/context.h"
 #include "common.h"
+#include "exec.h" /* sim_point_of_step reads the megacore split */
 
 /* ---- messages ------------------------------------------------------------------ */
 
@@ -35,6 +36,29 @@ void sim_warn(pl_report *rep, const char *fmt, ...)
 
 /* One format for sim/ and kernel/: the kernel's messages print points too. */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n) { kern_format_point(idx, rank, buf, n); }
+
+/* ---- numbers for people ------------------------------------------------------- */
+
+/* 1536 -> "1.5 KiB". Here rather than in report.c so that analyze.c and
+ * host.c, which print sizes and times too, do not call into the report
+ * (report.c calls analyze.c: that was a cycle). */
+const char *pl_format_bytes(double b, char *buf, size_t n)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+const char *pl_format_time(double s, char *buf, size_t n)
+{
+    if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(buf, n, "%.2f us", s * 1e6);
+    else if (s < 1) snprintf(buf, n, "%.2f ms", s * 1e3);
+    else snprintf(buf, n, "%.3f s", s);
+    return buf;
+}
 
 /* ---- the grid ------------------------------------------------------------------ */
 
@@ -68,4 +92,22 @@ int sim_grid_iter_next(sim_grid_iter *it)
         it->pos[a] = it->lo[a];
     }
     return 0;
+}
+
+/* The grid point of global step `step` (the inverse of the walk: each core
+ * walks its chunk of the split axis in G1 order, through the order's
+ * permutation). Here rather than in walk.c so that checks.c, which names
+ * points in its messages, does not call back into the walk. */
+void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx)
+{
+    const pl_call *call = x->plan.call;
+    int c = 0; /* the core whose steps contain step: step_base rises with c */
+    while (c + 1 < x->n_cores && step >= x->step_base[c + 1]) c++;
+    step -= x->step_base[c];
+    for (int a = call->grid_rank - 1; a >= 0; a--) {
+        int64_t size = a == x->split_axis ? x->hi[c] - x->lo[c] : call->grid[a];
+        int64_t pos = step % size + (a == x->split_axis ? x->lo[c] : 0);
+        step /= size;
+        idx[a] = x->perm[a] ? x->perm[a][pos] : pos;
+    }
 }

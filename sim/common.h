@@ -1,6 +1,9 @@
 /* sim/common.h: what every stage of sim/ shares, kept once (as libuv keeps
  * uv-common): the named limits, error and warning messages into a report,
  * tuple formatting, and the grid iterator. Not part of the public API.
+ * common.c also holds pl_format_bytes and pl_format_time (declared in
+ * tilesim.h) and sim_point_of_step (declared in exec.h), which several
+ * stages call, so that no two sim/ files call each other.
  *
  * It depends on the public headers only, so any sim/ file may include it
  * without creating a cycle between sim/ files.

@@ -17,24 +17,7 @@ static const char *role_name(pl_role r)
     }
 }
 
-/* 1536 -> "1.5 KiB" */
-const char *pl_format_bytes(double b, char *buf, size_t n)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) b /= 1024, u++;
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-    return buf;
-}
-
-const char *pl_format_time(double s, char *buf, size_t n)
-{
-    if (s < 1e-6) snprintf(buf, n, "%.0f ns", s * 1e9);
-    else if (s < 1e-3) snprintf(buf, n, "%.2f us", s * 1e6);
-    else if (s < 1) snprintf(buf, n, "%.2f ms", s * 1e3);
-    else snprintf(buf, n, "%.3f s", s);
-    return buf;
-}
+/* pl_format_bytes and pl_format_time, which analyze.c and host.c use too, are in common.c. */
 
 static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
 {

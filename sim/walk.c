@@ -29,19 +29,7 @@ static int64_t core_steps(const sim_exec *x, int c)
     return n;
 }
 
-void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx)
-{
-    const pl_call *call = x->plan.call;
-    int c = 0; /* the core whose steps contain step: step_base rises with c */
-    while (c + 1 < x->n_cores && step >= x->step_base[c + 1]) c++;
-    step -= x->step_base[c];
-    for (int a = call->grid_rank - 1; a >= 0; a--) {
-        int64_t size = a == x->split_axis ? x->hi[c] - x->lo[c] : call->grid[a];
-        int64_t pos = step % size + (a == x->split_axis ? x->lo[c] : 0);
-        step /= size;
-        idx[a] = x->perm[a] ? x->perm[a][pos] : pos;
-    }
-}
+/* sim_point_of_step, which the checks' messages use too, is in common.c. */
 
 static char *slot_ptr(const sim_operand *op)
 {
