@@ -60,6 +60,16 @@ const char *pl_format_time(double s, char *buf, size_t n)
     return buf;
 }
 
+/* ---- random numbers ------------------------------------------------------------ */
+
+uint64_t sim_splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 /* ---- the grid ------------------------------------------------------------------ */
 
 void sim_grid_iter_box(sim_grid_iter *it, int rank, const int64_t *lo, const int64_t *hi)

@@ -12,14 +12,6 @@
 
 #include "kdef_internal.h"
 
-uint64_t sim_splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static void say(char *msg, size_t n, const char *fmt, ...)
 {
     if (!msg || !n) return;

@@ -3,12 +3,8 @@
 #ifndef TILESIM_KDEF_INTERNAL_H
 #define TILESIM_KDEF_INTERNAL_H
 
+#include "common.h" /* sim_splitmix64: the inputs' generator */
 #include "kdef.h"
-
-/* The splitmix64 step (kdef.c): one generator for inputs (and, later, the
- * executor's shuffles and the example kernels' tables, which still keep
- * copies): its streams are the same on every host. */
-uint64_t sim_splitmix64(uint64_t *s);
 
 /* Check and build the call for values v into b (zeroed first). PL_OK, or an
  * error code with a message naming the kernel into msg (never empty). */
