@@ -104,6 +104,11 @@ int sim_grid_iter_next(sim_grid_iter *it)
     return 0;
 }
 
+void sim_grid_point(int rank, const int64_t *grid, int64_t linear, int64_t *idx)
+{
+    for (int a = rank - 1; a >= 0; a--) idx[a] = linear % grid[a], linear /= grid[a];
+}
+
 /* The grid point of global step `step` (the inverse of the walk: each core
  * walks its chunk of the split axis in G1 order, through the order's
  * permutation). Here rather than in walk.c so that checks.c, which names

@@ -73,4 +73,8 @@ int sim_grid_iter_empty(const sim_grid_iter *it);
  * then back at the first). */
 int sim_grid_iter_next(sim_grid_iter *it);
 
+/* The point of linear index `linear` (row-major over grid[], G1) into idx:
+ * what the walk records per step for traces of split grids. */
+void sim_grid_point(int rank, const int64_t *grid, int64_t linear, int64_t *idx);
+
 #endif

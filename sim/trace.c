@@ -84,7 +84,7 @@ static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const 
     int g = plan->call->grid_rank;
     for (int64_t n = 0; n < cl->steps; n++) {
         int64_t point = cl->step_point ? cl->step_point[n] : n, idx[PL_MAX_GRID];
-        for (int a = g - 1; a >= 0; a--) idx[a] = point % plan->call->grid[a], point /= plan->call->grid[a];
+        sim_grid_point(g, plan->call->grid, point, idx);
         char gp[128];
         sim_format_idx(idx, g, gp, sizeof gp);
         double t0 = cl->kernel_t[2 * n], t1 = cl->kernel_t[2 * n + 1];

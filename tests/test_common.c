@@ -127,3 +127,13 @@ Test(common, splitmix64_is_the_published_stream)
     cr_expect_eq(sim_splitmix64(&s), 0xe220a8397b1dcdafULL);
     cr_expect_eq(sim_splitmix64(&s), 0x6e789e6aa1b965f4ULL);
 }
+
+/* G1: linear index 7 of a (2, 3, 2) grid is the point (1, 0, 1). */
+Test(common, grid_point_of_a_linear_index)
+{
+    const int64_t grid[3] = {2, 3, 2};
+    int64_t idx[3];
+    sim_grid_point(3, grid, 7, idx);
+    cr_expect(idx[0] == 1 && idx[1] == 0 && idx[2] == 1, "got (%lld, %lld, %lld)", (long long)idx[0],
+              (long long)idx[1], (long long)idx[2]);
+}
