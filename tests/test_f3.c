@@ -201,9 +201,9 @@ static void check_case(const dcase *t)
     gbuf T = gb_new(need * sizeof(float) + 1);
     dot_run r = run_dot(C.view, A.view, B.view, t->flags, need ? T.p : NULL, need);
     char what[160];
-    snprintf(what, sizeof what, "pl_dot (%lld, %lld) %s= (%lld, %lld) @ %s%s, %s/%s/%s, pad %lld%s", (long long)t->m,
+    snprintf(what, sizeof what, "pl_dot (%lld, %lld) %s= (%lld, %lld) @ %s, %s/%s/%s, pad %lld%s", (long long)t->m,
              (long long)t->n, acc_in ? "+" : "", (long long)t->m, (long long)t->k, tb ? "B^T" : "B",
-             "", pl_dtype_name(t->dc), pl_dtype_name(t->da), pl_dtype_name(t->db), (long long)t->pad,
+             pl_dtype_name(t->dc), pl_dtype_name(t->da), pl_dtype_name(t->db), (long long)t->pad,
              t->rank3 ? ", rank-3 parents" : "");
     cr_expect_eq(r.code, 0, "%s faulted: %s", what, r.msg);
     cr_expect_eq(r.tmp_realloc, 0, "%s asked for more than %zu floats of conversion space", what, need);
