@@ -67,7 +67,9 @@ all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
 # Example and bench objects are intermediate files of a pattern chain; keep
 # them, or make deletes them after linking and rebuilds them every time.
-.SECONDARY:
+# Only those: a bare .SECONDARY makes every target intermediate, and make may
+# then skip building a new, missing object.
+.SECONDARY: $(EX_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 
 # Install what the build needs, only when something is missing.
 deps:
