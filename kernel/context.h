@@ -38,6 +38,14 @@ typedef struct kern_op {
  * kernel/dma.c reads and writes the count as an int64_t. */
 #define KERN_SEM_STRIDE 2
 
+/* Copies one core may have in flight (started, not yet waited), a model
+ * choice: a TensorCore's DMA engine queues a bounded number of descriptors,
+ * and a kernel that starts copies and never waits for them would stall it.
+ * Without a bound every start compares its destination with all copies in
+ * flight (the V4 race check), which grows quadratically with the grid (F4
+ * in tests/fuzz/FINDINGS.md). Real kernels keep a handful in flight. */
+#define KERN_MAX_DMA_IN_FLIGHT 4096
+
 /* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
 typedef struct kern_dma {
     pl_ref src, dst, sem;

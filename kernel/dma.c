@@ -192,6 +192,15 @@ static int overlaps(const pl_ref *a, const pl_ref *b)
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
     check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
+    if (c->n_dma >= KERN_MAX_DMA_IN_FLIGHT) {
+        char first[128];
+        kern_format_point(c->dma[0].point, c->grid_rank, first, sizeof first);
+        kern_fault(c, PL_ESEMAPHORE,
+                   "pltpu_copy_start: %d copies are already in flight, started and never waited (the oldest at grid "
+                   "point %s): wait for each copy (pltpu_copy_wait) before starting more; a DMA engine queues a "
+                   "bounded number of copies (rule M10)",
+                   KERN_MAX_DMA_IN_FLIGHT, first);
+    }
     for (int i = 0; i < c->n_dma; i++) {
         if (!overlaps(&c->dma[i].dst, &cp->dst)) continue;
         char name[96], then[128];

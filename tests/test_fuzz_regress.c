@@ -66,3 +66,41 @@ Test(fuzz_regress, F2_chip_spec_without_16bit_sublanes)
         cr_assert_eq(pl_pallas_call(&call, NULL, &o, &opt, &rep), PL_EINVAL, "sublanes %d: %s", bad, rep.error);
     }
 }
+
+/* ---- F4: copies never waited made every start quadratic ------------------------ */
+
+/* Starts one empty copy per step and never waits: empty views overlap
+ * nothing, so no race is reported, and before the bound each start compared
+ * its destination with every copy still in flight (O(steps^2): the fuzzer's
+ * 30,000-step input ran for minutes). The call must end at the bound with
+ * a message naming the missing waits, not at the end of the grid. */
+static void never_wait_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref buf = refs[1], sems = refs[2];
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, 0), pl_ds(c, buf, 0, 0, 0), pl_at(c, sems, 0));
+    pltpu_copy_start(c, &cp);
+}
+
+Test(fuzz_regress, F4_copies_never_waited_are_bounded)
+{
+    float x[8 * 128] = {0};
+    pl_block_spec any = PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128);
+    any.space = PL_ANY;
+    pl_call call = {
+        .name = "never_wait",
+        .kernel = never_wait_kernel,
+        .grid_rank = 1,
+        .grid = {20000},
+        .n_in = 1,
+        .in = {any},
+        .n_scratch = 2,
+        .scratch = {PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(1)},
+    };
+    pl_array a = PL_ARRAY(x, PL_F32, 8, 128);
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, NULL, NULL, &rep);
+    cr_assert_eq(rc, PL_ESEMAPHORE, "%d: %s", rc, rep.error);
+    cr_assert(strstr(rep.error, "4096 copies are already in flight") && strstr(rep.error, "(0)") &&
+                  strstr(rep.error, "grid point (4096)"),
+              "%s", rep.error);
+}
