@@ -8,6 +8,7 @@
  * status and error text, steps, times, bytes, FLOPs, bound and its
  * sentence, per-operand traffic, warnings and findings, and the same JSON.
  */
+#include <inttypes.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static void expect_same_report(const char *chip, const char *how, int i, const p
     SAME(n_warnings, "%d");
     cr_assert_str_eq(a->call_name, b->call_name);
     cr_assert(a->chip == b->chip, "%s: config %d: another chip with %s", chip, i, how);
-    SAME(steps, "%lld");
+    SAME(steps, "%" PRId64);
     SAME(cores, "%d");
     SAME(time_s, "%a");
     SAME(compute_s, "%a");
@@ -112,12 +113,12 @@ static void expect_same_report(const char *chip, const char *how, int i, const p
     SAME(flops_per_s, "%a");
     SAME(peak_fraction, "%a");
     SAME(intensity, "%a");
-    SAME(hbm_bytes, "%lld");
-    SAME(dma_copies, "%lld");
-    SAME(dma_bytes, "%lld");
-    SAME(vmem_bytes, "%lld");
-    SAME(vmem_limit, "%lld");
-    SAME(smem_bytes, "%lld");
+    SAME(hbm_bytes, "%" PRId64);
+    SAME(dma_copies, "%" PRId64);
+    SAME(dma_bytes, "%" PRId64);
+    SAME(vmem_bytes, "%" PRId64);
+    SAME(vmem_limit, "%" PRId64);
+    SAME(smem_bytes, "%" PRId64);
     SAME(bound, "%d");
     cr_assert_str_eq(a->bound_msg, b->bound_msg, "%s: config %d: the bound differs with %s", chip, i, how);
     SAME(n_findings, "%d");
