@@ -228,3 +228,29 @@ int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int
     }
     return PL_OK;
 }
+
+/* ---- races (V4) ------------------------------------------------------------------ */
+
+int sim_race(const sim_plan *plan, pl_report *rep, const sim_operand *op, const int64_t *p0, const int64_t *p1,
+             int axis, const int64_t *blk, const char *why)
+{
+    if (!plan->checks) return PL_OK; /* checks off: no race tracking (V4) */
+    const pl_chip *chip = plan->chip;
+    int g = plan->call->grid_rank;
+    char s0[128], s1[128], sb[128], msg[PL_MSG_MAX], where[200];
+    sim_format_idx(p0, g, s0, sizeof s0);
+    sim_format_idx(p1, g, s1, sizeof s1);
+    sim_format_idx(blk, op->rank, sb, sizeof sb);
+    if (chip->cores_per_device > 1)
+        snprintf(where, sizeof where, "on %s, with %d TensorCores, they may run on different cores and one result "
+                 "is lost", chip->name, chip->cores_per_device);
+    else
+        snprintf(where, sizeof where, "%s has one TensorCore, so they run in order and give the sequential answer, "
+                 "but on megacore chips (v4, v5p) they would race and one result is lost", chip->name);
+    snprintf(msg, sizeof msg, "%s: grid points %s and %s differ in axis %d, which is parallel, yet both write output "
+             "block %s%s: %s (rules V4, G3); mark axis %d arbitrary if it is a reduction",
+             op->rep->name, s0, s1, axis, sb, why, where, axis);
+    if (chip->cores_per_device > 1 || plan->strict) return sim_fail(rep, PL_ERACE, "%s", msg);
+    sim_add_finding(rep, PL_FIND_RACE, "V4", op->arg, p1, g, blk, op->rank, msg);
+    return PL_OK;
+}

@@ -60,6 +60,25 @@ const char *pl_format_time(double s, char *buf, size_t n)
     return buf;
 }
 
+/* ---- sizes ----------------------------------------------------------------------- */
+
+/* Byte counts saturate at INT64_MAX instead of wrapping, so that an absurd
+ * block is rejected by the budget (M4) rather than sized as a tiny one. */
+int64_t sim_sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+int64_t pl_array_size(const pl_array *a)
+{
+    int64_t n = 1;
+    for (int d = 0; d < a->rank && d < PL_MAX_RANK; d++) n = sim_sat_mul(n, a->shape[d]);
+    return n;
+}
+
+size_t pl_array_bytes(const pl_array *a) { return (size_t)pl_array_size(a) * pl_dtype_size(a->dtype); }
+
 /* ---- random numbers ------------------------------------------------------------ */
 
 uint64_t sim_splitmix64(uint64_t *s)

@@ -42,12 +42,15 @@ void sim_warn(pl_report *rep, const char *fmt, ...)
 /* "(1, 2, 3)": a grid point or block index, as messages print it. */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 
+/* a * b, or INT64_MAX where it would overflow: sizes saturate, never wrap. */
+int64_t sim_sat_mul(int64_t a, int64_t b);
+
 /* ---- random numbers ------------------------------------------------------------ */
 
 /* The splitmix64 step: one generator for the definitions' inputs (kdef.c)
- * and, later, the executor's shuffles (exec.c still keeps a copy) and the
- * example kernels' tables (which see only the public API and keep theirs):
- * its streams are the same on every host. */
+ * and the executor's shuffles of parallel axes (exec.c, V4); the example
+ * kernels see only the public API and keep their own. Its streams are the
+ * same on every host. */
 uint64_t sim_splitmix64(uint64_t *s);
 
 /* ---- the grid ------------------------------------------------------------------ */

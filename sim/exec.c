@@ -186,14 +186,6 @@ static void free_exec(sim_exec *x)
 
 /* ---- the order of the walk (G4, V4) ------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
 {
     int64_t at = 0; /* a 2^32-point axis has chunks of 2^31: not an int */
@@ -237,37 +229,11 @@ static int plan_order(sim_exec *x, uint64_t seed)
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
         for (int64_t i = 0; i < call->grid[a]; i++) x->perm[a][i] = i;
         for (int64_t i = call->grid[a] - 1; i > 0; i--) { /* Fisher-Yates */
-            int64_t j = (int64_t)(splitmix64(&state) % (uint64_t)(i + 1)), t = x->perm[a][i];
+            int64_t j = (int64_t)(sim_splitmix64(&state) % (uint64_t)(i + 1)), t = x->perm[a][i];
             x->perm[a][i] = x->perm[a][j];
             x->perm[a][j] = t;
         }
     }
-    return PL_OK;
-}
-
-/* ---- races (V4) ------------------------------------------------------------------ */
-
-int sim_race(const sim_plan *plan, pl_report *rep, const sim_operand *op, const int64_t *p0, const int64_t *p1,
-             int axis, const int64_t *blk, const char *why)
-{
-    if (!plan->checks) return PL_OK; /* checks off: no race tracking (V4) */
-    const pl_chip *chip = plan->chip;
-    int g = plan->call->grid_rank;
-    char s0[128], s1[128], sb[128], msg[PL_MSG_MAX], where[200];
-    sim_format_idx(p0, g, s0, sizeof s0);
-    sim_format_idx(p1, g, s1, sizeof s1);
-    sim_format_idx(blk, op->rank, sb, sizeof sb);
-    if (chip->cores_per_device > 1)
-        snprintf(where, sizeof where, "on %s, with %d TensorCores, they may run on different cores and one result "
-                 "is lost", chip->name, chip->cores_per_device);
-    else
-        snprintf(where, sizeof where, "%s has one TensorCore, so they run in order and give the sequential answer, "
-                 "but on megacore chips (v4, v5p) they would race and one result is lost", chip->name);
-    snprintf(msg, sizeof msg, "%s: grid points %s and %s differ in axis %d, which is parallel, yet both write output "
-             "block %s%s: %s (rules V4, G3); mark axis %d arbitrary if it is a reduction",
-             op->rep->name, s0, s1, axis, sb, why, where, axis);
-    if (chip->cores_per_device > 1 || plan->strict) return sim_fail(rep, PL_ERACE, "%s", msg);
-    sim_add_finding(rep, PL_FIND_RACE, "V4", op->arg, p1, g, blk, op->rank, msg);
     return PL_OK;
 }
 

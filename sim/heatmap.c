@@ -150,3 +150,25 @@ int pl_allclose_heatmap(const pl_array *got, const pl_array *want, int64_t bm, i
     if (rc) return rc;
     return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK; /* the file is written either way */
 }
+
+int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
+                     char *msg, size_t msglen)
+{
+    int rc = sim_matmul_args(a, b, c);
+    if (rc || bm < 1 || bn < 1 || !path) {
+        snprintf(msg, msglen, "heatmap: want a (m,k), b (k,n), c (m,n) float arrays and block sizes >= 1");
+        return rc ? rc : PL_EINVAL;
+    }
+    double *err = NULL;
+    pl_check r;
+    if ((rc = sim_matmul_errors(a, b, c, &err, &r))) {
+        snprintf(msg, msglen, "heatmap: out of host memory");
+        return rc;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "error of C against A @ B (OpenBLAS) over u |A| @ |B|, %s", pl_dtype_name(c->dtype));
+    rc = sim_heatmap_write(path, err, c->shape[0], c->shape[1], bm, bn, what, &r, msg, msglen);
+    free(err);
+    if (rc) return rc;
+    return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK; /* the file is written either way */
+}

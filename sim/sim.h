@@ -84,6 +84,12 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
  * rtol and atol are replaced by the ones used. PL_OK, PL_ESHAPE, PL_ENOMEM. */
 int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol, double *atol, double **err,
                         pl_check *out);
+/* verify.c: the matmul check's arguments (a (m,k), b (k,n), c (m,n) float
+ * arrays): PL_OK, PL_EINVAL or PL_ESHAPE; and the normalised error of every
+ * element of c against a @ b (OpenBLAS) into a malloc'd *err, with the
+ * verdict in *r. Shared by pl_check_matmul and pl_check_heatmap. */
+int sim_matmul_args(const pl_array *a, const pl_array *b, const pl_array *c);
+int sim_matmul_errors(const pl_array *a, const pl_array *b, const pl_array *c, double **err, pl_check *r);
 /* heatmap.c: the worst err per (bm, bn) block of an m x n output as an SVG
  * at path, with block labels and a legend by r's thresholds. PL_OK or
  * PL_EINVAL (the path cannot be written) with msg set either way. */

@@ -30,16 +30,6 @@ static void format_block(const pl_block_spec *s, char *buf, size_t n)
 
 /* ---- arrays -------------------------------------------------------------------- */
 
-static int64_t sat_mul(int64_t a, int64_t b);
-
-int64_t pl_array_size(const pl_array *a)
-{
-    int64_t n = 1;
-    for (int d = 0; d < a->rank && d < PL_MAX_RANK; d++) n = sat_mul(n, a->shape[d]);
-    return n;
-}
-
-size_t pl_array_bytes(const pl_array *a) { return (size_t)pl_array_size(a) * pl_dtype_size(a->dtype); }
 
 static int check_array(const pl_array *a, const char *what, int allow_null, pl_report *rep)
 {
@@ -60,21 +50,13 @@ static int check_array(const pl_array *a, const char *what, int allow_null, pl_r
  * large is left to the budget (M4). */
 static int check_addressable(const pl_array *a, const char *what, pl_report *rep)
 {
-    if (sat_mul(pl_array_size(a), (int64_t)pl_dtype_size(a->dtype)) >= INT64_MAX / 2)
+    if (sim_sat_mul(pl_array_size(a), (int64_t)pl_dtype_size(a->dtype)) >= INT64_MAX / 2)
         return sim_fail(rep, PL_EINVAL, "%s: an array of %lld x %zu bytes is too large to address", what,
                         (long long)pl_array_size(a), pl_dtype_size(a->dtype));
     return PL_OK;
 }
 
 /* ---- layout in VMEM (T6) -------------------------------------------------------- */
-
-/* Byte counts saturate at INT64_MAX instead of wrapping, so that an absurd
- * block is rejected by the budget (M4) rather than sized as a tiny one. */
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
 
 static int64_t sat_add(int64_t a, int64_t b)
 {
@@ -97,16 +79,16 @@ static int64_t laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_mem
 {
     int64_t es = (int64_t)pl_dtype_size(t), n = 1;
     if (space == PL_SMEM) {
-        for (int d = 0; d < rank; d++) n = sat_mul(n, shape[d]);
-        return sat_mul(n, es < 4 ? 4 : es);
+        for (int d = 0; d < rank; d++) n = sim_sat_mul(n, shape[d]);
+        return sim_sat_mul(n, es < 4 ? 4 : es);
     }
     for (int d = 0; d < rank; d++) {
         int64_t s = shape[d];
         if (d == rank - 1) s = round_up(s, 128);
         else if (d == rank - 2) s = round_up(s, native_sublanes(t, chip));
-        n = sat_mul(n, s);
+        n = sim_sat_mul(n, s);
     }
-    return sat_mul(n, es);
+    return sim_sat_mul(n, es);
 }
 
 /* T6, one rule for blocks and scratch alike: warn when the tiled layout at
@@ -299,7 +281,7 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
     for (int d = a->rank - 1; d >= 0; d--) {
         int64_t b = op->pipelined ? op->block[d] : a->shape[d];
         if (!op->pipelined || !op->squeezed[d]) r->rank++;
-        op->block_elems = sat_mul(op->block_elems, b);
+        op->block_elems = sim_sat_mul(op->block_elems, b);
     }
     int64_t stride = 1;
     for (int d = a->rank - 1, k = r->rank - 1; d >= 0; d--) {
@@ -309,17 +291,17 @@ static int plan_operand(sim_plan *plan, sim_operand *op, const pl_block_spec *s,
             r->stride[k] = stride;
             k--;
         }
-        stride = sat_mul(stride, b); /* a huge block is rejected by M4 below */
+        stride = sim_sat_mul(stride, b); /* a huge block is rejected by M4 below */
     }
 
     pl_operand_report *or = op->rep;
     or->rank = a->rank;
     memcpy(or->block, op->pipelined ? op->block : a->shape, sizeof or->block);
     or->buffers = op->buffers;
-    or->block_bytes = sat_mul(op->block_elems, (int64_t)op->elem_size);
+    or->block_bytes = sim_sat_mul(op->block_elems, (int64_t)op->elem_size);
     or->vmem_bytes = op->pipelined ? laid_out_bytes(op->block, a->rank, a->dtype, s->space, plan->chip) : 0;
 
-    or->array_bytes = sat_mul(pl_array_size(a), (int64_t)op->elem_size);
+    or->array_bytes = sim_sat_mul(pl_array_size(a), (int64_t)op->elem_size);
     if (s->space == PL_VMEM && op->pipelined)
         warn_padding(rep, or->name, "block", op->block, a->rank, a->dtype, plan->chip, or->vmem_bytes,
                      or->block_bytes);
@@ -344,7 +326,7 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
     int64_t vmem = 0, smem = 0;
     for (int i = 0; i < rep->n_operands; i++) {
         const pl_operand_report *o = &rep->op[i];
-        int64_t b = sat_mul(o->vmem_bytes, o->buffers);
+        int64_t b = sim_sat_mul(o->vmem_bytes, o->buffers);
         if (o->space == PL_VMEM) vmem = sat_add(vmem, b);
         else if (o->space == PL_SMEM) smem = sat_add(smem, b);
     }
@@ -365,7 +347,7 @@ static int check_budget(const sim_plan *plan, const pl_call *call, pl_report *re
         const pl_operand_report *o = &rep->op[i];
         if (o->space != PL_VMEM) continue;
         at += (size_t)snprintf(list + at, sizeof list - at, "\n  %-12s %d x %lld bytes = %lld", o->name,
-                               o->buffers, (long long)o->vmem_bytes, (long long)sat_mul(o->buffers, o->vmem_bytes));
+                               o->buffers, (long long)o->vmem_bytes, (long long)sim_sat_mul(o->buffers, o->vmem_bytes));
     }
     for (int i = 0; i < rep->n_scratch && at < sizeof list; i++)
         if (rep->scratch[i].space == PL_VMEM)
@@ -503,7 +485,7 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
         sr->bytes = s->space == PL_SEMAPHORE ? 0 : laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);
         if (s->space == PL_VMEM)
             warn_padding(rep, sr->name, "scratch", s->shape, s->rank, s->dtype, plan->chip, sr->bytes,
-                         sat_mul(pl_array_size(&shape), (int64_t)pl_dtype_size(s->dtype)));
+                         sim_sat_mul(pl_array_size(&shape), (int64_t)pl_dtype_size(s->dtype)));
     }
     return PL_OK;
 }
@@ -545,7 +527,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     rep->grid_rank = call->grid_rank;
     memcpy(rep->grid, call->grid, sizeof rep->grid);
     plan->steps = 1;
-    for (int a = 0; a < call->grid_rank; a++) plan->steps = sat_mul(plan->steps, call->grid[a]);
+    for (int a = 0; a < call->grid_rank; a++) plan->steps = sim_sat_mul(plan->steps, call->grid[a]);
     /* 2^32 steps take about a quarter of an hour at 5 million steps per second */
     if (plan->steps > (1LL << 32))
         return sim_fail(rep, PL_EINVAL, "call %s: a grid of %s%lld points is more than tilesim walks (2^32); use "

@@ -47,7 +47,7 @@ static float *widen(const pl_array *x, int take_abs)
     return p;
 }
 
-static int check_args(const pl_array *a, const pl_array *b, const pl_array *c)
+int sim_matmul_args(const pl_array *a, const pl_array *b, const pl_array *c)
 {
     const pl_array *all[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
@@ -61,7 +61,7 @@ static int check_args(const pl_array *a, const pl_array *b, const pl_array *c)
 /* err[i*n+j] = |c - a@b| / (u * |a|@|b|), INFINITY for a NaN/inf where the
  * reference is finite. Fills the scalar fields of r. Returns PL_OK,
  * PL_ENOMEM. The caller frees *err. */
-static int matmul_errors(const pl_array *a, const pl_array *b, const pl_array *c, double **err, pl_check *r)
+int sim_matmul_errors(const pl_array *a, const pl_array *b, const pl_array *c, double **err, pl_check *r)
 {
     int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
     float *A = widen(a, 0), *B = widen(b, 0), *absA = widen(a, 1), *absB = widen(b, 1);
@@ -165,8 +165,8 @@ int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array 
 {
     pl_check r = {.worst_row = -1, .worst_col = -1};
     double *err = NULL;
-    int rc = check_args(a, b, c);
-    if (!rc) rc = matmul_errors(a, b, c, &err, &r);
+    int rc = sim_matmul_args(a, b, c);
+    if (!rc) rc = sim_matmul_errors(a, b, c, &err, &r);
     free(err);
     if (rc) {
         if (f) fprintf(f, "pl_check_matmul: %s (want a (m,k), b (k,n), c (m,n) float arrays with data)\n",
@@ -268,24 +268,3 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
 
 /* ---- the error heatmap (drawn by heatmap.c) ------------------------------------- */
 
-int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
-                     char *msg, size_t msglen)
-{
-    int rc = check_args(a, b, c);
-    if (rc || bm < 1 || bn < 1 || !path) {
-        snprintf(msg, msglen, "heatmap: want a (m,k), b (k,n), c (m,n) float arrays and block sizes >= 1");
-        return rc ? rc : PL_EINVAL;
-    }
-    double *err = NULL;
-    pl_check r;
-    if ((rc = matmul_errors(a, b, c, &err, &r))) {
-        snprintf(msg, msglen, "heatmap: out of host memory");
-        return rc;
-    }
-    char what[160];
-    snprintf(what, sizeof what, "error of C against A @ B (OpenBLAS) over u |A| @ |B|, %s", pl_dtype_name(c->dtype));
-    rc = sim_heatmap_write(path, err, c->shape[0], c->shape[1], bm, bn, what, &r, msg, msglen);
-    free(err);
-    if (rc) return rc;
-    return r.verdict == PL_FAIL ? PL_EVERIFY : PL_OK; /* the file is written either way */
-}
