@@ -48,16 +48,7 @@ static void check_mask(pl_ctx *c, const pl_ref *m, const pl_ref *dst, const char
 {
     kern_check_ref(c, m, fn);
     check_data(c, m, fn);
-    int ok = m->rank == dst->rank;
-    for (int d = 0; ok && d < m->rank; d++) ok = m->shape[d] == dst->shape[d] || m->shape[d] == 1;
-    if (ok) return;
-    char a[96], b[96], sa[128], sb[128];
-    kern_ref_name(c, m, a, sizeof a);
-    kern_ref_name(c, dst, b, sizeof b);
-    kern_format_point(m->shape, m->rank, sa, sizeof sa);
-    kern_format_point(dst->shape, dst->rank, sb, sizeof sb);
-    kern_fault(c, PL_ESHAPE, "%s: the mask %s has shape %s, which does not broadcast to %s of shape %s: each "
-               "dimension must match or be 1 (rule V6)", fn, a, sa, b, sb);
+    check_broadcast(c, m, dst, fn, "the mask ", " (rule V6)");
 }
 
 /* An unmasked element past the end of view r, at idx. */

@@ -86,6 +86,23 @@ static inline void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *
     kern_fault(c, PL_ESHAPE, "%s: %s has shape %s but %s has shape %s", fn, a, sa, b, sb);
 }
 
+/* src broadcasts to dst: same rank, each dimension equal or 1. `what`
+ * prefixes src's name ("the mask "), `rule` ends the message. */
+static inline void check_broadcast(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *what,
+                                   const char *rule)
+{
+    int ok = src->rank == dst->rank;
+    for (int d = 0; ok && d < src->rank; d++) ok = src->shape[d] == dst->shape[d] || src->shape[d] == 1;
+    if (ok) return;
+    char a[96], b[96], sa[128], sb[128];
+    kern_ref_name(c, src, a, sizeof a);
+    kern_ref_name(c, dst, b, sizeof b);
+    kern_format_point(src->shape, src->rank, sa, sizeof sa);
+    kern_format_point(dst->shape, dst->rank, sb, sizeof sb);
+    kern_fault(c, PL_ESHAPE, "%s: %s%s has shape %s, which does not broadcast to %s of shape %s: each dimension "
+               "must match or be 1%s", fn, what, a, sa, b, sb, rule);
+}
+
 /* ---- cost ------------------------------------------------------------------- */
 
 /* An op that produced every element of dst, at flops_per_elem each. */

@@ -61,20 +61,11 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const u_op *u)
 /* src seen with dst's shape: stride 0 along the dimensions it broadcasts. */
 static pl_ref broadcast_to(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn)
 {
+    check_broadcast(c, src, dst, fn, "", "");
     pl_ref v = *src;
-    int ok = src->rank == dst->rank;
-    for (int d = 0; ok && d < src->rank; d++) {
-        ok = src->shape[d] == dst->shape[d] || src->shape[d] == 1;
+    for (int d = 0; d < src->rank; d++)
         if (src->shape[d] != dst->shape[d]) v.shape[d] = dst->shape[d], v.stride[d] = 0;
-    }
-    if (ok) return v;
-    char a[96], b[96], sa[128], sb[128];
-    kern_ref_name(c, src, a, sizeof a);
-    kern_ref_name(c, dst, b, sizeof b);
-    kern_format_point(src->shape, src->rank, sa, sizeof sa);
-    kern_format_point(dst->shape, dst->rank, sb, sizeof sb);
-    kern_fault(c, PL_ESHAPE, "%s: %s has shape %s, which does not broadcast to %s of shape %s: each dimension "
-               "must match or be 1", fn, a, sa, b, sb);
+    return v;
 }
 
 /* Every row of v is the same memory (its leading dims all broadcast). */
