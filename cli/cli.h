@@ -197,6 +197,11 @@ int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **
 int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t *v);
 /* The pl_options a kernel verb runs with (chip into file_chip storage). */
 int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chip, pl_options *opt);
+/* What run, verify and explain do first: parse (argv[0] is the first word
+ * after the verb), find the one KERNEL, its values and options. Returns -1
+ * to go on, else the exit status (0 after --help). */
+int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, cli_kopts *o, const pl_kernel_def **d,
+                     int64_t *v, pl_chip *file_chip, pl_options *opt);
 
 int cli_list(int argc, char **argv);
 int cli_run(int argc, char **argv);

@@ -360,14 +360,8 @@ int cli_kexplain(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = cli_kparse(cmd, K_SET | K_CHIP | K_CHIP_FILE, argc + 1, argv - 1, &o);
+    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
-    if (o.npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
-    if ((rc = cli_find_kernel(cmd, o.pos[0], &d))) return rc;
-    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o.pos[1]);
-    if ((rc = cli_kernel_values(cmd, d, &o, v)) ||
-        (rc = cli_kernel_options(cmd, &o, &file_chip, &opt)))
-        return rc;
     opt.cost_only = 1;
     char label[512], msg[PL_MSG_MAX] = "";
     pl_kernel_format(d, v, label, sizeof label);

@@ -285,3 +285,17 @@ int cli_list(int argc, char **argv)
     fprintf(stdout, "Change a parameter with --set name=value; sweep one with --vary name=v1,v2,...\n");
     return cli_finish_stdout(cmd, 0);
 }
+
+int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, cli_kopts *o, const pl_kernel_def **d,
+                     int64_t *v, pl_chip *file_chip, pl_options *opt)
+{
+    int rc = cli_kparse(cmd, mask, argc + 1, argv - 1, o);
+    if (rc >= 0) return rc;
+    if (o->npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
+    if ((rc = cli_find_kernel(cmd, o->pos[0], d))) return rc;
+    if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o->pos[1]);
+    if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
+        (rc = cli_kernel_options(cmd, o, file_chip, opt)))
+        return rc;
+    return -1;
+}

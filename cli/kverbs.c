@@ -15,20 +15,6 @@
 #define VERIFY_MASK (K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT)
 
 /* The verb's kernel, values and options from its command line. -1: go on. */
-static int setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, cli_kopts *o, const pl_kernel_def **d,
-                 int64_t *v, pl_chip *file_chip, pl_options *opt)
-{
-    int rc = cli_kparse(cmd, mask, argc + 1, argv - 1, o);
-    if (rc >= 0) return rc;
-    if (o->npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
-    if ((rc = cli_find_kernel(cmd, o->pos[0], d))) return rc;
-    if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o->pos[1]);
-    if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
-        (rc = cli_kernel_options(cmd, o, file_chip, opt)))
-        return rc;
-    return -1;
-}
-
 static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY || status == PL_ENOMEM ? 1 : 2; }
 
 static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, const pl_report *rep)
@@ -73,7 +59,7 @@ int cli_run(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = setup(cmd, RUN_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, RUN_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
     char label[512];
     pl_kernel_format(d, v, label, sizeof label);
@@ -217,7 +203,7 @@ int cli_verify(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = setup(cmd, VERIFY_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, VERIFY_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
     if (!d->reference) return cli_fail(cmd, "kernel '%s' defines no reference: there is nothing to verify against",
                                        d->name);
