@@ -14,9 +14,10 @@
 
 static void check_operand(pl_ctx *c, const pl_ref *r, const char *fn)
 {
-    char name[96];
     kern_check_ref(c, r, fn);
     check_data(c, r, fn);
+    if (pl_dtype_is_float(r->dtype) && r->rank == 2) return; /* the usual case: no message to format */
+    char name[96];
     kern_ref_name(c, r, name, sizeof name);
     if (!pl_dtype_is_float(r->dtype))
         kern_fault(c, PL_EDTYPE, "%s on %s: %s takes float refs (f32, bf16, f16)", fn, name, fn);
