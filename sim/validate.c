@@ -520,6 +520,10 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     if (plan->chip->sublanes_16bit < 1)
         return sim_fail(rep, PL_EINVAL, "chip %s: sublanes_16bit = %d; 16-bit types need at least 1 native sublane "
                         "(a chip file gives 8 to 32, rule T6)", plan->chip->name, plan->chip->sublanes_16bit);
+    /* dots pad to it (timing.c): 0 made every dot's time NaN, a negative width 0 */
+    if (plan->chip->mxu_width < 1)
+        return sim_fail(rep, PL_EINVAL, "chip %s: mxu_width = %d; the MXU is width x width, at least 1 (a chip file "
+                        "gives 128 or 256)", plan->chip->name, plan->chip->mxu_width);
     if (opt && opt->uninit != PL_UNINIT_NAN && opt->uninit != PL_UNINIT_ZERO)
         return sim_fail(rep, PL_EINVAL, "options: uninit = %d; use PL_UNINIT_NAN or PL_UNINIT_ZERO (rule V1)",
                         (int)opt->uninit);

@@ -526,3 +526,26 @@ Test(harden_core, timing_on_a_chip_without_bandwidth_names_the_chip, .timeout = 
     int rc = one_byte_steps(16, NULL, &chip, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "nobw", "hbm");
 }
+
+/* A (128, 128) block dotted with itself into the output block. */
+static void self_dot_kernel(pl_ctx *c, pl_ref *refs) { pl_dot(c, refs[1], refs[0], refs[0], 0); }
+
+/* A what-if chip's MXU width is what dots pad to: 0 made every dot's time
+ * NaN (0 / 0) and a negative one made it 0, and the call still succeeded
+ * with a made-up time. Now an error naming the chip and the figure. */
+Test(harden_core, a_chip_without_an_mxu_width_names_the_figure, .timeout = 30)
+{
+    const int width[] = {0, -128};
+    for (int f = 0; f < 2; f++) {
+        pl_chip chip = *pl_chip_find("v5e");
+        snprintf(chip.name, sizeof chip.name, "narrow%d", f);
+        chip.mxu_width = width[f];
+        pl_call call = th_copy_call_2d(256, 128, 128, 128);
+        call.kernel = self_dot_kernel;
+        pl_array in = PL_ARRAY(NULL, PL_F32, 256, 128), out = PL_ARRAY(NULL, PL_F32, 256, 128);
+        pl_options opt = {.chip_spec = &chip, .cost_only = 1};
+        pl_report rep;
+        int rc = pl_pallas_call(&call, &in, &out, &opt, &rep);
+        TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip.name, "mxu_width");
+    }
+}
