@@ -549,3 +549,17 @@ Test(cli_kernels, old_matmul_sweep_json_keeps_its_members)
     cr_expect(strstr(r.out, "kernel: acc = 0; acc += x @ y"), "%s", r.out);
     res_free(&r);
 }
+
+/* A size near 2^63 is a usage error, not a crash or a negative grid: the
+ * definitions' ceiling division must not overflow (G1; the paged table). */
+Test(cli_kernels, sizes_near_int64_max_are_refused_by_name)
+{
+    res r = RUN("run", "paged_attention", "--set", "max_len=9223372036854775000", "--set", "page=4096", "--cost-only");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "block table"), "%s", r.err);
+    res_free(&r);
+    r = RUN("run", "add", "--set", "rows=9223372036854775807", "--cost-only");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(!strstr(r.err, "has size -"), "a negative grid axis: %s", r.err);
+    res_free(&r);
+}

@@ -12,7 +12,8 @@
  * small on a real chip, and a table is built on the host at every build. */
 #define EX_MAX_TABLE (1 << 22)
 
-static inline int64_t ex_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* a >= 0, b >= 1; no a + b - 1 that overflows for a size near 2^63. */
+static inline int64_t ex_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /* PL_OK when every value named in names (a space-separated list, in the
  * order of v's entries from first) is >= 1; else PL_EINVAL with a message
