@@ -7,6 +7,7 @@
  * Messages always name the operand, its block shape, its array shape and the
  * rule, because that is what a user needs to fix the spec.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -490,6 +491,21 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
     return PL_OK;
 }
 
+/* The compute rates a what-if chip gives divide the ops' work (timing.c):
+ * zero, negative or NaN made times infinite, negative or NaN, and the call
+ * succeeded with them. int8_ops and clock_hz may be 0 (not published). */
+static int check_chip_rates(const pl_chip *chip, pl_report *rep)
+{
+    const struct { const char *name; double v; int zero_ok; } f[] = {
+        {"bf16_flops", chip->bf16_flops, 0}, {"vpu_flops", chip->vpu_flops, 0},
+        {"f32_fraction", chip->f32_fraction, 0}, {"int8_ops", chip->int8_ops, 1}, {"clock_hz", chip->clock_hz, 1}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (!isfinite(f[i].v) || f[i].v < 0 || (f[i].v == 0 && !f[i].zero_ok))
+            return sim_fail(rep, PL_EINVAL, "chip %s: %s = %g; it must be finite and %s", chip->name, f[i].name,
+                            f[i].v, f[i].zero_ok ? ">= 0 (0: not published)" : "> 0");
+    return PL_OK;
+}
+
 int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                   sim_plan *plan, pl_report *rep)
 {
@@ -524,6 +540,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     if (plan->chip->mxu_width < 1)
         return sim_fail(rep, PL_EINVAL, "chip %s: mxu_width = %d; the MXU is width x width, at least 1 (a chip file "
                         "gives 128 or 256)", plan->chip->name, plan->chip->mxu_width);
+    if ((rc = check_chip_rates(plan->chip, rep))) return rc;
     if (opt && opt->uninit != PL_UNINIT_NAN && opt->uninit != PL_UNINIT_ZERO)
         return sim_fail(rep, PL_EINVAL, "options: uninit = %d; use PL_UNINIT_NAN or PL_UNINIT_ZERO (rule V1)",
                         (int)opt->uninit);

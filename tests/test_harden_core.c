@@ -549,3 +549,33 @@ Test(harden_core, a_chip_without_an_mxu_width_names_the_figure, .timeout = 30)
         TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip.name, "mxu_width");
     }
 }
+
+/* The same call on chips whose compute rates are zero, negative, NaN or
+ * infinite: each an error naming the chip and the figure. Before, every one
+ * but a zero bf16_flops succeeded with a negative, NaN or zero compute time. */
+Test(harden_core, a_chip_with_a_bad_rate_names_the_figure, .timeout = 30)
+{
+    const char *figure[] = {"bf16_flops", "vpu_flops", "f32_fraction", "f32_fraction", "vpu_flops", "bf16_flops",
+                            "int8_ops", "clock_hz"};
+    for (int f = 0; f < 8; f++) {
+        pl_chip chip = *pl_chip_find("v5e");
+        snprintf(chip.name, sizeof chip.name, "rate%d", f);
+        switch (f) {
+        case 0: chip.bf16_flops = -1e12; break;
+        case 1: chip.vpu_flops = -1e12; break;
+        case 2: chip.f32_fraction = -1; break;
+        case 3: chip.f32_fraction = NAN; break;
+        case 4: chip.vpu_flops = NAN; break;
+        case 5: chip.bf16_flops = INFINITY; break;
+        case 6: chip.int8_ops = -1; break;
+        default: chip.clock_hz = NAN; break;
+        }
+        pl_call call = th_copy_call_2d(256, 128, 128, 128);
+        call.kernel = self_dot_kernel;
+        pl_array in = PL_ARRAY(NULL, PL_F32, 256, 128), out = PL_ARRAY(NULL, PL_F32, 256, 128);
+        pl_options opt = {.chip_spec = &chip, .cost_only = 1};
+        pl_report rep;
+        int rc = pl_pallas_call(&call, &in, &out, &opt, &rep);
+        TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip.name, figure[f]);
+    }
+}
