@@ -127,9 +127,12 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
     opterr = 0;
     int code, idx, help = 0;
     while ((idx = -1, code = getopt_long(argc, argv, ":h", longs, &idx)) != -1) {
-        char opt_name[64]; /* for a long option its name, not its value */
+        char opt_name[64] = ""; /* for a long option its name, not its value */
         if (idx >= 0) snprintf(opt_name, sizeof opt_name, "--%s", longs[idx].name);
-        const char *word = idx >= 0 ? opt_name : argv[optind - 1];
+        /* a letter of "-xy": optind still points at the cluster until its last letter */
+        else if (optopt > 0 && optopt < 128 && strncmp(argv[optind - 1], "--", 2) != 0)
+            snprintf(opt_name, sizeof opt_name, "-%c", optopt);
+        const char *word = idx >= 0 || opt_name[0] == '-' ? opt_name : argv[optind - 1];
         /* the word as typed (getopt_long has moved it just before optind): unique prefixes
          * ("--he" for --heatmap) are refused, so that a typo never names another option */
         const char *typed = optarg && optind >= 2 && argv[optind - 1] == optarg ? argv[optind - 2] : argv[optind - 1];

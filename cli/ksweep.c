@@ -34,8 +34,7 @@ static int parse_vary(const cli_cmd *cmd, const pl_kernel_def *d, const char *te
     if (p < 0) {
         int64_t tmp[PL_KDEF_MAX_PARAMS];
         pl_kernel_defaults(d, tmp);
-        snprintf(one, sizeof one, "%s=0", name);
-        pl_kernel_set(d, tmp, one, msg, sizeof msg); /* its message lists the parameters */
+        pl_kernel_set(d, tmp, text, msg, sizeof msg); /* its message lists the parameters */
         return cli_fail(cmd, "--vary %s: %s", text, msg);
     }
     if (seen[p]) return cli_fail(cmd, "--vary %s: parameter '%s' is given twice (by --vary or --set)", text, name);

@@ -563,3 +563,17 @@ Test(cli_kernels, sizes_near_int64_max_are_refused_by_name)
     cr_expect(!strstr(r.err, "has size -"), "a negative grid axis: %s", r.err);
     res_free(&r);
 }
+
+/* An error names the word the user typed: the unknown letter of a short
+ * option cluster, the NAME=... of a --vary whose name is not a parameter. */
+Test(cli_kernels, errors_name_the_word_typed)
+{
+    res r = RUN("run", "-xy", "rmsnorm");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "unknown option '-x'"), "%s", r.err);
+    res_free(&r);
+    r = RUN("sweep", "rmsnorm", "--vary", "=1");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "'=1'") && !strstr(r.err, "'=0'"), "%s", r.err);
+    res_free(&r);
+}
