@@ -392,3 +392,23 @@ Test(jax_revisit, V4_single_core_parallel_reduction_with_any_is_a_warning_and_ri
     TH_EXPECT_ERROR(rc, rep, PL_ERACE, "o", "V4");
     rv_free(&t);
 }
+
+/* P10 under RevisitMode.ANY: write-backs no longer count distinct blocks. A
+ * (384, 128) output in (128, 128) blocks, grid (2, 2) selecting block (j, 0):
+ * blocks 0, 1, 0, 1 make 4 write-backs, one more than the 3 blocks, yet
+ * block (2, 0) is never selected and keeps whatever HBM held. */
+Test(jax_revisit, P10_any_revisits_do_not_hide_an_unselected_block)
+{
+    pl_call call = {
+        .name = "revisit_short", .kernel = th_copy_kernel, .grid_rank = 2, .grid = {2, 2},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(1, PL_ZERO), 128, 128)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(1, PL_ZERO), 128, 128)},
+    };
+    call.out[0].revisit = PL_REVISIT_ANY;
+    pl_array in = PL_ARRAY(NULL, PL_F32, 256, 128), out = PL_ARRAY(NULL, PL_F32, 384, 128);
+    pl_options opt = {.cost_only = 1, .strict = 1};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &in, &out, &opt, &rep);
+    cr_assert_eq(rep.op[1].writebacks, 4, "writebacks %lld", (long long)rep.op[1].writebacks);
+    TH_EXPECT_ERROR(rc, rep, PL_EPOISON, "(2, 0)", "P10");
+}
