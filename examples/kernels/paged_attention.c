@@ -197,37 +197,10 @@ void pa_fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, 
     }
 }
 
-/* A cost-only run: the block table and lengths (the index maps and the
- * kernel read them), no data. */
-static int run_cost_only(const pa_shape *s, const int64_t *lengths, pl_dtype dt, const pl_options *opt,
-                         pl_report *rep, pl_check *chk, FILE *f)
-{
-    int32_t *tables = calloc((size_t)(s->batch * s->pages_per_seq), sizeof *tables);
-    int32_t *lens = calloc((size_t)s->batch, sizeof *lens);
-    int rc = PL_ENOMEM;
-    if (tables && lens) {
-        pa_fill_tables(s, lengths, tables, lens);
-        pa_params prm;
-        pl_call call;
-        pa_call(&call, &prm, s, dt);
-        pl_array args[5] = {PL_ARRAY(tables, PL_I32, s->batch, s->pages_per_seq), PL_ARRAY(lens, PL_I32, s->batch),
-                            PL_ARRAY(NULL, dt, s->batch, s->heads, s->dim),
-                            PL_ARRAY(NULL, dt, s->num_pages, s->page, s->dim),
-                            PL_ARRAY(NULL, dt, s->num_pages, s->page, s->dim)};
-        pl_array out = PL_ARRAY(NULL, dt, s->batch, s->heads, s->dim);
-        rc = pl_pallas_call(&call, args, &out, opt, rep);
-        if (!rc && f) pl_report_print(rep, f);
-        if (chk) *chk = (pl_check){.verdict = PL_PASS, .worst_row = -1, .worst_col = -1};
-    }
-    free(tables), free(lens);
-    return rc;
-}
-
 int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
            const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f)
 {
     pa_shape s = pa_shape_for(lengths, n_seqs, page, heads, dim);
-    if (opt && opt->cost_only) return run_cost_only(&s, lengths, dt, opt, rep, chk, f);
     int64_t h = heads, d = dim, kv = s.num_pages * page * d, qn = n_seqs * h * d;
     size_t es = pl_dtype_size(dt);
     int32_t *tables = calloc((size_t)(n_seqs * s.pages_per_seq), sizeof *tables), *lens = calloc((size_t)n_seqs, 4);

@@ -61,9 +61,9 @@ void pa_fill_tables(const pa_shape *s, const int64_t *lengths, int32_t *tables, 
  * or the call's error (in rep->error). */
 int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt,
            const pl_options *opt, pl_report *rep, pl_check *chk, FILE *f);
-/* With opt->cost_only, pa_run builds only the block table and lengths, runs
- * the call once without data and sets chk's verdict to PASS (nothing is
- * compared). pa_host_bytes: host memory a real pa_run takes. */
+/* pa_run always computes and compares: a cost-only run is the
+ * "paged_attention" definition's (pl_kernel_run). pa_host_bytes: host memory
+ * a real run over these lengths takes. */
 double pa_host_bytes(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, int64_t dim, pl_dtype dt);
 
 #endif
