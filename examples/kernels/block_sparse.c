@@ -8,7 +8,8 @@
 #include "block_sparse.h"
 #include "matmul.h"
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) without a + b - 1, which overflows for sizes near 2^63 */
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /* ---- the block table (host) ------------------------------------------------------ */
 

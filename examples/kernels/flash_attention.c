@@ -7,7 +7,8 @@
 
 #include "flash_attention.h"
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) without a + b - 1, which overflows for sizes near 2^63 */
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* The last kv block that q block qi needs: all of them, or under a causal

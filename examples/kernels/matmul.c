@@ -16,7 +16,8 @@ void mm_kernel(pl_ctx *c, pl_ref *refs)
     if (k == nk - 1) pl_copy(c, o, acc);
 }
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) without a + b - 1, which overflows for sizes near 2^63 */
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 void mm_call(pl_call *call, mm_params *p, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk)
 {
