@@ -300,6 +300,10 @@ typedef struct pl_options {
     const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
     pl_step_fn on_step; /* called at each grid point (a recorder); NULL: none */
     void *on_step_user;
+    int host_threads;   /* host threads that walk a megacore chip's TensorCores (G4): 0, one per
+                           TensorCore up to the host's physical cores; 1, the cores one after the
+                           other. Results and reports are identical either way (sim/core.h says
+                           when a call is walked in order regardless) */
 } pl_options;
 
 /* ---- the report -------------------------------------------------------------- */
