@@ -9,10 +9,12 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
@@ -139,6 +141,37 @@ static inline const char *th_json_str(const json_t *obj, const char *key)
     json_t *v = json_object_get(obj, key);
     cr_assert(json_is_string(v), "\"%s\" is missing or not a string", key);
     return json_string_value(v);
+}
+
+/* ---- the build directory --------------------------------------------------------- */
+
+/* BUILD/<rel> into buf (n bytes), BUILD being the build directory of this
+ * test binary (BUILD/tests/tilesim_tests): so that `make BUILD=x` tests x's
+ * command, examples and plugins, not whatever build/ holds. rel "" gives
+ * "BUILD/". Fails the test when /proc/self/exe cannot be read or the path
+ * does not fit; whether the file exists is the caller's question. Returns buf. */
+static inline const char *th_build_path(const char *rel, char *buf, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(len > 0, "cannot read /proc/self/exe to find the build directory");
+    exe[len] = '\0';
+    for (int up = 0; up < 2; up++) { /* BUILD/tests/tilesim_tests -> BUILD/tests -> BUILD */
+        char *slash = strrchr(exe, '/');
+        cr_assert_not_null(slash, "the test binary %s is not in BUILD/tests/", exe);
+        *slash = '\0';
+    }
+    int k = snprintf(buf, n, "%s/%s", exe, rel);
+    cr_assert(k >= 0 && (size_t)k < n, "the path %s/%s does not fit in %zu bytes", exe, rel, n);
+    return buf;
+}
+
+/* The tilesim command to test: $TILESIM when set and not empty, else
+ * BUILD/tilesim (th_build_path). Returns the environment's string or buf. */
+static inline const char *th_tilesim_path(char *buf, size_t n)
+{
+    const char *env = getenv("TILESIM");
+    return env && env[0] ? env : th_build_path("tilesim", buf, n);
 }
 
 /* ---- kernels --------------------------------------------------------------- */

@@ -23,22 +23,12 @@
 
 #define MAX_ARGS 32
 
-/* The command next to this test binary (BUILD/tests/.. /tilesim), so that
+/* The command next to this test binary (BUILD/tilesim), so that
  * `make BUILD=x` tests x's command, not whatever build/tilesim holds. */
 static const char *tilesim_path(void)
 {
     static char path[PATH_MAX];
-    const char *env = getenv("TILESIM");
-    if (env && env[0]) return env;
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
-    char *slash = n > 0 ? (path[n] = '\0', strrchr(path, '/')) : NULL; /* .../tests/tilesim_tests */
-    if (slash) *slash = '\0';
-    slash = slash ? strrchr(path, '/') : NULL;                             /* .../tests */
-    if (slash) {
-        strcpy(slash, "/tilesim");
-        return path;
-    }
-    return "build/tilesim";
+    return th_tilesim_path(path, sizeof path);
 }
 #define TILESIM tilesim_path()
 
@@ -133,6 +123,19 @@ static int count_lines(const char *s)
 }
 
 /* ---- chips ------------------------------------------------------------------------ */
+
+/* th_build_path finds this test binary's own build directory: BUILD/tests/
+ * tilesim_tests there is this very file, whatever BUILD is. */
+Test(cli, build_path_names_this_test_binary)
+{
+    char path[PATH_MAX];
+    struct stat self, found;
+    th_build_path("tests/tilesim_tests", path, sizeof path);
+    cr_assert_eq(stat("/proc/self/exe", &self), 0);
+    cr_assert_eq(stat(path, &found), 0, "%s: no such file", path);
+    cr_assert(self.st_dev == found.st_dev && self.st_ino == found.st_ino, "%s is not this test binary", path);
+    cr_assert_str_eq(th_build_path("", path, sizeof path) + strlen(path) - 1, "/");
+}
 
 Test(cli, chips_table_lists_every_preset)
 {

@@ -24,29 +24,16 @@
 
 /* ---- running the command ------------------------------------------------------------ */
 
-/* BUILD/<rel> for the build directory of this test binary. */
-static const char *build_path(const char *rel, char *out, size_t n)
-{
-    char exe[PATH_MAX / 2];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(len > 0);
-    exe[len] = '\0';
-    for (int i = 0; i < 2; i++) *strrchr(exe, '/') = '\0'; /* .../tests/tilesim_tests -> BUILD */
-    snprintf(out, n, "%s/%s", exe, rel);
-    return out;
-}
-
 static const char *tilesim(void)
 {
     static char path[PATH_MAX];
-    const char *env = getenv("TILESIM");
-    return env && env[0] ? env : build_path("tilesim", path, sizeof path);
+    return th_tilesim_path(path, sizeof path);
 }
 
 static const char *plugin(void)
 {
     static char path[PATH_MAX];
-    return build_path("examples/plugin/rmsnorm.so", path, sizeof path);
+    return th_build_path("examples/plugin/rmsnorm.so", path, sizeof path);
 }
 
 typedef struct res {
@@ -218,7 +205,7 @@ static const char wrong_src[] =
 /* The source tree: the first directory above the build holding sim/kdef.h. */
 static int source_root(char *root, size_t n)
 {
-    build_path("", root, n);
+    th_build_path("", root, n);
     for (int up = 0; up < 4; up++) {
         char probe[PATH_MAX + 32];
         snprintf(probe, sizeof probe, "%s/sim/kdef.h", root);

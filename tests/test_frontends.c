@@ -10,15 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* BUILD/<rel> for the build directory of this test binary. */
+#include "helpers.h"
+
+/* BUILD/<rel> for the build directory of this test binary, built. */
 static void build_path(const char *rel, char *out, size_t n)
 {
-    char exe[PATH_MAX / 2];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(len > 0);
-    exe[len] = '\0';
-    for (int i = 0; i < 2; i++) *strrchr(exe, '/') = '\0'; /* .../tests/tilesim_tests -> BUILD */
-    snprintf(out, n, "%s/%s", exe, rel);
+    th_build_path(rel, out, n);
     cr_assert_eq(access(out, X_OK), 0, "%s is not built", out);
 }
 
@@ -26,7 +23,7 @@ static void build_path(const char *rel, char *out, size_t n)
  * `marker`, concatenated; the exit status in *status. */
 static char *lines_of(const char *rel, const char *args, const char *marker, int *status)
 {
-    char path[PATH_MAX / 2 + 64], cmd[PATH_MAX + 512], line[4096];
+    char path[PATH_MAX], cmd[PATH_MAX + 512], line[4096];
     build_path(rel, path, sizeof path);
     snprintf(cmd, sizeof cmd, "OPENBLAS_NUM_THREADS=1 %s %s 2>/dev/null", path, args);
     FILE *p = popen(cmd, "r");

@@ -374,14 +374,9 @@ static void example_path(const char *name, char *buf, size_t n)
         snprintf(buf, n, "%s/%s", dir, name);
         return;
     }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(len > 0, "cannot find the test binary");
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/'); /* BUILD/tests/tilesim_tests -> BUILD/tests */
-    cr_assert_not_null(slash);
-    *slash = '\0';
-    snprintf(buf, n, "%s/../examples/%s", exe, name);
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "examples/%s", name);
+    th_build_path(rel, buf, n);
     cr_assert_eq(access(buf, X_OK), 0, "%s is not built: make BUILD=... %s", buf, buf);
 }
 

@@ -18,25 +18,10 @@
 
 /* ---- plugins ------------------------------------------------------------------------ */
 
-/* BUILD/examples/plugin/NAME next to BUILD/tests/tilesim_tests */
-static const char *build_path(const char *rel, char *path, size_t n)
-{
-    ssize_t k = readlink("/proc/self/exe", path, n - 64);
-    cr_assert(k > 0);
-    path[k] = '\0';
-    char *slash = strrchr(path, '/');
-    cr_assert(slash);
-    *slash = '\0';
-    slash = strrchr(path, '/');
-    cr_assert(slash);
-    snprintf(slash, n - (size_t)(slash - path), "/%s", rel);
-    return path;
-}
-
 static const pl_kernel_def *load_rmsnorm(void)
 {
     char path[PATH_MAX], msg[512];
-    build_path("examples/plugin/rmsnorm.so", path, sizeof path);
+    th_build_path("examples/plugin/rmsnorm.so", path, sizeof path);
     const pl_kernel_def *const *defs = NULL;
     int n = pl_plugin_load(path, &defs, msg, sizeof msg);
     cr_assert_eq(n, 1, "%s (build it: make BUILD=... %s)", msg, path);
@@ -162,7 +147,7 @@ Test(kdef, plugin_bare_name_is_relative_to_the_current_directory)
 {
     char path[PATH_MAX], rms[PATH_MAX], msg[512];
     build_so("bare", "", path, sizeof path); /* makes tmpdir */
-    build_path("examples/plugin/rmsnorm.so", rms, sizeof rms);
+    th_build_path("examples/plugin/rmsnorm.so", rms, sizeof rms);
     snprintf(path, sizeof path, "%s/mine.so", tmpdir);
     cr_assert_eq(symlink(rms, path), 0);
     cr_assert_eq(chdir(tmpdir), 0);

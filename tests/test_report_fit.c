@@ -127,16 +127,8 @@ static void expect_time_line_adds_up(const char *text, const char *chip)
  * (BUILD/tests/../tilesim, or $TILESIM) run with args, malloc'd. */
 static char *run_cli(const char *args)
 {
-    char exe[PATH_MAX], cmd[PATH_MAX + 256];
-    const char *env = getenv("TILESIM");
-    if (env && env[0]) snprintf(exe, sizeof exe, "%s", env);
-    else {
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 16);
-        cr_assert(n > 0);
-        exe[n] = '\0';
-        for (int up = 0; up < 2; up++) *strrchr(exe, '/') = '\0';
-        strcat(exe, "/tilesim");
-    }
+    char path[PATH_MAX], cmd[PATH_MAX + 256];
+    const char *exe = th_tilesim_path(path, sizeof path);
     cr_assert(access(exe, X_OK) == 0, "%s is missing: build it", exe);
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
     FILE *p = popen(cmd, "r");
