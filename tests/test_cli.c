@@ -19,96 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
-
-#define MAX_ARGS 32
-
-/* The command next to this test binary (BUILD/tilesim), so that
- * `make BUILD=x` tests x's command, not whatever build/tilesim holds. */
-static const char *tilesim_path(void)
-{
-    static char path[PATH_MAX];
-    return th_tilesim_path(path, sizeof path);
-}
-#define TILESIM tilesim_path()
-
-typedef struct run_result {
-    int status;   /* exit status, or -signal when killed */
-    char *out;    /* stdout, NUL-terminated, owned */
-    char *err;    /* stderr */
-} run_result;
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot read %s", path);
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    cr_assert(buf);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert(buf);
-        }
-    }
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
-/* A fresh temporary file; its path is written to path (at least 64 bytes). */
-static void temp_path(char *path, const char *contents)
-{
-    strcpy(path, "/tmp/tilesim_cli_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0, "mkstemp failed");
-    if (contents) cr_assert_eq(write(fd, contents, strlen(contents)), (ssize_t)strlen(contents));
-    close(fd);
-}
-
-/* Run build/tilesim with a NULL-terminated argument list. */
-static run_result run_argv(const char *const *args)
-{
-    cr_assert(access(TILESIM, X_OK) == 0,
-              "%s is missing: build it with `make %s` (or set TILESIM to the command)", TILESIM, TILESIM);
-    char out_path[64], err_path[64];
-    temp_path(out_path, NULL);
-    temp_path(err_path, NULL);
-    char *argv[MAX_ARGS + 2];
-    int n = 0;
-    const char *exe = TILESIM;
-    argv[n++] = (char *)exe;
-    for (; args[n - 1] && n <= MAX_ARGS; n++) argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert(pid >= 0, "fork failed");
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_TRUNC), e = open(err_path, O_WRONLY | O_TRUNC);
-        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
-        execv(exe, argv);
-        _exit(127);
-    }
-    int ws;
-    cr_assert_eq(waitpid(pid, &ws, 0), pid);
-    run_result r = {.out = slurp(out_path), .err = slurp(err_path)};
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -WTERMSIG(ws);
-    unlink(out_path);
-    unlink(err_path);
-    cr_assert(r.status >= 0, "tilesim was killed by signal %d; stderr: %s", -r.status, r.err);
-    return r;
-}
-
-#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
+#include "run.h"
 
 static void expect_has(const char *text, const char *sub, const char *what)
 {
@@ -122,7 +33,7 @@ static int count_lines(const char *s)
     return n;
 }
 
-/* ---- chips ------------------------------------------------------------------------ */
+/* ---- the build directory ------------------------------------------------------------ */
 
 /* th_build_path finds this test binary's own build directory: BUILD/tests/
  * tilesim_tests there is this very file, whatever BUILD is. */
@@ -137,21 +48,23 @@ Test(cli, build_path_names_this_test_binary)
     cr_assert_str_eq(th_build_path("", path, sizeof path) + strlen(path) - 1, "/");
 }
 
+/* ---- chips ------------------------------------------------------------------------ */
+
 Test(cli, chips_table_lists_every_preset)
 {
-    run_result r = RUN("chips");
+    th_run r = TH_RUN("chips");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     const char *names[] = {"v4", "v5e", "v5p", "v6e", "v7x"};
     for (int i = 0; i < 5; i++) expect_has(r.out, names[i], "chips");
     expect_has(r.out, "critical intensity", "chips");
     expect_has(r.out, "v5e is the default", "chips");
     cr_expect_str_empty(r.err);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(cli, chips_json_and_chip_file)
 {
-    run_result r = RUN("chips", "--json");
+    th_run r = TH_RUN("chips", "--json");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     json_t *doc = th_json_parse(r.out, "chips --json");
     json_t *chips = json_object_get(doc, "chips");
@@ -159,15 +72,15 @@ Test(cli, chips_json_and_chip_file)
     cr_assert_eq((int)json_array_size(chips), pl_chip_count());
     cr_assert_str_eq(th_json_str(json_array_get(chips, json_array_size(chips) - 1), "name"), "v7x");
     json_decref(doc);
-    run_free(&r);
+    th_run_free(&r);
 
     char chip[64];
-    temp_path(chip, "base = v5e\nname = whatif\nvmem_limit_mib = 64\n");
-    r = RUN("chips", "--chip-file", chip);
+    th_temp_file(chip, "base = v5e\nname = whatif\nvmem_limit_mib = 64\n");
+    r = TH_RUN("chips", "--chip-file", chip);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     expect_has(r.out, "whatif", "chips --chip-file");
     expect_has(r.out, "v5e", "chips --chip-file");
-    run_free(&r);
+    th_run_free(&r);
     unlink(chip);
 }
 
@@ -177,7 +90,7 @@ Test(cli, chips_json_and_chip_file)
 
 Test(cli, sweep_ranks_legal_and_rejects_over_budget)
 {
-    run_result r = RUN(SMALL);
+    th_run r = TH_RUN(SMALL);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     cr_expect_str_empty(r.err, "stderr is not a terminal: no progress bar, nothing else");
     /* (256, 256, 4096) in f32: x and y take 2 x 4 MiB each, over the 16 MiB default */
@@ -191,12 +104,12 @@ Test(cli, sweep_ranks_legal_and_rejects_over_budget)
         snprintf(row, sizeof row, "\n%5d ", rank);
         expect_has(r.out, row, "sweep");
     }
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(cli, sweep_csv_rows_sorted_by_time)
 {
-    run_result r = RUN(SMALL, "--csv");
+    th_run r = TH_RUN(SMALL, "--csv");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     cr_expect_eq(count_lines(r.out), 1 + 8, "a header and one row per configuration:\n%s", r.out);
     cr_expect(strncmp(r.out, "bm,bn,bk,status,", 16) == 0, "header: %s", r.out);
@@ -218,7 +131,7 @@ Test(cli, sweep_csv_rows_sorted_by_time)
         }
     }
     cr_expect_eq(ok, 7, "legal rows: %d\n%s", ok, r.out);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* --json is one JSON document (jansson parses it strictly): the legal
@@ -226,7 +139,7 @@ Test(cli, sweep_csv_rows_sorted_by_time)
  * counts agreeing with the lists, and the best one first among the legal. */
 Test(cli, sweep_json_has_legal_and_rejected)
 {
-    run_result r = RUN(SMALL, "--json");
+    th_run r = TH_RUN(SMALL, "--json");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     json_t *doc = th_json_parse(r.out, "sweep --json");
     json_t *legal = json_object_get(doc, "legal"), *rejected = json_object_get(doc, "rejected");
@@ -253,45 +166,45 @@ Test(cli, sweep_json_has_legal_and_rejected)
     cr_assert(json_is_object(best), "no best configuration");
     cr_assert(json_equal(best, json_array_get(legal, 0)), "best is not the first legal row");
     json_decref(doc);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(cli, sweep_svg_writes_a_roofline)
 {
     char svg[64];
-    temp_path(svg, NULL);
-    run_result r = RUN(SMALL, "--svg", svg);
+    th_temp_file(svg, NULL);
+    th_run r = TH_RUN(SMALL, "--svg", svg);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-    char *text = slurp(svg);
+    char *text = th_read_file(svg);
     cr_expect(strncmp(text, "<svg", 4) == 0, "the file starts with: %.40s", text);
     expect_has(text, "</svg>", "svg");
     expect_has(text, "arithmetic intensity", "svg");
     expect_has(text, "<circle", "svg");
     free(text);
     unlink(svg);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(cli, sweep_legality_filter_cites_rule_t1)
 {
-    run_result r = RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100,128", "--bn", "128", "--bk", "128");
+    th_run r = TH_RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100,128", "--bn", "128", "--bk", "128");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     expect_has(r.out, "   100    128    128  illegal: x: block (100, 128)", "sweep");
     expect_has(r.out, "rule T1", "sweep");
     expect_has(r.out, " s, 1 legal; best", "sweep");
-    run_free(&r);
+    th_run_free(&r);
 
-    r = RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100", "--bn", "128", "--bk", "128");
+    r = TH_RUN("sweep", "matmul", "1024", "1024", "1024", "--bm", "100", "--bn", "128", "--bk", "128");
     cr_expect_eq(r.status, 1, "nothing legal: exit 1");
     expect_has(r.out, "rule T1", "sweep");
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* ---- explain ------------------------------------------------------------------------ */
 
 Test(cli, explain_2x2x2_narrates_copies_and_write_backs)
 {
-    run_result r = RUN("explain", "matmul", "256", "256", "256", "128", "128", "128");
+    th_run r = TH_RUN("explain", "matmul", "256", "256", "256", "128", "128", "128");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     expect_has(r.out, "x: block (128, 128) at block index (i, k)", "explain");
     expect_has(r.out, "y: block (128, 128) at block index (k, j)", "explain");
@@ -303,33 +216,33 @@ Test(cli, explain_2x2x2_narrates_copies_and_write_backs)
     expect_has(r.out, "starts as garbage: the kernel must write all of it (rule P4)", "explain");
     expect_has(r.out, "after the last step:", "explain");
     expect_has(r.out, "predicted time", "explain");
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* On a (2, 2, 2) grid x and y change block at every step (k is the fastest
  * axis); with one contraction block x stays put while j runs. */
 Test(cli, explain_skip_cites_rule_p2)
 {
-    run_result r = RUN("explain", "matmul", "256", "256", "128", "128", "128", "128", "--dtype", "bf16");
+    th_run r = TH_RUN("explain", "matmul", "256", "256", "128", "128", "128", "128", "--dtype", "bf16");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     expect_has(r.out, "x   block (0, 0)   skipped: same block as the previous step (rule P2)", "explain");
     expect_has(r.out, "x   2 copies HBM -> VMEM", "explain");
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(cli, explain_refuses_large_and_illegal_grids)
 {
-    run_result r = RUN("explain", "matmul", "8192", "8192", "8192", "128", "128", "128");
+    th_run r = TH_RUN("explain", "matmul", "8192", "8192", "8192", "128", "128", "128");
     cr_expect_eq(r.status, 2);
     expect_has(r.err, "262144 steps", "explain");
     expect_has(r.err, "larger blocks", "explain");
     cr_expect_str_empty(r.out);
-    run_free(&r);
+    th_run_free(&r);
 
-    r = RUN("explain", "matmul", "256", "256", "256", "100", "128", "128");
+    r = TH_RUN("explain", "matmul", "256", "256", "256", "100", "128", "128");
     cr_expect_eq(r.status, 2);
     expect_has(r.err, "rule T1", "explain");
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* ---- usage errors ------------------------------------------------------------------------ */
@@ -344,7 +257,7 @@ typedef struct bad_case {
 Test(cli, bad_arguments_exit_2_with_a_message)
 {
     char bad_chip[64];
-    temp_path(bad_chip, "base = v5e\nbf16_tflops = fast\n");
+    th_temp_file(bad_chip, "base = v5e\nbf16_tflops = fast\n");
     static bad_case cases[] = {
         {{NULL}, "no command given"},
         {{"frobnicate"}, "unknown command 'frobnicate'"},
@@ -386,7 +299,7 @@ Test(cli, bad_arguments_exit_2_with_a_message)
         const char *chip_args[] = {"chips", "--chip-file", bad_chip, NULL};
         const char *const *args = i < n ? cases[i].args : chip_args;
         const char *says = i < n ? cases[i].says : ":2: bf16_tflops = 'fast'";
-        run_result r = run_argv(args);
+        th_run r = th_run_tilesim(args);
         char line[256] = "";
         for (int a = 0; args[a]; a++) snprintf(line + strlen(line), sizeof line - strlen(line), " %s", args[a]);
         cr_expect_eq(r.status, 2, "tilesim%s: exit %d, want 2; stderr: %s", line, r.status, r.err);
@@ -394,7 +307,7 @@ Test(cli, bad_arguments_exit_2_with_a_message)
         cr_expect(strstr(r.err, "\nusage: tilesim"), "tilesim%s: no usage hint:\n%s", line, r.err);
         cr_expect(strncmp(r.err, "tilesim", 7) == 0, "tilesim%s: the message names the tool:\n%s", line, r.err);
         cr_expect_str_empty(r.out, "tilesim%s: printed on stdout: %s", line, r.out);
-        run_free(&r);
+        th_run_free(&r);
     }
     unlink(bad_chip);
 }
@@ -404,10 +317,10 @@ Test(cli, help_exits_0)
     const char *const helps[][3] = {{"help", NULL}, {"--help", NULL}, {"help", "sweep"}, {"sweep", "--help"},
                                     {"explain", "-h"}};
     for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
-        run_result r = run_argv(helps[i]);
+        th_run r = th_run_tilesim(helps[i]);
         cr_expect_eq(r.status, 0, "%s %s: exit %d", helps[i][0], helps[i][1] ? helps[i][1] : "", r.status);
         expect_has(r.out, "usage", "help");
         cr_expect_str_empty(r.err);
-        run_free(&r);
+        th_run_free(&r);
     }
 }

@@ -21,23 +21,9 @@
 
 #include <jansson.h>
 
-#include "helpers.h"
+#include "run.h"
 
-/* ---- files ----------------------------------------------------------------------- */
-
-/* A whole file, NUL-terminated (malloc'd), or NULL. */
-static char *ux_slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, got;
-    char *s = malloc(cap);
-    while (s && (got = fread(s + n, 1, cap - n - 1, f)) > 0)
-        if ((n += got) + 1 == cap) s = realloc(s, cap *= 2);
-    fclose(f);
-    if (s) s[n] = '\0';
-    return s;
-}
+/* ---- JSON ------------------------------------------------------------------------ */
 
 /* Parse text as one JSON document (jansson), failing the test if it is not. */
 static json_t *ux_json(const char *text)
@@ -47,15 +33,6 @@ static json_t *ux_json(const char *text)
     cr_assert_not_null(v, "not JSON (line %d: %s): ...%s", e.line, e.text,
                        text + (strlen(text) > 300 ? strlen(text) - 300 : 0));
     return v;
-}
-
-static void ux_temp(char *path, const char *contents)
-{
-    strcpy(path, "/tmp/tilesim_ux_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0, "mkstemp failed");
-    if (contents) cr_assert_eq(write(fd, contents, strlen(contents)), (ssize_t)strlen(contents));
-    close(fd);
 }
 
 /* ---- the trace (issue 8, item 1) ---------------------------------------------- */
@@ -79,11 +56,11 @@ Test(harden_ux, trace_with_many_scratch_buffers_is_complete_json)
     call.n_scratch = PL_MAX_SCRATCH;
     for (int i = 0; i < PL_MAX_SCRATCH; i++) call.scratch[i] = PLTPU_VMEM(PL_F32, 8, 128);
     char path[64];
-    ux_temp(path, NULL);
+    th_temp_file(path, NULL);
     pl_options opt = {.trace_path = path};
     pl_report rep;
     th_expect_ok(pl_pallas_call(&call, &io.a, &io.o, &opt, &rep), &rep);
-    char *text = ux_slurp(path);
+    char *text = th_read_file(path);
     cr_assert_not_null(text);
     json_t *v = ux_json(text);
     json_t *ev = json_object_get(v, "traceEvents");
@@ -279,7 +256,7 @@ Test(harden_ux, heatmap_returns_everify_on_a_fail_verdict)
     memcpy(c, a, N * N * sizeof *c);
     pl_array A = PL_ARRAY(a, PL_F32, N, N), B = PL_ARRAY(b, PL_F32, N, N), C = PL_ARRAY(c, PL_F32, N, N);
     char path[64], msg[512];
-    ux_temp(path, NULL);
+    th_temp_file(path, NULL);
     cr_assert_eq(pl_check_heatmap(&A, &B, &C, 64, 64, path, msg, sizeof msg), PL_OK, "%s", msg);
     c[100 * N + 3] += 1000;
     cr_assert_eq(pl_check_heatmap(&A, &B, &C, 64, 64, path, msg, sizeof msg), PL_EVERIFY, "%s", msg);
@@ -359,11 +336,6 @@ Test(harden_ux, chip_errors_escape_nonprintable_bytes)
 
 /* ---- the example programs (issue 8, items 2 and 4) --------------------------------- */
 
-typedef struct ux_run {
-    int status;     /* exit status, or -signal */
-    char *out, *err; /* owned */
-} ux_run;
-
 /* BUILD/examples/NAME for the BUILD this test binary was built in; the
  * environment's UX_EXAMPLES_DIR wins (to run these tests against another
  * build of the examples). */
@@ -381,41 +353,14 @@ static void example_path(const char *name, char *buf, size_t n)
 }
 
 /* Run example NAME with a NULL-terminated argument list. */
-static ux_run run_example(const char *name, const char *const *args)
+static th_run run_example(const char *name, const char *const *args)
 {
-    char path[PATH_MAX + 64], out[64], err[64];
+    char path[PATH_MAX + 64];
     example_path(name, path, sizeof path);
-    ux_temp(out, NULL);
-    ux_temp(err, NULL);
-    const char *argv[32] = {path};
-    int n = 1;
-    for (; args[n - 1] && n < 31; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    cr_assert(pid >= 0, "fork failed");
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_TRUNC), fe = open(err, O_WRONLY | O_TRUNC);
-        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) _exit(127);
-        setenv("OPENBLAS_NUM_THREADS", "1", 1);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    ux_run r = {.status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), .out = ux_slurp(out), .err = ux_slurp(err)};
-    unlink(out);
-    unlink(err);
-    cr_assert(r.out && r.err);
-    return r;
+    return th_run_argv(path, args);
 }
 
 #define RUN_EX(name, ...) run_example(name, (const char *const[]){__VA_ARGS__, NULL})
-
-static void run_free(ux_run *r)
-{
-    free(r->out);
-    free(r->err);
-}
 
 static int count_of(const char *hay, const char *needle)
 {
@@ -429,65 +374,65 @@ static int count_of(const char *hay, const char *needle)
  * "out of memory" (and sizes the host overcommits were killed part way). */
 Test(harden_ux, matmul_refuses_a_run_beyond_host_memory)
 {
-    ux_run r = RUN_EX("matmul", "2097152", "2097152", "2097152", "512", "512", "512");
+    th_run r = RUN_EX("matmul", "2097152", "2097152", "2097152", "512", "512", "512");
     cr_assert_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.err);
     cr_assert(strstr(r.err, "host memory") && strstr(r.err, "bytes") && strstr(r.err, "--cost-only"),
               "the bytes and the hint: %s", r.err);
     cr_assert_str_empty(r.out, "nothing printed before the refusal: %s", r.out);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* The same size class cost-only needs no data and runs. */
 Test(harden_ux, matmul_cost_only_of_a_huge_shape_runs)
 {
-    ux_run r = RUN_EX("matmul", "65536", "65536", "512", "512", "512", "512", "--cost-only");
+    th_run r = RUN_EX("matmul", "65536", "65536", "512", "512", "512", "512", "--cost-only");
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.err);
     cr_assert(strstr(r.out, "16384 steps"), "%s", r.out);
-    run_free(&r);
+    th_run_free(&r);
     r = RUN_EX("matmul", "65536", "65536", "512", "512", "512", "512");
     cr_assert_eq(r.status, 2, "a real run is refused: exit %d; stderr: %s", r.status, r.err);
     cr_assert(strstr(r.err, "--cost-only"), "%s", r.err);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(harden_ux, every_example_takes_cost_only)
 {
     const char *names[] = {"matmul", "flash_attention", "paged_attention", "grouped_matmul", "block_sparse_matmul"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        ux_run r = RUN_EX(names[i], "--help");
+        th_run r = RUN_EX(names[i], "--help");
         cr_assert_eq(r.status, 0, "%s --help: exit %d", names[i], r.status);
         cr_assert(strstr(r.out, "--cost-only"), "%s --help lacks --cost-only: %s", names[i], r.out);
-        run_free(&r);
+        th_run_free(&r);
         r = RUN_EX(names[i], "--cost-only");
         cr_assert_eq(r.status, 0, "%s --cost-only: exit %d; stderr: %s", names[i], r.status, r.err);
         cr_assert_str_empty(r.err, "%s --cost-only: %s", names[i], r.err);
-        run_free(&r);
+        th_run_free(&r);
     }
 }
 
 /* An unknown chip: one message, before the demo prints anything. */
 Test(harden_ux, matmul_unknown_chip_is_said_once_before_anything)
 {
-    ux_run r = RUN_EX("matmul", "--chip", "v9");
+    th_run r = RUN_EX("matmul", "--chip", "v9");
     cr_assert_eq(r.status, 2);
     cr_assert_eq(count_of(r.err, "'v9'"), 1, "said once: %s", r.err);
     cr_assert_str_empty(r.out, "no header before the error: %s", r.out);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* An unwritable heatmap path fails before the run, with the system's reason. */
 Test(harden_ux, matmul_bad_heatmap_path_fails_before_running)
 {
-    ux_run r = RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--heatmap", "/nonexistent/dir/h.svg");
+    th_run r = RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--heatmap", "/nonexistent/dir/h.svg");
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "/nonexistent/dir/h.svg") && strstr(r.err, strerror(ENOENT)), "%s", r.err);
     cr_assert_null(strstr(r.out, "== matmul"), "it ran first: %s", r.out);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 Test(harden_ux, matmul_json_has_the_verdict)
 {
-    ux_run r = RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--json");
+    th_run r = RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--json");
     cr_assert_eq(r.status, 0, "%s", r.err);
     json_t *v = ux_json(r.out);
     json_t *ver = json_object_get(v, "verification");
@@ -495,7 +440,7 @@ Test(harden_ux, matmul_json_has_the_verdict)
     cr_assert_str_eq(json_string_value(json_object_get(ver, "verdict")), "PASS");
     cr_assert(json_is_number(json_object_get(ver, "max_abs_err")) && json_is_number(json_object_get(ver, "norm_err")));
     json_decref(v);
-    run_free(&r);
+    th_run_free(&r);
 }
 
 /* The issue's crash, through the program: flash attention has six VMEM
@@ -503,15 +448,15 @@ Test(harden_ux, matmul_json_has_the_verdict)
 Test(harden_ux, flash_attention_trace_is_complete_json)
 {
     char path[64];
-    ux_temp(path, NULL);
-    ux_run r = RUN_EX("flash_attention", "256", "256", "128", "128", "128", "--trace", path);
+    th_temp_file(path, NULL);
+    th_run r = RUN_EX("flash_attention", "256", "256", "128", "128", "128", "--trace", path);
     cr_assert_eq(r.status, 0, "exit %d; stderr: %s", r.status, r.err);
-    char *text = ux_slurp(path);
+    char *text = th_read_file(path);
     cr_assert_not_null(text);
     json_t *v = ux_json(text);
     cr_assert(json_array_size(json_object_get(v, "traceEvents")) > 0);
     json_decref(v);
     free(text);
     unlink(path);
-    run_free(&r);
+    th_run_free(&r);
 }

@@ -1,0 +1,108 @@
+/* tests/run.h: running this build's programs (the tilesim command, the
+ * examples) from a test, as programs: fork and exec, stdout and stderr into
+ * temporary files, the exit status back.
+ *
+ * The programs are those of the test binary's own build directory
+ * (th_build_path), so that `make BUILD=x` tests x's programs. OpenBLAS runs
+ * on one thread in them, as in the suite: results must not depend on it.
+ * Static inline, as helpers.h.
+ */
+#ifndef TILESIM_TEST_RUN_H
+#define TILESIM_TEST_RUN_H
+
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+/* The most arguments a run takes after the program's name. */
+#define TH_MAX_ARGS 40
+
+/* What a program printed and how it ended. */
+typedef struct th_run {
+    int status; /* exit status, or -signal when killed */
+    char *out;  /* stdout, NUL-terminated, owned: th_run_free */
+    char *err;  /* stderr, the same */
+} th_run;
+
+/* A fresh temporary file holding contents (NULL: empty); its path is
+ * written to path, which has room for at least 64 bytes. */
+static inline void th_temp_file(char *path, const char *contents)
+{
+    strcpy(path, "/tmp/tilesim_test_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "mkstemp failed");
+    if (contents) cr_assert_eq(write(fd, contents, strlen(contents)), (ssize_t)strlen(contents));
+    close(fd);
+}
+
+/* Run exe with the NULL-terminated argument list args. Fails the test when
+ * the run cannot be made or the program is killed by a signal: a crash is a
+ * failure, whatever status the test expects. */
+static inline th_run th_run_argv(const char *exe, const char *const *args)
+{
+    char out[64], err[64];
+    th_temp_file(out, NULL);
+    th_temp_file(err, NULL);
+    char *argv[TH_MAX_ARGS + 2] = {(char *)exe};
+    int n = 1;
+    for (; args[n - 1]; n++) {
+        cr_assert(n <= TH_MAX_ARGS, "more than %d arguments for %s", TH_MAX_ARGS, exe);
+        argv[n] = (char *)args[n - 1];
+    }
+    argv[n] = NULL;
+    fflush(NULL); /* or the child's exit flushes the parent's buffered output again */
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork failed");
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_TRUNC), fe = open(err, O_WRONLY | O_TRUNC);
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) _exit(126);
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+        execv(exe, argv);
+        _exit(127);
+    }
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    th_run r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -WTERMSIG(ws), th_read_file(out), th_read_file(err)};
+    unlink(out);
+    unlink(err);
+    cr_assert(r.status >= 0, "%s was killed by signal %d; stderr: %s", exe, -r.status, r.err);
+    return r;
+}
+
+static inline void th_run_free(th_run *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* The tilesim command (th_tilesim_path: $TILESIM or BUILD/tilesim) with a
+ * NULL-terminated argument list; a missing command fails the test saying
+ * how to build it. */
+static inline th_run th_run_tilesim(const char *const *args)
+{
+    char path[PATH_MAX];
+    const char *exe = th_tilesim_path(path, sizeof path);
+    cr_assert(access(exe, X_OK) == 0, "%s is missing: build it with `make %s` (or set TILESIM to the command)",
+              exe, exe);
+    return th_run_argv(exe, args);
+}
+
+/* TH_RUN("sweep", "add", "--csv"): th_run_tilesim over the words given. */
+#define TH_RUN(...) th_run_tilesim((const char *const[]){__VA_ARGS__, NULL})
+
+/* The plugin template's path, BUILD/examples/plugin/rmsnorm.so. */
+static inline const char *th_plugin(void)
+{
+    static char path[PATH_MAX];
+    return th_build_path("examples/plugin/rmsnorm.so", path, sizeof path);
+}
+
+/* Skip the test when the plugin template is not built. */
+static inline void th_need_plugin(void)
+{
+    if (access(th_plugin(), R_OK) != 0) cr_skip_test("%s is not built (make builds the plugin template)", th_plugin());
+}
+
+#endif
