@@ -62,7 +62,7 @@ PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)
 # dynamic symbol table.
 WHOLE_LIB  = -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all deps demo demo-all test bench check-asan check-clang install fuzz clean
+.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
 # Example and bench objects are intermediate files of a pattern chain; keep
@@ -167,6 +167,21 @@ check-clang: deps fuzz-deps
 	  $(PLUGIN_SRC:%.c=build/clang/%.so)
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OPENBLAS_NUM_THREADS=1 \
 	  timeout -k 10 $(SUITE_TIMEOUT) build/clang/tests/tilesim_tests -j2 --timeout 300
+
+# The suites whose code runs on several host threads (the megacore cores of
+# issue 11, pl_sweep's workers) under ThreadSanitizer: a data race between
+# them fails the test (halt_on_error). libtsan comes with gcc; nothing to
+# install. Criterion needs tests/tsan_criterion_arena.c to start under TSan.
+# OpenBLAS on one thread: its own threads are not ours to check. Both suites
+# run, then the target fails if either did.
+TSAN := -fsanitize=thread -fno-omit-frame-pointer
+check-tsan: deps
+	$(MAKE) BUILD=build/tsan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(TSAN)" EXTRA_LDFLAGS="$(TSAN)" build/tsan/tests/tilesim_tests
+	@status=0; for suite in megacore_threads sweep_threads; do \
+	  echo "check-tsan: $$suite"; \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
+	    timeout -k 10 $(SUITE_TIMEOUT) build/tsan/tests/tilesim_tests -j2 --timeout 600 --filter "$$suite/*" || status=1; \
+	done; exit $$status
 
 # Install the library, the CLI, the public headers (and every project header
 # they include: the check fails the install when one is missing from PUB_HDR)
