@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/json.h"
 #include "../sim/kdef_internal.h"
 #include "cli.h"
 

@@ -4,6 +4,7 @@
  * rejected ones in list order with the first sentence of their reason. */
 #include <string.h>
 
+#include "../sim/json.h"
 #include "cli.h"
 
 #define REASON_MAX 110 /* characters of a reason before it is cut at its first sentence */

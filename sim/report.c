@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "json.h"
 #include "sim.h"
 
 static const char *role_name(pl_role r)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "tilesim.h"
 
 #define REASON_MAX 110 /* characters of a reason before it is cut at its first sentence */

@@ -30,10 +30,26 @@
  *     if (rc != PL_OK) fprintf(stderr, "%s\n", rep.error);
  *     pl_report_print(&rep, stdout);
  *
+ * This header follows that path: limits; describing a call (arrays, index
+ * maps, BlockSpecs, scratch, pl_call); running it (pl_pallas_call,
+ * pl_validate, pl_last_error); options; the report; chips; sweeps of many
+ * configurations; small helpers (formatting, host memory). The status codes
+ * and pl_strerror are in kernel/pallas.h, with the kernel language; the
+ * reference checks (pl_check_matmul, pl_allclose, heatmaps, pl_check_order)
+ * are in sim/tilesim_check.h, which this header includes at its end.
+ *
  * Ownership: the caller owns every array, spec and report; tilesim allocates
  * the simulated VMEM for the duration of the call and frees it before
  * returning. Output arrays are written only by completed write-backs, so a
- * call that fails validation leaves them untouched.
+ * call that fails validation leaves them untouched. tilesim keeps no pointer
+ * the caller passed once a call returns, and a report holds one pointer
+ * only: pl_report.chip (see there).
+ *
+ * Threads: any function here may be called from several threads at once, on
+ * different arrays and reports, except where its comment says otherwise
+ * (the sweep printers). User callbacks (kernels, index maps, on_step, a
+ * sweep's build) may be called on host threads other than the caller's, and
+ * several at once: see pl_pallas_call and pl_sweep.
  */
 #ifndef TILESIM_H
 #define TILESIM_H
@@ -46,14 +62,57 @@
 extern "C" {
 #endif
 
+/* ---- limits ------------------------------------------------------------------ */
+
+/* Array, block and Ref ranks are at most PL_MAX_RANK and grids have at most
+ * PL_MAX_GRID axes (kernel/pallas.h). Validation rejects a call over a
+ * limit; longer names are cut to fit. */
 #define PL_MAX_OPERANDS 16 /* inputs (or outputs) of one call */
 #define PL_MAX_SCRATCH 16  /* scratch buffers of one call */
+#define PL_NAME_MAX 32     /* an operand's or scratch buffer's name in a report, with its NUL */
+#define PL_MSG_MAX 2048    /* pl_report.error and .warnings, pl_last_error(), with the NUL */
+#define PL_MAX_FINDINGS 8  /* findings a report keeps (pl_report.n_findings counts them all) */
+
+/* ==== describing a call ======================================================== */
+
+/* ---- arrays in HBM ------------------------------------------------------------- */
+
+/* An array in HBM: caller-owned, contiguous, row-major. tilesim reads and
+ * writes data only during a call that was given the array. */
+typedef struct pl_array {
+    void *data;
+    pl_dtype dtype;
+    int rank;
+    int64_t shape[PL_MAX_RANK];
+} pl_array;
+
+#ifndef __cplusplus
+#define PL_ARRAY(ptr, dt, ...)                                                                    \
+    ((pl_array){.data = (ptr), .dtype = (dt),                                                     \
+                .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
+                .shape = {__VA_ARGS__}})
+#else /* C++: built by inline functions, see the end of this header */
+#define PL_ARRAY(ptr, dt, ...) (::pl_cxx::array((ptr), (dt), __VA_ARGS__))
+#endif
+
+/* Elements of a: the product of its first rank dimensions (1 for rank 0),
+ * saturating at INT64_MAX. a must not be NULL. Pure: any thread. */
+int64_t pl_array_size(const pl_array *a);
+/* Bytes of a's data: pl_array_size times the dtype's size (0 for an invalid
+ * dtype). a must not be NULL. Pure: any thread. */
+size_t pl_array_bytes(const pl_array *a);
 
 /* ---- index maps (rule B2) ---------------------------------------------- */
 
 /* Function form: fill block_idx (one entry per array dimension) from the grid
  * indices and the scalar-prefetch refs (rule M5). A dimension left unset is
- * an error. */
+ * an error. grid_idx has the call's grid_rank entries; prefetch holds the
+ * num_scalar_prefetch SMEM copies of the prefetch arrays, valid only during
+ * this call to the map (NULL when the call has none). The map runs only
+ * inside calls that were given it (pl_pallas_call, pl_validate, the checks),
+ * possibly more than once per grid point and, like the kernel, on several
+ * host threads at once (see pl_pallas_call): it must return the same blocks
+ * for the same arguments and guard any state it keeps at user. */
 typedef void (*pl_index_map_fn)(const int64_t *grid_idx, const pl_ref *prefetch, int64_t *block_idx,
                                 void *user);
 
@@ -150,6 +209,8 @@ typedef struct pl_scratch {
 
 typedef enum pl_semantics { PL_ARBITRARY = 0, PL_PARALLEL = 1 } pl_semantics;
 
+/* pl_call and what it points to (name, the specs' names, the maps' user
+ * data) are read during a call only; tilesim copies the names it reports. */
 typedef struct pl_call {
     const char *name;                 /* for messages; NULL: "kernel" */
     pl_kernel_fn kernel;
@@ -173,74 +234,48 @@ typedef struct pl_call {
     struct pl_alias { int in, out; } alias[PL_MAX_OPERANDS];
 } pl_call;
 
-/* An array in HBM: caller-owned, contiguous, row-major. */
-typedef struct pl_array {
-    void *data;
-    pl_dtype dtype;
-    int rank;
-    int64_t shape[PL_MAX_RANK];
-} pl_array;
+/* ==== running it ================================================================ */
 
-#ifndef __cplusplus
-#define PL_ARRAY(ptr, dt, ...)                                                                    \
-    ((pl_array){.data = (ptr), .dtype = (dt),                                                     \
-                .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
-                .shape = {__VA_ARGS__}})
-#else /* C++: built by inline functions, see the end of this header */
-#define PL_ARRAY(ptr, dt, ...) (::pl_cxx::array((ptr), (dt), __VA_ARGS__))
-#endif
+/* Defined below, in the order a reader needs them. */
+typedef struct pl_options pl_options;
+typedef struct pl_report pl_report;
+typedef struct pl_chip pl_chip;
 
-int64_t pl_array_size(const pl_array *a);  /* elements */
-size_t pl_array_bytes(const pl_array *a);
+/* Validate and run `call`. args: the num_scalar_prefetch prefetch arrays, then
+ * the n_in inputs. outs: n_out arrays whose dtype and shape the caller sets
+ * (out_shape) and whose data the call fills. opt and report may be NULL.
+ * Returns PL_OK or a negative PL_E* code (kernel/pallas.h); report->error
+ * says what and where, and so does pl_last_error() on this thread.
+ *
+ * Lifetimes: every pointer given (call, args, outs, opt and what they point
+ * to) is used only until the call returns, except opt->chip_spec, which
+ * report->chip keeps (pl_report). The report is written on return, also on
+ * failure (but for a PL_ENOMEM before the call could start, which leaves it
+ * as it was); the outputs only by completed write-backs.
+ *
+ * Threads: several threads may run calls at once; calls share nothing but
+ * what the caller gives them: they may read the same inputs and chip, but
+ * must not share an output array (nor an input aliased to one, M6). The
+ * kernel, the index maps and on_step run on the calling thread, or, on a
+ * chip with several TensorCores per device (G4) unless opt->host_threads is
+ * 1, on tilesim's host threads, one per TensorCore, at the same time: a
+ * kernel that writes through pl_call.user (pl_kernel_user) needs its own
+ * locking. */
+int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                   pl_report *report);
 
-/* ---- chips ------------------------------------------------------------- */
+/* Validate only: everything pl_pallas_call checks before running, with the
+ * same codes and messages. Runs no kernel and reads or writes no array data
+ * (function index maps may run). Lifetimes and threads as pl_pallas_call. */
+int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
+                pl_report *report);
 
-typedef struct pl_chip {
-    char name[32];               /* "v5e" */
-    /* compute, per TensorCore */
-    double bf16_flops;           /* MXU peak, bf16, FLOP/s */
-    double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path (bf16 rate used) */
-    double f32_fraction;         /* f32 matmul rate / bf16 rate (bf16_3x passes: 1/3) */
-    double vpu_flops;            /* VPU elementwise rate, FLOP/s (f32) */
-    int mxu_count;               /* MXUs per TensorCore */
-    int mxu_width;               /* MXU is width x width; matmul dims pad to it */
-    double clock_hz;             /* 0: not published */
-    /* memory */
-    double hbm_bw;               /* HBM bandwidth of one device, bytes/s, shared by its cores */
-    int64_t hbm_bytes;           /* HBM capacity of one device */
-    int64_t vmem_bytes;          /* physical VMEM per TensorCore */
-    int64_t vmem_default_limit;  /* default scoped VMEM limit */
-    int64_t smem_bytes;          /* SMEM per TensorCore */
-    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
-    /* topology */
-    int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p); what-if
-                                    chips 1 to 64 (G4) */
-    int devices_per_chip;        /* JAX devices per package: 2 on v7x */
-    int ici_links;               /* inter-chip links per chip */
-    double ici_bw;               /* bytes/s per link, one way */
-    /* model choices */
-    double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
-    double dma_latency_s;        /* from issuing a DMA to its first byte */
-} pl_chip;
-
-/* The preset named `name`, or NULL. */
-const pl_chip *pl_chip_find(const char *name);
-/* Read a what-if chip from a text file of `key = value` lines (# comments);
- * `base = v5e` (the first key) starts from a preset. A file without `base`
- * starts from the default preset (v5e): then, on success, err holds a note
- * saying so (else err is ""), which programs should show. On error returns
- * PL_EINVAL and writes a message naming the file, line and key into err,
- * bytes outside printable ASCII escaped as \xNN. A path that is not a
- * regular file (a directory) is an error that says so. */
-int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
-/* Parse the same format from a string; `where` names it in messages. */
-int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
-const pl_chip *pl_chip_default(void);
-/* The MXU's peak for a dtype, FLOP/s per TensorCore: bf16 (and f16) at the
- * bf16 peak, f32 at f32_fraction of it, int8 at the int8 peak if any. */
-double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t);
-int pl_chip_count(void);
-const pl_chip *pl_chip_at(int i);
+/* The message of the last pl_pallas_call or pl_validate on this thread (""
+ * after a success or before any call), also when it had no report. The
+ * string is this thread's: it stays valid, and unchanged, until this
+ * thread's next such call (the checks and pl_sweep make such calls) or its
+ * exit. The race a check finds (PL_ERACE) is in its report only. */
+const char *pl_last_error(void);
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -269,7 +304,9 @@ typedef struct pl_step_operand {
 } pl_step_operand;
 
 /* Handed to pl_options.on_step before the kernel runs at each grid point,
- * and once more after the last (final = 1) for the last write-backs. */
+ * and once more after the last (final = 1) for the last write-backs.
+ * Lifetimes: info and the names it points to are tilesim's and valid only
+ * during that call of on_step; copy what you keep. */
 typedef struct pl_step_info {
     int64_t step;                  /* steps run so far on this core */
     int core;
@@ -282,9 +319,16 @@ typedef struct pl_step_info {
     pl_step_operand op[3 * PL_MAX_OPERANDS];
 } pl_step_info;
 
+/* Called during the call only: on the calling thread or, with several
+ * TensorCores per device unless host_threads is 1, on the host thread that
+ * walks info->core, possibly while another core's thread calls it too (see
+ * pl_pallas_call); a recorder shared between cores needs a lock. */
 typedef void (*pl_step_fn)(const pl_step_info *info, void *user);
 
-typedef struct pl_options {
+/* pl_options: how a call runs. A zeroed struct (or opt = NULL) is the
+ * default: chip v5e, NaN poison, checks on, grid order, eager copies, a
+ * megacore chip's cores on host threads of their own. */
+struct pl_options {
     const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
     const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
     pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
@@ -302,14 +346,10 @@ typedef struct pl_options {
     void *on_step_user;
     int host_threads;   /* host threads that walk a megacore chip's TensorCores (G4): 0, one per
                            TensorCore up to the host's physical cores; 1, the cores one after the
-                           other. Results and reports are identical either way (sim/core.h says
-                           when a call is walked in order regardless) */
-} pl_options;
+                           other. Results and reports are identical either way */
+};
 
 /* ---- the report -------------------------------------------------------------- */
-
-#define PL_NAME_MAX 32
-#define PL_MSG_MAX 2048
 
 /* A finding of the checks: something the kernel got wrong that hardware
  * would hide (V1, V3, V4). The first few are kept in the report. */
@@ -320,8 +360,6 @@ typedef enum pl_finding_kind {
     PL_FIND_UNSELECTED,   /* output blocks no grid point selects: never written (P10) */
     PL_FIND_RACE,         /* parallel grid points share an output block: a race on megacore chips (V4) */
 } pl_finding_kind;
-
-#define PL_MAX_FINDINGS 8
 
 typedef struct pl_finding {
     pl_finding_kind kind;
@@ -337,7 +375,9 @@ typedef enum pl_bound {
     PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR
 } pl_bound;
 
-const char *pl_bound_name(pl_bound b); /* "compute", "VPU", "HBM", "step overhead", "scalar" */
+/* "compute", "VPU", "HBM", "step overhead", "scalar"; "none" for anything
+ * else. A static string: valid for the process, any thread. */
+const char *pl_bound_name(pl_bound b);
 
 typedef struct pl_operand_report {
     char name[PL_NAME_MAX];
@@ -366,7 +406,14 @@ typedef struct pl_scratch_report {
     int64_t bytes;                /* as laid out in tiles */
 } pl_scratch_report;
 
-typedef struct pl_report {
+/* pl_report: what a call did, filled by pl_pallas_call (and pl_validate up
+ * to the VMEM budget). All by value except chip, so a report may be copied,
+ * kept and freed with its memory.
+ * chip: the chip the call ran on: a preset (lives for the process) or the
+ * caller's opt->chip_spec, which must then outlive every use of the report
+ * (pl_report_print, pl_report_json, the sweep printers, pl_roofline_svg).
+ * NULL when the call failed before a chip was chosen (PL_EINVAL). */
+struct pl_report {
     int status;                   /* what pl_pallas_call returned */
     char error[PL_MSG_MAX];       /* the detailed message when status != PL_OK */
     char warnings[PL_MSG_MAX];    /* one warning per line (T6, P6) */
@@ -420,51 +467,79 @@ typedef struct pl_report {
     /* what the checks found (V1, V3); also summarized in warnings */
     int n_findings;               /* may exceed PL_MAX_FINDINGS; the first ones are kept */
     pl_finding findings[PL_MAX_FINDINGS];
-} pl_report;
-
-/* ---- calls ------------------------------------------------------------------ */
-
-/* Validate and run `call`. args: the num_scalar_prefetch prefetch arrays, then
- * the n_in inputs. outs: n_out arrays whose dtype and shape the caller sets
- * (out_shape) and whose data the call fills. opt and report may be NULL.
- * Returns PL_OK or a negative PL_E* code; report->error says what and where. */
-int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
-                   pl_report *report);
-
-/* Validate only: everything pl_pallas_call checks before running. */
-int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
-                pl_report *report);
-
-/* Host memory (host.c). A real run keeps its arrays and the simulated VMEM
- * in host memory; Linux lets malloc succeed far beyond it and kills the
- * process later. pl_host_memory_check says whether `bytes` more can be had
- * now (MemAvailable, a cgroup limit, RLIMIT_AS; it touches nothing):
- * PL_OK, or PL_ENOMEM with the bytes needed, the bytes available and a hint
- * to run cost-only in msg; PL_EINVAL for a negative or NaN size.
- * pl_pallas_call makes the same check of its VMEM buffers before a real
- * run; programs should check their arrays before they allocate them. */
-int pl_host_memory_check(double bytes, char *msg, size_t n);
-/* Bytes of host memory available now; INFINITY when nothing is known. */
-double pl_host_memory_available(void);
-
-/* The message of the last failed call on this thread ("" if none). */
-const char *pl_last_error(void);
+};
 
 /* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs,
- * simulated time and what bounds it. */
+ * simulated time and what bounds it; a failed call's report prints its
+ * error. r or f NULL: nothing. Reads r->chip (see pl_report). Any thread. */
 void pl_report_print(const pl_report *r, FILE *f);
-/* The same as one JSON object (and a newline). */
+/* The same as one JSON object (and a newline). r or f NULL: nothing. */
 void pl_report_json(const pl_report *r, FILE *f);
+
+struct pl_check; /* sim/tilesim_check.h */
 /* The same with a "verification" member from check (verdict, max_abs_err,
- * norm_err, pass_below, fail_above, n_nan, worst); check NULL: none. */
-struct pl_check; /* below, with the reference checks */
+ * norm_err, pass_below, fail_above, n_nan, worst, blame); check NULL: none. */
 void pl_report_json_with(const pl_report *r, const struct pl_check *check, FILE *f);
-/* 1536 -> "1.5 KiB"; 2.1e-6 -> "2.10 us": how reports print sizes and times.
- * Return buf. */
-const char *pl_format_bytes(double bytes, char *buf, size_t n);
-const char *pl_format_time(double seconds, char *buf, size_t n);
-/* Write s as a JSON string literal, escaped. */
-void pl_json_string(FILE *f, const char *s);
+
+/* ---- chips ------------------------------------------------------------- */
+
+/* A chip's figures (docs/CHIPS.md). Presets are read-only and live for the
+ * process; a what-if chip is the caller's value (pl_chip_load). */
+struct pl_chip {
+    char name[32];               /* "v5e" */
+    /* compute, per TensorCore */
+    double bf16_flops;           /* MXU peak, bf16, FLOP/s */
+    double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path (bf16 rate used) */
+    double f32_fraction;         /* f32 matmul rate / bf16 rate (bf16_3x passes: 1/3) */
+    double vpu_flops;            /* VPU elementwise rate, FLOP/s (f32) */
+    int mxu_count;               /* MXUs per TensorCore */
+    int mxu_width;               /* MXU is width x width; matmul dims pad to it */
+    double clock_hz;             /* 0: not published */
+    /* memory */
+    double hbm_bw;               /* HBM bandwidth of one device, bytes/s, shared by its cores */
+    int64_t hbm_bytes;           /* HBM capacity of one device */
+    int64_t vmem_bytes;          /* physical VMEM per TensorCore */
+    int64_t vmem_default_limit;  /* default scoped VMEM limit */
+    int64_t smem_bytes;          /* SMEM per TensorCore */
+    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
+    /* topology */
+    int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p); what-if
+                                    chips 1 to 64 (G4) */
+    int devices_per_chip;        /* JAX devices per package: 2 on v7x */
+    int ici_links;               /* inter-chip links per chip */
+    double ici_bw;               /* bytes/s per link, one way */
+    /* model choices */
+    double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
+    double dma_latency_s;        /* from issuing a DMA to its first byte */
+};
+
+/* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The
+ * pointer is into the read-only preset table: valid for the process. */
+const pl_chip *pl_chip_find(const char *name);
+/* The default preset (v5e), which a NULL pl_options.chip means. */
+const pl_chip *pl_chip_default(void);
+/* The number of presets; pl_chip_at(0 .. count - 1) lists them (NULL
+ * outside). Like pl_chip_find, the pointers live for the process. */
+int pl_chip_count(void);
+const pl_chip *pl_chip_at(int i); /* the i-th preset, or NULL */
+/* Read a what-if chip from a text file of `key = value` lines (# comments);
+ * `base = v5e` (the first key) starts from a preset. A file without `base`
+ * starts from the default preset (v5e): then, on success, err holds a note
+ * saying so (else err is ""), which programs should show. On error returns
+ * PL_EINVAL and writes a message naming the file, line and key into err,
+ * bytes outside printable ASCII escaped as \xNN. A path that is not a
+ * regular file (a directory) is an error that says so. *out is written on
+ * success only; err may be NULL (or errlen 0) for no message. The chip is
+ * the caller's: it must outlive the reports of calls that ran on it. No
+ * shared state: any thread. */
+int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
+/* Parse the same format from a string; `where` names it in messages (NULL:
+ * "chip"). Returns and writes as pl_chip_load. */
+int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
+/* The MXU's peak for a dtype, FLOP/s per TensorCore: bf16 (and f16) at the
+ * bf16 peak, f32 at f32_fraction of it, int8 at the int8 peak if any.
+ * chip must not be NULL. Pure: any thread. */
+double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t);
 
 /* ---- sweeps: many calls in cost-only mode, on every host core ---------------- */
 
@@ -474,33 +549,53 @@ void pl_json_string(FILE *f, const char *s);
  * (shapes and dtypes; data may stay NULL). `param` is PL_SWEEP_PARAM_BYTES
  * of zeroed memory that lives as long as the call: put the kernel's
  * parameters there and point call->user at it. Return PL_OK, or an error
- * code to record in that configuration's report without running it. */
+ * code to record in that configuration's report without running it.
+ * Called once per configuration, in no fixed order, on the sweep's worker
+ * threads, several at once: what it reads through user must not change
+ * during the sweep, and anything it writes there needs a lock. call, args,
+ * outs and param are the worker's and valid until that configuration's
+ * call returns. */
 typedef int (*pl_sweep_build_fn)(int i, pl_call *call, pl_array *args, pl_array *outs, void *param, void *user);
+/* done of total configurations finished; on the calling thread. */
 typedef void (*pl_sweep_progress_fn)(int done, int total, void *user);
 
 typedef struct pl_sweep_options {
-    int threads;                   /* host threads; 0: one per core (hwloc), pinned */
-    pl_sweep_progress_fn progress; /* called from the calling thread about 10 times a second */
+    int threads;                   /* host threads (at most 64); 0: one per core (hwloc), pinned */
+    pl_sweep_progress_fn progress; /* called from the calling thread about 10 times a second, and at the end */
     void *progress_user;
 } pl_sweep_options;
 
 /* Run configurations 0..n-1 with pl_pallas_call in cost-only mode (opt's
- * other fields apply) and fill reports[i]; a configuration that fails
- * validation has reports[i].status < 0 and the reason in reports[i].error.
- * Returns PL_OK, PL_EINVAL on bad arguments, PL_ENOMEM. */
+ * other fields apply, but for trace_path: no trace) and fill reports[i]
+ * (n of them); a configuration that fails validation, or whose build
+ * returns an error, has reports[i].status < 0 and the reason in
+ * reports[i].error. Returns PL_OK, or PL_EINVAL (n < 0, build NULL, reports
+ * NULL with n > 0); a configuration's own errors (PL_ENOMEM included) are
+ * in its report. opt and sopt may be NULL.
+ * Threads: configurations run on several host threads at once, so build,
+ * the kernels, their index maps and opt->on_step run concurrently (see
+ * pl_sweep_build_fn); reports are complete when pl_sweep returns. Several
+ * sweeps may run at once. */
 int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, const pl_sweep_options *sopt,
              pl_report *reports);
 
 /* Printing a sweep's reports (what `tilesim sweep KERNEL` prints). labels[i]
- * names configuration i ("br=8 cols=512", pl_kernel_format; NULL: none).
- * Legal configurations (status PL_OK) come fastest first, then the rejected
- * ones in list order with the first sentence of their reason. The columns
- * lead with achieved HBM bandwidth against the chip's, then the MXU rate.
- * Each returns PL_OK, PL_EINVAL (bad arguments, a write error), PL_ENOMEM. */
+ * names configuration i ("br=8 cols=512", pl_kernel_format; labels or
+ * labels[i] NULL: none). Legal configurations (status PL_OK) come fastest
+ * first, then the rejected ones in list order with the first sentence of
+ * their reason. The columns lead with achieved HBM bandwidth against the
+ * chip's, then the MXU rate. Each printer returns PL_OK, PL_EINVAL (bad
+ * arguments, a write error), PL_ENOMEM. They read each report's chip (see
+ * pl_report).
+ * Threads: pl_sweep_rank sorts through one static pointer (qsort has no
+ * user argument), so pl_sweep_rank, the printers and pl_roofline_svg, which
+ * rank, must not run on two threads at once. */
+
 /* order[0..n): the legal indexes fastest first, then the rejected ones;
- * returns the number of legal ones. */
+ * returns the number of legal ones. reports and order hold n entries (no
+ * checks: n >= 0, neither NULL). One thread at a time (above). */
 int pl_sweep_rank(int n, const pl_report *reports, int *order);
-/* "over budget" (PL_EVMEM) or "illegal" */
+/* "over budget" (PL_EVMEM) or "illegal": a static string. r not NULL. */
 const char *pl_sweep_reject_kind(const pl_report *r);
 /* A ranked table; top > 0 shows only the top fastest legal ones. */
 int pl_sweep_print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top);
@@ -512,83 +607,33 @@ int pl_sweep_print_csv(FILE *f, int n, const pl_report *reports, const char *con
 int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *const *labels);
 /* The roofline plot (MXU + VPU FLOP per HBM byte against TFLOP/s, with the
  * HBM, MXU and VPU roofs of chip) as an SVG file at path; title names the
- * kernel. msg gets a one-line result or the error. */
+ * kernel. msg gets a one-line result or the error (msg NULL: none).
+ * Returns PL_OK, PL_EINVAL (bad arguments, an unwritable path, a write
+ * error), PL_ENOMEM. One thread at a time (above). */
 int pl_roofline_svg(const char *path, int n, const pl_report *reports, const char *const *labels, const pl_chip *chip,
                     const char *title, char *msg, size_t msglen);
 
-/* ---- reference checks (rule V5) --------------------------------------------- */
+/* ---- helpers: formatting, host memory --------------------------------------------- */
 
-typedef enum pl_verdict { PL_PASS = 0, PL_MARGINAL = 1, PL_FAIL = 2 } pl_verdict;
+/* 1536 -> "1.5 KiB": how reports print sizes. Writes at most n bytes into
+ * buf and returns buf. Any thread. */
+const char *pl_format_bytes(double bytes, char *buf, size_t n);
+/* 2.1e-6 -> "2.10 us": how reports print times; as pl_format_bytes. */
+const char *pl_format_time(double seconds, char *buf, size_t n);
 
-typedef struct pl_check {
-    pl_verdict verdict;
-    double max_abs_err;   /* max |C - ref| */
-    double norm_err;      /* max |C - ref| / (u * sum_k |a_ik| |b_kj|), u the unit roundoff */
-    double pass_below;    /* norm_err thresholds used */
-    double fail_above;
-    int64_t worst_row, worst_col; /* the worst element (for rank > 2 in pl_allclose: row = index / last dim) */
-    int64_t n_nan;        /* NaN or inf in C where the reference is finite */
-    char blame[256];      /* with a call: the output block of the worst element and the grid points that wrote it */
-} pl_check;
-
-/* Compare c (m x n) with a @ b computed by cblas_sgemm (bf16 and f16 widened
- * to f32, exactly). If f is not NULL, print one BLIS-style verdict line.
- * Returns PL_OK when the verdict is PASS or MARGINAL, PL_EVERIFY on FAIL,
- * PL_EINVAL / PL_ESHAPE / PL_ENOMEM on bad arguments. */
-int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out, FILE *f);
-/* The same, and when the verdict is not PASS, name the output block (of
- * call->out[0]) holding the worst element and the grid points that wrote it. */
-int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out,
-                         FILE *f);
-
-/* Which block of output `out` of call holds element elem, and which grid
- * points select it (so wrote it), in words, into buf. A function-form map of
- * a call with scalar prefetch is not called (it may read the block table):
- * then only the block is named. */
-int pl_check_blame(const pl_call *call, int out, const pl_array *arr, const int64_t *elem, char *buf, size_t n);
-
-/* Compare any two arrays of one shape elementwise: |got - want| <= atol +
- * rtol |want|. rtol = atol = 0 picks tolerances for the dtype (f32 1e-5 /
- * 1e-6, bf16 1.6e-2 / 1e-2, f16 2e-3 / 1e-3; integers exact). norm_err is
- * the worst error over its tolerance: PASS <= 1, MARGINAL <= 4, else FAIL.
- * NaN matches only NaN. Returns PL_OK, PL_EVERIFY on FAIL, PL_ESHAPE. */
-int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double atol, pl_check *out, FILE *f);
-
-/* Draw the normalised error of c against a @ b, worst per (bm, bn) block, as
- * an SVG heatmap at path. msg receives a one-line result or the error (with
- * the system's reason when path cannot be written). Returns PL_OK when the
- * verdict is PASS or MARGINAL, PL_EVERIFY on FAIL (the heatmap is written
- * either way), PL_EINVAL (bad arguments, an unwritable path), PL_ESHAPE,
- * PL_ENOMEM. */
-int pl_check_heatmap(const pl_array *a, const pl_array *b, const pl_array *c, int64_t bm, int64_t bn, const char *path,
-                     char *msg, size_t msglen);
-
-/* The same heatmap for any output: the worst pl_allclose error (|got -
- * want| over atol + rtol |want|; 0, 0: the dtype's tolerances) per (bm, bn)
- * block of got (rank > 2 flattened: rows are all but the last dimension),
- * with numbered row and column blocks and a legend of the colour steps
- * (viridis, readable with colour-blindness). Returns like pl_check_heatmap. */
-int pl_allclose_heatmap(const pl_array *got, const pl_array *want, int64_t bm, int64_t bn, double rtol, double atol,
-                        const char *path, char *msg, size_t msglen);
-
-/* A missing wait (M7, M8): run the call with manual copies moving their data
- * at start (eager) into outs, then only when waited (on_wait) into scratch
- * copies, and compare bit for bit. A kernel that reads a buffer before
- * waiting for its copy gets different data in the two modes. Returns PL_OK,
- * PL_ERACE when the results differ (report->error names the element, its
- * block and output), or the call's own error. */
-int pl_check_dma_modes(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
-                       pl_report *report);
-
-/* Order-dependence (V4): run the call into outs, then again with the
- * parallel axes visited in the order seed shuffles them into (seed 0: a
- * fixed default) into scratch copies, and compare bit for bit. Returns
- * PL_OK, PL_ERACE when the results differ (report->error names the first
- * differing element, its block and output), or the call's own error. */
-int pl_check_order(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt, uint64_t seed,
-                   pl_report *report);
-
-const char *pl_verdict_name(pl_verdict v);
+/* Host memory (host.c). A real run keeps its arrays and the simulated VMEM
+ * in host memory; Linux lets malloc succeed far beyond it and kills the
+ * process later. pl_host_memory_check says whether `bytes` more can be had
+ * now (MemAvailable, a cgroup limit, RLIMIT_AS; it touches nothing):
+ * PL_OK, or PL_ENOMEM with the bytes needed, the bytes available and a hint
+ * to run cost-only in msg; PL_EINVAL for a negative or NaN size.
+ * pl_pallas_call makes the same check of its VMEM buffers before a real
+ * run; programs should check their arrays before they allocate them. msg
+ * may be NULL (or n 0). Reads /proc and the cgroup files on each call: any
+ * thread, but the answer may change between calls. */
+int pl_host_memory_check(double bytes, char *msg, size_t n);
+/* Bytes of host memory available now; INFINITY when nothing is known. */
+double pl_host_memory_available(void);
 
 #ifdef __cplusplus
 }
@@ -656,4 +701,8 @@ template <class... D> inline pl_array array(const void *data, pl_dtype dt, D... 
 } /* namespace pl_cxx */
 }
 #endif
+
+/* The reference checks: see the top of this header. */
+#include "tilesim_check.h"
+
 #endif

@@ -19,6 +19,7 @@
 #include "../kernel/pallas.h"
 #include "../kernel/pltpu.h"
 #include "../sim/tilesim.h"
+#include "../sim/tilesim_check.h"
 
 namespace {
 
@@ -149,4 +150,29 @@ Test(cplusplus, macros_fill_the_structs_as_in_c)
     pl_scratch r = PLTPU_SEMAPHORE(nsem), d = PLTPU_SEMAPHORE_DMA(2);
     cr_assert(r.space == PL_SEMAPHORE && r.dtype == PL_I32 && r.rank == 1 && r.shape[0] == 3);
     cr_assert(r.sem_kind == PL_SEM_REGULAR && d.sem_kind == PL_SEM_DMA && d.shape[0] == 2);
+}
+
+/* The checks of sim/tilesim_check.h from C++: pl_allclose and
+ * pl_check_matmul on arrays built with PL_ARRAY from std::vector. */
+Test(cplusplus, checks_header_from_cplusplus)
+{
+    const int m = 8, k = 16, n = 4;
+    std::vector<float> a(m * k), b(k * n), c(m * n, 0.0f);
+    for (std::size_t i = 0; i < a.size(); i++) a[i] = float(int(i % 5) - 2);
+    for (std::size_t i = 0; i < b.size(); i++) b[i] = float(int(i % 3) - 1);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            for (int l = 0; l < k; l++) c[i * n + j] += a[i * k + l] * b[l * n + j];
+    pl_array pa = PL_ARRAY(a.data(), PL_F32, m, k), pb = PL_ARRAY(b.data(), PL_F32, k, n);
+    pl_array pc = PL_ARRAY(c.data(), PL_F32, m, n);
+    pl_check chk;
+    cr_assert_eq(pl_check_matmul(&pa, &pb, &pc, &chk, nullptr), PL_OK);
+    cr_assert_eq(chk.verdict, PL_PASS, "%s", pl_verdict_name(chk.verdict));
+    std::vector<float> wrong(c);
+    wrong[5] += 1.0f;
+    pl_array pw = PL_ARRAY(wrong.data(), PL_F32, m, n);
+    cr_assert_eq(pl_allclose(&pw, &pc, 0, 0, &chk, nullptr), PL_EVERIFY);
+    cr_assert(chk.worst_row == 1 && chk.worst_col == 1, "worst at (%lld, %lld)", (long long)chk.worst_row,
+              (long long)chk.worst_col);
+    cr_assert_str_eq(pl_verdict_name(chk.verdict), "FAIL");
 }
