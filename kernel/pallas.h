@@ -26,6 +26,21 @@
  * never returns: the simulator records the error with the grid point, leaves
  * the kernel and makes pl_pallas_call return the code (PL_EBOUNDS, PL_ESHAPE,
  * ...). Kernels therefore need no error handling of their own.
+ *
+ * Lifetimes: the context and the refs array are valid only during the
+ * kernel's call for one grid point, and so are the Refs in it and every view
+ * made from them (pl_ds, pl_at): the VMEM buffers behind them are reused at
+ * later grid points and freed when pl_pallas_call returns. Scratch keeps its
+ * contents from one grid point to the next of the same TensorCore; read it
+ * through the refs of each call, not through a Ref saved from an earlier one.
+ *
+ * Threads: a context belongs to the one thread running that kernel call; do
+ * not hand it, or its Refs, to other threads. On a chip with several
+ * TensorCores per device the kernel may run on several host threads at once,
+ * one per core (sim/tilesim.h, pl_pallas_call), so what it shares with other
+ * grid points outside its Refs (pl_kernel_user, statics) needs a lock. The
+ * functions that take no context (dtypes, conversions, pl_strerror) are
+ * pure and may be called from any thread.
  */
 #ifndef TILESIM_PALLAS_H
 #define TILESIM_PALLAS_H
@@ -142,7 +157,7 @@ typedef void (*pl_kernel_fn)(pl_ctx *c, pl_ref *refs);
 
 int64_t pl_program_id(const pl_ctx *c, int axis);   /* faults on a bad axis */
 int64_t pl_num_programs(const pl_ctx *c, int axis); /* faults on a bad axis */
-void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user */
+void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user: shared by all grid points and cores */
 
 /* ---- views: never copy ----------------------------------------------------- */
 

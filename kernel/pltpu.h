@@ -14,7 +14,12 @@
  *
  * A copy's handle is a value: keep it in host memory of the kernel (it may
  * outlive a grid step: start at step i, wait at step i + 1), or rebuild an
- * identical one where the wait happens, as Pallas kernels do.
+ * identical one where the wait happens, as Pallas kernels do. A handle is
+ * good for the TensorCore that started it and until the call returns: on a
+ * megacore chip the cores run at the same time, on host threads of their
+ * own (pl_pallas_call), so a handle kept in memory that all grid points
+ * share (pl_kernel_user, a static) races; rebuilding it at the wait never
+ * does.
  *
  * Semantics, as JAX's TPU interpret mode has them:
  *   - a DMA semaphore counts bytes: a finished copy adds its size, wait()
@@ -50,7 +55,11 @@ typedef struct pltpu_copy {
 /* make_async_copy(src, dst, sem): checks shapes, dtypes and the semaphore
  * (PL_ESHAPE, PL_EDTYPE, PL_ESPACE) and starts nothing. */
 pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem);
+/* .start(): the data moves now (PL_DMA_EAGER) or at the wait (PL_DMA_ON_WAIT);
+ * a start into bytes another started copy still writes is PL_ERACE (V4). */
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp);
+/* .wait(): until cp's semaphore holds cp->bytes, which it takes off (M8); a
+ * wait nothing can satisfy is PL_EDEADLOCK (M10). cp is read, not kept. */
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp);
 
 /* Regular semaphores (M9): add to, wait for (then subtract), and read a
