@@ -48,7 +48,7 @@ typedef struct mt_steplog {
     int64_t n, cap;
 } mt_steplog;
 
-static void mt_record_step(const pl_step_info *s, void *user)
+static inline void mt_record_step(const pl_step_info *s, void *user)
 {
     mt_steplog *log = user;
     pthread_mutex_lock(&log->mu);
@@ -76,7 +76,7 @@ static void mt_record_step(const pl_step_info *s, void *user)
 
 /* Per core in the order that core ran its steps: threads may interleave
  * the cores, never a core's own steps. */
-static int mt_step_cmp(const void *x, const void *y)
+static inline int mt_step_cmp(const void *x, const void *y)
 {
     const mt_step *a = x, *b = y;
     if (a->core != b->core) return a->core < b->core ? -1 : 1;
@@ -104,7 +104,7 @@ typedef struct mt_run {
     mt_steplog log;
 } mt_run;
 
-static void *mt_dup(const void *p, size_t n)
+static inline void *mt_dup(const void *p, size_t n)
 {
     void *q = malloc(n ? n : 1);
     cr_assert(q, "out of host memory for %zu bytes", n);
@@ -112,7 +112,7 @@ static void *mt_dup(const void *p, size_t n)
     return q;
 }
 
-static char *mt_report_json(const pl_report *r, size_t *len)
+static inline char *mt_report_json(const pl_report *r, size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
@@ -122,7 +122,7 @@ static char *mt_report_json(const pl_report *r, size_t *len)
     return buf;
 }
 
-static char *mt_read_bytes(const char *path, size_t *len)
+static inline char *mt_read_bytes(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     cr_assert(f, "the trace %s was not written", path);
@@ -139,7 +139,7 @@ static char *mt_read_bytes(const char *path, size_t *len)
     return buf;
 }
 
-static mt_run mt_run_once(const mt_call *mc, int threads)
+static inline mt_run mt_run_once(const mt_call *mc, int threads)
 {
     mt_run r = {.threads = threads};
     pthread_mutex_init(&r.log.mu, NULL);
@@ -178,7 +178,7 @@ static mt_run mt_run_once(const mt_call *mc, int threads)
     return r;
 }
 
-static void mt_run_free(mt_run *r)
+static inline void mt_run_free(mt_run *r)
 {
     for (int i = 0; i < MT_MAX_ARGS; i++) free(r->args[i]);
     for (int i = 0; i < PL_MAX_OPERANDS; i++) free(r->outs[i]);
@@ -199,7 +199,7 @@ static void mt_run_free(mt_run *r)
     cr_assert(strcmp(a->f, b->f) == 0, MT_WHERE #f " differs:\n  \"%s\"\nwith host_threads 1:\n  \"%s\"",      \
               mc->what, th, b->f, a->f)
 
-static void mt_same_operand(const mt_call *mc, int th, int o, const pl_operand_report *a, const pl_operand_report *b)
+static inline void mt_same_operand(const mt_call *mc, int th, int o, const pl_operand_report *a, const pl_operand_report *b)
 {
     cr_assert_str_eq(a->name, b->name, MT_WHERE "operand %d's name", mc->what, th, o);
     MT_I(role); MT_I(space); MT_I(dtype); MT_I(rank); MT_I(buffers); MT_I(block_bytes); MT_I(vmem_bytes);
@@ -208,7 +208,7 @@ static void mt_same_operand(const mt_call *mc, int th, int o, const pl_operand_r
     for (int d = 0; d < PL_MAX_RANK; d++) MT_I(block[d]);
 }
 
-static void mt_same_finding(const mt_call *mc, int th, const pl_finding *a, const pl_finding *b)
+static inline void mt_same_finding(const mt_call *mc, int th, const pl_finding *a, const pl_finding *b)
 {
     MT_I(kind); MT_I(operand);
     MT_S(rule); MT_S(msg);
@@ -216,7 +216,7 @@ static void mt_same_finding(const mt_call *mc, int th, const pl_finding *a, cons
     for (int d = 0; d < PL_MAX_RANK; d++) MT_I(block[d]);
 }
 
-static void mt_same_timing(const mt_call *mc, int th, const pl_report *a, const pl_report *b)
+static inline void mt_same_timing(const mt_call *mc, int th, const pl_report *a, const pl_report *b)
 {
     MT_I(cores); MT_D(time_s); MT_D(compute_s); MT_D(mxu_s); MT_D(vpu_s); MT_D(scalar_s); MT_I(scalar_ops);
     MT_I(eup_elems); MT_D(overhead_s); MT_D(dma_exposed_s); MT_D(mxu_flops_padded); MT_I(mxu_dtype);
@@ -226,7 +226,7 @@ static void mt_same_timing(const mt_call *mc, int th, const pl_report *a, const 
     MT_S(bound_msg);
 }
 
-static void mt_same_report(const mt_call *mc, int th, const pl_report *a, const pl_report *b)
+static inline void mt_same_report(const mt_call *mc, int th, const pl_report *a, const pl_report *b)
 {
     MT_I(status); MT_S(error); MT_S(warnings); MT_I(n_warnings); MT_S(call_name);
     cr_assert(a->chip == b->chip, MT_WHERE "the report names another chip", mc->what, th);
@@ -249,7 +249,7 @@ static void mt_same_report(const mt_call *mc, int th, const pl_report *a, const 
               mc->what, th, at, sizeof *a);
 }
 
-static void mt_same_bytes(const mt_call *mc, int th, const char *what, const void *a, const void *b, size_t n)
+static inline void mt_same_bytes(const mt_call *mc, int th, const char *what, const void *a, const void *b, size_t n)
 {
     const unsigned char *x = a, *y = b;
     size_t at = 0;
@@ -258,7 +258,7 @@ static void mt_same_bytes(const mt_call *mc, int th, const char *what, const voi
               th, what, at, n, at < n ? y[at] : 0, at < n ? x[at] : 0);
 }
 
-static void mt_same_run(const mt_call *mc, const mt_run *one, const mt_run *r)
+static inline void mt_same_run(const mt_call *mc, const mt_run *one, const mt_run *r)
 {
     int th = r->threads;
     cr_assert(r->rc == one->rc, MT_WHERE "returned %d (%s), %d (%s) with host_threads 1: %s", mc->what, th, r->rc,
@@ -298,7 +298,7 @@ static void mt_same_run(const mt_call *mc, const mt_run *one, const mt_run *r)
 }
 
 /* The chip the options name: its cores decide the host_threads tried. */
-static int mt_cores(const pl_options *opt)
+static inline int mt_cores(const pl_options *opt)
 {
     const pl_chip *chip = opt->chip_spec ? opt->chip_spec : pl_chip_find(opt->chip ? opt->chip : "v5e");
     cr_assert(chip, "no chip %s", opt->chip);
@@ -309,7 +309,7 @@ static int mt_cores(const pl_options *opt)
  * cores), compare every run with the first, and return the first's report
  * in *rep (may be NULL) and its code: the caller asserts the case did what
  * it is about (an error, a finding), so that the comparison is not vacuous. */
-static int mt_check(const mt_call *mc, pl_report *rep)
+static inline int mt_check(const mt_call *mc, pl_report *rep)
 {
     static const int threads[] = {0, 2, 3};
     int n = mt_cores(&mc->opt) > 2 ? 3 : 2;
@@ -328,7 +328,7 @@ static int mt_check(const mt_call *mc, pl_report *rep)
 /* ---- chips and data ---------------------------------------------------------------------- */
 
 /* A what-if chip with four TensorCores (G4), from the v5p preset. */
-static const pl_chip *mt_chip4(void)
+static inline const pl_chip *mt_chip4(void)
 {
     static pl_chip chip;
     char err[256];
@@ -338,7 +338,7 @@ static const pl_chip *mt_chip4(void)
 
 /* The options of chip i of the suite: v5p, v4, the 4-core what-if chip. */
 #define MT_N_CHIPS 3
-static pl_options mt_chip_opt(int i, uint64_t seed)
+static inline pl_options mt_chip_opt(int i, uint64_t seed)
 {
     pl_options opt = {.seed = seed};
     if (i == 0) opt.chip = "v5p";
@@ -347,14 +347,14 @@ static pl_options mt_chip_opt(int i, uint64_t seed)
     return opt;
 }
 
-static const char *mt_chip_name(int i) { return i == 0 ? "v5p" : i == 1 ? "v4" : "what-if 4 cores"; }
+static inline const char *mt_chip_name(int i) { return i == 0 ? "v5p" : i == 1 ? "v4" : "what-if 4 cores"; }
 
 static const uint64_t mt_seeds[] = {0, 1, 7, 12345};
 #define MT_N_SEEDS 4
 
 /* A malloc'd array of dt and shape (rows, cols) with values k/32 in
  * [-1, 1), exact in every float dtype, from seed. */
-static pl_array mt_array(pl_dtype dt, int64_t rows, int64_t cols, uint64_t seed)
+static inline pl_array mt_array(pl_dtype dt, int64_t rows, int64_t cols, uint64_t seed)
 {
     pl_array a = PL_ARRAY(NULL, dt, rows, cols);
     size_t es = pl_dtype_size(dt);
@@ -367,7 +367,7 @@ static pl_array mt_array(pl_dtype dt, int64_t rows, int64_t cols, uint64_t seed)
     return a;
 }
 
-static void mt_free_args(mt_call *mc)
+static inline void mt_free_args(mt_call *mc)
 {
     for (int a = 0; a < mc->n_args; a++) free(mc->args[a].data), mc->args[a].data = NULL;
 }
