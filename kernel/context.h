@@ -134,6 +134,56 @@ struct pl_ctx {
     char fault_msg[512];
 };
 
+/* ---- the border with the simulator (kernel/runner.c) ----------------------
+ *
+ * sim/ sets a context up, starts each step and runs the kernel only through
+ * these functions, and never writes a pl_ctx field itself: the context's
+ * invariants (the op log, copies in flight, the fault jump) stay in this
+ * layer, and sim/ reads what a step did. One context serves one TensorCore;
+ * two contexts share nothing, so two cores may run on two host threads.
+ *
+ *     kern_setup s = {.grid_rank = 2, .grid = grid, ...};
+ *     kern_ctx_init(&ctx, &s);
+ *     kern_core_start(&ctx, 0, 0);
+ *     kern_begin_step(&ctx, 0, idx);
+ *     if (kern_run(&ctx, call->kernel, refs)) report(kern_fault_text(&ctx));
+ *     int n; const kern_op *ops = kern_step_ops(&ctx, &n);   // time them
+ *     kern_ctx_free(&ctx);
+ */
+typedef struct kern_setup {
+    int grid_rank;
+    const int64_t *grid;
+    void *user;
+    const char *kernel_name;
+    int n_prefetch, n_in, n_out, n_scratch;
+    const char *const *arg_name; /* n_args names, for messages (M3) */
+    int n_args;
+    int cost_only, strict, oob_poison, uninit_zero, dma_on_wait;
+    /* checks (V1, V3): the executor's per-argument table, or NULL when off */
+    kern_arg *args;
+    void (*warn)(void *sink, int arg, const char *msg);
+    void *warn_sink;
+} kern_setup;
+
+/* Set c up (it is zeroed first); kern_ctx_free releases what it allocates. */
+void kern_ctx_init(pl_ctx *c, const kern_setup *s);
+void kern_ctx_free(pl_ctx *c);
+/* A TensorCore starts its grid: no copies in flight; its copies are numbered
+ * from first_dma on (numbers run on across the cores of a call). */
+void kern_core_start(pl_ctx *c, int core, int64_t first_dma);
+/* Grid point idx, step `step` of this core: the op log starts empty. */
+void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx);
+/* Run the kernel on refs. PL_OK, or the fault's code with its message in
+ * kern_fault_text (the setjmp here pairs with kern_fault's longjmp). */
+int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs);
+const char *kern_fault_text(const pl_ctx *c);
+/* The op log of the step just run; valid until the next kern_begin_step. */
+const kern_op *kern_step_ops(const pl_ctx *c, int *n);
+/* An output took a new block: reads that explain its NaN start afresh (V1). */
+void kern_new_output_block(pl_ctx *c);
+/* The next copy's number: where the next core's numbering starts. */
+int64_t kern_next_copy(const pl_ctx *c);
+
 /* Record the error, describe the grid point, and leave the kernel. */
 #if defined(__GNUC__)
 __attribute__((noreturn, format(printf, 3, 4)))

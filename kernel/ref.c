@@ -1,4 +1,5 @@
-/* kernel/ref.c: the grid, views, element access and faults.
+/* kernel/ref.c: the grid, views and element access (the context, its
+ * faults and op log are in context.c).
  *
  * Views (pl_ds, pl_at) only adjust a pointer, a shape and strides; they are
  * checked against the Ref they slice so that a kernel can never reach memory
@@ -10,102 +11,6 @@
 #include <string.h>
 
 #include "context.h"
-
-/* ---- faults ----------------------------------------------------------------- */
-
-void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n)
-{
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, n - at, "(");
-    for (int a = 0; a < rank && at < n; a++)
-        at += (size_t)snprintf(buf + at, n - at, a ? ", %lld" : "%lld", (long long)idx[a]);
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
-void kern_ref_name(const pl_ctx *c, const pl_ref *r, char *buf, size_t n)
-{
-    static const char *roles[] = {"ref", "scalar-prefetch", "input", "output", "scratch"};
-    const char *role = r->role < sizeof roles / sizeof *roles ? roles[r->role] : "ref";
-    const char *name = r->arg >= 0 && r->arg < KERN_MAX_ARGS ? c->arg_name[r->arg] : NULL;
-    if (r->arg <= KERN_ARG_MISSING)
-        snprintf(buf, n, "refs[%d], which does not exist", KERN_ARG_MISSING - r->arg);
-    else if (r->arg >= 0)
-        snprintf(buf, n, "refs[%d] (%s, %s %s)%s%s%s", r->arg, role, pl_memspace_name(r->space),
-                 pl_dtype_name(r->dtype), name ? " '" : "", name ? name : "", name ? "'" : "");
-    else
-        snprintf(buf, n, "a %s %s ref", pl_memspace_name(r->space), pl_dtype_name(r->dtype));
-}
-
-static const char *plural(int n) { return n == 1 ? "" : "s"; }
-
-void kern_missing_ref(pl_ctx *c, const pl_ref *r, const char *fn)
-{
-    char pre[48] = "";
-    if (c->n_prefetch) snprintf(pre, sizeof pre, "%d scalar-prefetch, ", c->n_prefetch);
-    kern_fault(c, PL_EINVAL, "%s: refs[%d] does not exist: %s%d input%s, %d output%s, %d scratch; the kernel's refs "
-               "are the scalar-prefetch refs, inputs, outputs and scratch, in that order (rule M3)",
-               fn, KERN_ARG_MISSING - r->arg, pre, c->n_in, plural(c->n_in), c->n_out, plural(c->n_out),
-               c->n_scratch);
-}
-
-void kern_fault(pl_ctx *c, int code, const char *fmt, ...)
-{
-    char point[128];
-    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    int at = snprintf(c->fault_msg, sizeof c->fault_msg, "kernel %s at grid point %s: ",
-                      c->kernel_name ? c->kernel_name : "?", point);
-    if (at < 0) at = 0;
-    if ((size_t)at < sizeof c->fault_msg) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->fault_msg + at, sizeof c->fault_msg - (size_t)at, fmt, ap);
-        va_end(ap);
-    }
-    c->fault_code = code;
-    if (c->fault) longjmp(*c->fault, 1);
-    /* Called outside a running kernel: there is nowhere to return to. This is
-     * the simulator's own invariant, never user input. */
-    fprintf(stderr, "tilesim: fault outside a kernel: %s\n", c->fault_msg);
-    abort();
-}
-
-static void append_op(pl_ctx *c, const kern_op *op)
-{
-    if (c->n_ops == c->cap_ops) {
-        int cap = c->cap_ops ? 2 * c->cap_ops : 16;
-        kern_op *ops = realloc(c->ops, (size_t)cap * sizeof *ops);
-        if (!ops) kern_fault(c, PL_ENOMEM, "out of host memory recording block ops");
-        c->ops = ops;
-        c->cap_ops = cap;
-    }
-    c->ops[c->n_ops++] = *op;
-}
-
-void kern_flush_scalar(pl_ctx *c)
-{
-    if (!c->scalar_ops) return;
-    kern_op s = {.kind = KERN_OP_SCALAR, .elems = c->scalar_ops, .flops = (double)c->scalar_ops};
-    c->scalar_ops = 0;
-    append_op(c, &s);
-}
-
-void kern_record(pl_ctx *c, const kern_op *op)
-{
-    kern_flush_scalar(c); /* element accesses before this op come first in the step's time line */
-    append_op(c, op);
-}
-
-float *kern_tmp(pl_ctx *c, size_t n)
-{
-    if (n == 0) n = 1; /* never NULL: ops on empty views still offset what this returns */
-    if (n > c->tmp_cap) {
-        free(c->tmp);
-        c->tmp = malloc(n * sizeof *c->tmp);
-        c->tmp_cap = c->tmp ? n : 0;
-        if (!c->tmp) kern_fault(c, PL_ENOMEM, "out of host memory (%zu floats of conversion space)", n);
-    }
-    return c->tmp;
-}
 
 /* ---- the grid --------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec.h"
+#include "core.h"
 
 /* ---- findings --------------------------------------------------------------- */
 
@@ -31,53 +31,46 @@ void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int
 }
 
 /* Warnings from the kernel layer: so far only writes into input blocks. */
-static void kernel_warning(void *sink, int arg, const char *msg)
+void sim_kernel_warning(void *core, int arg, const char *msg)
 {
-    sim_exec *x = sink;
+    sim_core *k = core;
     char named[1024];
-    const sim_operand *op = arg >= 0 && arg < x->plan.n_ops ? &x->plan.ops[arg] : NULL;
-    snprintf(named, sizeof named, "%s%s%s", op ? op->rep->name : "", op ? ": " : "", msg);
-    sim_add_finding(&x->rep, PL_FIND_INPUT_WRITE, "V3", op ? arg : -1, x->ctx.idx, x->ctx.grid_rank,
-                    op ? op->cur : NULL, op ? op->rank : 0, named);
+    const sim_plan *plan = &k->x->plan;
+    const sim_pipe *p = arg >= 0 && arg < plan->n_ops ? &k->pipe[arg] : NULL;
+    snprintf(named, sizeof named, "%s%s%s", p ? p->op->rep->name : "", p ? ": " : "", msg);
+    sim_add_finding(&k->rep, PL_FIND_INPUT_WRITE, "V3", p ? arg : -1, k->ctx.idx, k->ctx.grid_rank,
+                    p ? p->cur : NULL, p ? p->op->rank : 0, named);
 }
 
 /* ---- the argument table ------------------------------------------------------ */
 
-int sim_checks_init(sim_exec *x)
+void sim_checks_init(sim_core *k)
 {
-    if (!x->checks || x->cost_only) return PL_OK; /* without data there is nothing to track */
-    pl_ctx *c = &x->ctx;
-    c->checks = 1;
-    c->args = x->args;
-    c->n_args = x->n_refs;
-    c->warn = kernel_warning;
-    c->warn_sink = x;
-    for (int i = 0; i < x->n_refs; i++) {
-        kern_arg *a = &x->args[i];
+    if (!k->x->checks || k->x->cost_only) return; /* without data there is nothing to track */
+    k->checking = 1;
+    for (int i = 0; i < k->n_refs; i++) {
+        kern_arg *a = &k->args[i];
         memset(a, 0, sizeof *a);
-        a->tmpl = x->refs[i];
-        a->base = x->refs[i].data; /* pipelined operands: set per block */
+        a->tmpl = k->refs[i];
+        a->base = k->refs[i].data; /* pipelined operands: set per block */
         for (int d = 0; d < a->tmpl.rank; d++) a->vhi[d] = a->tmpl.shape[d];
     }
-    return PL_OK;
 }
 
-void sim_checks_new_block(sim_exec *x, const sim_operand *op, const int64_t *bidx)
+void sim_checks_new_block(sim_core *k, const sim_pipe *p, const int64_t *bidx)
 {
-    if (!x->ctx.args) return;
-    kern_arg *a = &x->args[op->arg];
-    a->base = x->refs[op->arg].data;
+    if (!k->checking) return;
+    const sim_operand *op = p->op;
+    kern_arg *a = &k->args[op->arg];
+    a->base = k->refs[op->arg].data;
     a->written = 0;
-    if (op->role == PL_ROLE_OUT) { /* reads that explain this block's NaN start afresh */
-        x->ctx.padding_read[0] = '\0';
-        x->ctx.oob_read[0] = '\0';
-    }
+    if (op->role == PL_ROLE_OUT) kern_new_output_block(&k->ctx); /* reads that explain its NaN start afresh */
     int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
     a->clipped = (uint8_t)sim_block_window(op, bidx, start, count, boff);
-    for (int d = 0, k = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
+    for (int d = 0, j = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
         if (!op->squeezed[d]) {
-            a->vlo[k] = boff[d];
-            a->vhi[k++] = boff[d] + count[d];
+            a->vlo[j] = boff[d];
+            a->vhi[j++] = boff[d] + count[d];
         }
 }
 
@@ -153,10 +146,10 @@ static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf,
 }
 
 /* Does any input array already hold NaN? Then NaN in an output proves little. */
-static int inputs_hold_nan(const sim_exec *x)
+static int inputs_hold_nan(const sim_plan *plan)
 {
-    for (int i = 0; i < x->plan.n_ops; i++) {
-        const sim_operand *op = &x->plan.ops[i];
+    for (int i = 0; i < plan->n_ops; i++) {
+        const sim_operand *op = &plan->ops[i];
         if (op->role != PL_ROLE_IN || !pl_dtype_is_float(op->arr->dtype) || !op->arr->data) continue;
         int64_t n = pl_array_size(op->arr);
         for (int64_t e = 0; e < n; e++)
@@ -165,13 +158,15 @@ static int inputs_hold_nan(const sim_exec *x)
     return 0;
 }
 
-int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
+int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
 {
-    if (!x->ctx.args) return PL_OK;
-    const kern_arg *a = &x->args[op->arg];
+    if (!k->checking) return PL_OK;
+    const sim_exec *x = k->x;
+    const sim_operand *op = p->op;
+    const kern_arg *a = &k->args[op->arg];
     int64_t pos[PL_MAX_RANK];
     int unwritten = !a->written;
-    if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, op->cur, x->refs[op->arg].data, pos)))
+    if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, p->cur, k->refs[op->arg].data, pos)))
         return PL_OK; /* the common case: nothing to say, nothing formatted */
 
     const pl_call *call = x->plan.call;
@@ -179,7 +174,7 @@ int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
     char where[128], blk[128], at[128], msg[1400]; /* findings keep the first 1023 bytes */
     sim_point_of_step(x, last_step, point);
     sim_format_idx(point, call->grid_rank, where, sizeof where);
-    sim_format_idx(op->cur, op->rank, blk, sizeof blk);
+    sim_format_idx(p->cur, op->rank, blk, sizeof blk);
     if (unwritten) {
         snprintf(msg, sizeof msg,
                  "%s: block %s went to HBM after grid point %s, but no op wrote to it while it was in VMEM: an "
@@ -189,10 +184,10 @@ int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
     } else {
         sim_format_idx(pos, op->rank, at, sizeof at);
         const char *cause, *because = "";
-        if (x->ctx.oob_read[0]) cause = "a read outside a Ref: ", because = x->ctx.oob_read;
-        else if (x->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", because = x->ctx.uninit_read;
-        else if (x->ctx.padding_read[0]) cause = "a read of edge-block padding: ", because = x->ctx.padding_read;
-        else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(x))
+        if (k->ctx.oob_read[0]) cause = "a read outside a Ref: ", because = k->ctx.oob_read;
+        else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", because = k->ctx.uninit_read;
+        else if (k->ctx.padding_read[0]) cause = "a read of edge-block padding: ", because = k->ctx.padding_read;
+        else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))
             cause = "part of the block left unwritten (rule P4), or a NaN computed by the kernel";
         else cause = "NaN already in the inputs, or computed by the kernel";
         snprintf(msg, sizeof msg,
@@ -200,21 +195,31 @@ int sim_checks_writeback(sim_exec *x, const sim_operand *op, int64_t last_step)
                  "cause: %s%s",
                  op->rep->name, at, blk, where, cause, because);
     }
-    sim_add_finding(&x->rep, unwritten ? PL_FIND_UNWRITTEN : PL_FIND_POISON, unwritten ? "P4" : "V1", op->arg, point,
-                    call->grid_rank, op->cur, op->rank, msg);
-    return x->strict ? sim_fail(&x->rep, PL_EPOISON, "%s", msg) : PL_OK;
+    sim_add_finding(&k->rep, unwritten ? PL_FIND_UNWRITTEN : PL_FIND_POISON, unwritten ? "P4" : "V1", op->arg, point,
+                    call->grid_rank, p->cur, op->rank, msg);
+    return x->strict ? sim_fail(&k->rep, PL_EPOISON, "%s", msg) : PL_OK;
 }
 
 /* ---- races (V4) ------------------------------------------------------------------ */
 
-int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int64_t step)
+/* The first global step that selected block bidx of p's output: in the
+ * earlier cores' sets first (their steps come first), then this core's. */
+static int first_writer(const sim_core *k, const sim_pipe *p, const int64_t *bidx, int64_t *first)
 {
-    /* declarative maps were checked before running (validate.c) */
-    if (!x->checks || !x->parallel_axes || !op->map.fn || x->race_warned[op->arg]) return PL_OK;
-    sim_blockset *set = &x->writers[op->arg];
+    for (int c = 0; c < k->index && k->cross_cores; c++)
+        if (sim_blockset_get(&k->x->cores[c]->pipe[p->op->arg].writers, bidx, p->op->rank, first)) return 1;
+    return sim_blockset_get(&p->writers, bidx, p->op->rank, first);
+}
+
+int sim_checks_race(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step)
+{
+    const sim_exec *x = k->x;
+    const sim_operand *op = p->op;
+    /* declarative maps were checked before running (maps.c) */
+    if (!x->checks || !x->parallel_axes || !op->map.fn || p->race_warned) return PL_OK;
     int64_t first;
-    if (!sim_blockset_get(set, bidx, op->rank, &first)) {
-        if (sim_blockset_put(set, bidx, op->rank, step)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    if (!first_writer(k, p, bidx, &first)) {
+        if (sim_blockset_put(&p->writers, bidx, op->rank, step)) return sim_fail(&k->rep, PL_ENOMEM, "out of host memory");
         return PL_OK;
     }
     const pl_call *call = x->plan.call;
@@ -223,8 +228,8 @@ int sim_checks_race(sim_exec *x, const sim_operand *op, const int64_t *bidx, int
     sim_point_of_step(x, step, now);
     for (int a = 0; a < call->grid_rank; a++) {
         if (call->semantics[a] != PL_PARALLEL || then[a] == now[a]) continue;
-        x->race_warned[op->arg] = 1; /* a one-core warning is given once per output */
-        return sim_race(&x->plan, &x->rep, op, then, now, a, bidx, "");
+        p->race_warned = 1; /* a one-core warning is given once per output */
+        return sim_race(&x->plan, &k->rep, op, then, now, a, bidx, "");
     }
     return PL_OK;
 }

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
+#include "blockset.h"
+#include "exec.h" /* sim_add_finding */
 
 static int checked(const sim_operand *op)
 {

@@ -7,10 +7,7 @@
  * every allocation of the call belongs to the sim_exec value (exec.h), so
  * one cleanup path serves success and failure alike.
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, beside _POSIX_C_SOURCE */
 #include <errno.h>
-#include <setjmp.h>
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,37 +15,6 @@
 #include "exec.h"
 
 static _Thread_local char last_error[PL_MSG_MAX];
-
-/* VMEM buffers. A cost-only run never touches them but must have them (a
- * kernel may still read an element): zeroed pages from mmap cost nothing
- * until touched, where calloc would clear megabytes per call once malloc's
- * mmap threshold has grown (sweeps allocate thousands of such buffers). */
-/* Under AddressSanitizer every buffer comes from calloc: mmap'd memory has
- * no redzones, so a write past one would go unseen (FINDINGS.md F3). */
-#if defined(__SANITIZE_ADDRESS__)
-#define VMEM_MMAP_MIN SIZE_MAX
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VMEM_MMAP_MIN SIZE_MAX
-#endif
-#endif
-#ifndef VMEM_MMAP_MIN
-#define VMEM_MMAP_MIN ((size_t)1 << 16)
-#endif
-
-static void *vmem_alloc(sim_exec *x, size_t bytes)
-{
-    if (!x->cost_only || bytes < VMEM_MMAP_MIN) return x->cost_only ? calloc(1, bytes) : malloc(bytes);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void vmem_free(const sim_exec *x, void *p, size_t bytes)
-{
-    if (!p) return;
-    if (x->cost_only && bytes >= VMEM_MMAP_MIN) munmap(p, bytes);
-    else free(p);
-}
 
 const char *pl_last_error(void) { return last_error; }
 
@@ -65,123 +31,39 @@ static void copy_aliases(sim_exec *x, const pl_array *args, pl_array *outs)
     }
 }
 
-_Static_assert(MAX_OPS + PL_MAX_SCRATCH <= KERN_MAX_ARGS, "the context names every kernel argument");
-
-/* What kernel errors say about refs (M3): each argument's name, the counts,
- * and refs past the last argument marked as missing (kernel/context.h). */
-static void name_args(sim_exec *x)
+/* M5: each scalar-prefetch array is copied to SMEM whole, once per call in
+ * the report (each core's copy is in its timeline). */
+static void count_prefetch(sim_exec *x)
 {
-    pl_ctx *c = &x->ctx;
-    const pl_call *call = x->plan.call;
-    c->n_prefetch = call->num_scalar_prefetch;
-    c->n_in = call->n_in;
-    c->n_out = call->n_out;
-    c->n_scratch = call->n_scratch;
-    for (int i = 0; i < x->plan.n_ops; i++) c->arg_name[x->plan.ops[i].arg] = x->plan.ops[i].rep->name;
-    for (int i = 0; i < call->n_scratch; i++) c->arg_name[x->plan.n_ops + i] = x->rep.scratch[i].name;
-    int total = (int)(sizeof x->kernel_refs / sizeof *x->kernel_refs);
-    for (int i = x->n_refs; i < total; i++) x->kernel_refs[i] = (pl_ref){.arg = (int16_t)(KERN_ARG_MISSING - i)};
-}
-
-static int alloc_buffers(sim_exec *x)
-{
-    sim_plan *p = &x->plan;
-    for (int i = 0; i < p->n_ops; i++) {
-        sim_operand *op = &p->ops[i];
-        x->refs[op->arg] = op->ref;
-        if (op->role == PL_ROLE_PREFETCH) {
-            size_t bytes = pl_array_bytes(op->arr);
-            op->slots = malloc(bytes);
-            if (!op->slots) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", op->rep->name);
-            memcpy(op->slots, op->arr->data, bytes); /* whole, before the grid (M5) */
-            op->rep->copies = 1;
-            op->rep->bytes_in = (int64_t)bytes;
-            x->refs[op->arg].data = op->slots;
-            x->prefetch[op->index] = x->refs[op->arg];
-            continue;
-        }
-        if (!op->pipelined) { /* ANY: the kernel gets the HBM array itself (T5) */
-            x->refs[op->arg].data = op->arr->data;
-            continue;
-        }
-        size_t bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
-        /* cost-only runs may read what they never wrote: zeroed, not random */
-        op->slots = vmem_alloc(x, bytes);
-        op->slots_bytes = bytes;
-        if (!op->slots)
-            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the %d buffers of %s (%zu bytes)",
-                            op->buffers, op->rep->name, bytes);
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        const sim_operand *op = &x->plan.ops[i];
+        if (op->role != PL_ROLE_PREFETCH) continue;
+        op->rep->copies = 1;
+        op->rep->bytes_in = (int64_t)pl_array_bytes(op->arr);
     }
-    const pl_call *call = p->call;
-    for (int i = 0; i < call->n_scratch; i++) {
-        const pl_scratch *s = &call->scratch[i];
-        pl_array shape = {.dtype = s->dtype, .rank = s->rank};
-        memcpy(shape.shape, s->shape, sizeof shape.shape);
-        int64_t n = pl_array_size(&shape);
-        size_t bytes = (size_t)n * pl_dtype_size(s->dtype);
-        if (s->space == PL_SEMAPHORE) bytes = (size_t)n * sizeof(int64_t); /* 64-bit counts */
-        x->scratch_mem[i] = vmem_alloc(x, bytes);
-        x->scratch_bytes[i] = bytes;
-        if (!x->scratch_mem[i])
-            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for %s", x->rep.scratch[i].name);
-        (void)n; /* each core poisons its scratch when it starts (walk.c) */
-        pl_ref *r = &x->refs[p->n_ops + i];
-        *r = (pl_ref){.data = x->scratch_mem[i], .dtype = s->dtype, .space = s->space, .rank = s->rank,
-                      .arg = (int16_t)(p->n_ops + i), .role = PL_ROLE_SCRATCH, .sem_kind = (uint8_t)s->sem_kind};
-        int64_t stride = s->space == PL_SEMAPHORE ? KERN_SEM_STRIDE : 1;
-        for (int d = s->rank - 1; d >= 0; d--) {
-            r->shape[d] = s->shape[d];
-            r->stride[d] = stride;
-            stride *= s->shape[d];
-        }
-    }
-    x->n_refs = p->n_ops + call->n_scratch;
-    name_args(x);
-    /* cores_per_device is 1..SIM_MAX_CORES (validate.c) */
-    if (!(x->cores = calloc((size_t)p->chip->cores_per_device, sizeof *x->cores)))
-        return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
-    x->n_alloc_cores = p->chip->cores_per_device;
-    for (int c = 0; c < x->n_alloc_cores; c++) {
-        x->cores[c].n_ops = p->n_ops;
-        for (int i = 0; i < p->n_ops; i++) {
-            sim_opline *line = &x->cores[c].op[i];
-            line->is_out = p->ops[i].role == PL_ROLE_OUT;
-            line->buffers = p->ops[i].role == PL_ROLE_PREFETCH ? 1 : p->ops[i].buffers;
-            line->rank = x->tracing ? p->ops[i].rank : 0;
-        }
-    }
-    if (x->on_step) {
-        if (!(x->info = calloc(1, sizeof *x->info))) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
-        x->info->grid_rank = call->grid_rank;
-        x->info->n_operands = p->n_ops;
-        for (int i = 0; i < p->n_ops; i++) {
-            x->info->names[i] = p->ops[i].rep->name;
-            x->info->ranks[i] = p->ops[i].rank;
-        }
-    }
-    return PL_OK;
 }
 
 static void free_exec(sim_exec *x)
 {
-    for (int i = 0; i < x->plan.n_ops; i++) {
-        sim_operand *op = &x->plan.ops[i];
-        if (op->role == PL_ROLE_PREFETCH) free(op->slots);
-        else vmem_free(x, op->slots, op->slots_bytes);
-        free(x->plan.ops[i].ahead_err);
-        sim_blockset_free(&x->written[i]);
-        sim_blockset_free(&x->writers[i]);
-    }
+    sim_walk_free(x);
     for (int a = 0; a < PL_MAX_GRID; a++) free(x->perm[a]);
-    for (int i = 0; i < PL_MAX_SCRATCH; i++) vmem_free(x, x->scratch_mem[i], x->scratch_bytes[i]);
-    free(x->ctx.ops);
-    free(x->ctx.tmp);
-    free(x->ctx.dma);
-    for (int c = 0; c < x->n_alloc_cores; c++) sim_coreline_free(&x->cores[c]);
-    free(x->cores);
     free(x->info);
     if (x->trace) fclose(x->trace);
     free(x);
+}
+
+/* The recorder's view of a step (pl_options.on_step). */
+static int init_info(sim_exec *x)
+{
+    if (!x->on_step) return PL_OK;
+    if (!(x->info = calloc(1, sizeof *x->info))) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    x->info->grid_rank = x->plan.call->grid_rank;
+    x->info->n_operands = x->plan.n_ops;
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        x->info->names[i] = x->plan.ops[i].rep->name;
+        x->info->ranks[i] = x->plan.ops[i].rank;
+    }
+    return PL_OK;
 }
 
 /* ---- the order of the walk (G4, V4) ------------------------------------------- */
@@ -205,7 +87,7 @@ void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
 static int plan_order(sim_exec *x, uint64_t seed)
 {
     const pl_call *call = x->plan.call;
-    int cores = x->n_alloc_cores;
+    int cores = x->plan.chip->cores_per_device; /* 1..SIM_MAX_CORES (validate.c) */
     x->split_axis = -1;
     for (int a = 0; a < call->grid_rank; a++)
         if (call->semantics[a] == PL_PARALLEL && call->grid[a] > 1) x->parallel_axes++;
@@ -256,13 +138,13 @@ static void time_run(sim_exec *x)
     x->rep.hbm_bytes = x->rep.dma_bytes;
     for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
     for (int c = 0; c < x->n_cores && x->tracing; c++) {
-        sim_coreline *cl = &x->cores[c];
+        sim_coreline *cl = &x->lines[c];
         if (!(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t))) {
             sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
             return;
         }
     }
-    int rc = sim_time_run(x->cores, x->n_cores, x->plan.chip, &t);
+    int rc = sim_time_run(x->lines, x->n_cores, x->plan.chip, &t);
     if (rc) {
         const pl_chip *c = x->plan.chip;
         if (rc == -2)
@@ -274,11 +156,21 @@ static void time_run(sim_exec *x)
     }
     sim_analyze(&x->rep, &t, x->dot_flops, &x->plan);
     if (x->tracing) {
-        int bad = sim_trace_write(x->trace, &x->plan, x->cores, x->n_cores, &x->rep);
+        int bad = sim_trace_write(x->trace, &x->plan, x->lines, x->n_cores, &x->rep);
         bad |= fclose(x->trace) != 0;
         x->trace = NULL;
         if (bad) sim_fail(&x->rep, PL_EINVAL, "writing the trace file failed (disk full?)");
     }
+}
+
+/* Options the validation of the call does not look at. */
+static int check_options(const pl_options *opt, pl_report *rep)
+{
+    if (opt && opt->host_threads < 0)
+        return sim_fail(rep, PL_EINVAL, "pl_options.host_threads = %d: give 0 (one host thread per TensorCore of a "
+                        "megacore chip, up to the host's cores) or a number of threads (1: the cores one after the "
+                        "other)", opt->host_threads);
+    return PL_OK;
 }
 
 /* ---- the public calls ------------------------------------------------------------ */
@@ -294,7 +186,7 @@ int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs,
 {
     sim_exec *x = calloc(1, sizeof *x);
     if (!x) return PL_ENOMEM;
-    sim_plan_call(call, args, outs, opt, &x->plan, &x->rep);
+    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep)) check_options(opt, &x->rep);
     int rc = x->rep.status;
     finish(x, report);
     free_exec(x);
@@ -315,14 +207,14 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     x->on_step_user = opt ? opt->on_step_user : NULL;
     x->checks = !(opt && opt->checks_off);
     x->strict = opt && opt->strict;
-    x->ctx.oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
-    x->ctx.uninit_zero = x->uninit == PL_UNINIT_ZERO;
-    x->ctx.strict = x->strict;
-    x->ctx.dma_on_wait = opt && opt->dma_mode == PL_DMA_ON_WAIT;
+    x->oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
+    x->dma_on_wait = opt && opt->dma_mode == PL_DMA_ON_WAIT;
+    x->host_threads = opt ? opt->host_threads : 0;
     uint64_t seed = opt ? opt->seed : 0;
-    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !sim_host_check(&x->plan, &x->rep) &&
-        !open_trace(x, opt) && !alloc_buffers(x) &&
-        !sim_checks_init(x) && !plan_order(x, seed)) {
+    if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !check_options(opt, &x->rep) &&
+        !sim_host_check(&x->plan, &x->rep) &&
+        !open_trace(x, opt) && !init_info(x) && !plan_order(x, seed)) {
+        count_prefetch(x);
         copy_aliases(x, args, outs);
         if (!sim_walk(x) && !sim_check_coverage(&x->plan, x->strict, &x->rep)) time_run(x);
     }

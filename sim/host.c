@@ -122,3 +122,9 @@ int sim_host_check(const sim_plan *plan, pl_report *rep)
     if (rc == PL_OK) return PL_OK;
     return sim_fail(rep, PL_ENOMEM, "%s: the simulated VMEM buffers %s", rep->call_name, msg);
 }
+
+int sim_host_check_copies(const sim_plan *plan, int copies)
+{
+    char msg[512];
+    return pl_host_memory_check(plan_bytes(plan) * copies, msg, sizeof msg) != PL_OK;
+}

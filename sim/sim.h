@@ -5,10 +5,12 @@
  *   validate.c  sim_plan_call: check the call, resolve each operand into a plan
  *   maps.c      index maps: checked before running, evaluated at each step
  *   exec.c      pl_pallas_call: allocate, order the walk, time it (exec.h)
- *   walk.c      the grid walk and the pipeline, per TensorCore
+ *   walk.c      the grid walk, per TensorCore (core.c), in order or on threads
+ *   pipeline.c  one operand's pipeline on one core: copies, write-backs (P1-P8)
  *   window.c    copy a block between HBM and a VMEM buffer, poison
  *   checks.c    what hardware hides: NaN, unwritten blocks, races (V1-V4)
- *   timing.c    the discrete-event model (timing.h); analyze.c the bound
+ *   timing.c    the discrete-event model (timing.h); oplog.c prices the kernel's
+ *               op log into it; analyze.c the bound
  *   trace.c, report.c, verify.c, order.c, sweep.c, chips.c
  * All state of a call lives in one sim_exec value: no globals, so calls may
  * run on several host threads at once (pl_sweep does).
@@ -20,7 +22,9 @@
 #include "common.h" /* limits, sim_fail, sim_warn, sim_format_idx, the grid iterator */
 #include "tilesim.h"
 
-/* One operand of the call, resolved: what the pipeline needs at each step. */
+/* One operand of the call, resolved: what the pipeline needs at each step.
+ * Fixed by validation and shared by every TensorCore of the call; what a
+ * core's pipeline changes as it walks is in its sim_pipe (pipeline.h). */
 typedef struct sim_operand {
     pl_role role;
     int index;                     /* within its role */
@@ -34,12 +38,6 @@ typedef struct sim_operand {
     int64_t pad_lo[PL_MAX_RANK];   /* B5 padding before the array */
     int aliased;                   /* output sharing an input's HBM buffer (M6); input: read from it */
     int revisit_any;               /* output: RevisitMode.ANY, a revisited block is fetched back (P5) */
-    /* P8: a map that reads scalar prefetch is evaluated for step n + 1 before
-     * kernel n runs, as the pipeline issues that step's copies then */
-    int ahead;                     /* ahead_bidx holds the next step's block index */
-    int ahead_rc;                  /* its evaluation failed: report at that step */
-    int64_t ahead_bidx[PL_MAX_RANK];
-    char *ahead_err;               /* the message (malloc'd) when ahead_rc != 0 */
     pl_array shared;               /* M6: the buffer both sides use */
     int64_t nblocks[PL_MAX_RANK];  /* legal block indices per dim (B7) */
     pl_index_map map;              /* fn or declarative; zero map when n == 0 */
@@ -48,15 +46,7 @@ typedef struct sim_operand {
     int64_t block_elems;
     size_t elem_size;
     pl_ref ref;                    /* template handed to the kernel (squeezed dims dropped) */
-    pl_operand_report *rep;        /* its row in the report */
-
-    /* state of the walk */
-    char *slots;                   /* buffers x block bytes */
-    size_t slots_bytes;
-    int slot;                      /* current slot */
-    int have_block;
-    int64_t cur[PL_MAX_RANK];      /* block index now in VMEM */
-    int64_t cur_since;             /* first step that selected it */
+    pl_operand_report *rep;        /* its row in the call's report: name, static figures */
 } sim_operand;
 
 typedef struct sim_plan {
@@ -137,5 +127,8 @@ int sim_check_coverage(const sim_plan *plan, int strict, pl_report *rep);
 /* Refuse a real run whose simulated VMEM, SMEM and prefetch copies cannot
  * fit in host memory (host.c): PL_ENOMEM with the bytes it would take. */
 int sim_host_check(const sim_plan *plan, pl_report *rep);
+/* Would `copies` cores' buffers at once fit? 0 if so (host.c; the walk runs
+ * cores on threads only then). */
+int sim_host_check_copies(const sim_plan *plan, int copies);
 
 #endif

@@ -1,18 +1,18 @@
 /* sim/sweep.c: evaluate many configurations of a call in cost-only mode, one
- * host thread per core (pinned with hwloc), for tile-size sweeps.
+ * host thread per core (pinned, hostthreads.h), for tile-size sweeps.
  *
  * Configurations are independent, and a call keeps all its state in its own
  * sim_exec, so workers just take the next index from an atomic counter.
  * Results land in reports[i] whatever thread ran i, so the output does not
  * depend on the host's thread count.
  */
-#include <hwloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "hostthreads.h"
 #include "tilesim.h"
 
 typedef struct sweep_job {
@@ -22,8 +22,6 @@ typedef struct sweep_job {
     pl_options opt;
     pl_report *reports;
     atomic_int next, done;
-    hwloc_topology_t topo;
-    int have_topo;
 } sweep_job;
 
 typedef struct sweep_worker {
@@ -31,15 +29,6 @@ typedef struct sweep_worker {
     int index;
     pthread_t tid;
 } sweep_worker;
-
-static void pin(sweep_job *job, int index)
-{
-    if (!job->have_topo) return;
-    int cores = hwloc_get_nbobjs_by_type(job->topo, HWLOC_OBJ_CORE);
-    if (cores < 1) return;
-    hwloc_obj_t core = hwloc_get_obj_by_type(job->topo, HWLOC_OBJ_CORE, index % cores);
-    if (core) hwloc_set_cpubind(job->topo, core->cpuset, HWLOC_CPUBIND_THREAD); /* best effort */
-}
 
 static void run_one(sweep_job *job, int i)
 {
@@ -65,7 +54,7 @@ static void *worker_main(void *arg)
 {
     sweep_worker *w = arg;
     sweep_job *job = w->job;
-    pin(job, w->index);
+    sim_pin_thread(w->index);
     int i;
     while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
         run_one(job, i);
@@ -84,13 +73,15 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
     job.opt.trace_path = NULL; /* one file for many calls makes no sense */
     atomic_init(&job.next, 0);
     atomic_init(&job.done, 0);
-    job.have_topo = hwloc_topology_init(&job.topo) == 0 && hwloc_topology_load(job.topo) == 0;
 
     int threads = sopt && sopt->threads > 0 ? sopt->threads : 0;
-    if (!threads) threads = job.have_topo ? hwloc_get_nbobjs_by_type(job.topo, HWLOC_OBJ_CORE) : 1;
+    if (!threads) threads = sim_host_cores();
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
     if (threads > n) threads = n > 0 ? n : 1;
+    /* the sweep's workers fill the host: a megacore call inside one walks its
+     * cores in order rather than start threads of its own */
+    if (threads > 1) job.opt.host_threads = 1;
 
     /* Workers 1.. run on threads of their own; worker 0 is the calling
      * thread, unless it reports progress, in which case one more thread
@@ -116,6 +107,5 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
         if (reporting) sopt->progress(n, n, sopt->progress_user);
     }
     for (int t = 1; t <= started; t++) pthread_join(w[t].tid, NULL);
-    if (job.have_topo) hwloc_topology_destroy(job.topo);
     return PL_OK;
 }

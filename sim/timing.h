@@ -100,6 +100,24 @@ double sim_scalar_seconds(const pl_chip *chip, double accesses);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
 
+/* ---- oplog.c: a step's op log into the records ---- */
+
+/* The time of one block op, remembered: kernels repeat the same few ops. */
+#define SIM_OP_CACHE 8
+typedef struct sim_op_memo {
+    kern_op op;
+    double seconds, padded;
+    int valid;
+} sim_op_memo;
+
+/* Price the n ops that step `step` logged (copies numbered from first_copy
+ * on this core) and append the step to cl: its compute time, or its event
+ * list when it started or waited for manual copies. The work goes into r's
+ * counters (mxu_flops, vpu_s, dma_copies, ...) and dot_flops per dtype.
+ * memo: SIM_OP_CACHE entries, zeroed at first. 0, or -1 out of memory. */
+int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, int64_t step, int64_t first_copy,
+                    const kern_op *ops, int n, pl_report *r, double *dot_flops);
+
 /* Replay the records of n_cores cores; returns 0, -1 when out of memory or
  * on an internal inconsistency of the records, -2 when the next event lies
  * at infinity (a chip with zero bandwidth or rate, or infinite times). */

@@ -1,0 +1,86 @@
+/* sim/oplog.c: a step's op log (kernel/context.h) into the timing model's
+ * records (timing.h) and the report's work counters.
+ *
+ * The kernel layer logs what each block op did in FLOPs and elements; this
+ * file prices each op on the chip (sim_op_seconds) and adds it to the step's
+ * compute time. A step that starts or waits for manual copies becomes an
+ * event list instead: compute between the copies' starts and waits. Both
+ * grow as needed, so a step may log any number of ops and copies.
+ */
+#include "timing.h"
+
+/* Kernels repeat the same few ops at every step: remember the last times. */
+static double op_seconds(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, double *padded)
+{
+    unsigned h = (unsigned)(o->kind * 31u + (unsigned)o->m * 7u + (unsigned)o->n * 3u + (unsigned)o->k +
+                            (unsigned)o->elems) % SIM_OP_CACHE;
+    sim_op_memo *m = &memo[h];
+    if (m->valid && m->op.kind == o->kind && m->op.dtype == o->dtype && m->op.m == o->m && m->op.n == o->n &&
+        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops) {
+        *padded = m->padded;
+        return m->seconds;
+    }
+    m->op = *o;
+    m->seconds = sim_op_seconds(chip, o, &m->padded);
+    m->valid = 1;
+    *padded = m->padded;
+    return m->seconds;
+}
+
+/* The compute since the last event (*segment, then reset), then e. */
+static int push_event(sim_coreline *cl, int64_t step, double *segment, sim_kevent e)
+{
+    if ((*segment > 0 &&
+         sim_coreline_event(cl, step, (sim_kevent){.kind = SIM_KEV_COMPUTE, .seconds = *segment})) ||
+        sim_coreline_event(cl, step, e))
+        return -1;
+    *segment = 0;
+    return 0;
+}
+
+/* Count a compute op's work in the report; returns its time. */
+static double tally_op(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, pl_report *r, double *dot_flops)
+{
+    double padded, t = op_seconds(memo, chip, o, &padded);
+    if (o->kind == KERN_OP_DOT) {
+        r->mxu_flops += o->flops;
+        r->mxu_flops_padded += padded;
+        r->mxu_s += t;
+        dot_flops[o->dtype] += o->flops;
+    } else if (o->kind == KERN_OP_SCALAR) {
+        r->scalar_ops += o->elems;
+        r->scalar_s += t;
+    } else {
+        r->vpu_flops += o->flops;
+        r->vpu_s += t;
+        if (o->kind == KERN_OP_EUP) r->eup_elems += o->elems;
+    }
+    return t;
+}
+
+int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, int64_t step, int64_t first_copy,
+                    const kern_op *ops, int n, pl_report *r, double *dot_flops)
+{
+    int events = 0;
+    double seconds = 0, segment = 0;
+    for (int i = 0; i < n; i++) {
+        const kern_op *o = &ops[i];
+        if (o->kind != KERN_OP_DMA_START && o->kind != KERN_OP_DMA_WAIT) {
+            double t = tally_op(memo, chip, o, r, dot_flops);
+            seconds += t;
+            segment += t;
+            continue;
+        }
+        events = 1;
+        if (o->kind == KERN_OP_DMA_START) {
+            if (sim_opline_push(&cl->manual, step, o->elems, 0, NULL)) return -1;
+            r->dma_copies++;
+            if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
+        }
+        sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
+                        .xfer = o->dma - first_copy};
+        if (push_event(cl, step, &segment, e)) return -1;
+    }
+    if (events && push_event(cl, step, &segment, (sim_kevent){.kind = SIM_KEV_END})) return -1;
+    return sim_coreline_step(cl, seconds);
+}
