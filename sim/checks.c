@@ -57,7 +57,7 @@ void sim_checks_init(sim_core *k)
     }
 }
 
-void sim_checks_new_block(sim_core *k, const sim_pipe *p, const int64_t *bidx)
+void sim_checks_new_block(sim_core *k, const sim_pipe *p)
 {
     if (!k->checking) return;
     const sim_operand *op = p->op;
@@ -65,12 +65,12 @@ void sim_checks_new_block(sim_core *k, const sim_pipe *p, const int64_t *bidx)
     a->base = k->refs[op->arg].data;
     a->written = 0;
     if (op->role == PL_ROLE_OUT) kern_new_output_block(&k->ctx); /* reads that explain its NaN start afresh */
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
-    a->clipped = (uint8_t)sim_block_window(op, bidx, start, count, boff);
+    const sim_window *w = &p->win;
+    a->clipped = (uint8_t)w->clipped;
     for (int d = 0, j = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
         if (!op->squeezed[d]) {
-            a->vlo[j] = boff[d];
-            a->vhi[j++] = boff[d] + count[d];
+            a->vlo[j] = w->boff[d];
+            a->vhi[j++] = w->boff[d] + w->count[d];
         }
 }
 
@@ -111,12 +111,12 @@ static uint32_t any_nan_16(const uint16_t *h, int64_t n, pl_dtype t)
     return acc & 0x8000u;
 }
 
-/* First NaN inside the in-bounds window of block bidx in buf; its position
+/* First NaN inside the in-bounds window w of a block in buf; its position
  * within the block in *pos. */
-static int find_nan(const sim_operand *op, const int64_t *bidx, const char *buf, int64_t *pos)
+static int find_nan(const sim_operand *op, const sim_window *w, const char *buf, int64_t *pos)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK], idx[PL_MAX_RANK] = {0};
-    sim_block_window(op, bidx, start, count, boff);
+    int64_t idx[PL_MAX_RANK] = {0};
+    const int64_t *count = w->count, *boff = w->boff;
     int rank = op->rank;
     for (int d = 0; d < rank; d++)
         if (count[d] <= 0) return 0;
@@ -166,7 +166,7 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
     const kern_arg *a = &k->args[op->arg];
     int64_t pos[PL_MAX_RANK];
     int unwritten = !a->written;
-    if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, p->cur, k->refs[op->arg].data, pos)))
+    if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, &p->win, k->refs[op->arg].data, pos)))
         return PL_OK; /* the common case: nothing to say, nothing formatted */
 
     const pl_call *call = x->plan.call;

@@ -67,8 +67,8 @@ void sim_vmem_free(int cost_only, void *p, size_t bytes);
 
 /* The kernel layer's argument table for k (when checks are on). */
 void sim_checks_init(sim_core *k);
-/* p took a new block bidx (after its buffer is filled). */
-void sim_checks_new_block(sim_core *k, const sim_pipe *p, const int64_t *bidx);
+/* p took a new block (after its buffer is filled). */
+void sim_checks_new_block(sim_core *k, const sim_pipe *p);
 /* An output block is about to be written back: NaN and never-written checks. */
 int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step);
 /* An output selects bidx at global step: parallel grid points must not write

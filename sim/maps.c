@@ -49,7 +49,7 @@ static int past_reads_poison(const sim_plan *plan, const sim_operand *op)
 }
 
 /* Past the end by at most this many elements: the block's element offset
- * stays far from int64 overflow in sim_block_window. */
+ * stays far from int64 overflow in sim_window_of. */
 #define SIM_PAST_MAX (INT64_C(1) << 60)
 
 static int past_ok(const sim_plan *plan, const sim_operand *op, int d, int64_t b)

@@ -62,23 +62,10 @@ int sim_pipe_start(sim_core *k, sim_pipe *p)
     return PL_OK;
 }
 
-/* In-bounds bytes of block bidx: what a copy moves. */
-static int64_t window_bytes(const sim_operand *op, const int64_t *bidx)
+/* Copy the current block in from HBM (or, cost-only, count its bytes). */
+static int64_t copy_in(const sim_core *k, const sim_pipe *p)
 {
-    int interior = 1;
-    for (int d = 0; d < op->rank; d++)
-        interior &= op->squeezed[d] || (!op->element[d] && bidx[d] < op->nblocks[d] - 1);
-    if (interior) return op->rep->block_bytes; /* the common case: no edge */
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK], n = (int64_t)op->elem_size;
-    sim_block_window(op, bidx, start, count, boff);
-    for (int d = 0; d < op->rank; d++) n *= count[d];
-    return n;
-}
-
-/* Copy block bidx in from HBM (or, cost-only, count its bytes). */
-static int64_t copy_in(const sim_core *k, const sim_pipe *p, const int64_t *bidx)
-{
-    return k->x->cost_only ? window_bytes(p->op, bidx) : sim_copy_in(p->op, bidx, sim_pipe_buffer(p), k->x->uninit);
+    return k->x->cost_only ? p->win.bytes : sim_copy_in(p->op, &p->win, sim_pipe_buffer(p), k->x->uninit);
 }
 
 /* P3: the current block goes to HBM after this core's step `step`. */
@@ -88,7 +75,7 @@ static int write_back(sim_core *k, sim_pipe *p, int64_t step)
     int64_t global = k->step_base + step;
     int rc = sim_checks_writeback(k, p, global);
     if (rc) return rc;
-    int64_t bytes = k->x->cost_only ? window_bytes(op, p->cur) : sim_copy_out(op, p->cur, sim_pipe_buffer(p));
+    int64_t bytes = k->x->cost_only ? p->win.bytes : sim_copy_out(op, &p->win, sim_pipe_buffer(p));
     p->tally->bytes_out += bytes;
     p->tally->writebacks++;
     if (sim_opline_push(p->line, step, bytes, p->slot, p->cur) ||
@@ -129,7 +116,7 @@ static int check_revisit(sim_core *k, const sim_pipe *p, const int64_t *bidx, in
  * a fetch, as a copy the step waits for in the timing model. */
 static int fetch_back(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step)
 {
-    int64_t bytes = copy_in(k, p, bidx);
+    int64_t bytes = copy_in(k, p);
     p->tally->fetchbacks++;
     p->tally->bytes_in += bytes;
     if (sim_opline_push(p->line, step, bytes, p->slot, bidx))
@@ -156,11 +143,12 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
     const sim_operand *op = p->op;
     p->slot = (p->slot + 1) % op->buffers;
     memcpy(p->cur, bidx, (size_t)op->rank * sizeof *bidx);
+    sim_window_of(op, bidx, &p->win);
     p->have_block = 1;
     char *buf = sim_pipe_buffer(p);
     k->refs[op->arg].data = buf;
     if (op->role == PL_ROLE_IN) {
-        int64_t bytes = copy_in(k, p, bidx);
+        int64_t bytes = copy_in(k, p);
         p->tally->copies++;
         p->tally->bytes_in += bytes;
         if (so) so->bytes = bytes;
@@ -169,12 +157,12 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
     } else if (!fetch && !k->x->cost_only && k->x->checks) {
         sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
     }
-    sim_checks_new_block(k, p, bidx);
+    sim_checks_new_block(k, p);
     int rc = fetch ? fetch_back(k, p, bidx, step) : PL_OK;
     if (so && !rc) {
         so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : fetch ? PL_ACT_FETCH : PL_ACT_NEW;
         so->slot = p->slot;
-        if (fetch) so->bytes = window_bytes(op, bidx);
+        if (fetch) so->bytes = p->win.bytes;
     }
     return rc;
 }

@@ -31,6 +31,7 @@ typedef struct sim_pipe {
     int slot;                      /* current slot */
     int have_block;
     int64_t cur[PL_MAX_RANK];      /* block index now in VMEM */
+    sim_window win;                /* its in-bounds part (B5, B6): what copies move */
     /* P8: a map that reads scalar prefetch is evaluated for step n + 1 before
      * kernel n runs, as the pipeline issues that step's copies then */
     int ahead;                     /* ahead_bidx holds the next step's block index */

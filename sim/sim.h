@@ -107,15 +107,21 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
 int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, char *err, size_t errlen);
 
-/* The in-bounds part of block bidx: array elements [start, start+count) per
+/* The in-bounds part of a block: array elements [start, start+count) per
  * dim, at offset boff in the block buffer (nonzero only under B5's low
- * padding). Returns 1 if the block is clipped (B5, B6). */
-int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count, int64_t *boff);
+ * padding). The one place that computes it (window.c): the pipeline keeps
+ * the window of each operand's current block (pipeline.h). */
+typedef struct sim_window {
+    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
+    int clipped;                   /* narrower than the block: an edge (B6) or padding (B5) */
+    int64_t bytes;                 /* in-bounds bytes: what a copy of the block moves */
+} sim_window;
+void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w);
 
-/* Copy between HBM and a VMEM block buffer; only the in-bounds part moves.
- * Returns the bytes moved. */
-int64_t sim_copy_in(const sim_operand *op, const int64_t *bidx, void *buf, pl_uninit uninit);
-int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf);
+/* Copy between HBM and a VMEM block buffer; only the window moves (copy-in
+ * poisons the rest, V1). Returns the bytes moved. */
+int64_t sim_copy_in(const sim_operand *op, const sim_window *w, void *buf, pl_uninit uninit);
+int64_t sim_copy_out(const sim_operand *op, const sim_window *w, const void *buf);
 
 /* Fill n elements with the dtype's poison (V1): NaN, the integer maximum, or zero. */
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit);

@@ -10,9 +10,10 @@
 
 #include "sim.h"
 
-int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start, int64_t *count, int64_t *boff)
+void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w)
 {
     int clipped = 0;
+    int64_t *start = w->start, *count = w->count, *boff = w->boff, bytes = (int64_t)op->elem_size;
     for (int d = 0; d < op->rank; d++) {
         int64_t raw = op->squeezed[d] ? bidx[d] : op->element[d] ? bidx[d] - op->pad_lo[d] : bidx[d] * op->block[d];
         int64_t lo = raw < 0 ? 0 : raw, hi = raw + op->block[d];
@@ -21,8 +22,10 @@ int sim_block_window(const sim_operand *op, const int64_t *bidx, int64_t *start,
         count[d] = hi > lo ? hi - lo : 0;
         boff[d] = lo - raw;
         clipped |= count[d] < op->block[d];
+        bytes *= count[d];
     }
-    return clipped;
+    w->clipped = clipped;
+    w->bytes = bytes;
 }
 
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)
@@ -103,16 +106,13 @@ static int64_t copy_window(const sim_operand *op, const int64_t *start, const in
     return rows * (int64_t)row_bytes;
 }
 
-int64_t sim_copy_in(const sim_operand *op, const int64_t *bidx, void *buf, pl_uninit uninit)
+int64_t sim_copy_in(const sim_operand *op, const sim_window *w, void *buf, pl_uninit uninit)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
-    if (sim_block_window(op, bidx, start, count, boff)) sim_poison(buf, op->arr->dtype, op->block_elems, uninit);
-    return copy_window(op, start, count, boff, buf, 1);
+    if (w->clipped) sim_poison(buf, op->arr->dtype, op->block_elems, uninit);
+    return copy_window(op, w->start, w->count, w->boff, buf, 1);
 }
 
-int64_t sim_copy_out(const sim_operand *op, const int64_t *bidx, const void *buf)
+int64_t sim_copy_out(const sim_operand *op, const sim_window *w, const void *buf)
 {
-    int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
-    sim_block_window(op, bidx, start, count, boff);
-    return copy_window(op, start, count, boff, (char *)buf, 0);
+    return copy_window(op, w->start, w->count, w->boff, (char *)buf, 0);
 }
