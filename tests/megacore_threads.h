@@ -174,7 +174,7 @@ static inline mt_run mt_run_once(const mt_call *mc, int threads)
         r.trace = mt_read_bytes(path, &r.trace_len);
         unlink(path);
     }
-    qsort(r.log.v, (size_t)r.log.n, sizeof *r.log.v, mt_step_cmp);
+    if (r.log.n) qsort(r.log.v, (size_t)r.log.n, sizeof *r.log.v, mt_step_cmp); /* qsort(NULL, 0) is UB */
     return r;
 }
 
