@@ -167,7 +167,9 @@ extern const cli_cmd cli_list_cmd, cli_run_cmd, cli_verify_cmd;
 enum {
     K_SET = 1 << 0, K_VARY = 1 << 1, K_CHIP = 1 << 2, K_CHIP_FILE = 1 << 3, K_COST = 1 << 4, K_JSON = 1 << 5,
     K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
-    K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14,
+    K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15,
+    K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS,
+    K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS,
 };
 
 #define CLI_MAX_SETS 64
@@ -179,7 +181,7 @@ typedef struct cli_kopts {
     const char *sets[CLI_MAX_SETS], *varies[CLI_MAX_SETS];
     const char *chip, *chip_file, *trace, *svg, *heatmap, *output;
     int cost_only, json, csv, strict, has_seed;
-    int64_t seed, top, threads;
+    int64_t seed, top, threads, host_threads;
 } cli_kopts;
 
 /* Parse a kernel verb's arguments (argv[0] is the verb's own name, as

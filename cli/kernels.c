@@ -17,10 +17,10 @@
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--strict] [--seed N]"};
+                             "[--cost-only] [--json] [--trace FILE] [--strict] [--seed N] [--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
-                                "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME]"};
+                                "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N]"};
 
 typedef struct kopt {
     struct option o;
@@ -45,6 +45,9 @@ static const kopt table[] = {
     {{"top", 1, 0, 'T'}, K_TOP, "N", "show only the N fastest legal configurations"},
     {{"heatmap", 1, 0, 'H'}, K_HEATMAP, "FILE.svg", "write the error per output block as an SVG heatmap"},
     {{"threads", 1, 0, 'n'}, K_THREADS, "N", "host threads (default: one per core)"},
+    {{"host-threads", 1, 0, 'n' + 256}, K_HOST_THREADS, "N", "host threads for a megacore chip's TensorCores (G4; "
+                                                            "default one per core, up to the host's; 1 walks them "
+                                                            "in order): the results are the same"},
     {{"output", 1, 0, 'o'}, K_OUTPUT, "NAME", "the output the heatmap draws, by name or index (default 0)"},
     {{"help", 0, 0, 'h'}, 0, NULL, "print this help"},
 };
@@ -78,8 +81,7 @@ void cli_kopt_help(unsigned mask, FILE *f)
 
 void cli_khelp(const cli_cmd *cmd, FILE *f)
 {
-    static const unsigned masks[] = {0, K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED,
-                                     K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT};
+    static const unsigned masks[] = {0, K_RUN_OPTS, K_VERIFY_OPTS};
     unsigned mask = cmd == &cli_run_cmd ? masks[1] : cmd == &cli_verify_cmd ? masks[2] : masks[0];
     fprintf(f, "usage: %s\n\n%s", cmd->synopsis, verb_text(cmd));
     cli_kopt_help(mask, f);
@@ -113,6 +115,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'e': rc = cli_parse_count(cmd, "--seed", arg, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
     case 'n': rc = cli_parse_count(cmd, "--threads", arg, 1024, &o->threads); break;
+    case 'n' + 256: rc = cli_parse_count(cmd, "--host-threads", arg, 1024, &o->host_threads); break;
     }
     return rc;
 }
@@ -240,6 +243,7 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     opt->strict = o->strict;
     opt->seed = (uint64_t)o->seed;
     opt->trace_path = o->trace;
+    opt->host_threads = (int)o->host_threads;
     return 0;
 }
 

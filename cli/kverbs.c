@@ -12,8 +12,6 @@
 #include "../sim/kdef_internal.h"
 #include "cli.h"
 
-#define RUN_MASK (K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED)
-#define VERIFY_MASK (K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT)
 
 /* The verb's kernel, values and options from its command line. -1: go on. */
 static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY || status == PL_ENOMEM ? 1 : 2; }
@@ -60,7 +58,7 @@ int cli_run(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = cli_kernel_setup(cmd, RUN_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, K_RUN_OPTS, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
     char label[512];
     pl_kernel_format(d, v, label, sizeof label);
@@ -204,7 +202,7 @@ int cli_verify(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = cli_kernel_setup(cmd, VERIFY_MASK, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, K_VERIFY_OPTS, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
     if (!d->reference) return cli_fail(cmd, "kernel '%s' defines no reference: there is nothing to verify against",
                                        d->name);

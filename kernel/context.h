@@ -56,7 +56,7 @@ typedef struct kern_dma {
 } kern_dma;
 
 /* Kernel arguments the context can name (M3): the executor's refs array
- * holds at most 3 * PL_MAX_OPERANDS + PL_MAX_SCRATCH (sim/exec.h). */
+ * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/core.h). */
 #define KERN_MAX_ARGS 64
 
 /* The executor pads the refs array past the call's last argument with refs
