@@ -10,6 +10,11 @@
  *      host_threads 1 output must pass pl_check_matmul (V5).
  *   3. The speedup of 2 threads over 1 (goal >= 1.6x on a host with two
  *      cores or more) and each side against one sgemm.
+ *   4. What the host allows at the moment: its load average and the speedup
+ *      of a plain two-thread spin loop. On a shared or busy machine (other
+ *      builds running) that ceiling is well under 2x, and the matmul's
+ *      speedup cannot beat it: compare the two before reading a miss as
+ *      tilesim's.
  *
  * Times are wall-clock (CLOCK_MONOTONIC), not the CPU time of the calling
  * thread as in matmul_vs_blas: with host threads the work runs on threads
@@ -21,7 +26,9 @@
  * (the outputs differ, or the check fails); 2 when a call failed or memory
  * ran out.
  */
+#define _DEFAULT_SOURCE /* getloadavg */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +123,41 @@ static double bench_threads(int threads, const pl_array *args, pl_array *out, ui
     return best;
 }
 
+/* ---- 4. the host's own two-thread ceiling ------------------------------------------ */
+
+static void *spin(void *arg)
+{
+    volatile double x = 0;
+    for (long i = 0; i < 100000000L; i++) x += 1e-9;
+    (void)arg;
+    return NULL;
+}
+
+/* Wall time of two spins one after the other over two at once; < 0 if no thread starts. */
+static double spin_ceiling(void)
+{
+    double t0 = wall_s();
+    spin(NULL), spin(NULL);
+    double seq = wall_s() - t0;
+    pthread_t t[2];
+    t0 = wall_s();
+    if (pthread_create(&t[0], NULL, spin, NULL)) return -1;
+    if (pthread_create(&t[1], NULL, spin, NULL)) {
+        pthread_join(t[0], NULL);
+        return -1;
+    }
+    pthread_join(t[0], NULL), pthread_join(t[1], NULL);
+    return seq / (wall_s() - t0);
+}
+
+static void host_note(void)
+{
+    double load[1] = {-1}, ceiling = spin_ceiling();
+    if (getloadavg(load, 1) < 1) load[0] = -1;
+    printf("the host now: load average %.2f; two threads of a plain spin loop run %.2fx as fast as one "
+           "(the ceiling for the speedup above)\n", load[0], ceiling);
+}
+
 static int run(const uint16_t *a, const uint16_t *b, uint16_t *c, uint16_t *want, const float *af, const float *bf,
                float *cf)
 {
@@ -164,6 +206,7 @@ int main(void)
         printf("OpenBLAS: %s, %d thread(s); wall time, best of %d after a warm-up\n\n", openblas_get_config(),
                openblas_get_num_threads(), SIM_REPS);
         status = run(a, b, c, want, af, bf, cf);
+        if (!status) host_note();
         printf("\ntotal bench time %.1f s\n", wall_s() - t_start);
     } else fprintf(stderr, "megacore_threads: out of memory for %dx%d matrices\n", N_MAT, N_MAT);
     free(a), free(b), free(c), free(want), free(af), free(bf), free(cf);
