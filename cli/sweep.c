@@ -150,7 +150,8 @@ static int run(cli_sweep_result *s, const pl_options *opt, int64_t threads)
     return st == PL_OK ? 0 : -1;
 }
 
-static const cli_sweep_result *sort_ctx; /* qsort has no user pointer in C11 */
+/* qsort has no user pointer in C11: the comparator reads this thread's */
+static _Thread_local const cli_sweep_result *sort_ctx;
 
 static int by_time(const void *pa, const void *pb)
 {

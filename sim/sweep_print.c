@@ -15,7 +15,8 @@
 
 #define REASON_MAX 110 /* characters of a reason before it is cut at its first sentence */
 
-static const pl_report *sort_reports; /* qsort has no user pointer in C11 */
+/* qsort has no user pointer in C11: the comparator reads this thread's */
+static _Thread_local const pl_report *sort_reports;
 
 static int by_time(const void *pa, const void *pb)
 {

@@ -46,8 +46,7 @@
  * only: pl_report.chip (see there).
  *
  * Threads: any function here may be called from several threads at once, on
- * different arrays and reports, except where its comment says otherwise
- * (the sweep printers). User callbacks (kernels, index maps, on_step, a
+ * different arrays and reports. User callbacks (kernels, index maps, a
  * sweep's build) may be called on host threads other than the caller's, and
  * several at once: see pl_pallas_call and pl_sweep.
  */
@@ -256,11 +255,13 @@ typedef struct pl_chip pl_chip;
  * Threads: several threads may run calls at once; calls share nothing but
  * what the caller gives them: they may read the same inputs and chip, but
  * must not share an output array (nor an input aliased to one, M6). The
- * kernel, the index maps and on_step run on the calling thread, or, on a
- * chip with several TensorCores per device (G4) unless opt->host_threads is
- * 1, on tilesim's host threads, one per TensorCore, at the same time: a
- * kernel that writes through pl_call.user (pl_kernel_user) needs its own
- * locking. */
+ * kernel and the index maps run on the calling thread, or, on a chip with
+ * several TensorCores per device (G4) unless opt->host_threads is 1, on
+ * tilesim's host threads, one per TensorCore, at the same time: a kernel
+ * that writes through pl_call.user (pl_kernel_user) needs its own locking.
+ * on_step always runs on the calling thread, the steps in order. While
+ * cores run on host threads, OpenBLAS is set to one thread (process-wide;
+ * the setting comes back when the last such call ends). */
 int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
                    pl_report *report);
 
@@ -319,10 +320,9 @@ typedef struct pl_step_info {
     pl_step_operand op[3 * PL_MAX_OPERANDS];
 } pl_step_info;
 
-/* Called during the call only: on the calling thread or, with several
- * TensorCores per device unless host_threads is 1, on the host thread that
- * walks info->core, possibly while another core's thread calls it too (see
- * pl_pallas_call); a recorder shared between cores needs a lock. */
+/* Called during the call only, on the calling thread, one step after the
+ * other: a call with a recorder walks its TensorCores in order (G4), core 0's
+ * steps first. */
 typedef void (*pl_step_fn)(const pl_step_info *info, void *user);
 
 /* pl_options: how a call runs. A zeroed struct (or opt = NULL) is the
@@ -346,7 +346,10 @@ struct pl_options {
     void *on_step_user;
     int host_threads;   /* host threads that walk a megacore chip's TensorCores (G4): 0, one per
                            TensorCore up to the host's physical cores; 1, the cores one after the
-                           other. Results and reports are identical either way */
+                           other; negative: PL_EINVAL. Results, outputs and reports are identical
+                           either way. In order regardless: with on_step, checks_off, aliases,
+                           ANY operands, semaphores, an array both input and output, or too
+                           little host memory for every core's buffers at once */
 };
 
 /* ---- the report -------------------------------------------------------------- */
@@ -587,13 +590,11 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
  * chip's, then the MXU rate. Each printer returns PL_OK, PL_EINVAL (bad
  * arguments, a write error), PL_ENOMEM. They read each report's chip (see
  * pl_report).
- * Threads: pl_sweep_rank sorts through one static pointer (qsort has no
- * user argument), so pl_sweep_rank, the printers and pl_roofline_svg, which
- * rank, must not run on two threads at once. */
+ * Threads: any thread, several at once (the sort's state is per thread). */
 
 /* order[0..n): the legal indexes fastest first, then the rejected ones;
  * returns the number of legal ones. reports and order hold n entries (no
- * checks: n >= 0, neither NULL). One thread at a time (above). */
+ * checks: n >= 0, neither NULL). Any thread. */
 int pl_sweep_rank(int n, const pl_report *reports, int *order);
 /* "over budget" (PL_EVMEM) or "illegal": a static string. r not NULL. */
 const char *pl_sweep_reject_kind(const pl_report *r);
@@ -609,7 +610,7 @@ int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *co
  * HBM, MXU and VPU roofs of chip) as an SVG file at path; title names the
  * kernel. msg gets a one-line result or the error (msg NULL: none).
  * Returns PL_OK, PL_EINVAL (bad arguments, an unwritable path, a write
- * error), PL_ENOMEM. One thread at a time (above). */
+ * error), PL_ENOMEM. */
 int pl_roofline_svg(const char *path, int n, const pl_report *reports, const char *const *labels, const pl_chip *chip,
                     const char *title, char *msg, size_t msglen);
 

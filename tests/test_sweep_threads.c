@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,3 +169,47 @@ Test(sweep_threads, reports_do_not_depend_on_the_thread_count) { compare_thread_
 /* A megacore chip splits the first parallel axis between two TensorCores
  * (G4): per-core timelines, still independent of the host threads. */
 Test(sweep_threads, megacore_reports_do_not_depend_on_the_thread_count) { compare_thread_counts("v5p"); }
+
+/* pl_sweep_rank (and the printers that rank) on two threads at once, each
+ * on its own reports: each gets its own order. The sort's state is per
+ * thread; a shared one made one thread sort by the other's times (caught
+ * here, or by `make check-tsan`, which runs this suite). */
+#define RANK_N 400
+
+typedef struct rank_job {
+    pl_report *reports;
+    int bad;
+} rank_job;
+
+static void *rank_many(void *p)
+{
+    rank_job *j = p;
+    int order[RANK_N];
+    for (int rep = 0; rep < 2000 && !j->bad; rep++) {
+        int legal = pl_sweep_rank(RANK_N, j->reports, order);
+        if (legal != RANK_N) j->bad = 1;
+        for (int i = 1; i < legal; i++)
+            if (j->reports[order[i - 1]].time_s > j->reports[order[i]].time_s) j->bad = 1;
+    }
+    return NULL;
+}
+
+Test(sweep_threads, rank_on_two_threads_at_once)
+{
+    rank_job jobs[2];
+    for (int t = 0; t < 2; t++) {
+        jobs[t].reports = calloc(RANK_N, sizeof *jobs[t].reports);
+        cr_assert(jobs[t].reports);
+        jobs[t].bad = 0;
+        for (int i = 0; i < RANK_N; i++) /* opposite orders: a mixed-up sort shows */
+            jobs[t].reports[i].time_s = t ? (double)i : (double)(RANK_N - i);
+    }
+    pthread_t tid;
+    cr_assert_eq(pthread_create(&tid, NULL, rank_many, &jobs[1]), 0);
+    rank_many(&jobs[0]);
+    pthread_join(tid, NULL);
+    for (int t = 0; t < 2; t++) {
+        cr_expect(!jobs[t].bad, "thread %d got an order not by its own times", t);
+        free(jobs[t].reports);
+    }
+}
