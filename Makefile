@@ -142,6 +142,7 @@ test: $(TESTS) $(EXAMPLES) $(CLI) $(PLUGINS)
 bench: $(BENCHES)
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/matmul_vs_blas
 	$(BUILD)/bench/sweep_speed
+	$(BUILD)/bench/megacore_threads
 
 # The whole suite again under AddressSanitizer and UBSan, no recovery.
 # Leak detection stays off for the test runner (Criterion's own allocations
