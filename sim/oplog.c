@@ -1,13 +1,61 @@
-/* sim/oplog.c: a step's op log (kernel/context.h) into the timing model's
- * records (timing.h) and the report's work counters.
+/* sim/oplog.c: the price of a block op on a chip, and a step's op log
+ * (kernel/context.h) into the timing model's records (timing.h) and the
+ * report's work counters.
  *
  * The kernel layer logs what each block op did in FLOPs and elements; this
- * file prices each op on the chip (sim_op_seconds) and adds it to the step's
+ * file prices each op on the chip (sim_op_seconds: MXU ops padded to the
+ * MXU width at the dtype's rate, elementwise ops on the VPU, element
+ * accesses on the scalar unit) and adds it to the step's
  * compute time. A step that starts or waits for manual copies becomes an
  * event list instead: compute between the copies' starts and waits. Both
  * grow as needed, so a step may log any number of ops and copies.
  */
+#include <math.h>
+
 #include "timing.h"
+
+/* ---- compute ---------------------------------------------------------------------- */
+
+static double pad(double x, double m) { return ceil(x / m) * m; }
+
+double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t)
+{
+    if (t == PL_F32) return chip->bf16_flops * chip->f32_fraction;
+    if (t == PL_I8 && chip->int8_ops > 0) return chip->int8_ops;
+    return chip->bf16_flops; /* bf16, f16, and int8 where the chip has no int8 path */
+}
+
+/* The MXU holds the (k, n) operand in a width x width array and streams m
+ * through it in rows of 8 sublanes: k and n pad to the width, m to 8. */
+double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
+{
+    return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
+}
+
+double sim_scalar_seconds(const pl_chip *chip, double accesses)
+{
+    /* one access per cycle of the scalar unit, or 1 ns where the clock is not published */
+    return accesses * (chip->clock_hz > 0 ? 1.0 / chip->clock_hz : 1e-9);
+}
+
+double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
+{
+    if (op->kind == KERN_OP_SCALAR) {
+        *padded = (double)op->elems;
+        return sim_scalar_seconds(chip, (double)op->elems);
+    }
+    if (op->kind == KERN_OP_DOT) {
+        *padded = sim_dot_padded_flops(chip, op);
+        return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
+    }
+    /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per element
+     * for exp and the other EUP ops, more for tanh and gelu, every element a
+     * reduction reads) are its work */
+    double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
+    *padded = pad(work, 1024);
+    return *padded / chip->vpu_flops;
+}
+
 
 /* Kernels repeat the same few ops at every step: remember the last times. */
 static double op_seconds(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, double *padded)

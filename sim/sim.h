@@ -10,7 +10,8 @@
  *   window.c    copy a block between HBM and a VMEM buffer, poison
  *   checks.c    what hardware hides: NaN, unwritten blocks, races (V1-V4)
  *   timing.c    the discrete-event model (timing.h); oplog.c prices the kernel's
- *               op log into it; analyze.c the bound
+ *               op log into it, records.c keeps what the walk records;
+ *               analyze.c the bound
  *   trace.c, report.c, verify.c, order.c, sweep.c, chips.c
  * All state of a call lives in one sim_exec value: no globals, so calls may
  * run on several host threads at once (pl_sweep does).

@@ -76,6 +76,8 @@ typedef struct sim_time_result {
     double core_compute_s[SIM_MAX_CORES], core_overhead_s[SIM_MAX_CORES]; /* per core: with its wait, core_end_s */
 } sim_time_result;
 
+/* ---- records.c: what the walk records ---- */
+
 /* Make room for n transfers (with block indices) or `steps` steps up front:
  * the walk knows how many it will record. 0, or -1 when out of memory. */
 int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx);
@@ -89,6 +91,8 @@ int sim_coreline_step(sim_coreline *c, double seconds);
  * SIM_KEV_END. Returns 0 or -1 when out of host memory. */
 int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e);
 void sim_coreline_free(sim_coreline *c);
+
+/* ---- oplog.c: the price of the kernel's ops ---- */
 
 /* Time of one block op on the chip: MXU ops padded to the MXU width and run at
  * the dtype's rate, elementwise ops on the VPU. *padded: the work after
@@ -117,6 +121,8 @@ typedef struct sim_op_memo {
  * memo: SIM_OP_CACHE entries, zeroed at first. 0, or -1 out of memory. */
 int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, int64_t step, int64_t first_copy,
                     const kern_op *ops, int n, pl_report *r, double *dot_flops);
+
+/* ---- timing.c: the replay ---- */
 
 /* Replay the records of n_cores cores; returns 0, -1 when out of memory or
  * on an internal inconsistency of the records, -2 when the next event lies
