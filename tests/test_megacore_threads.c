@@ -3,8 +3,9 @@
  * host_threads is, a call gives the same results and reports bit for bit
  * (the harness, tests/megacore_threads.h, says what is compared). Here: real
  * matmuls on v5p, v4 and a 4-core what-if chip under four seeds, every
- * built-in kernel, and that the threads are really there. The findings,
- * errors and pipeline features are in test_megacore_threads2.c.
+ * built-in kernel, and that the threads are really there. The findings and
+ * errors are in test_megacore_threads2.c, the pipeline's features in
+ * test_megacore_threads3.c.
  */
 #include <hwloc.h>
 
