@@ -17,9 +17,9 @@
 #include "../kernel/pallas.h"
 #include "tilesim.h"
 
-/* The most operands of a call: inputs, outputs and scalar prefetch, each up
- * to PL_MAX_OPERANDS (the public arrays of sim/tilesim.h have this size). */
-#define SIM_MAX_OPS (3 * PL_MAX_OPERANDS)
+/* The most operands of a call: inputs, outputs and scalar prefetch (the
+ * public arrays of sim/tilesim.h have this size). */
+#define SIM_MAX_OPS PL_MAX_CALL_OPERANDS
 
 /* G4: the most TensorCores a (what-if) device may have. */
 #define SIM_MAX_CORES 64

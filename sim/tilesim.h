@@ -68,6 +68,9 @@ extern "C" {
  * limit; longer names are cut to fit. */
 #define PL_MAX_OPERANDS 16 /* inputs (or outputs) of one call */
 #define PL_MAX_SCRATCH 16  /* scratch buffers of one call */
+/* Operands of one call: scalar prefetch, inputs and outputs, each up to
+ * PL_MAX_OPERANDS; the rows of a report and of a step's info. */
+#define PL_MAX_CALL_OPERANDS (3 * PL_MAX_OPERANDS)
 #define PL_NAME_MAX 32     /* an operand's or scratch buffer's name in a report, with its NUL */
 #define PL_MSG_MAX 2048    /* pl_report.error and .warnings, pl_last_error(), with the NUL */
 #define PL_MAX_FINDINGS 8  /* findings a report keeps (pl_report.n_findings counts them all) */
@@ -315,9 +318,9 @@ typedef struct pl_step_info {
     int grid_rank;
     int64_t idx[PL_MAX_GRID];      /* the grid point */
     int n_operands;                /* same order as pl_report.op */
-    const char *names[3 * PL_MAX_OPERANDS];
-    int ranks[3 * PL_MAX_OPERANDS];
-    pl_step_operand op[3 * PL_MAX_OPERANDS];
+    const char *names[PL_MAX_CALL_OPERANDS];
+    int ranks[PL_MAX_CALL_OPERANDS];
+    pl_step_operand op[PL_MAX_CALL_OPERANDS];
 } pl_step_info;
 
 /* Called during the call only, on the calling thread, one step after the
@@ -427,7 +430,7 @@ struct pl_report {
     int64_t grid[PL_MAX_GRID];
     int64_t steps;                /* grid points run */
     int n_operands;               /* prefetch + inputs + outputs */
-    pl_operand_report op[3 * PL_MAX_OPERANDS];
+    pl_operand_report op[PL_MAX_CALL_OPERANDS];
     int n_scratch;
     pl_scratch_report scratch[PL_MAX_SCRATCH];
     int64_t vmem_bytes;           /* blocks x buffers + VMEM scratch */
