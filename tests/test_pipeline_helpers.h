@@ -36,7 +36,8 @@ static inline int count_nan_f32(const float *p, int64_t n)
     return k;
 }
 
-static inline void run_ok(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt, pl_report *rep)
+static inline void run_ok(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                          pl_report *rep)
 {
     int rc = pl_pallas_call(call, args, outs, opt, rep);
     cr_assert_eq(rc, PL_OK, "pl_pallas_call returned %d (%s): %s", rc, pl_strerror(rc), rep->error);
