@@ -88,11 +88,3 @@ void sim_blockset_free(sim_blockset *s)
     free(s->used);
     *s = (sim_blockset){0};
 }
-
-int sim_blockset_meets(const sim_blockset *a, const sim_blockset *b)
-{
-    int64_t v;
-    for (size_t i = 0; i < a->cap && b->len; i++)
-        if (a->used[i] && sim_blockset_get(b, a->keys + i * (size_t)a->rank, a->rank, &v)) return 1;
-    return 0;
-}

@@ -22,7 +22,5 @@ typedef struct sim_blockset {
 int sim_blockset_put(sim_blockset *s, const int64_t *bidx, int rank, int64_t val);
 int sim_blockset_get(const sim_blockset *s, const int64_t *bidx, int rank, int64_t *val); /* 1 if found */
 void sim_blockset_free(sim_blockset *s);
-/* 1 if some block of a is also in b (same rank). */
-int sim_blockset_meets(const sim_blockset *a, const sim_blockset *b);
 
 #endif

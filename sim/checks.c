@@ -9,6 +9,7 @@
  * parallel axis cannot share one (a race on a megacore chip).
  */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core.h"
@@ -203,25 +204,47 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
 /* ---- races (V4) ------------------------------------------------------------------ */
 
 /* The first global step that selected block bidx of p's output: in the
- * earlier cores' sets first (their steps come first), then this core's. */
-static int first_writer(const sim_core *k, const sim_pipe *p, const int64_t *bidx, int64_t *first)
+ * earlier cores' sets first (their steps come first), then this core's;
+ * a block nobody selected yet is recorded for this core at `step`.
+ * 1 found, 0 recorded, -1 out of memory. */
+static int first_writer(const sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step, int64_t *first)
 {
     for (int c = 0; c < k->index && k->cross_cores; c++)
         if (sim_blockset_get(&k->x->cores[c]->pipe[p->op->arg].writers, bidx, p->op->rank, first)) return 1;
-    return sim_blockset_get(&p->writers, bidx, p->op->rank, first);
+    if (sim_blockset_get(&p->writers, bidx, p->op->rank, first)) return 1;
+    return sim_blockset_put(&p->writers, bidx, p->op->rank, step) ? -1 : 0;
+}
+
+/* Cores on host threads: first_writer under the lock every core takes here,
+ * after asking whether another core selected block bidx already. Then the
+ * two would write it back at the same time: 2, and this core stops; the
+ * walk runs again in order to report the race (walk.c). */
+static int first_writer_locked(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step, int64_t *first)
+{
+    sim_exec *x = k->x;
+    int found = 0;
+    pthread_mutex_lock(&x->meet_lock);
+    for (int c = 0; c < x->n_cores && !found; c++)
+        found = c != k->index && sim_blockset_get(&x->cores[c]->pipe[p->op->arg].writers, bidx, p->op->rank, first);
+    found = found ? 2 : first_writer(k, p, bidx, step, first);
+    pthread_mutex_unlock(&x->meet_lock);
+    return found;
 }
 
 int sim_checks_race(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step)
 {
-    const sim_exec *x = k->x;
+    sim_exec *x = k->x;
     const sim_operand *op = p->op;
     /* declarative maps were checked before running (maps.c) */
     if (!x->checks || !x->parallel_axes || !op->map.fn || p->race_warned) return PL_OK;
     int64_t first;
-    if (!first_writer(k, p, bidx, &first)) {
-        if (sim_blockset_put(&p->writers, bidx, op->rank, step)) return sim_fail(&k->rep, PL_ENOMEM, "out of host memory");
-        return PL_OK;
+    int found = x->threaded ? first_writer_locked(k, p, bidx, step, &first) : first_writer(k, p, bidx, step, &first);
+    if (found < 0) return sim_fail(&k->rep, PL_ENOMEM, "out of host memory");
+    if (found == 2) {
+        k->met = 1;
+        return sim_fail(&k->rep, PL_ERACE, "TensorCore %d met another on a block of %s", k->index, op->rep->name);
     }
+    if (!found) return PL_OK;
     const pl_call *call = x->plan.call;
     int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
     sim_point_of_step(x, first, then);

@@ -31,6 +31,7 @@ typedef struct sim_core {
     int64_t step_base;                         /* global number of its first step */
     int64_t lo[PL_MAX_GRID], hi[PL_MAX_GRID];  /* its box of the grid (G4) */
     int cross_cores;                           /* V4 also looks at the earlier cores' writers (in order only) */
+    int met;                                   /* on threads: it stopped at a block another core selected */
     pl_report rep;                             /* what it adds to the call's report */
     double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype */
     sim_coreline *line;                        /* its timeline (x->lines[index]) */

@@ -9,6 +9,7 @@
 #ifndef TILESIM_EXEC_H
 #define TILESIM_EXEC_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "sim.h"
@@ -42,6 +43,8 @@ typedef struct sim_exec {
     /* what the cores did */
     sim_coreline *lines;                       /* n_cores timelines, for the timing model */
     struct sim_core *cores[SIM_MAX_CORES];     /* while they walk */
+    int threaded;                              /* they walk on host threads at once */
+    pthread_mutex_t meet_lock;                 /* then: guards every core's V4 writers sets (checks.c) */
     double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype, all cores */
 } sim_exec;
 

@@ -196,17 +196,6 @@ static void *walk_thread(void *arg)
     return NULL;
 }
 
-/* Did some core select an output block an earlier core selected too? The
- * in-order walk would have stopped there with a race (V4). */
-static int cores_met(const sim_exec *x)
-{
-    for (int c = 1; c < x->n_cores; c++)
-        for (int e = 0; e < c; e++)
-            for (int i = 0; i < x->plan.n_ops; i++)
-                if (sim_blockset_meets(&x->cores[c]->pipe[i].writers, &x->cores[e]->pipe[i].writers)) return 1;
-    return 0;
-}
-
 /* The outputs as they were before the cores ran. A threaded walk whose
  * early core fails has let later cores write what the in-order walk never
  * reaches: the outputs are put back and the cores walk again in order, so
@@ -238,8 +227,10 @@ static void restore_outputs(const sim_exec *x, sim_saved *s, int put_back)
 }
 
 /* Each core on a thread of its own (cores beyond `threads` take turns).
- * 0 when the walk stands; 1 when it must be walked again in order (the
- * cores met, or a core failed before the last one), outputs put back. */
+ * 0 when the walk stands; 1 when it must be walked again in order (two
+ * cores met on an output block, V4, or a core failed before the last one),
+ * outputs put back. Cores that meet never write one block at once: the
+ * second to select it stops there (checks.c). */
 static int walk_threaded(sim_exec *x, int threads)
 {
     sim_core *lists[SIM_MAX_CORES][SIM_MAX_CORES + 1] = {{0}};
@@ -260,18 +251,24 @@ static int walk_threaded(sim_exec *x, int threads)
     }
     free(ignored);
     for (int t = 0; t < threads; t++) arg[t] = lists[t];
+    pthread_mutex_init(&x->meet_lock, NULL);
+    x->threaded = 1;
     sim_blas_single_begin();
     sim_run_pinned(threads, walk_thread, arg);
     sim_blas_single_end();
-    int again = cores_met(x);
-    for (int c = 0; c + 1 < x->n_cores; c++) again |= x->cores[c]->rep.status != PL_OK;
+    x->threaded = 0;
+    pthread_mutex_destroy(&x->meet_lock);
+    int again = 0;
+    for (int c = 0; c < x->n_cores; c++) /* cores that met; a core failed before the last */
+        again |= x->cores[c]->met || (c + 1 < x->n_cores && x->cores[c]->rep.status != PL_OK);
     restore_outputs(x, &saved, again);
     return again;
 }
 
 /* Host threads for this call: 1 unless its cores cannot affect each other.
  * They can through HBM (an aliased output, an array passed as both input and
- * output, an ANY operand the kernel reads or writes itself, manual copies),
+ * output, an ANY operand the kernel reads or writes itself, manual copies,
+ * output blocks at element offsets, which may overlap),
  * through the recorder, which sees the steps in order, and, with the checks
  * off, through an output block two cores share unseen (V4). */
 static int host_threads(const sim_exec *x)
@@ -283,6 +280,8 @@ static int host_threads(const sim_exec *x)
     for (int i = 0; i < x->plan.n_ops; i++) {
         const sim_operand *a = &x->plan.ops[i];
         if (a->role != PL_ROLE_PREFETCH && !a->pipelined) return 1;
+        for (int d = 0; d < a->rank && a->role == PL_ROLE_OUT; d++)
+            if (a->element[d]) return 1; /* element offsets (B5): distinct blocks may overlap in HBM */
         for (int j = 0; j < x->plan.n_ops && a->role == PL_ROLE_OUT && !x->cost_only; j++) {
             const sim_operand *b = &x->plan.ops[j];
             const char *pa = a->arr->data, *pb = b->arr->data;
