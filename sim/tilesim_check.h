@@ -11,8 +11,9 @@
  *         fprintf(stderr, "wrong: %s\n", chk.blame);
  *
  * sim/tilesim.h includes this header, so a program that includes only
- * tilesim.h has all of it; this header includes tilesim.h in turn (it
- * needs pl_array, pl_call, pl_options and pl_report).
+ * tilesim.h has all of it. This header names pl_array, pl_call, pl_options
+ * and pl_report without including tilesim.h (no include cycle): a program
+ * that builds those includes tilesim.h, in either order.
  *
  * Lifetimes: the checks read the arrays they are given during the call and
  * keep no pointer; a pl_check is a plain value. Threads: several checks
@@ -23,10 +24,21 @@
 #ifndef TILESIM_CHECK_H
 #define TILESIM_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tilesim.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* defined in sim/tilesim.h (a typedef may be repeated, in C11 and C++) */
+typedef struct pl_array pl_array;
+typedef struct pl_call pl_call;
+typedef struct pl_options pl_options;
+typedef struct pl_report pl_report;
+#ifdef __cplusplus
+}
+#endif
 
 #ifdef __cplusplus
 extern "C" {
