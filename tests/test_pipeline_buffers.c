@@ -2,7 +2,7 @@
  * a constant map copied once (P7), the cost-only option, and the per-step
  * recorder (pl_options.on_step) against P2, P3 and P6.
  *
- * Each test is named after the rule of ../shared/PALLAS.md it checks. Kernels
+ * Each test is named after the rule of docs/PALLAS.md it checks. Kernels
  * never assert: they record what they saw into a host struct reached through
  * pl_kernel_user, and the test asserts after the call, so a failure names the
  * rule rather than a longjmp out of the simulator.

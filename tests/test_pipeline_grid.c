@@ -2,7 +2,7 @@
  * come in: the slice the index map selects (P1), and no copy when the block
  * did not change (P2).
  *
- * Each test is named after the rule of ../shared/PALLAS.md it checks. Kernels
+ * Each test is named after the rule of docs/PALLAS.md it checks. Kernels
  * never assert: they record what they saw into a host struct reached through
  * pl_kernel_user, and the test asserts after the call, so a failure names the
  * rule rather than a longjmp out of the simulator.

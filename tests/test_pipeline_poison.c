@@ -1,7 +1,7 @@
 /* tests/test_pipeline_poison.c: scratch persists across grid points and
  * starts poisoned (M2), and the poison of every dtype (V1).
  *
- * Each test is named after the rule of ../shared/PALLAS.md it checks. Kernels
+ * Each test is named after the rule of docs/PALLAS.md it checks. Kernels
  * never assert: they record what they saw into a host struct reached through
  * pl_kernel_user, and the test asserts after the call, so a failure names the
  * rule rather than a longjmp out of the simulator.
