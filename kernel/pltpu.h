@@ -69,6 +69,61 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc);
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value);
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem);
 
+/* ---- other devices of a mesh (M11, M12; sim/tilesim_mesh.h) ----------------
+ *
+ * Under pl_mesh_call every device runs the kernel; these say which one this
+ * is and reach the others. A ring all-gather step, as the distributed Pallas
+ * guide writes it:
+ *
+ *     int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+ *     pltpu_remote_copy cp = pltpu_make_async_remote_copy(
+ *         c, pl_at(c, buf, slot), pl_at(c, buf, 1 - slot),
+ *         pl_at(c, send_sems, 0), pl_at(c, recv_sems, 0), (me + 1) % n);
+ *     pltpu_remote_copy_start(c, &cp);      // my slot -> my right neighbour's other slot
+ *     pltpu_remote_copy_wait(c, &cp);       // my send is done, and my left neighbour's has landed
+ *
+ * The destination is the same Ref (argument, offsets) on the other device:
+ * an ANY (HBM) operand or a scratch buffer. Its DMA semaphore recv_sem, on
+ * the other device, counts the bytes landed there; send_sem, here, the
+ * bytes sent. A wait blocks until another device's copy or signal makes it
+ * possible; a wait nothing in the mesh can satisfy is PL_EDEADLOCK naming
+ * every stuck device. On a single device (pl_pallas_call) the device is 0
+ * of 1 and a remote copy to device 0 is a local one. */
+
+/* This device's number in the mesh (row-major over its axes), and how many. */
+int pltpu_device_id(pl_ctx *c);
+int pltpu_num_devices(pl_ctx *c);
+/* lax.axis_index / axis_size: the position along the mesh axis named `axis`
+ * and the axis's length; an unknown name is PL_EINVAL. */
+int64_t pltpu_axis_index(pl_ctx *c, const char *axis);
+int64_t pltpu_axis_size(pl_ctx *c, const char *axis);
+
+typedef struct pltpu_remote_copy {
+    pl_ref src, dst;        /* same shape and dtype; dst names a Ref of device `device` */
+    pl_ref send_sem;        /* here: a DMA semaphore that counts the bytes sent */
+    pl_ref recv_sem;        /* there: a DMA semaphore that counts the bytes landed */
+    int device;
+    int64_t bytes;
+} pltpu_remote_copy;
+
+/* make_async_remote_copy(src, dst, send_sem, recv_sem, device_id): checks
+ * shapes, dtypes, the semaphores and the device (PL_ESHAPE, PL_EDTYPE,
+ * PL_ESPACE, PL_EINVAL) and starts nothing. */
+pltpu_remote_copy pltpu_make_async_remote_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem,
+                                               pl_ref recv_sem, int device_id);
+/* .start(): the data lands on the other device now, adding cp->bytes to its
+ * recv_sem and to this device's send_sem. */
+void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp);
+/* .wait_send(): until send_sem holds cp->bytes (taken off); .wait_recv():
+ * until this device's recv_sem holds cp->bytes, the copy the left
+ * neighbour started into this device (taken off); .wait(): both. */
+void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp);
+void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp);
+void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp);
+/* semaphore_signal(sem, inc, device_id=...): add inc to the regular
+ * semaphore sem of another device (the same scratch element there). */
+void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,98 @@
+/* sim/tilesim_mesh.h: meshes of devices, and one call run SPMD on every
+ * device of a mesh, as shard_map + pallas_call does (rules M11, M12).
+ *
+ * A mesh is a device count with a shape of 1 to 3 named axes (a ring of 8,
+ * a 4x4 torus, a 4x4x4 torus), each axis wrapping around or not. Devices
+ * are numbered row-major over the axes, last axis fastest. Every device has
+ * its own HBM arrays (its shard of each argument and output), VMEM, SMEM
+ * and semaphores, and runs the same kernel over its own grid; the kernel
+ * finds its place with pltpu_device_id / pltpu_axis_index (kernel/pltpu.h)
+ * and talks to other devices with remote copies and remote signals.
+ *
+ *     pl_mesh mesh;
+ *     char msg[256];
+ *     pl_mesh_parse("ring:8", &mesh, msg, sizeof msg);     // 8 devices, axis "x", wrapping
+ *     // args: 8 x n_args arrays (device 0's, then device 1's, ...); outs likewise
+ *     pl_mesh_report mr;
+ *     int rc = pl_mesh_call(&mesh, &call, args, outs, &opt, &mr, reports);
+ *
+ * Each device runs on a host thread of its own. A wait blocks until another
+ * device's copy or signal satisfies it; when every device still running is
+ * blocked, that is a deadlock, reported with each device's pending wait and
+ * grid point (PL_EDEADLOCK), never a hang.
+ */
+#ifndef TILESIM_MESH_H
+#define TILESIM_MESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* defined in sim/tilesim.h (a typedef may be repeated, in C11 and C++) */
+typedef struct pl_array pl_array;
+typedef struct pl_call pl_call;
+typedef struct pl_options pl_options;
+typedef struct pl_report pl_report;
+
+#define PL_MESH_MAX_AXES 3
+#define PL_MESH_MAX_DEVICES 4096
+#define PL_MESH_AXIS_NAME 16
+
+typedef struct pl_mesh {
+    int rank;                                   /* axes: 1 to PL_MESH_MAX_AXES */
+    int64_t shape[PL_MESH_MAX_AXES];            /* devices along each axis, >= 1 */
+    char axis[PL_MESH_MAX_AXES][PL_MESH_AXIS_NAME]; /* names: "x", "y", "z" unless given */
+    uint8_t wrap[PL_MESH_MAX_AXES];             /* 1: the axis is a ring (torus link from last to first) */
+} pl_mesh;
+
+/* Parse a mesh: "8" or "ring:8" (a ring of 8), "line:8" (no wrap-around),
+ * "4x4", "4x4x4" (tori: every axis wraps), with axis names as "x=4,y=4"
+ * (also "ring:x=8"). PL_OK, or PL_EINVAL with msg saying what is wrong. */
+int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n);
+/* Check a mesh built by hand: PL_OK or PL_EINVAL with msg. */
+int pl_mesh_check(const pl_mesh *mesh, char *msg, size_t n);
+/* Devices of the mesh (the product of its shape). */
+int pl_mesh_devices(const pl_mesh *mesh);
+/* Device number <-> coordinates (row-major, last axis fastest). */
+void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords);
+int pl_mesh_device(const pl_mesh *mesh, const int64_t *coords);
+/* Links a copy from `from` to `to` crosses: dimension-ordered routing (axis
+ * 0 first), the shorter way round on a wrapping axis (ties: the positive
+ * way). A neighbour is one hop. */
+int pl_mesh_hops(const pl_mesh *mesh, int from, int to);
+/* The axis named `name`, or -1. */
+int pl_mesh_axis(const pl_mesh *mesh, const char *name);
+/* "ring of 8 (x)", "4x4 torus (x, y)" into buf; returns buf. */
+const char *pl_mesh_format(const pl_mesh *mesh, char *buf, size_t n);
+
+/* What a mesh call did, over all devices. */
+typedef struct pl_mesh_report {
+    int status;                 /* what pl_mesh_call returned */
+    char error[2048];           /* the first failing device's message (a deadlock: every stuck device) */
+    int failed_device;          /* that device, or -1 */
+    int n_devices;
+    double time_s;              /* the slowest device's time */
+    int64_t remote_copies;      /* copies to other devices, all devices */
+    int64_t ici_bytes;          /* bytes they sent */
+} pl_mesh_report;
+
+/* Run `call` on every device of `mesh`. args holds, per device, the
+ * call's num_scalar_prefetch + n_in arrays (device d's at
+ * args[d * (num_scalar_prefetch + n_in)]); outs holds n_out arrays per
+ * device likewise. reports: one pl_report per device, or NULL. opt as for
+ * pl_pallas_call (chip, checks, cost_only, ...; opt->seed also perturbs
+ * the order in which device threads run, to show that results do not
+ * depend on it). Returns PL_OK or the first failing device's code (in
+ * device order, a kernel's own error before a deadlock it caused).
+ * Lifetimes as pl_pallas_call; the kernel runs on one host thread per
+ * device, all at once. */
+int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
+                 const pl_options *opt, pl_mesh_report *report, pl_report *reports);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
