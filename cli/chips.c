@@ -62,6 +62,7 @@ CELL(c_cores, "%d", c->cores_per_device)
 CELL(c_devs, "%d", c->devices_per_chip)
 CELL(c_step, "%.2f", c->step_overhead_s * 1e6)
 CELL(c_dma, "%.2f", c->dma_latency_s * 1e6)
+CELL(c_ici_lat, "%.2f", c->ici_latency_s * 1e6)
 CELL(c_crit, "%.0f", critical_intensity(c))
 
 static void c_int8(const pl_chip *c, char *b, size_t n)
@@ -95,6 +96,7 @@ static const struct {
     {"TensorCores per device", c_cores},
     {"devices per chip", c_devs},
     {"ICI links x GB/s (one way)", c_ici},
+    {"ICI hop latency, us", c_ici_lat},
     {"clock, GHz", c_clock},
     {"step overhead, us (P9)", c_step},
     {"DMA latency, us", c_dma},
@@ -140,12 +142,12 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"mxu_count\":%d,\"mxu_width\":%d,\"clock_hz\":%.6g,\"hbm_bw\":%.6g,\"hbm_bytes\":%lld,"
                 "\"vmem_bytes\":%lld,\"vmem_default_limit\":%lld,\"smem_bytes\":%lld,\"sublanes_16bit\":%d,"
                 "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
-                "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"critical_intensity\":%.6g}",
+                "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
-                c->step_overhead_s, c->dma_latency_s, critical_intensity(c));
+                c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c));
     }
     fprintf(f, "\n]}\n");
 }

@@ -26,6 +26,14 @@
  *     overhead, or a double-buffered pipeline of tiny blocks could not hide
  *     it, and the Pallas docs' observation that such kernels cost ~0.35 us
  *     per step (overhead, not DMA) would not hold.
+ *   - ICI hop latency 1 us (ici_latency_s; a copy to another chip pays it
+ *     once per link of its route before its first byte lands): not
+ *     published per generation. Public descriptions of the ICI put one hop
+ *     at about a microsecond or below (sub-microsecond between neighbouring
+ *     chips; about 1 us per hop as the rule of thumb for latency-bound
+ *     collectives); we take the round 1 us on every preset. With it a ring
+ *     collective over small shards is latency-bound: below about 45 KB per
+ *     step on a 45 GB/s link (v4, v5e), 90 KB on v5p and v6e.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -42,7 +50,8 @@
 #define TERA 1e12
 #define GIGA 1e9
 
-#define COMMON .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6
+#define COMMON .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
+               .ici_latency_s = 1e-6
 
 static const pl_chip chips[] = {
     /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
@@ -138,6 +147,7 @@ static const chip_key keys[] = {
     KEY_D("ici_gbps", ici_bw, GIGA, 0, 1e6, "GB/s per link, one way"),
     KEY_D("step_overhead_us", step_overhead_s, 1e-6, 0, 1e6, "microseconds per grid step"),
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
+    KEY_D("ici_latency_us", ici_latency_s, 1e-6, 0, 1e6, "microseconds per ICI hop"),
 };
 
 /* s for a message: bytes outside printable ASCII as \xNN, so that a

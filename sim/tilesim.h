@@ -517,6 +517,7 @@ struct pl_chip {
     /* model choices */
     double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
     double dma_latency_s;        /* from issuing a DMA to its first byte */
+    double ici_latency_s; /* one hop of an inter-chip link */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The
