@@ -112,7 +112,7 @@ static double ici_rates(ici_model *md, double now)
             if (c > most) most = c;
         }
         l->rate = md->bw / most;
-        l->finish = now + l->remaining / l->rate;
+        l->finish = now + (l->remaining > 0 ? l->remaining : 0) / l->rate; /* never before now */
         if (l->finish < next) next = l->finish;
     }
     return next;

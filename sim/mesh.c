@@ -225,10 +225,11 @@ int pl_mesh_devices(const pl_mesh *mesh)
 
 void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords)
 {
-    if (!coords) return;
+    if (!coords || !mesh) return;
     int n = pl_mesh_devices(mesh);
-    if (device < 0 || device >= n) {
-        for (int a = 0; a < PL_MESH_MAX_AXES && (!n || a < mesh->rank); a++) coords[a] = -1;
+    if (device < 0 || device >= n) { /* -1 on every axis the caller can have room for, and no further */
+        int rank = mesh->rank >= 1 && mesh->rank <= PL_MESH_MAX_AXES ? mesh->rank : 0;
+        for (int a = 0; a < rank; a++) coords[a] = -1;
         return;
     }
     for (int a = mesh->rank - 1; a >= 0; a--) {

@@ -189,6 +189,14 @@ Test(mesh_geometry, coords_round_trip_on_every_device)
     cr_assert_eq(pl_mesh_device(&m, (int64_t[]){2, 0, 0}), -1);
     cr_assert_eq(pl_mesh_device(&m, (int64_t[]){0, -1, 0}), -1);
     cr_assert_eq(pl_mesh_device(&m, NULL), -1);
+    /* a bad mesh of rank 1: -1 on its one axis, nothing past it */
+    pl_mesh one = parse_ok("ring:4");
+    one.shape[0] = 0;
+    int64_t room[3] = {7, 7, 7};
+    pl_mesh_coords(&one, 0, room);
+    cr_assert(room[0] == -1 && room[1] == 7 && room[2] == 7, "wrote past the mesh's rank");
+    pl_mesh_coords(NULL, 0, room);
+    pl_mesh_coords(&one, 0, NULL);
 }
 
 Test(mesh_geometry, hops_take_the_shorter_way_round)
