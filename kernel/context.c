@@ -126,6 +126,10 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->oob_poison = s->oob_poison;
     c->uninit_zero = s->uninit_zero;
     c->dma_on_wait = s->dma_on_wait;
+    c->mesh = s->mesh;
+    c->mesh_run = s->mesh_run;
+    c->device = s->device;
+    c->n_devices = s->n_devices > 0 ? s->n_devices : 1;
     if (s->args) {
         c->checks = 1;
         c->args = s->args;

@@ -53,7 +53,26 @@ typedef struct kern_dma {
     int64_t id;                 /* number of the copy in this call */
     int64_t point[PL_MAX_GRID]; /* the grid point that started it */
     uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
+    uint8_t remote;             /* to another device of a mesh: dst is there (kernel/remote.c) */
 } kern_dma;
+
+/* kernel/dma.c for kernel/remote.c: semaphore checks, counts and waits,
+ * moving data, the copies in flight. */
+#define PL_KERN_MESH_MSG 2048
+void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb);
+/* A copy's two sides (shapes, dtypes, bounds, spaces): its bytes, or a fault
+ * citing `rule`. */
+int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
+void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const char *fn);
+int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, char *msg, size_t n, int64_t *held);
+void kern_dma_move(const pl_ref *dst, const pl_ref *src);
+/* remote: the ICI hops to dst's device (M11), 0 for a copy on this device */
+kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
+                        int remote, const char *fn);
+void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
+/* A wait, short, for a mesh's deadlock message, which lists many:
+ * "at (i, j) pltpu_copy_wait on 'sems'[1] for 4096 bytes". */
+void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit);
 
 /* Kernel arguments the context can name (M3): the executor's refs array
  * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/core.h). */
@@ -64,6 +83,37 @@ typedef struct kern_dma {
  * call with three arguments gets an error that says so (kern_check_ref),
  * not a crash on a NULL, rank-0 ref. */
 #define KERN_ARG_MISSING (-2)
+
+/* How a device of a mesh reaches the others (sim/mesh_run.c fills it; NULL
+ * on a single device). Semaphore cells of every device are read and
+ * written under lock(); block() is called with the lock held and returns
+ * with it held. */
+typedef struct kern_mesh_ops {
+    void (*lock)(void *run);
+    void (*unlock)(void *run);
+    /* until *cell >= need or the mesh deadlocks (then nonzero, with the
+     * message of every stuck device in msg); what: the wait, for that message */
+    int (*block)(void *run, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n);
+    void (*wake)(void *run);   /* a semaphore changed: blocked devices look again */
+    /* r's data pointer on device `device` (the same argument and offsets);
+     * NULL when r is not an ANY operand or scratch, which other devices
+     * cannot reach */
+    void *(*translate)(void *run, int from, int device, const pl_ref *r);
+    /* the position of this device along the mesh axis `axis` and its size;
+     * -1 when there is no such axis */
+    int64_t (*axis_index)(void *run, int device, const char *axis, int64_t *size);
+    void (*perturb)(void *run, int device); /* a seeded schedule: maybe yield the host thread */
+    /* a copy from `from` is about to land in bytes [lo, hi) of device `to`:
+     * nonzero (a race, V4, message in msg) when an earlier copy landed
+     * there and nothing orders it before this one (sim/mesh_race.h) */
+    int (*incoming)(void *run, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
+                    size_t n);
+    /* with the lock held: device added to, or took from, the semaphore at cell */
+    void (*added)(void *run, int device, const int64_t *cell);
+    void (*taken)(void *run, int device, const int64_t *cell);
+    /* ICI links a copy from `from` to `to` crosses (dimension-ordered routing) */
+    int (*hops)(void *run, int from, int to);
+} kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */
 typedef struct kern_arg {
@@ -128,10 +178,15 @@ struct pl_ctx {
     float *tmp;
     size_t tmp_cap;             /* floats */
 
+    /* the mesh (kernel/remote.c): NULL on a single device */
+    const kern_mesh_ops *mesh;
+    void *mesh_run;
+    int device, n_devices;
+
     /* fault handling */
     jmp_buf *fault;             /* where a fault returns to; NULL: not inside a kernel */
     int fault_code;
-    char fault_msg[512];
+    char fault_msg[2048];       /* a mesh's deadlock names every stuck device */
 };
 
 /* ---- the border with the simulator (kernel/runner.c) ----------------------
@@ -163,6 +218,10 @@ typedef struct kern_setup {
     kern_arg *args;
     void (*warn)(void *sink, int arg, const char *msg);
     void *warn_sink;
+    /* a device of a mesh: its hooks (NULL: a single device), number and count */
+    const kern_mesh_ops *mesh;
+    void *mesh_run;
+    int device, n_devices;
 } kern_setup;
 
 /* Set c up (it is zeroed first); kern_ctx_free releases what it allocates. */
@@ -244,6 +303,21 @@ static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
 /* What uninitialized memory of dtype t reads as (V1): NaN, or the integer
  * maximum, or zero when the user asks (c->uninit_zero). */
 double kern_poison_value(const pl_ctx *c, pl_dtype t);
+
+/* Semaphore cells of a mesh device are shared with the other devices:
+ * every read and write of one happens between these (no-ops on a single
+ * device). kern_fault must not be called in between. */
+static inline void kern_sem_lock(pl_ctx *c)
+{
+    if (c->mesh) c->mesh->lock(c->mesh_run);
+}
+static inline void kern_sem_unlock(pl_ctx *c)
+{
+    if (c->mesh) {
+        c->mesh->wake(c->mesh_run);
+        c->mesh->unlock(c->mesh_run);
+    }
+}
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);

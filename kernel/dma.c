@@ -19,7 +19,7 @@
 /* ---- checks ------------------------------------------------------------------- */
 
 /* verb: what fn does with the semaphore, for the message ("signal", "wait on"). */
-static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb)
+void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb)
 {
     char name[96];
     kern_check_ref(c, sem, fn);
@@ -45,17 +45,45 @@ static void check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char
 static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
 
 /* Add n >= 0 to a count; a count past INT64_MAX is an error, never undefined
- * behaviour (M8, M9). */
-static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
+ * behaviour (M8, M9). cell: sem's count, here or (a remote signal) on
+ * another device; under the mesh's lock there. */
+void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const char *fn)
 {
-    int64_t *count = sem_cell(sem);
-    if (*count > INT64_MAX - n) {
+    kern_sem_lock(c);
+    int64_t was = *cell;
+    int over = was > INT64_MAX - n;
+    if (!over) *cell += n;
+    if (!over && c->mesh) c->mesh->added(c->mesh_run, c->device, cell);
+    kern_sem_unlock(c);
+    if (over) {
         char name[96];
         kern_ref_name(c, sem, name, sizeof name);
         kern_fault(c, PL_EINVAL, "%s: %s holds %lld; adding %lld would overflow its count (rule M9)", fn, name,
-                   (long long)*count, (long long)n);
+                   (long long)was, (long long)n);
     }
-    *count += n;
+}
+
+static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn) { kern_sem_add(c, sem, sem_cell(sem), n, fn); }
+
+/* Take `need` off sem's count, waiting for other devices of a mesh to add
+ * to it (kernel/remote.c): PL_OK, or PL_EDEADLOCK with the message in msg
+ * (the mesh's, naming every stuck device; on one device, msg is left to the
+ * caller). what: the wait, as the mesh's message names it. */
+int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, char *msg, size_t n, int64_t *held)
+{
+    int64_t *count = sem_cell(sem);
+    int rc = PL_OK;
+    msg[0] = '\0';
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
+    kern_sem_lock(c);
+    if (*count < need && c->mesh && c->mesh->block(c->mesh_run, c->device, count, need, what, msg, n))
+        rc = PL_EDEADLOCK;
+    *held = *count;
+    if (!rc && *count >= need) *count -= need;
+    else rc = PL_EDEADLOCK;
+    if (!rc && c->mesh) c->mesh->taken(c->mesh_run, c->device, count);
+    kern_sem_unlock(c);
+    return rc;
 }
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
@@ -75,9 +103,16 @@ static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
 
 pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 {
+    kern_check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy", "copy with");
+    return (pltpu_copy){.src = src, .dst = dst, .sem = sem,
+                        .bytes = kern_copy_check(c, &src, &dst, "pltpu_async_copy", "rule M7")};
+}
+
+int64_t kern_copy_check(pl_ctx *c, const pl_ref *sp, const pl_ref *dp, const char *fn, const char *rule)
+{
+    pl_ref src = *sp, dst = *dp;
     check_side(c, &src, "source");
     check_side(c, &dst, "destination");
-    check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy", "copy with");
     char a[96], b[96], sa[128], sb[128];
     int same = src.rank == dst.rank;
     for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];
@@ -86,21 +121,21 @@ pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
         kern_ref_name(c, &dst, b, sizeof b);
         kern_format_point(src.shape, src.rank, sa, sizeof sa);
         kern_format_point(dst.shape, dst.rank, sb, sizeof sb);
-        kern_fault(c, PL_ESHAPE, "pltpu_async_copy from %s of shape %s into %s of shape %s: shapes differ (rule M7)",
-                   a, sa, b, sb);
+        kern_fault(c, PL_ESHAPE, "%s from %s of shape %s into %s of shape %s: shapes differ (%s)", fn, a, sa, b, sb,
+                   rule);
     }
     if (src.dtype != dst.dtype) {
         kern_ref_name(c, &src, a, sizeof a);
         kern_ref_name(c, &dst, b, sizeof b);
-        kern_fault(c, PL_EDTYPE, "pltpu_async_copy from %s into %s: a DMA does not convert dtypes (rule M7)", a, b);
+        kern_fault(c, PL_EDTYPE, "%s from %s into %s: a DMA does not convert dtypes (%s)", fn, a, b, rule);
     }
-    return (pltpu_copy){.src = src, .dst = dst, .sem = sem, .bytes = pl_size(src) * (int64_t)pl_dtype_size(src.dtype)};
+    return pl_size(src) * (int64_t)pl_dtype_size(src.dtype);
 }
 
 /* ---- moving data ----------------------------------------------------------------- */
 
 /* Strided copy of equal shapes and dtypes, row by row over the last dim. */
-static void move(const pl_ref *dst, const pl_ref *src)
+void kern_dma_move(const pl_ref *dst, const pl_ref *src)
 {
     int rank = src->rank;
     size_t es = pl_dtype_size(src->dtype);
@@ -158,7 +193,7 @@ static void land(pl_ctx *c, kern_dma *m)
 {
     if (m->moved) return;
     if (!c->cost_only && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
-    else if (!c->cost_only) move(&m->dst, &m->src);
+    else if (!c->cost_only) kern_dma_move(&m->dst, &m->src);
     sem_add(c, &m->sem, m->bytes, "a finished copy"); /* M8: a finished copy adds its bytes */
     m->moved = 1;
 }
@@ -189,27 +224,30 @@ static int overlaps(const pl_ref *a, const pl_ref *b)
 
 /* ---- copies ------------------------------------------------------------------------ */
 
-void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
+/* A copy of `bytes` from src to dst, its bytes counted on sem, enters the
+ * copies in flight (and the op log, at its start); remote: dst is on another
+ * device (kernel/remote.c), where only its own copies are compared (V4). */
+kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
+                        int remote, const char *fn)
 {
-    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
     if (c->n_dma >= KERN_MAX_DMA_IN_FLIGHT) {
         char first[128];
         kern_format_point(c->dma[0].point, c->grid_rank, first, sizeof first);
         kern_fault(c, PL_ESEMAPHORE,
-                   "pltpu_copy_start: %d copies are already in flight, started and never waited (the oldest at grid "
+                   "%s: %d copies are already in flight, started and never waited (the oldest at grid "
                    "point %s): wait for each copy (pltpu_copy_wait) before starting more; a DMA engine queues a "
                    "bounded number of copies (rule M10)",
-                   KERN_MAX_DMA_IN_FLIGHT, first);
+                   fn, KERN_MAX_DMA_IN_FLIGHT, first);
     }
     for (int i = 0; i < c->n_dma; i++) {
-        if (!overlaps(&c->dma[i].dst, &cp->dst)) continue;
+        if (!c->dma[i].remote != !remote || !overlaps(&c->dma[i].dst, dst)) continue;
         char name[96], then[128];
-        kern_ref_name(c, &cp->dst, name, sizeof name);
+        kern_ref_name(c, dst, name, sizeof name);
         kern_format_point(c->dma[i].point, c->grid_rank, then, sizeof then);
         kern_fault(c, PL_ERACE,
-                   "pltpu_copy_start into %s, whose bytes copy %lld (started at grid point %s) is still writing: "
+                   "%s into %s, whose bytes copy %lld (started at grid point %s) is still writing: "
                    "wait for it before starting another copy there (rule V4)",
-                   name, (long long)c->dma[i].id, then);
+                   fn, name, (long long)c->dma[i].id, then);
     }
     if (c->n_dma == c->cap_dma) {
         int cap = c->cap_dma ? 2 * c->cap_dma : 8;
@@ -219,22 +257,30 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
         c->cap_dma = cap;
     }
     if (c->args) {
-        kern_note_read(c, &cp->src, "pltpu_copy_start");
-        kern_note_write(c, &cp->dst, "pltpu_copy_start");
+        kern_note_read(c, src, fn);
+        if (!remote) kern_note_write(c, dst, fn);
     }
     kern_dma *m = &c->dma[c->n_dma++];
-    *m = (kern_dma){.src = cp->src, .dst = cp->dst, .sem = cp->sem, .bytes = cp->bytes, .id = c->next_dma++};
+    *m = (kern_dma){.src = *src, .dst = *dst, .sem = *sem, .bytes = bytes, .id = c->next_dma++,
+                    .remote = (uint8_t)(remote != 0)};
     memcpy(m->point, c->idx, sizeof m->point);
-    kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)cp->src.dtype, .elems = cp->bytes, .dma = m->id,
-                  .m = cp->src.space == PL_ANY || cp->dst.space == PL_ANY};
+    kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)src->dtype, .elems = bytes, .dma = m->id,
+                  .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = remote};
     kern_record(c, &op);
+    return m;
+}
+
+void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
+{
+    kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
+    kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
     if (!c->dma_on_wait) land(c, m);
 }
 
 /* Take copies in flight on sem, oldest first, until `need` bytes are there. */
-static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
+void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 {
-    int64_t *count = sem_cell(sem), covered = 0;
+    int64_t covered = 0;
     for (int i = 0; i < c->n_dma && covered < need;) {
         kern_dma *m = &c->dma[i];
         if (m->sem.data != sem->data) {
@@ -248,29 +294,29 @@ static void take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
         memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
         c->n_dma--;
     }
-    if (*count >= need) {
-        *count -= need;
-        return;
-    }
-    char name[96];
+    char name[96], what[512], msg[PL_KERN_MESH_MSG];
+    int64_t held;
     kern_ref_name(c, sem, name, sizeof name);
+    kern_wait_what(c, what, sizeof what, fn, sem, need, " bytes");
+    if (kern_sem_take(c, sem, need, what, msg, sizeof msg, &held) == PL_OK) return;
+    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
     kern_fault(c, PL_EDEADLOCK,
                "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
                "wait can never finish (deadlock, rule M10)",
-               fn, name, (long long)need, (long long)*count);
+               fn, name, (long long)need, (long long)held);
 }
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 {
-    check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
-    take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
+    kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
+    kern_dma_take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
 }
 
 /* ---- regular semaphores -------------------------------------------------------------- */
 
 void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
 {
-    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal", "signal");
+    kern_check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_signal", "signal");
     if (inc < 0 || inc > INT32_MAX) {
         char name[96];
         kern_ref_name(c, &sem, name, sizeof name);
@@ -282,28 +328,30 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
 
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
-    check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait", "wait on");
-    int64_t *count = sem_cell(&sem);
+    kern_check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait", "wait on");
     if (value < 0) {
         char name[96];
         kern_ref_name(c, &sem, name, sizeof name);
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait on %s for %lld: the value must be >= 0 (rule M9)", name,
                    (long long)value);
     }
-    if (*count >= value) {
-        *count -= value;
-        return;
-    }
-    char name[96];
+    char name[96], what[512], msg[PL_KERN_MESH_MSG];
+    int64_t held;
     kern_ref_name(c, &sem, name, sizeof name);
+    kern_wait_what(c, what, sizeof what, "pltpu_semaphore_wait", &sem, value, "");
+    if (kern_sem_take(c, &sem, value, what, msg, sizeof msg, &held) == PL_OK) return;
+    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
     kern_fault(c, PL_EDEADLOCK,
                "pltpu_semaphore_wait on %s for %lld, but it holds %lld and nothing else runs on this core to "
                "signal it: the wait can never finish (deadlock, rule M10)",
-               name, (long long)value, (long long)*count);
+               name, (long long)value, (long long)held);
 }
 
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
 {
-    check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read", "read");
-    return *sem_cell(&sem);
+    kern_check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read", "read");
+    kern_sem_lock(c);
+    int64_t v = *sem_cell(&sem);
+    kern_sem_unlock(c);
+    return v;
 }

@@ -78,7 +78,9 @@ static void init_context(sim_core *k)
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
                     .cost_only = x->cost_only, .strict = x->strict, .oob_poison = x->oob_poison,
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
-                    .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k};
+                    .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
+                    .mesh = x->mesh.ops, .mesh_run = x->mesh.run, .device = x->mesh.device,
+                    .n_devices = x->mesh.n_devices};
     kern_ctx_init(&k->ctx, &s);
 }
 
@@ -170,6 +172,8 @@ static void add_counts(pl_report *to, const pl_report *from)
     to->eup_elems += from->eup_elems;
     to->dma_copies += from->dma_copies;
     to->dma_bytes += from->dma_bytes;
+    to->ici_copies += from->ici_copies;
+    to->ici_bytes += from->ici_bytes;
     for (int i = 0; i < from->n_operands; i++) {
         pl_operand_report *o = &to->op[i];
         const pl_operand_report *f = &from->op[i];

@@ -87,7 +87,8 @@ void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
 static int plan_order(sim_exec *x, uint64_t seed)
 {
     const pl_call *call = x->plan.call;
-    int cores = x->plan.chip->cores_per_device; /* 1..SIM_MAX_CORES (validate.c) */
+    /* 1..SIM_MAX_CORES (validate.c); a mesh device walks on one (mesh_run.c) */
+    int cores = x->mesh.run ? 1 : x->plan.chip->cores_per_device;
     x->split_axis = -1;
     for (int a = 0; a < call->grid_rank; a++)
         if (call->semantics[a] == PL_PARALLEL && call->grid[a] > 1) x->parallel_axes++;
@@ -193,14 +194,12 @@ int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs,
     return rc;
 }
 
-int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
-                   pl_report *report)
+sim_exec *sim_exec_new(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                       const sim_mesh_link *mesh)
 {
     sim_exec *x = calloc(1, sizeof *x);
-    if (!x) {
-        snprintf(last_error, sizeof last_error, "out of host memory");
-        return PL_ENOMEM;
-    }
+    if (!x) return NULL;
+    if (mesh) x->mesh = *mesh;
     x->uninit = opt ? opt->uninit : PL_UNINIT_NAN;
     x->cost_only = opt ? opt->cost_only : 0;
     x->on_step = opt ? opt->on_step : NULL;
@@ -212,14 +211,35 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
     x->host_threads = opt ? opt->host_threads : 0;
     uint64_t seed = opt ? opt->seed : 0;
     if (!sim_plan_call(call, args, outs, opt, &x->plan, &x->rep) && !check_options(opt, &x->rep) &&
-        !sim_host_check(&x->plan, &x->rep) &&
-        !open_trace(x, opt) && !init_info(x) && !plan_order(x, seed)) {
+        !sim_host_check(&x->plan, &x->rep) && !open_trace(x, opt) && !init_info(x) && !plan_order(x, seed)) {
         count_prefetch(x);
         copy_aliases(x, args, outs);
-        if (!sim_walk(x) && !sim_check_coverage(&x->plan, x->strict, &x->rep)) time_run(x);
     }
-    int rc = x->rep.status;
+    return x;
+}
+
+void sim_exec_finish(sim_exec *x)
+{
+    if (!x->rep.status && !sim_check_coverage(&x->plan, x->strict, &x->rep)) time_run(x);
+}
+
+void sim_exec_delete(sim_exec *x, pl_report *report)
+{
     finish(x, report);
     free_exec(x);
+}
+
+int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                   pl_report *report)
+{
+    sim_exec *x = sim_exec_new(call, args, outs, opt, NULL);
+    if (!x) {
+        snprintf(last_error, sizeof last_error, "out of host memory");
+        return PL_ENOMEM;
+    }
+    if (!x->rep.status) sim_walk(x);
+    sim_exec_finish(x);
+    int rc = x->rep.status;
+    sim_exec_delete(x, report);
     return rc;
 }

@@ -17,6 +17,15 @@
 
 struct sim_core;
 
+/* A device of a mesh run (mesh_run.c): its number, and the hooks through
+ * which the kernel layer reaches the other devices. run NULL: a call on
+ * its own (pl_pallas_call). */
+typedef struct sim_mesh_link {
+    const kern_mesh_ops *ops;
+    void *run;
+    int device, n_devices;
+} sim_mesh_link;
+
 typedef struct sim_exec {
     sim_plan plan;
     pl_report rep;
@@ -46,7 +55,17 @@ typedef struct sim_exec {
     int threaded;                              /* they walk on host threads at once */
     pthread_mutex_t meet_lock;                 /* then: guards every core's V4 writers sets (checks.c) */
     double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype, all cores */
+    sim_mesh_link mesh;                        /* a device of a mesh run, or run NULL */
 } sim_exec;
+
+/* pl_pallas_call in three parts, for mesh_run.c, which walks many devices:
+ * sim_exec_new validates and plans (x->rep.status says how it went; NULL
+ * only when out of memory), sim_walk walks, sim_exec_finish checks P10 and
+ * times the walk, sim_exec_delete copies the report out and frees. */
+sim_exec *sim_exec_new(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
+                       const sim_mesh_link *mesh);
+void sim_exec_finish(sim_exec *x);
+void sim_exec_delete(sim_exec *x, pl_report *report);
 
 /* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),
  * the first size % cores chunks one index longer (exec.c). */
@@ -61,6 +80,14 @@ void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx);
 int sim_walk(sim_exec *x);
 /* The cores and their timelines (walk.c; free_exec calls it). */
 void sim_walk_free(sim_exec *x);
+/* A device of a mesh walks on one core in three parts (mesh_run.c): every
+ * device starts (buffers, scratch, semaphores) before any runs a step, as
+ * another device may copy into it from its first step; steps; and, once
+ * every device is done, the M10 check (signals may come until then) and the
+ * merge into x->rep. Each returns x's or the core's status. */
+int sim_walk_device_start(sim_exec *x);
+int sim_walk_device_steps(sim_exec *x);
+int sim_walk_device_end(sim_exec *x);
 
 /* Record a finding in the report (and its warning; checks.c). */
 void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int operand, const int64_t *point,

@@ -122,8 +122,10 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
         events = 1;
         if (o->kind == KERN_OP_DMA_START) {
             if (sim_opline_push(&cl->manual, step, o->elems, 0, NULL)) return -1;
+            cl->manual.x[cl->manual.n - 1].hops = (uint8_t)(o->k > 255 ? 255 : o->k); /* k: ICI hops (M11) */
             r->dma_copies++;
             if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
+            if (o->k) r->ici_copies++, r->ici_bytes += o->elems; /* k: to another device (M11) */
         }
         sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
                         .xfer = o->dma - first_copy};

@@ -473,6 +473,9 @@ struct pl_report {
     /* what the checks found (V1, V3); also summarized in warnings */
     int n_findings;               /* may exceed PL_MAX_FINDINGS; the first ones are kept */
     pl_finding findings[PL_MAX_FINDINGS];
+
+    /* a device of a mesh (sim/tilesim_mesh.h): copies it sent to other devices over ICI (M11) */
+    int64_t ici_copies, ici_bytes;
 };
 
 /* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs,

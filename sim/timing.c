@@ -28,6 +28,7 @@ typedef struct dma_live {
 
 typedef struct dma_engine {
     double bw, latency, now;
+    double hop_latency; /* the ICI engine: a copy's first byte arrives after its hops x this */
     dma_live *live; /* issued, not done */
     int n, cap;
     int active;      /* transfers moving bytes now, as dma_next counted them */
@@ -47,7 +48,7 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
     }
     x->t_issue = d->now;
     x->done = 0;
-    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes};
+    d->live[d->n++] = (dma_live){x, d->now + d->latency + x->hops * d->hop_latency, (double)x->bytes};
     d->counted = 0;
     return 0;
 }
@@ -105,6 +106,7 @@ enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, 
 
 typedef struct core_state {
     sim_coreline *cl;
+    dma_engine *ici;   /* copies to other devices (M11): the device's links, not HBM */
     int64_t n; /* current step */
     int phase;
     double wake;
@@ -195,7 +197,7 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         switch (e->kind) {
         case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
         case SIM_KEV_START:
-            if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
+            if (dma_issue(cl->manual.x[e->xfer].hops ? c->ici : d, &cl->manual.x[e->xfer])) return -1;
             break;
         case SIM_KEV_WAIT:
             if (!cl->manual.x[e->xfer].done) return 0;
@@ -241,10 +243,16 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
         !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s))
         return -2;
     dma_engine d = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s};
+    /* ICI: one link's bandwidth shared by the device's copies in flight to
+     * other devices, after the DMA latency and a latency per hop (a model
+     * choice: a ring kernel keeps one link per direction busy) */
+    double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
+    dma_engine ici = {.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop};
     core_state *cs = calloc((size_t)n_cores, sizeof *cs); /* up to SIM_MAX_CORES: not on the stack */
     if (!cs) return -1;
     for (int i = 0; i < n_cores; i++) {
         cs[i].cl = &cores[i];
+        cs[i].ici = &ici;
         cs[i].phase = cores[i].steps ? PH_BEGIN : PH_DONE;
     }
     double now = 0;
@@ -267,12 +275,14 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
             if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
         }
         if (!running) break;
-        double dma = dma_next(&d);
+        double dma = dma_next(&d), link = dma_next(&ici);
         if (dma < next) next = dma;
+        if (link < next) next = link;
         /* a core waits on nothing: broken records, or a chip whose figures
          * (zero bandwidth, infinite times) put the next event at infinity */
         if (!isfinite(next)) { rc = -2; goto out; }
         dma_advance(&d, next);
+        dma_advance(&ici, next);
         now = next;
     }
     for (int i = 0; i < n_cores; i++) {
@@ -286,6 +296,7 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
     }
 out:
     free(d.live);
+    free(ici.live);
     free(cs);
     return rc;
 }

@@ -31,6 +31,7 @@ typedef struct sim_xfer {
     int slot;         /* buffer slot of its operand */
     uint8_t done;
     uint8_t fetch;    /* on an output's line: a fetch-back HBM -> VMEM the step waits for (P5, RevisitMode.ANY) */
+    uint8_t hops;     /* on the manual line: a copy to another device over this many ICI links (M11); 0: local */
 } sim_xfer;
 
 typedef struct sim_opline {

@@ -108,14 +108,16 @@ static void report_step(sim_core *k, int64_t step, int final)
     info->final = 0;
 }
 
-static int walk_core(sim_core *k)
+/* The grid points of a started core; then the M10 check (unless a mesh
+ * makes it later: other devices may still signal this one) and the last
+ * write-backs. */
+static int walk_steps(sim_core *k, int check_m10)
 {
     const sim_exec *x = k->x;
     const pl_call *call = x->plan.call;
     int n_ops = x->plan.n_ops, rc;
     sim_grid_iter it; /* it.pos: the point in walk order, before the order's permutation */
     sim_grid_iter_box(&it, call->grid_rank, k->lo, k->hi);
-    if ((rc = start_core(k))) return rc;
     for (int64_t step = 0; step < k->steps; step++) {
         int64_t idx[PL_MAX_GRID] = {0}, linear = 0;
         for (int a = 0; a < call->grid_rank; a++) {
@@ -132,11 +134,17 @@ static int walk_core(sim_core *k)
         k->rep.steps++;
         sim_grid_iter_next(&it); /* G1: last axis fastest */
     }
-    if ((rc = check_semaphores(k))) return rc;
+    if (check_m10 && (rc = check_semaphores(k))) return rc;
     for (int i = 0; i < n_ops; i++)
         if ((rc = sim_pipe_drain(k, &k->pipe[i], k->steps))) return rc;
     report_step(k, k->steps, 1);
     return PL_OK;
+}
+
+static int walk_core(sim_core *k)
+{
+    int rc = start_core(k);
+    return rc ? rc : walk_steps(k, 1);
 }
 
 /* ---- all cores ------------------------------------------------------------------- */
@@ -156,6 +164,28 @@ static int init_lines(sim_exec *x)
         }
     }
     return 0;
+}
+
+/* ---- one device of a mesh (mesh_run.c) -------------------------------------------- */
+
+int sim_walk_device_start(sim_exec *x)
+{
+    if (init_lines(x)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    sim_core *k = x->cores[0] = sim_core_new(x, 0, &x->rep);
+    if (!k) return x->rep.status;
+    return start_core(k);
+}
+
+int sim_walk_device_steps(sim_exec *x) { return walk_steps(x->cores[0], 0); }
+
+int sim_walk_device_end(sim_exec *x)
+{
+    sim_core *k = x->cores[0];
+    if (!k) return x->rep.status;
+    if (!k->rep.status) check_semaphores(k);
+    sim_core_free_buffers(k);
+    sim_core_merge(x, k);
+    return x->rep.status;
 }
 
 void sim_walk_free(sim_exec *x)

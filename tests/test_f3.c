@@ -82,7 +82,7 @@ static dot_run run_dot(pl_ref acc, pl_ref a, pl_ref b, unsigned flags, float *tm
     ctx.tmp = tmp;
     ctx.tmp_cap = tmp_floats;
     if (setjmp(jb) == 0) pl_dot(&ctx, acc, a, b, flags);
-    else out.code = ctx.fault_code, snprintf(out.msg, sizeof out.msg, "%s", ctx.fault_msg);
+    else out.code = ctx.fault_code, snprintf(out.msg, sizeof out.msg, "%.*s", (int)sizeof out.msg - 1, ctx.fault_msg);
     if (ctx.tmp != tmp) out.tmp_realloc = 1, free(ctx.tmp);
     ctx.tmp = NULL, ctx.tmp_cap = 0, ctx.fault = NULL;
     free(ctx.ops);

@@ -1,0 +1,163 @@
+/* kernel/remote.c: other devices of a mesh (rules M11, M12; kernel/pltpu.h).
+ *
+ * A remote copy moves its data at start, straight into the same Ref on the
+ * other device (the simulator translates the pointer), adds its bytes to
+ * that device's receive semaphore and, as a copy in flight here, to this
+ * device's send semaphore. Waits take from the local semaphores; when a
+ * count is short, a device of a mesh blocks until another device adds to
+ * it, or until the mesh finds every device blocked (a deadlock: the mesh's
+ * message names them all). Semaphore cells are shared between devices, so
+ * every access is under the mesh's lock (kern_sem_lock).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+#include "pltpu.h"
+
+void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit)
+{
+    char point[128];
+    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
+    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need, unit);
+}
+
+int pltpu_device_id(pl_ctx *c) { return c->device; }
+int pltpu_num_devices(pl_ctx *c) { return c->n_devices; }
+
+static int64_t axis_of(pl_ctx *c, const char *axis, int64_t *size, const char *fn)
+{
+    int64_t v = -1;
+    if (axis && c->mesh) v = c->mesh->axis_index(c->mesh_run, c->device, axis, size);
+    if (v < 0)
+        kern_fault(c, PL_EINVAL, "%s(\"%s\"): the mesh has no axis of that name%s", fn, axis ? axis : "(null)",
+                   c->mesh ? "" : " (this call runs on one device, not on a mesh: pl_mesh_call)");
+    return v;
+}
+
+int64_t pltpu_axis_index(pl_ctx *c, const char *axis)
+{
+    int64_t size;
+    return axis_of(c, axis, &size, "pltpu_axis_index");
+}
+
+int64_t pltpu_axis_size(pl_ctx *c, const char *axis)
+{
+    int64_t size = 0;
+    axis_of(c, axis, &size, "pltpu_axis_size");
+    return size;
+}
+
+static void check_device(pl_ctx *c, int device, const char *fn)
+{
+    if (device < 0 || device >= c->n_devices)
+        kern_fault(c, PL_EINVAL, "%s to device %d: the mesh has devices 0 to %d (rules M9, M11)", fn, device,
+                   c->n_devices - 1);
+}
+
+pltpu_remote_copy pltpu_make_async_remote_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem, pl_ref recv_sem,
+                                               int device_id)
+{
+    const char *fn = "pltpu_make_async_remote_copy";
+    kern_check_sem(c, &send_sem, PL_SEM_DMA, fn, "send with");
+    kern_check_sem(c, &recv_sem, PL_SEM_DMA, fn, "receive with");
+    int64_t bytes = kern_copy_check(c, &src, &dst, fn, "rules M7, M11");
+    check_device(c, device_id, fn);
+    return (pltpu_remote_copy){.src = src, .dst = dst, .send_sem = send_sem, .recv_sem = recv_sem,
+                               .device = device_id, .bytes = bytes};
+}
+
+/* r on device `device`: the same argument and offsets there. */
+static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, const char *fn)
+{
+    pl_ref t = *r;
+    if (device == c->device) return t;
+    void *p = c->mesh ? c->mesh->translate(c->mesh_run, c->device, device, r) : NULL;
+    if (!p && !c->cost_only) {
+        char name[96];
+        kern_ref_name(c, r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s: the %s %s is not reachable from other devices: a remote copy or signal "
+                   "reaches an ANY (HBM) operand or a scratch buffer of the other device (rule M11)",
+                   fn, what, name);
+    }
+    t.data = p;
+    return t;
+}
+
+/* Bytes [lo, hi) that view r spans. */
+static void span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int d = 0; d < r->rank; d++) last += (r->shape[d] - 1) * r->stride[d];
+    *lo = (uintptr_t)r->data;
+    *hi = *lo + (uintptr_t)((last + 1) * (int64_t)pl_dtype_size(r->dtype));
+}
+
+/* V4 on the other device: a copy not yet received there (no wait_recv took
+ * it) still owns its bytes; another copy into them is a race. */
+static void land_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const pltpu_remote_copy *cp, const char *fn)
+{
+    if (!c->mesh || pl_size(*dst) == 0) return;
+    uintptr_t lo, hi;
+    char point[128], msg[1024], name[96];
+    span(dst, &lo, &hi);
+    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    (void)recv;
+    if (c->mesh->incoming(c->mesh_run, c->device, cp->device, lo, hi, point, msg, sizeof msg) == 0) return;
+    kern_ref_name(c, &cp->dst, name, sizeof name);
+    kern_fault(c, PL_ERACE, "%s into %s of device %d: %s: the two copies race for those bytes; order them with a "
+               "semaphore (rules V4, M11)", fn, name, cp->device, msg);
+}
+
+void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
+{
+    const char *fn = "pltpu_remote_copy_start";
+    kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, fn, "send with");
+    kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, fn, "receive with");
+    check_device(c, cp->device, fn);
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
+    pl_ref dst = there(c, &cp->dst, cp->device, "destination", fn);
+    pl_ref recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
+    land_there(c, &dst, &recv, cp, fn);
+    int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->device, cp->device);
+    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, hops, fn);
+    if (!c->cost_only && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
+    m->moved = 1;
+    kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->bytes, fn); /* M8: there, the landed bytes */
+    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, cp->bytes, fn); /* here, the sent ones */
+}
+
+void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
+{
+    kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_send", "wait on");
+    kern_dma_take(c, &cp->send_sem, cp->bytes, "pltpu_remote_copy_wait_send");
+}
+
+void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
+{
+    kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_recv", "wait on");
+    kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");
+}
+
+void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp)
+{
+    pltpu_remote_copy_wait_send(c, cp);
+    pltpu_remote_copy_wait_recv(c, cp);
+}
+
+void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id)
+{
+    const char *fn = "pltpu_semaphore_signal_device";
+    kern_check_sem(c, &sem, PL_SEM_REGULAR, fn, "signal");
+    check_device(c, device_id, fn);
+    if (inc < 0 || inc > INT32_MAX) {
+        char name[96];
+        kern_ref_name(c, &sem, name, sizeof name);
+        kern_fault(c, PL_EINVAL, "%s on %s by %lld: the increment must be in 0..2^31-1 (rule M9)", fn, name,
+                   (long long)inc);
+    }
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
+    pl_ref t = there(c, &sem, device_id, "semaphore", fn);
+    kern_sem_add(c, &sem, (int64_t *)t.data, inc, fn);
+}

@@ -1,0 +1,139 @@
+/* sim/mesh_race.c: vector clocks for races between devices (mesh_race.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh_race.h"
+
+/* A region of a device's memory and the copy that last landed there. */
+typedef struct landed {
+    uintptr_t lo, hi;
+    int from;
+    uint32_t epoch;        /* the sender's clock at that copy */
+    char point[64];
+} landed;
+
+typedef struct semvec {
+    const void *cell;
+    uint32_t *clock;       /* n entries */
+} semvec;
+
+struct sim_mesh_race {
+    int n;
+    uint32_t *clock;       /* n x n: row d is device d's clock */
+    semvec *sems;          /* open addressing on the cell's address */
+    size_t cap_sems, n_sems;
+    landed **land;         /* per device: the regions copies landed in */
+    int *n_land, *cap_land;
+};
+
+sim_mesh_race *sim_mesh_race_new(int n)
+{
+    if (n < 1 || n > SIM_MESH_RACE_MAX) return NULL;
+    sim_mesh_race *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->n = n;
+    r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
+    r->land = calloc((size_t)n, sizeof *r->land);
+    r->n_land = calloc((size_t)n, sizeof *r->n_land);
+    r->cap_land = calloc((size_t)n, sizeof *r->cap_land);
+    if (!r->clock || !r->land || !r->n_land || !r->cap_land) {
+        sim_mesh_race_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void sim_mesh_race_free(sim_mesh_race *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->cap_sems; i++) free(r->sems[i].clock);
+    for (int d = 0; r->land && d < r->n; d++) free(r->land[d]);
+    free(r->sems);
+    free(r->land);
+    free(r->n_land);
+    free(r->cap_land);
+    free(r->clock);
+    free(r);
+}
+
+static size_t slot_of(const sim_mesh_race *r, const void *cell)
+{
+    size_t h = ((uintptr_t)cell >> 3) * 0x9e3779b97f4a7c15ULL, mask = r->cap_sems - 1;
+    size_t i = h & mask;
+    while (r->sems[i].cell && r->sems[i].cell != cell) i = (i + 1) & mask;
+    return i;
+}
+
+/* The clock of a semaphore, made on first use; NULL when out of memory. */
+static uint32_t *sem_clock(sim_mesh_race *r, const void *cell)
+{
+    if (2 * (r->n_sems + 1) > r->cap_sems) {
+        size_t cap = r->cap_sems ? 2 * r->cap_sems : 64;
+        semvec *old = r->sems, *s = calloc(cap, sizeof *s);
+        if (!s) return NULL;
+        size_t old_cap = r->cap_sems;
+        r->sems = s;
+        r->cap_sems = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].cell) r->sems[slot_of(r, old[i].cell)] = old[i];
+        free(old);
+    }
+    size_t i = slot_of(r, cell);
+    if (!r->sems[i].cell) {
+        uint32_t *c = calloc((size_t)r->n, sizeof *c);
+        if (!c) return NULL;
+        r->sems[i] = (semvec){cell, c};
+        r->n_sems++;
+    }
+    return r->sems[i].clock;
+}
+
+static void join(uint32_t *to, const uint32_t *from, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (from[i] > to[i]) to[i] = from[i];
+}
+
+void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell)
+{
+    uint32_t *s = r ? sem_clock(r, cell) : NULL;
+    if (s) join(s, r->clock + (size_t)device * (size_t)r->n, r->n);
+}
+
+void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell)
+{
+    uint32_t *s = r ? sem_clock(r, cell) : NULL;
+    if (s) join(r->clock + (size_t)device * (size_t)r->n, s, r->n);
+}
+
+int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
+                       size_t n)
+{
+    if (!r) return 0;
+    uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = ++mine[from];
+    landed *l = r->land[to];
+    for (int i = 0; i < r->n_land[to]; i++) {
+        if (!(lo < l[i].hi && l[i].lo < hi)) continue;
+        if (mine[l[i].from] >= l[i].epoch) continue; /* it happened before this one */
+        snprintf(msg, n, "device %d's copy, started at grid point %s, landed in those bytes and nothing orders it "
+                 "before this one (no wait of this device saw it)", l[i].from, l[i].point);
+        return 1;
+    }
+    /* this copy now owns [lo, hi): drop the regions it covers whole */
+    int k = 0;
+    for (int i = 0; i < r->n_land[to]; i++)
+        if (!(lo <= l[i].lo && l[i].hi <= hi)) l[k++] = l[i];
+    r->n_land[to] = k;
+    if (k == r->cap_land[to]) {
+        int cap = k ? 2 * k : 8;
+        landed *g = realloc(l, (size_t)cap * sizeof *g);
+        if (!g) return 0; /* out of memory: not tracked; no race is invented */
+        r->land[to] = l = g;
+        r->cap_land[to] = cap;
+    }
+    l[k] = (landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch};
+    snprintf(l[k].point, sizeof l[k].point, "%s", point);
+    r->n_land[to]++;
+    return 0;
+}

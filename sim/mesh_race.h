@@ -1,0 +1,37 @@
+/* sim/mesh_race.h: races between devices of a mesh (rules V4, M11), found
+ * the same way whatever the order the device threads ran in. Internal.
+ *
+ * Each device keeps a vector clock; a semaphore that a device adds to
+ * (a signal, a copy's landed or sent bytes) takes on the adder's clock, and
+ * a device that takes from a semaphore (a wait) takes on the semaphore's.
+ * A remote copy is an event of its sender; the bytes it lands in remember
+ * it. A later copy into any of those bytes is a race unless the earlier one
+ * happened before it: unless its sender had, through some chain of waits,
+ * seen the earlier copy's start. So two senders into one buffer with no
+ * synchronisation between them are a race in every schedule, not only in
+ * those where the copies happened to overlap. Every call is under the
+ * mesh's lock.
+ */
+#ifndef TILESIM_MESH_RACE_H
+#define TILESIM_MESH_RACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sim_mesh_race sim_mesh_race;
+
+/* For n devices; NULL when out of memory or n above SIM_MESH_RACE_MAX
+ * (clocks take n x n entries): then no race between devices is tracked. */
+#define SIM_MESH_RACE_MAX 1024
+sim_mesh_race *sim_mesh_race_new(int n);
+void sim_mesh_race_free(sim_mesh_race *r);
+/* device added to the semaphore whose count is at cell */
+void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell);
+/* device took from it (a wait that returned) */
+void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell);
+/* A copy from `from` lands in bytes [lo, hi) of device `to`, started at
+ * grid point `point`: 0, or 1 (a race, msg says with which copy). */
+int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
+                       size_t n);
+
+#endif

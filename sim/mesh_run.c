@@ -1,0 +1,264 @@
+/* sim/mesh_run.c: one call run SPMD on every device of a mesh (rules M11,
+ * M12; sim/tilesim_mesh.h).
+ *
+ * Each device is a call of its own (sim_exec: its arrays, plan, one core)
+ * with hooks through which its kernel reaches the other devices
+ * (kern_mesh_ops, kernel/context.h): the same Ref on another device, the
+ * semaphore lock, and waits that block. Every device starts (buffers,
+ * poisoned scratch, zeroed semaphores) before any runs a step, since a
+ * neighbour may copy into it from its first step; then each runs on a host
+ * thread of its own, all at once. A device blocked on a semaphore sleeps on
+ * the mesh's condition variable; when every device still running is
+ * blocked, none can ever wake another: that is a deadlock, and each blocked
+ * device ends with a message naming them all. After the threads, every
+ * device's semaphores are checked (M10) and its walk is timed, in device
+ * order.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "hostthreads.h"
+#include "mesh_race.h"
+#include "tilesim_mesh.h"
+
+typedef struct mesh_dev {
+    struct mesh_run *run;
+    sim_exec *x;
+    int device;
+    uint64_t rng;           /* the seeded schedule's yields */
+    int blocked;
+    const int64_t *cell;    /* what it waits for: *cell >= need */
+    int64_t need;
+    char what[512];         /* its pending wait, for the deadlock message */
+    int64_t held;
+    pthread_t tid;
+    int started;
+} mesh_dev;
+
+typedef struct mesh_run {
+    const pl_mesh *mesh;
+    int n;
+    mesh_dev *dev;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int alive, blocked, deadlock;
+    char deadlock_msg[PL_KERN_MESH_MSG];
+    uint64_t seed;
+    sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
+} mesh_run;
+
+/* ---- the hooks -------------------------------------------------------------------- */
+
+static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
+static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); }
+static void run_wake(void *p) { pthread_cond_broadcast(&((mesh_run *)p)->cond); }
+
+/* Every device still running is blocked on a wait that is still short (lock
+ * held): a deadlock. A device woken but not yet running again counts as
+ * blocked, so the counts alone would see deadlocks that are not. */
+static void find_deadlock(mesh_run *r)
+{
+    if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
+    for (int d = 0; d < r->n; d++)
+        if (r->dev[d].blocked && *r->dev[d].cell >= r->dev[d].need) return;
+    r->deadlock = 1;
+    size_t n = sizeof r->deadlock_msg;
+    int at = snprintf(r->deadlock_msg, n, "deadlock across the mesh: every device still running waits for a copy or "
+                      "signal that no device can send any more (rule M10):");
+    int listed = 0;
+    for (int d = 0; d < r->n && at > 0 && (size_t)at < n; d++) {
+        if (!r->dev[d].blocked) continue;
+        if (listed++ == 12) {
+            at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", r->blocked - 12);
+            break;
+        }
+        at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s device %d %s, holds %lld", listed > 1 ? ";" : "",
+                       d, r->dev[d].what, (long long)r->dev[d].held);
+    }
+    pthread_cond_broadcast(&r->cond);
+}
+
+static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
+{
+    mesh_run *r = p;
+    mesh_dev *d = &r->dev[device];
+    d->blocked = 1;
+    d->cell = cell;
+    d->need = need;
+    d->held = *cell;
+    snprintf(d->what, sizeof d->what, "%s", what);
+    r->blocked++;
+    find_deadlock(r);
+    while (*cell < need && !r->deadlock) pthread_cond_wait(&r->cond, &r->lock);
+    r->blocked--;
+    d->blocked = 0;
+    if (*cell >= need) return 0;
+    snprintf(msg, n, "%s", r->deadlock_msg);
+    return 1;
+}
+
+/* r on device `to`: the same argument, at the same offset from its base. */
+static void *run_translate(void *p, int from, int to, const pl_ref *ref)
+{
+    mesh_run *r = p;
+    const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
+    int arg = ref->arg, n_ops = xf->plan.n_ops;
+    if (arg < 0 || arg >= n_ops + xf->plan.call->n_scratch) return NULL;
+    if (arg < n_ops && (xf->plan.ops[arg].pipelined || xf->plan.ops[arg].role == PL_ROLE_PREFETCH)) return NULL;
+    uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data, base_to = (uintptr_t)xt->cores[0]->refs[arg].data;
+    return (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+}
+
+static int64_t run_axis(void *p, int device, const char *axis, int64_t *size)
+{
+    mesh_run *r = p;
+    int a = pl_mesh_axis(r->mesh, axis);
+    if (a < 0) return -1;
+    int64_t coords[PL_MESH_MAX_AXES];
+    pl_mesh_coords(r->mesh, device, coords);
+    *size = r->mesh->shape[a];
+    return coords[a];
+}
+
+static void run_perturb(void *p, int device)
+{
+    mesh_run *r = p;
+    if (!r->seed) return;
+    for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
+}
+
+static int run_incoming(void *p, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
+                        size_t n)
+{
+    mesh_run *r = p;
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, point, msg, n);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static void run_added(void *p, int device, const int64_t *cell) { sim_mesh_race_added(((mesh_run *)p)->race, device, cell); }
+static void run_taken(void *p, int device, const int64_t *cell) { sim_mesh_race_taken(((mesh_run *)p)->race, device, cell); }
+
+static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
+
+static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block, run_wake,  run_translate, run_axis,
+                                       run_perturb, run_incoming, run_added, run_taken, run_hops};
+
+/* ---- the run ----------------------------------------------------------------------- */
+
+static void *device_main(void *p)
+{
+    mesh_dev *d = p;
+    mesh_run *r = d->run;
+    sim_walk_device_steps(d->x);
+    pthread_mutex_lock(&r->lock);
+    r->alive--;
+    find_deadlock(r); /* the others may have been waiting for this one */
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* What the caller gets: the first failing device's error, a kernel's own
+ * error before a deadlock it caused; the slowest device's time; the sums. */
+static void summarize(const mesh_run *r, pl_mesh_report *mr)
+{
+    memset(mr, 0, sizeof *mr);
+    mr->n_devices = r->n;
+    mr->failed_device = -1;
+    for (int pass = 0; pass < 2 && mr->failed_device < 0; pass++)
+        for (int d = 0; d < r->n && r->dev[d].x && mr->failed_device < 0; d++) {
+            const pl_report *rep = &r->dev[d].x->rep;
+            if (rep->status && (pass || rep->status != PL_EDEADLOCK)) {
+                mr->failed_device = d;
+                mr->status = rep->status;
+                int at = snprintf(mr->error, sizeof mr->error, "device %d: ", d);
+                snprintf(mr->error + at, sizeof mr->error - (size_t)at, "%.*s", (int)(sizeof mr->error) - at - 1,
+                         rep->error);
+            }
+        }
+    for (int d = 0; d < r->n && r->dev[d].x; d++) {
+        const pl_report *rep = &r->dev[d].x->rep;
+        if (rep->time_s > mr->time_s) mr->time_s = rep->time_s;
+        mr->remote_copies += rep->ici_copies;
+        mr->ici_bytes += rep->ici_bytes;
+    }
+}
+
+static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *what)
+{
+    memset(mr, 0, sizeof *mr);
+    mr->failed_device = -1;
+    mr->status = code;
+    snprintf(mr->error, sizeof mr->error, fmt, what);
+    return code;
+}
+
+/* Validate and start every device (in device order, before any thread). */
+static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args, pl_array *outs,
+                         const pl_options *opt)
+{
+    int n_args = call->num_scalar_prefetch + call->n_in;
+    for (int d = 0; d < r->n; d++) {
+        sim_mesh_link link = {.ops = &mesh_ops, .run = r, .device = d, .n_devices = r->n};
+        mesh_dev *dv = &r->dev[d];
+        dv->run = r;
+        dv->device = d;
+        dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1));
+        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, opt, &link);
+        if (!dv->x) return PL_ENOMEM;
+        if (dv->x->rep.status || sim_walk_device_start(dv->x)) return dv->x->rep.status;
+    }
+    return PL_OK;
+}
+
+int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
+                 const pl_options *opt, pl_mesh_report *report, pl_report *reports)
+{
+    pl_mesh_report local;
+    pl_mesh_report *mr = report ? report : &local;
+    char msg[256];
+    if (!mesh || !call) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL", mesh ? "call" : "mesh");
+    if (pl_mesh_check(mesh, msg, sizeof msg) != PL_OK) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    if (opt && (opt->trace_path || opt->on_step))
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet",
+                      opt->trace_path ? "a trace file (trace_path)" : "a recorder (on_step)");
+    if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
+    mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0};
+    if (!(r.dev = calloc((size_t)r.n, sizeof *r.dev))) return refuse(mr, PL_ENOMEM, "%s", "out of host memory");
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.cond, NULL);
+    r.race = sim_mesh_race_new(r.n); /* NULL past SIM_MESH_RACE_MAX devices: not tracked */
+    int rc = start_devices(&r, call, args, outs, opt);
+    if (rc == PL_OK) {
+        r.alive = r.n;
+        sim_blas_single_begin();
+        for (int d = 0; d < r.n; d++) r.dev[d].started = pthread_create(&r.dev[d].tid, NULL, device_main, &r.dev[d]) == 0;
+        for (int d = 0; d < r.n; d++) /* no thread: it runs here, after the others started */
+            if (!r.dev[d].started) device_main(&r.dev[d]);
+        for (int d = 0; d < r.n; d++)
+            if (r.dev[d].started) pthread_join(r.dev[d].tid, NULL);
+        sim_blas_single_end();
+        for (int d = 0; d < r.n; d++) {
+            sim_walk_device_end(r.dev[d].x);
+            sim_exec_finish(r.dev[d].x);
+        }
+    }
+    summarize(&r, mr);
+    if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
+    rc = mr->status;
+    for (int d = 0; d < r.n; d++) {
+        if (r.dev[d].x) sim_exec_delete(r.dev[d].x, reports ? &reports[d] : NULL);
+    }
+    sim_mesh_race_free(r.race);
+    pthread_cond_destroy(&r.cond);
+    pthread_mutex_destroy(&r.lock);
+    free(r.dev);
+    return rc;
+}
