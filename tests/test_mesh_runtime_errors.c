@@ -1,0 +1,254 @@
+/* tests/test_mesh_runtime_errors.c: what pl_mesh_call says when a kernel on
+ * one device gets the mesh wrong (rules M9-M11, V2, V4): the code, the
+ * failing device, and a message naming the device, the grid point and the
+ * rule. Each returns promptly: a wait that nothing can satisfy is reported,
+ * never a hang. */
+#include "test_mesh_helpers.h"
+
+/* The kernels below: x (8, 128) and o (16, 128) f32 in HBM (ANY) on every
+ * device; scratch: a bf16 and an f32 VMEM buffer (8, 128), two DMA
+ * semaphores, one regular semaphore. */
+enum { R_X, R_O, R_BF, R_F32, R_DMA, R_SEM };
+
+static pl_call err_call(pl_kernel_fn k)
+{
+    pl_call call = {
+        .name = "mesh_err", .kernel = k, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {{.space = PL_ANY, .name = "o"}},
+        .n_scratch = 4,
+        .scratch = {PLTPU_VMEM(PL_BF16, 8, 128), PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(2),
+                    PLTPU_SEMAPHORE(1)},
+    };
+    return call;
+}
+
+/* Run k on a ring of 4; assert the code and that the message names the device. */
+static void run_err(mh_run *r, pl_kernel_fn k, int want, int dev)
+{
+    pl_call call = err_call(k);
+    mh_alloc(r, "ring:4", 8, 128, 16, 128);
+    mh_call(r, &call, NULL);
+    cr_assert_eq(r->rc, want, "want %s, got %d (%s): %s", pl_strerror(want), r->rc, pl_strerror(r->rc), r->mr.error);
+    cr_expect_eq(r->mr.status, want);
+    cr_expect_eq(r->mr.failed_device, dev, "failed device %d, want %d: %s", r->mr.failed_device, dev, r->mr.error);
+    cr_expect(mh_names_device(r->mr.error, dev), "the message should name device %d: %s", dev, r->mr.error);
+    cr_expect_lt(r->seconds, 1.0, "took %.3f s", r->seconds);
+}
+
+/* Device 2 copies to the x of each device, then the copy pair: a remote
+ * copy of x into o rows 0..7 of the right neighbour with its wait. */
+static void copy_right(pl_ctx *c, pl_ref *refs, int to)
+{
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_X], pl_ds(c, refs[R_O], 0, 0, 8),
+                                                        pl_at(c, refs[R_DMA], 0), pl_at(c, refs[R_DMA], 1), to);
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait(c, &cp);
+}
+
+/* ---- device ids (M11) -------------------------------------------------------------- */
+
+static void bad_device_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    copy_right(c, refs, me == 2 ? 7 : (me + 1) % n);
+}
+
+Test(mesh_runtime, remote_copy_to_a_device_outside_the_mesh_is_EINVAL)
+{
+    mh_run r;
+    run_err(&r, bad_device_kernel, PL_EINVAL, 2);
+    mh_assert_says(r.mr.error, "7", "grid point (0)", "M11");
+    mh_free(&r);
+}
+
+static void bad_signal_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 1) pltpu_semaphore_signal_device(c, pl_at(c, refs[R_SEM], 0), 1, -1);
+}
+
+Test(mesh_runtime, remote_signal_to_device_minus_1_is_EINVAL)
+{
+    mh_run r;
+    run_err(&r, bad_signal_kernel, PL_EINVAL, 1);
+    mh_assert_says(r.mr.error, "-1", "grid point (0)", "M9");
+    mh_free(&r);
+}
+
+static void bad_axis_kernel(pl_ctx *c, pl_ref *refs)
+{
+    (void)refs;
+    if (pltpu_device_id(c) == 3) (void)pltpu_axis_index(c, "z");
+}
+
+Test(mesh_runtime, an_axis_the_mesh_does_not_have_is_EINVAL)
+{
+    mh_run r;
+    run_err(&r, bad_axis_kernel, PL_EINVAL, 3);
+    mh_assert_says(r.mr.error, "\"z\"", "grid point (0)");
+    mh_free(&r);
+}
+
+/* ---- what a remote copy checks (M11) -------------------------------------------------- */
+
+static void shape_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    if (me != 1) return;
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_X], refs[R_O], pl_at(c, refs[R_DMA], 0),
+                                                        pl_at(c, refs[R_DMA], 1), (me + 1) % n);
+    pltpu_remote_copy_start(c, &cp);
+}
+
+Test(mesh_runtime, remote_copy_of_another_shape_is_ESHAPE)
+{
+    mh_run r;
+    run_err(&r, shape_kernel, PL_ESHAPE, 1);
+    mh_assert_says(r.mr.error, "(8, 128)", "(16, 128)", "grid point (0)", "M11");
+    mh_free(&r);
+}
+
+static void dtype_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    if (me != 0) return;
+    pl_fill(c, refs[R_BF], 1);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_BF], pl_ds(c, refs[R_O], 0, 0, 8),
+                                                        pl_at(c, refs[R_DMA], 0), pl_at(c, refs[R_DMA], 1), (me + 1) % n);
+    pltpu_remote_copy_start(c, &cp);
+}
+
+Test(mesh_runtime, remote_copy_of_another_dtype_is_EDTYPE)
+{
+    mh_run r;
+    run_err(&r, dtype_kernel, PL_EDTYPE, 0);
+    mh_assert_says(r.mr.error, "grid point (0)", "M11");
+    mh_free(&r);
+}
+
+/* ---- semaphores left non-zero (M10) ---------------------------------------------------- */
+
+static void leftover_local_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 2) pltpu_semaphore_signal(c, pl_at(c, refs[R_SEM], 0), 3);
+}
+
+Test(mesh_runtime, a_semaphore_left_non_zero_on_one_device_is_ESEMAPHORE)
+{
+    mh_run r;
+    run_err(&r, leftover_local_kernel, PL_ESEMAPHORE, 2);
+    mh_assert_says(r.mr.error, "M10");
+    mh_free(&r);
+}
+
+/* Device 1 signals device 3, which never waits: the count is left on
+ * device 3, possibly after device 3's kernel has finished. */
+static void leftover_remote_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 1) pltpu_semaphore_signal_device(c, pl_at(c, refs[R_SEM], 0), 1, 3);
+}
+
+Test(mesh_runtime, a_remote_signal_nobody_waits_for_is_ESEMAPHORE_on_the_target)
+{
+    mh_run r;
+    run_err(&r, leftover_remote_kernel, PL_ESEMAPHORE, 3);
+    mh_assert_says(r.mr.error, "M10");
+    mh_free(&r);
+}
+
+/* ---- deadlocks and faults (M10) -------------------------------------------------------- */
+
+Test(mesh_runtime, deadlock_names_every_stuck_device_within_a_second)
+{
+    ra_params p = {.forgetful = 3}; /* device 3 never sends; 0, 1 and 2 wait for ever */
+    mh_ring r;
+    mh_ring_run(&r, 4, 8, 128, NULL, &p, 1);
+    cr_assert_eq(r.rc, PL_EDEADLOCK, "got %d: %s", r.rc, r.mr.error);
+    cr_expect_lt(r.seconds, 1.0, "the deadlock took %.3f s to report", r.seconds);
+    /* where each waits: device 0 at step 0, device 1 at step 1, device 2 at step 2 */
+    for (int d = 0; d < 3; d++) {
+        char point[16];
+        snprintf(point, sizeof point, "(%d)", d);
+        cr_expect(mh_names_device_at(r.mr.error, d, point), "the message should name stuck device %d at grid point %s: %s",
+                  d, point, r.mr.error);
+    }
+    mh_assert_says(r.mr.error, "M10");
+    mh_ring_free(&r);
+}
+
+/* Seven stuck devices, each with its wait: the message must hold them all. */
+Test(mesh_runtime, deadlock_on_a_ring_of_8_names_all_7_stuck_devices)
+{
+    ra_params p = {.forgetful = 7};
+    mh_ring r;
+    mh_ring_run(&r, 8, 8, 128, NULL, &p, 1);
+    cr_assert_eq(r.rc, PL_EDEADLOCK, "got %d: %s", r.rc, r.mr.error);
+    for (int d = 0; d < 7; d++) {
+        char point[16];
+        snprintf(point, sizeof point, "(%d)", d);
+        cr_expect(mh_names_device_at(r.mr.error, d, point), "the message should name stuck device %d at grid point %s: %s",
+                  d, point, r.mr.error);
+    }
+    mh_ring_free(&r);
+}
+
+Test(mesh_runtime, deadlock_on_64_devices_within_a_second)
+{
+    ra_params p = {.forgetful = 63};
+    mh_ring r;
+    mh_ring_run(&r, 64, 8, 128, NULL, &p, 1);
+    cr_assert_eq(r.rc, PL_EDEADLOCK, "got %d: %s", r.rc, r.mr.error);
+    cr_expect_lt(r.seconds, 1.0, "the deadlock took %.3f s to report", r.seconds);
+    cr_expect(mh_names_device(r.mr.error, 0), "%s", r.mr.error);
+    mh_ring_free(&r);
+}
+
+/* Device 2 reads past a buffer before it sends; its right neighbour waits for
+ * that send, and the others for theirs in turn. */
+static void fault_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    if (me == 2) (void)pl_get_at(c, refs[R_F32], 8, 0);
+    copy_right(c, refs, (me + 1) % n);
+}
+
+Test(mesh_runtime, a_fault_on_one_device_is_returned_while_the_others_wait)
+{
+    mh_run r;
+    run_err(&r, fault_kernel, PL_EBOUNDS, 2);
+    mh_assert_says(r.mr.error, "grid point (0)", "V2");
+    mh_free(&r);
+}
+
+/* ---- two senders into one buffer (V4) -------------------------------------------------- */
+
+/* Devices 0 and 2 both copy into rows 0..7 of device 1's o; device 1 waits
+ * for both, so the second copy lands on bytes the first still writes. */
+static void two_senders_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_X], pl_ds(c, refs[R_O], 0, 0, 8),
+                                                        pl_at(c, refs[R_DMA], 0), pl_at(c, refs[R_DMA], 1), 1);
+    if (me == 0 || me == 2) {
+        pltpu_remote_copy_start(c, &cp);
+        pltpu_remote_copy_wait_send(c, &cp);
+    }
+    if (me == 1) {
+        pltpu_remote_copy_wait_recv(c, &cp);
+        pltpu_remote_copy_wait_recv(c, &cp);
+    }
+}
+
+Test(mesh_runtime, two_senders_into_one_buffer_is_ERACE)
+{
+    pl_call call = err_call(two_senders_kernel);
+    mh_run r;
+    mh_alloc(&r, "ring:4", 8, 128, 16, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_ERACE, "got %d: %s", r.rc, r.mr.error);
+    cr_expect(r.mr.failed_device == 0 || r.mr.failed_device == 2, "failed device %d", r.mr.failed_device);
+    cr_expect(mh_names_device(r.mr.error, 1), "the message should name the target, device 1: %s", r.mr.error);
+    mh_assert_says(r.mr.error, "V4");
+    cr_expect_lt(r.seconds, 1.0);
+    mh_free(&r);
+}
