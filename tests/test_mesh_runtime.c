@@ -214,6 +214,35 @@ Test(mesh_runtime, device_id_and_axis_index_on_a_2x4_mesh)
     mh_free(&r);
 }
 
+/* ---- timing against the closed form (M12) -------------------------------------------------- */
+
+/* A ring all-gather sends N - 1 shards over each device's link to the right:
+ * (N - 1) / N of the total bytes over one link's one-way bandwidth. With
+ * large shards the latencies, the local copy and the step overheads are a
+ * small part: within 10 %, and never faster than the links allow. */
+static void ring_time_near_closed_form(const char *chip, int n, int64_t rows)
+{
+    pl_options opt = {.cost_only = 1, .chip = chip};
+    mh_ring r;
+    mh_ring_run(&r, n, rows, 1024, &opt, NULL, 0);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    double closed = ra_closed_form_s(&r.d.s, pl_chip_find(chip)), ratio = r.mr.time_s / closed;
+    cr_assert_gt(closed, 0);
+    cr_expect(ratio >= 0.999 && ratio <= 1.10, "%s, ring of %d, %lld-row shards: %.2f us simulated, %.2f us closed form "
+              "(ratio %.3f)", chip, n, (long long)rows, r.mr.time_s * 1e6, closed * 1e6, ratio);
+    mh_ring_free(&r);
+}
+
+Test(mesh_runtime, ring_allgather_of_8_within_10_percent_of_the_closed_form_on_v5e)
+{
+    ring_time_near_closed_form("v5e", 8, 256);
+}
+
+Test(mesh_runtime, ring_allgather_of_8_within_10_percent_of_the_closed_form_on_v5p)
+{
+    ring_time_near_closed_form("v5p", 8, 1024);
+}
+
 /* ---- a mesh of 64 devices, cost only -------------------------------------------------- */
 
 Test(mesh_runtime, ring_allgather_of_64_devices_cost_only_under_10_s, .timeout = 60)
