@@ -65,6 +65,14 @@ void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const 
 
 static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn) { kern_sem_add(c, sem, sem_cell(sem), n, fn); }
 
+void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit)
+{
+    char point[128];
+    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
+    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need, unit);
+}
+
 /* Take `need` off sem's count, waiting for other devices of a mesh to add
  * to it (kernel/remote.c): PL_OK, or PL_EDEADLOCK with the message in msg
  * (the mesh's, naming every stuck device; on one device, msg is left to the

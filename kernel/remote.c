@@ -15,14 +15,6 @@
 #include "context.h"
 #include "pltpu.h"
 
-void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit)
-{
-    char point[128];
-    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
-    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need, unit);
-}
-
 int pltpu_device_id(pl_ctx *c) { return c->device; }
 int pltpu_num_devices(pl_ctx *c) { return c->n_devices; }
 

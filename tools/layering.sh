@@ -34,12 +34,13 @@ END {
     bad = 0
     for (k in kinds) {
         n = 0
+        found = 0
         for (x in id) { split(x, p, SUBSEP); if (p[1] == k) name[k, n++] = p[2] }
         for (i = 0; i < n; i++) for (j = 0; j < n; j++) r[i, j] = e[k, name[k, i], name[k, j]] + 0
         for (m = 0; m < n; m++) for (i = 0; i < n; i++) if (r[i, m]) for (j = 0; j < n; j++) if (r[m, j]) r[i, j] = 1
         for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-            if (r[i, j] && r[j, i]) { print "layering: " k " cycle: " name[k, i] " <-> " name[k, j]; bad = 1 }
-        print "layering: " k ": " n " files, " (bad ? "cycles" : "no cycles")
+            if (r[i, j] && r[j, i]) { print "layering: " k " cycle: " name[k, i] " <-> " name[k, j]; found = bad = 1 }
+        print "layering: " k ": " n " files, " (found ? "cycles" : "no cycles")
         delete r
     }
     exit bad
