@@ -83,7 +83,8 @@ static int run(int n, const pl_options *opt)
     int named = 0;
     for (int dev = 0; dev < n - 1; dev++) named += names_device(mr.error, dev);
     if (rc == PL_EDEADLOCK && named == n - 1) {
-        printf("=> the deadlock was reported, naming each of the %d stuck devices (rule M10)\n", n - 1);
+        if (n == 2) printf("=> the deadlock was reported, naming the stuck device (rule M10)\n");
+        else printf("=> the deadlock was reported, naming each of the %d stuck devices (rule M10)\n", n - 1);
         return 0;
     }
     printf("=> NOT AS EXPECTED: %s, %d of the %d stuck devices named\n",
