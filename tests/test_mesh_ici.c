@@ -4,6 +4,7 @@
  * collective is N - 1 rounds of neighbour copies (M12). */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "../sim/ici.h"
 #include "../sim/tilesim_mesh.h"
@@ -166,6 +167,52 @@ Test(mesh_ici, always_terminates_and_keeps_each_copy_s_floor)
         cr_assert(x[i].t_done >= floor_s * (1 - 1e-12), "copy %d ended at %.17g before its floor %.17g", i,
                   x[i].t_done, floor_s);
     }
+    free(x);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLOW 10 /* sanitizers: the bound below, ten times over */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SLOW 10
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 1
+#endif
+
+/* 20000 copies in flight at once on a 4x4x4 torus, each of its own size so
+ * that each ends at an event of its own: an event must cost the copies on
+ * the links it changes, not every copy in flight (that was 20000^2 work,
+ * seconds), so that a mesh run of many copies stays quick. */
+Test(mesh_ici, an_event_costs_only_the_copies_on_the_links_it_changes)
+{
+    pl_mesh m = mesh("4x4x4");
+    enum { N = 20000 };
+    sim_ici_xfer *x = calloc(N, sizeof *x);
+    cr_assert(x);
+    for (int i = 0; i < N; i++)
+        x[i] = (sim_ici_xfer){.from = i % 64, .to = (i * 7 + 1) % 64, .bytes = 1000000 + 37 * (int64_t)i};
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    cr_assert_eq(sim_ici_time(&m, BW, LAT, x, N), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double host = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    cr_assert(host < 1.0 * SLOW, "%d copies took %.2f s of host time", N, host);
+    /* a link moves at most bw: the last copy over it ends no sooner than its bytes over bw */
+    double *bytes = calloc(SIM_ICI_LINKS(64), sizeof *bytes), *last = calloc(SIM_ICI_LINKS(64), sizeof *last);
+    cr_assert(bytes && last);
+    for (int i = 0; i < N; i++) {
+        int links[16], h = sim_mesh_route(&m, x[i].from, x[i].to, links, 16);
+        for (int k = 0; k < h; k++) {
+            bytes[links[k]] += (double)x[i].bytes;
+            if (x[i].t_done > last[links[k]]) last[links[k]] = x[i].t_done;
+        }
+    }
+    for (int l = 0; l < SIM_ICI_LINKS(64); l++)
+        cr_assert(last[l] >= bytes[l] / BW * (1 - 1e-9), "link %d: %.6g bytes done by %.6g s", l, bytes[l], last[l]);
+    free(bytes);
+    free(last);
     free(x);
 }
 
