@@ -18,7 +18,8 @@ static void allgather_on(int n)
     cr_assert_eq(r.mr.failed_device, -1);
     int dev;
     int64_t elem, bad = ra_mismatches(&r.d, &dev, &elem);
-    cr_assert_eq(bad, 0, "ring of %d: %lld elements differ from the concatenation, the first on device %d, element %lld",
+    cr_assert_eq(bad, 0, "ring of %d: %lld elements differ from the concatenation, the first on device %d, "
+                 "element %lld",
                  n, (long long)bad, dev, (long long)elem);
     /* every device sends N - 1 shards of 8 x 128 f32 to its neighbour */
     cr_expect_eq(r.mr.remote_copies, (int64_t)n * (n - 1), "remote copies %lld", (long long)r.mr.remote_copies);
@@ -228,8 +229,9 @@ static void ring_time_near_closed_form(const char *chip, int n, int64_t rows)
     cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
     double closed = ra_closed_form_s(&r.d.s, pl_chip_find(chip)), ratio = r.mr.time_s / closed;
     cr_assert_gt(closed, 0);
-    cr_expect(ratio >= 0.999 && ratio <= 1.10, "%s, ring of %d, %lld-row shards: %.2f us simulated, %.2f us closed form "
-              "(ratio %.3f)", chip, n, (long long)rows, r.mr.time_s * 1e6, closed * 1e6, ratio);
+    cr_expect(ratio >= 0.999 && ratio <= 1.10,
+              "%s, ring of %d, %lld-row shards: %.2f us simulated, %.2f us closed form (ratio %.3f)", chip, n,
+              (long long)rows, r.mr.time_s * 1e6, closed * 1e6, ratio);
     mh_ring_free(&r);
 }
 

@@ -113,8 +113,9 @@ static void dtype_kernel(pl_ctx *c, pl_ref *refs)
     int me = pltpu_device_id(c), n = pltpu_num_devices(c);
     if (me != 0) return;
     pl_fill(c, refs[R_BF], 1);
-    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_BF], pl_ds(c, refs[R_O], 0, 0, 8),
-                                                        pl_at(c, refs[R_DMA], 0), pl_at(c, refs[R_DMA], 1), (me + 1) % n);
+    pl_ref send = pl_at(c, refs[R_DMA], 0), recv = pl_at(c, refs[R_DMA], 1);
+    pltpu_remote_copy cp =
+        pltpu_make_async_remote_copy(c, refs[R_BF], pl_ds(c, refs[R_O], 0, 0, 8), send, recv, (me + 1) % n);
     pltpu_remote_copy_start(c, &cp);
 }
 
@@ -200,8 +201,8 @@ Test(mesh_runtime, deadlock_names_every_stuck_device_within_a_second)
     for (int d = 0; d < 3; d++) {
         char point[16];
         snprintf(point, sizeof point, "(%d)", d);
-        cr_expect(mh_names_device_at(r.mr.error, d, point), "the message should name stuck device %d at grid point %s: %s",
-                  d, point, r.mr.error);
+        cr_expect(mh_names_device_at(r.mr.error, d, point),
+                  "the message should name stuck device %d at grid point %s: %s", d, point, r.mr.error);
     }
     mh_assert_says(r.mr.error, "M10");
     mh_ring_free(&r);
@@ -217,8 +218,8 @@ Test(mesh_runtime, deadlock_on_a_ring_of_8_names_all_7_stuck_devices)
     for (int d = 0; d < 7; d++) {
         char point[16];
         snprintf(point, sizeof point, "(%d)", d);
-        cr_expect(mh_names_device_at(r.mr.error, d, point), "the message should name stuck device %d at grid point %s: %s",
-                  d, point, r.mr.error);
+        cr_expect(mh_names_device_at(r.mr.error, d, point),
+                  "the message should name stuck device %d at grid point %s: %s", d, point, r.mr.error);
     }
     mh_ring_free(&r);
 }
