@@ -18,8 +18,14 @@
 /* KERN_OP_EUP: a transcendental op, timed as VPU work at its weight and
  * also counted in the report's eup_elems. KERN_OP_SCALAR: pl_get / pl_set
  * accesses (elems of them) since the previous op, timed on the scalar unit. */
+/* On a mesh, waits and signals between devices are logged too, so that the
+ * timing model makes a device wait for another (sim/timing.c):
+ * KERN_OP_RECV_WAIT (cell, elems bytes landed from other devices),
+ * KERN_OP_SEM_WAIT (cell, elems the value taken), KERN_OP_SEM_SIGNAL (n the
+ * device, cell there, elems the increment). */
 typedef enum kern_op_kind {
-    KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT, KERN_OP_EUP, KERN_OP_SCALAR
+    KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT, KERN_OP_EUP, KERN_OP_SCALAR,
+    KERN_OP_RECV_WAIT, KERN_OP_SEM_WAIT, KERN_OP_SEM_SIGNAL
 } kern_op_kind;
 
 /* One block op as the cost model sees it. */
@@ -30,6 +36,8 @@ typedef struct kern_op {
     int64_t elems;    /* VPU / copy: elements produced */
     double flops;     /* 2mnk for a dot, elems for an elementwise op */
     int64_t dma;      /* DMA start / wait: the copy's number in this call (its bytes in elems) */
+    uintptr_t cell;   /* mesh: the semaphore (its count's address on its device); a remote DMA start: the
+                         receiving semaphore there, n the device, k the ICI hops */
 } kern_op;
 
 /* A semaphore is declared as an i32 scratch (PLTPU_SEMAPHORE) but counts in

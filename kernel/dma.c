@@ -332,6 +332,10 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
                    name, (long long)inc);
     }
     sem_add(c, &sem, inc, "pltpu_semaphore_signal");
+    if (c->mesh) { /* another device may wait for it: the timing model needs it */
+        kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = c->device, .elems = inc, .cell = (uintptr_t)sem.data};
+        kern_record(c, &op);
+    }
 }
 
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
@@ -347,7 +351,13 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
     int64_t held;
     kern_ref_name(c, &sem, name, sizeof name);
     kern_wait_what(c, what, sizeof what, "pltpu_semaphore_wait", &sem, value, "");
-    if (kern_sem_take(c, &sem, value, what, msg, sizeof msg, &held) == PL_OK) return;
+    if (kern_sem_take(c, &sem, value, what, msg, sizeof msg, &held) == PL_OK) {
+        if (c->mesh) {
+            kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data};
+            kern_record(c, &op);
+        }
+        return;
+    }
     if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
     kern_fault(c, PL_EDEADLOCK,
                "pltpu_semaphore_wait on %s for %lld, but it holds %lld and nothing else runs on this core to "

@@ -114,6 +114,10 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     land_there(c, &dst, &recv, cp, fn);
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->device, cp->device);
     kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, hops, fn);
+    if (c->mesh) { /* the timing model credits the receiving semaphore there when the transfer ends */
+        c->ops[c->n_ops - 1].n = cp->device;
+        c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;
+    }
     if (!c->cost_only && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
     m->moved = 1;
     kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->bytes, fn); /* M8: there, the landed bytes */
@@ -130,6 +134,10 @@ void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
 {
     kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_recv", "wait on");
     kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");
+    if (c->mesh) { /* in time, too: until the bytes from the other device have landed */
+        kern_op op = {.kind = KERN_OP_RECV_WAIT, .elems = cp->bytes, .cell = (uintptr_t)cp->recv_sem.data};
+        kern_record(c, &op);
+    }
 }
 
 void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp)
@@ -152,4 +160,6 @@ void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int devic
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref t = there(c, &sem, device_id, "semaphore", fn);
     kern_sem_add(c, &sem, (int64_t *)t.data, inc, fn);
+    kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data};
+    kern_record(c, &op);
 }

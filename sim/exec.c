@@ -132,23 +132,31 @@ static int open_trace(sim_exec *x, const pl_options *opt)
     return PL_OK;
 }
 
-static void time_run(sim_exec *x)
+/* Before the replay: traffic totals, room for the trace's kernel times. */
+static int time_prepare(sim_exec *x)
 {
-    sim_time_result t;
     x->rep.cores = x->n_cores;
     x->rep.hbm_bytes = x->rep.dma_bytes;
     for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
     for (int c = 0; c < x->n_cores && x->tracing; c++) {
         sim_coreline *cl = &x->lines[c];
         if (!(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t))) {
-            sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
-            return;
+            return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
         }
     }
-    int rc = sim_time_run(x->lines, x->n_cores, x->plan.chip, &t);
+    return PL_OK;
+}
+
+/* After the replay (rc its code): the report's timing, the trace. */
+static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
+{
+    sim_time_result t = *tr;
     if (rc) {
         const pl_chip *c = x->plan.chip;
-        if (rc == -2)
+        if (rc == -3)
+            sim_fail(&x->rep, PL_EINVAL, "the mesh's timeline cannot be replayed: a device waits in time for a copy "
+                     "or signal that no device's records hold (an internal inconsistency; please report it)");
+        else if (rc == -2)
             sim_fail(&x->rep, PL_EINVAL, "chip %s cannot be timed (hbm_bw %g B/s, step_overhead_s %g, "
                      "dma_latency_s %g, bf16_flops %g, vpu_flops %g): rates must be finite and positive, times "
                      "finite", c->name, c->hbm_bw, c->step_overhead_s, c->dma_latency_s, c->bf16_flops, c->vpu_flops);
@@ -162,6 +170,30 @@ static void time_run(sim_exec *x)
         x->trace = NULL;
         if (bad) sim_fail(&x->rep, PL_EINVAL, "writing the trace file failed (disk full?)");
     }
+}
+
+static void time_run(sim_exec *x)
+{
+    sim_time_result t;
+    if (time_prepare(x)) return;
+    time_report(x, sim_time_run(x->lines, x->n_cores, x->plan.chip, &t), &t);
+}
+
+void sim_exec_finish_mesh(sim_exec **xs, int n)
+{
+    if (n < 1) return;
+    for (int d = 0; d < n; d++) {
+        if (xs[d]->rep.status || sim_check_coverage(&xs[d]->plan, xs[d]->strict, &xs[d]->rep) || time_prepare(xs[d]))
+            return; /* the call fails: no time to give */
+    }
+    sim_time_result *t = calloc((size_t)n, sizeof *t);
+    sim_time_dev *devs = calloc((size_t)n, sizeof *devs);
+    int rc = t && devs ? 0 : -1;
+    for (int d = 0; d < n && !rc; d++) devs[d] = (sim_time_dev){xs[d]->lines, xs[d]->n_cores, &t[d]};
+    if (!rc) rc = sim_time_mesh(devs, n, xs[0]->plan.chip);
+    for (int d = 0; d < n; d++) time_report(xs[d], rc, t ? &t[d] : &(sim_time_result){0});
+    free(t);
+    free(devs);
 }
 
 /* Options the validation of the call does not look at. */

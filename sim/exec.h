@@ -65,6 +65,10 @@ typedef struct sim_exec {
 sim_exec *sim_exec_new(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
                        const sim_mesh_link *mesh);
 void sim_exec_finish(sim_exec *x);
+/* The devices of a mesh, once all have walked: P10 on each, then one replay
+ * of all their timelines together (devices wait in time for each other's
+ * copies and signals). Nothing is timed if a device failed. */
+void sim_exec_finish_mesh(sim_exec **xs, int n);
 void sim_exec_delete(sim_exec *x, pl_report *report);
 
 /* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),

@@ -245,10 +245,14 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         for (int d = 0; d < r.n; d++)
             if (r.dev[d].started) pthread_join(r.dev[d].tid, NULL);
         sim_blas_single_end();
+        sim_exec **xs = malloc((size_t)r.n * sizeof *xs);
         for (int d = 0; d < r.n; d++) {
             sim_walk_device_end(r.dev[d].x);
-            sim_exec_finish(r.dev[d].x);
+            if (xs) xs[d] = r.dev[d].x;
         }
+        if (xs) sim_exec_finish_mesh(xs, r.n);
+        else sim_fail(&r.dev[0].x->rep, PL_ENOMEM, "out of host memory timing the mesh");
+        free(xs);
     }
     summarize(&r, mr);
     if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");

@@ -113,6 +113,13 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
     double seconds = 0, segment = 0;
     for (int i = 0; i < n; i++) {
         const kern_op *o = &ops[i];
+        if (o->kind == KERN_OP_RECV_WAIT || o->kind == KERN_OP_SEM_WAIT || o->kind == KERN_OP_SEM_SIGNAL) {
+            events = 1;
+            sim_kevent e = {.kind = o->kind == KERN_OP_SEM_SIGNAL ? SIM_KEV_SIGNAL : SIM_KEV_TAKE,
+                            .device = (int32_t)o->n, .cell = o->cell, .amount = o->elems};
+            if (push_event(cl, step, &segment, e)) return -1;
+            continue;
+        }
         if (o->kind != KERN_OP_DMA_START && o->kind != KERN_OP_DMA_WAIT) {
             double t = tally_op(memo, chip, o, r, dot_flops);
             seconds += t;
@@ -122,7 +129,10 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
         events = 1;
         if (o->kind == KERN_OP_DMA_START) {
             if (sim_opline_push(&cl->manual, step, o->elems, 0, NULL)) return -1;
-            cl->manual.x[cl->manual.n - 1].hops = (uint8_t)(o->k > 255 ? 255 : o->k); /* k: ICI hops (M11) */
+            sim_xfer *x = &cl->manual.x[cl->manual.n - 1];
+            x->hops = (uint8_t)(o->k > 255 ? 255 : o->k); /* k: ICI hops (M11) */
+            x->to = (int32_t)o->n;
+            x->cell = o->cell; /* mesh: the receiving semaphore, credited when the transfer ends */
             r->dma_copies++;
             if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
             if (o->k) r->ici_copies++, r->ici_bytes += o->elems; /* k: to another device (M11) */

@@ -29,6 +29,8 @@ typedef struct dma_live {
 typedef struct dma_engine {
     double bw, latency, now;
     double hop_latency; /* the ICI engine: a copy's first byte arrives after its hops x this */
+    sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
+    int oom;
     dma_live *live; /* issued, not done */
     int n, cap;
     int active;      /* transfers moving bytes now, as dma_next counted them */
@@ -95,6 +97,7 @@ static void dma_advance(dma_engine *d, double t)
         if (l->t_ready <= was && l->remaining <= 1e-6 * (double)l->x->bytes) {
             l->x->done = 1;
             l->x->t_done = t;
+            if (l->x->cell && d->credits && sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->bytes)) d->oom = 1;
             d->live[i] = d->live[--d->n];
         } else i++;
     }
@@ -106,7 +109,10 @@ enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, 
 
 typedef struct core_state {
     sim_coreline *cl;
+    dma_engine *dma;   /* its device's HBM DMA engine */
     dma_engine *ici;   /* copies to other devices (M11): the device's links, not HBM */
+    sim_credits *credits; /* a mesh: semaphores between devices */
+    int device;
     int64_t n; /* current step */
     int phase;
     double wake;
@@ -202,6 +208,12 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         case SIM_KEV_WAIT:
             if (!cl->manual.x[e->xfer].done) return 0;
             break;
+        case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
+            if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
+            break;
+        case SIM_KEV_SIGNAL:
+            if (c->credits && sim_credit_add(c->credits, e->device, e->cell, e->amount)) return -1;
+            break;
         default: c->phase = PH_KERNEL; return 1;
         }
         c->kev++;
@@ -234,69 +246,119 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
     return 0;
 }
 
-int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
+static int bad_chip(const pl_chip *chip)
 {
-    memset(out, 0, sizeof *out);
-    if (n_cores < 1 || n_cores > SIM_MAX_CORES) return -1;
     /* time must only move forward, to a finite end */
-    if (!(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
-        !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s))
-        return -2;
-    dma_engine d = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s};
-    /* ICI: one link's bandwidth shared by the device's copies in flight to
+    return !(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
+           !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s);
+}
+
+/* One core's sums into its device's result. */
+static void core_result(const core_state *c, sim_time_result *out, int i)
+{
+    out->compute_s += c->compute;
+    out->overhead_s += c->overhead;
+    out->core_compute_s[i] = c->compute;
+    out->core_overhead_s[i] = c->overhead;
+    double busy = c->compute + c->overhead, exposed = out->core_end_s[i] - busy;
+    out->exposed_s += exposed > 0 ? exposed : 0;
+    if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
+}
+
+/* Everything that can happen at `now`: passes until no core acts (a signal
+ * can let another core go at the same instant). Sets *next to the earliest
+ * core wake-up; returns 1 while a core runs, 0 when all are done, -1. */
+static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_time_dev *devs, const pl_chip *chip,
+                   double now, double *next)
+{
+    int acted = 1, running = 0;
+    while (acted) {
+        acted = 0;
+        for (int i = 0; i < n; i++) {
+            int r;
+            while ((r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
+            if (r < 0) return -1;
+        }
+    }
+    *next = INFINITY;
+    for (int i = 0; i < n; i++) {
+        sim_time_result *out = devs[dev_of[i]].out;
+        if (cs[i].phase == PH_DONE) {
+            if (out->core_end_s[core_of[i]] == 0) out->core_end_s[core_of[i]] = now;
+            continue;
+        }
+        running = 1;
+        if (cs[i].wake > now && cs[i].wake < *next) *next = cs[i].wake;
+    }
+    return running;
+}
+
+static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, int mesh)
+{
+    int n = 0, rc = 0;
+    for (int d = 0; d < n_dev; d++) {
+        memset(devs[d].out, 0, sizeof *devs[d].out);
+        if (devs[d].n_cores < 1 || devs[d].n_cores > SIM_MAX_CORES) return -1;
+        n += devs[d].n_cores;
+    }
+    if (bad_chip(chip)) return -2;
+    /* ICI: one link's bandwidth shared by a device's copies in flight to
      * other devices, after the DMA latency and a latency per hop (a model
      * choice: a ring kernel keeps one link per direction busy) */
     double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
-    dma_engine ici = {.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop};
-    core_state *cs = calloc((size_t)n_cores, sizeof *cs); /* up to SIM_MAX_CORES: not on the stack */
-    if (!cs) return -1;
-    for (int i = 0; i < n_cores; i++) {
-        cs[i].cl = &cores[i];
-        cs[i].ici = &ici;
-        cs[i].phase = cores[i].steps ? PH_BEGIN : PH_DONE;
-    }
-    double now = 0;
-    int rc = 0;
-    for (;;) {
-        /* Everything that can happen at this instant. One pass is enough: a
-         * core's actions only issue transfers, which finish later, so they
-         * cannot unblock another core at the same instant. */
-        double next = INFINITY;
-        int running = 0;
-        for (int i = 0; i < n_cores; i++) {
-            int r;
-            while ((r = core_act(&cs[i], &d, chip, now)) > 0) {}
-            if (r < 0) { rc = -1; goto out; }
-            if (cs[i].phase == PH_DONE) {
-                if (out->core_end_s[i] == 0) out->core_end_s[i] = now;
-                continue;
-            }
-            running = 1;
-            if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
+    dma_engine *eng = calloc(2 * (size_t)n_dev, sizeof *eng); /* per device: HBM, then ICI */
+    core_state *cs = calloc((size_t)n, sizeof *cs);
+    int *dev_of = calloc((size_t)n, sizeof *dev_of), *core_of = calloc((size_t)n, sizeof *core_of);
+    sim_credits *credits = mesh ? sim_credits_new() : NULL;
+    if (!eng || !cs || !dev_of || !core_of || (mesh && !credits)) { rc = -1; goto out; }
+    for (int d = 0, i = 0; d < n_dev; d++) {
+        eng[2 * d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .credits = credits};
+        eng[2 * d + 1] = (dma_engine){.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop,
+                                      .credits = credits};
+        for (int k = 0; k < devs[d].n_cores; k++, i++) {
+            sim_coreline *cl = &devs[d].cores[k];
+            cs[i] = (core_state){.cl = cl, .dma = &eng[2 * d], .ici = &eng[2 * d + 1], .credits = credits,
+                                 .device = d, .phase = cl->steps ? PH_BEGIN : PH_DONE};
+            dev_of[i] = d;
+            core_of[i] = k;
         }
-        if (!running) break;
-        double dma = dma_next(&d), link = dma_next(&ici);
-        if (dma < next) next = dma;
-        if (link < next) next = link;
-        /* a core waits on nothing: broken records, or a chip whose figures
-         * (zero bandwidth, infinite times) put the next event at infinity */
-        if (!isfinite(next)) { rc = -2; goto out; }
-        dma_advance(&d, next);
-        dma_advance(&ici, next);
+    }
+    for (double now = 0;;) {
+        double next;
+        int r = act_all(cs, n, dev_of, core_of, devs, chip, now, &next);
+        if (r < 0) { rc = -1; goto out; }
+        if (!r) break;
+        for (int e = 0; e < 2 * n_dev; e++) {
+            double t = dma_next(&eng[e]);
+            if (t < next) next = t;
+        }
+        /* a core waits on nothing: broken records, a semaphore no device
+         * fills, or a chip whose figures put the next event at infinity */
+        if (!isfinite(next)) { rc = credits ? -3 : -2; goto out; }
+        for (int e = 0; e < 2 * n_dev; e++) {
+            dma_advance(&eng[e], next);
+            if (eng[e].oom) { rc = -1; goto out; }
+        }
         now = next;
     }
-    for (int i = 0; i < n_cores; i++) {
-        out->compute_s += cs[i].compute;
-        out->overhead_s += cs[i].overhead;
-        out->core_compute_s[i] = cs[i].compute;
-        out->core_overhead_s[i] = cs[i].overhead;
-        double busy = cs[i].compute + cs[i].overhead, exposed = out->core_end_s[i] - busy;
-        out->exposed_s += exposed > 0 ? exposed : 0;
-        if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
-    }
+    for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
 out:
-    free(d.live);
-    free(ici.live);
+    for (int e = 0; eng && e < 2 * n_dev; e++) free(eng[e].live);
+    free(eng);
     free(cs);
+    free(dev_of);
+    free(core_of);
+    sim_credits_free(credits);
     return rc;
+}
+
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip)
+{
+    return time_devices(devs, n_devices, chip, 1);
+}
+
+int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
+{
+    sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
+    return time_devices(&d, 1, chip, 0);
 }

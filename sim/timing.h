@@ -32,6 +32,8 @@ typedef struct sim_xfer {
     uint8_t done;
     uint8_t fetch;    /* on an output's line: a fetch-back HBM -> VMEM the step waits for (P5, RevisitMode.ANY) */
     uint8_t hops;     /* on the manual line: a copy to another device over this many ICI links (M11); 0: local */
+    int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
+    uintptr_t cell;   /* 0: none */
 } sim_xfer;
 
 typedef struct sim_opline {
@@ -45,11 +47,18 @@ typedef struct sim_opline {
 
 /* Inside a step that starts or waits for manual copies (kernel/pltpu.h),
  * the kernel is a sequence of these. */
-typedef enum sim_kevent_kind { SIM_KEV_COMPUTE, SIM_KEV_START, SIM_KEV_WAIT, SIM_KEV_END } sim_kevent_kind;
+typedef enum sim_kevent_kind {
+    SIM_KEV_COMPUTE, SIM_KEV_START, SIM_KEV_WAIT, SIM_KEV_END,
+    SIM_KEV_TAKE,     /* mesh: until `amount` more has reached semaphore `cell` of this device (a wait) */
+    SIM_KEV_SIGNAL    /* mesh: `amount` reaches semaphore `cell` of device `device` now */
+} sim_kevent_kind;
 typedef struct sim_kevent {
     uint8_t kind;     /* sim_kevent_kind */
     int64_t xfer;     /* START, WAIT: index into the core's manual line */
     double seconds;   /* COMPUTE */
+    int32_t device;   /* SIGNAL */
+    uintptr_t cell;   /* TAKE, SIGNAL */
+    int64_t amount;
 } sim_kevent;
 
 /* What one TensorCore did. */
@@ -123,7 +132,28 @@ typedef struct sim_op_memo {
 int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, int64_t step, int64_t first_copy,
                     const kern_op *ops, int n, pl_report *r, double *dot_flops);
 
+/* ---- credit.c: semaphore counts of a mesh's replay ---- */
+
+typedef struct sim_credits sim_credits;
+sim_credits *sim_credits_new(void);  /* NULL: out of memory */
+void sim_credits_free(sim_credits *c);
+/* amount reaches semaphore cell of device; 0, or -1 out of memory */
+int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount);
+/* 1 and taken when the semaphore holds amount, else 0 */
+int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount);
+
 /* ---- timing.c: the replay ---- */
+
+/* The devices of a mesh, replayed together: each its own HBM DMA engine
+ * and ICI engine, waits on other devices' copies and signals (TAKE,
+ * SIGNAL events). Returns as sim_time_run, and -3 when a device waits for
+ * a semaphore nothing in the records fills (records that do not match). */
+typedef struct sim_time_dev {
+    sim_coreline *cores;
+    int n_cores;
+    sim_time_result *out;
+} sim_time_dev;
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip);
 
 /* Replay the records of n_cores cores; returns 0, -1 when out of memory or
  * on an internal inconsistency of the records, -2 when the next event lies

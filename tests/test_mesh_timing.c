@@ -1,0 +1,102 @@
+/* The mesh's timing (issue 12): the devices' timelines are replayed
+ * together, so a device that waits for another's copy or signal waits in
+ * simulated time too, until that copy has crossed its links or that signal
+ * was made (rules M8, M9, M11). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "test_mesh_helpers.h"
+
+enum { T_X, T_O, T_ACC, T_DMA, T_SEM };
+
+static pl_call timing_call(pl_kernel_fn k)
+{
+    pl_call call = {
+        .name = "mesh_timing", .kernel = k, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {{.space = PL_ANY, .name = "o"}},
+        .n_scratch = 3,
+        .scratch = {PLTPU_VMEM(PL_F32, 512, 512), PLTPU_SEMAPHORE_DMA(2), PLTPU_SEMAPHORE(1)},
+    };
+    return call;
+}
+
+/* Device 0 works (64 dots of 512^3) and then sends rows 0..7 of x to device
+ * 1, which only waits for them. */
+static void busy_sender(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[T_X], pl_ds(c, refs[T_O], 0, 0, 8),
+                                                        pl_at(c, refs[T_DMA], 0), pl_at(c, refs[T_DMA], 1), 1);
+    if (me == 0) {
+        for (int i = 0; i < 64; i++) pl_dot(c, refs[T_ACC], refs[T_ACC], refs[T_ACC], 0);
+        pltpu_remote_copy_start(c, &cp);
+        pltpu_remote_copy_wait_send(c, &cp);
+    } else {
+        pltpu_remote_copy_wait_recv(c, &cp);
+    }
+}
+
+Test(mesh_timing, a_receiver_waits_for_its_busy_sender_M11)
+{
+    pl_call call = timing_call(busy_sender);
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "line:2", 8, 128, 16, 128);
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    double compute = r.reps[0].compute_s;
+    cr_assert_gt(compute, 1e-5, "device 0 computes: %g s", compute);
+    cr_expect_geq(r.reps[1].time_s, compute, "device 1 waits in time until device 0's copy arrives: %g s < %g s",
+                  r.reps[1].time_s, compute);
+    double link = 8.0 * 128 * 4 / pl_chip_default()->ici_bw;
+    cr_expect_geq(r.reps[1].time_s, compute + link, "and until the copy crossed the link");
+    cr_expect_eq(r.mr.time_s, r.reps[0].time_s > r.reps[1].time_s ? r.reps[0].time_s : r.reps[1].time_s);
+    mh_free(&r);
+}
+
+/* Device 1 works, then signals device 0's semaphore; device 0 waits on it. */
+static void busy_signaller(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 1) {
+        for (int i = 0; i < 32; i++) pl_dot(c, refs[T_ACC], refs[T_ACC], refs[T_ACC], 0);
+        pltpu_semaphore_signal_device(c, pl_at(c, refs[T_SEM], 0), 1, 0);
+    } else {
+        pltpu_semaphore_wait(c, pl_at(c, refs[T_SEM], 0), 1);
+    }
+}
+
+Test(mesh_timing, a_waiter_waits_for_a_late_signal_M9)
+{
+    pl_call call = timing_call(busy_signaller);
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "ring:2", 8, 128, 16, 128);
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect_gt(r.reps[1].compute_s, 1e-5);
+    cr_expect_geq(r.reps[0].time_s, r.reps[1].compute_s, "device 0 waits until device 1 signals: %g s < %g s",
+                  r.reps[0].time_s, r.reps[1].compute_s);
+    cr_expect_lt(r.reps[0].compute_s, r.reps[1].compute_s / 10, "device 0 itself computes little");
+    mh_free(&r);
+}
+
+/* The same kernel without the wait: device 1 finishes at once. The wait,
+ * not something else, is what makes it late above. */
+static void no_wait(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 1)
+        for (int i = 0; i < 32; i++) pl_dot(c, refs[T_ACC], refs[T_ACC], refs[T_ACC], 0);
+}
+
+Test(mesh_timing, without_the_wait_nobody_waits)
+{
+    pl_call call = timing_call(no_wait);
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "ring:2", 8, 128, 16, 128);
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect_lt(r.reps[0].time_s, r.reps[1].compute_s / 10, "device 0: %g s", r.reps[0].time_s);
+    mh_free(&r);
+}
