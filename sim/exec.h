@@ -68,7 +68,8 @@ void sim_exec_finish(sim_exec *x);
 /* The devices of a mesh, once all have walked: P10 on each, then one replay
  * of all their timelines together (devices wait in time for each other's
  * copies and signals). Nothing is timed if a device failed. */
-void sim_exec_finish_mesh(sim_exec **xs, int n);
+struct pl_mesh;
+void sim_exec_finish_mesh(sim_exec **xs, int n, const struct pl_mesh *mesh);
 void sim_exec_delete(sim_exec *x, pl_report *report);
 
 /* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),

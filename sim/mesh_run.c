@@ -250,7 +250,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
             sim_walk_device_end(r.dev[d].x);
             if (xs) xs[d] = r.dev[d].x;
         }
-        if (xs) sim_exec_finish_mesh(xs, r.n);
+        if (xs) sim_exec_finish_mesh(xs, r.n, mesh);
         else sim_fail(&r.dev[0].x->rep, PL_ENOMEM, "out of host memory timing the mesh");
         free(xs);
     }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tilesim_mesh.h"
 #include "timing.h"
 
 /* ---- the DMA engine --------------------------------------------------------------- */
@@ -28,7 +29,6 @@ typedef struct dma_live {
 
 typedef struct dma_engine {
     double bw, latency, now;
-    double hop_latency; /* the ICI engine: a copy's first byte arrives after its hops x this */
     sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
     int oom;
     dma_live *live; /* issued, not done */
@@ -50,7 +50,7 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
     }
     x->t_issue = d->now;
     x->done = 0;
-    d->live[d->n++] = (dma_live){x, d->now + d->latency + x->hops * d->hop_latency, (double)x->bytes};
+    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes};
     d->counted = 0;
     return 0;
 }
@@ -110,7 +110,7 @@ enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, 
 typedef struct core_state {
     sim_coreline *cl;
     dma_engine *dma;   /* its device's HBM DMA engine */
-    dma_engine *ici;   /* copies to other devices (M11): the device's links, not HBM */
+    sim_links *links;  /* copies to other devices (M11): the mesh's links, not HBM */
     sim_credits *credits; /* a mesh: semaphores between devices */
     int device;
     int64_t n; /* current step */
@@ -203,7 +203,9 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         switch (e->kind) {
         case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
         case SIM_KEV_START:
-            if (dma_issue(cl->manual.x[e->xfer].hops ? c->ici : d, &cl->manual.x[e->xfer])) return -1;
+            if (cl->manual.x[e->xfer].hops && c->links) {
+                if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;
+            } else if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
             break;
         case SIM_KEV_WAIT:
             if (!cl->manual.x[e->xfer].done) return 0;
@@ -293,7 +295,7 @@ static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_t
     return running;
 }
 
-static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, int mesh)
+static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, const pl_mesh *mesh)
 {
     int n = 0, rc = 0;
     for (int d = 0; d < n_dev; d++) {
@@ -302,22 +304,21 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, int 
         n += devs[d].n_cores;
     }
     if (bad_chip(chip)) return -2;
-    /* ICI: one link's bandwidth shared by a device's copies in flight to
-     * other devices, after the DMA latency and a latency per hop (a model
-     * choice: a ring kernel keeps one link per direction busy) */
+    /* ICI (a mesh): each copy shares every link of its route, after the DMA
+     * latency and a latency per hop (links.c) */
     double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
-    dma_engine *eng = calloc(2 * (size_t)n_dev, sizeof *eng); /* per device: HBM, then ICI */
+    dma_engine *eng = calloc((size_t)n_dev, sizeof *eng); /* per device: its HBM */
     core_state *cs = calloc((size_t)n, sizeof *cs);
     int *dev_of = calloc((size_t)n, sizeof *dev_of), *core_of = calloc((size_t)n, sizeof *core_of);
     sim_credits *credits = mesh ? sim_credits_new() : NULL;
-    if (!eng || !cs || !dev_of || !core_of || (mesh && !credits)) { rc = -1; goto out; }
+    sim_links *links = mesh && credits ? sim_links_new(mesh, chip->ici_bw, chip->dma_latency_s, hop, credits) : NULL;
+    if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
+    if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
-        eng[2 * d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .credits = credits};
-        eng[2 * d + 1] = (dma_engine){.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop,
-                                      .credits = credits};
+        eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .credits = credits};
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
-            cs[i] = (core_state){.cl = cl, .dma = &eng[2 * d], .ici = &eng[2 * d + 1], .credits = credits,
+            cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
                                  .device = d, .phase = cl->steps ? PH_BEGIN : PH_DONE};
             dev_of[i] = d;
             core_of[i] = k;
@@ -328,23 +329,27 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, int 
         int r = act_all(cs, n, dev_of, core_of, devs, chip, now, &next);
         if (r < 0) { rc = -1; goto out; }
         if (!r) break;
-        for (int e = 0; e < 2 * n_dev; e++) {
+        for (int e = 0; e < n_dev; e++) {
             double t = dma_next(&eng[e]);
             if (t < next) next = t;
         }
+        double t_links = links ? sim_links_next(links, now) : INFINITY;
+        if (t_links < next) next = t_links;
         /* a core waits on nothing: broken records, a semaphore no device
          * fills, or a chip whose figures put the next event at infinity */
         if (!isfinite(next)) { rc = credits ? -3 : -2; goto out; }
-        for (int e = 0; e < 2 * n_dev; e++) {
+        for (int e = 0; e < n_dev; e++) {
             dma_advance(&eng[e], next);
             if (eng[e].oom) { rc = -1; goto out; }
         }
+        if (links && sim_links_advance(links, now, next)) { rc = -1; goto out; }
         now = next;
     }
     for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
 out:
-    for (int e = 0; eng && e < 2 * n_dev; e++) free(eng[e].live);
+    for (int e = 0; eng && e < n_dev; e++) free(eng[e].live);
     free(eng);
+    sim_links_free(links);
     free(cs);
     free(dev_of);
     free(core_of);
@@ -352,13 +357,13 @@ out:
     return rc;
 }
 
-int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip)
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const pl_mesh *mesh)
 {
-    return time_devices(devs, n_devices, chip, 1);
+    return time_devices(devs, n_devices, chip, mesh);
 }
 
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
     sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
-    return time_devices(&d, 1, chip, 0);
+    return time_devices(&d, 1, chip, NULL);
 }

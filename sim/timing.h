@@ -142,6 +142,23 @@ int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount);
 /* 1 and taken when the semaphore holds amount, else 0 */
 int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount);
 
+/* ---- links.c: the ICI links of a mesh in the replay ---- */
+
+typedef struct sim_links sim_links;
+struct pl_mesh;
+/* NULL: out of memory. mesh, credits: kept, not owned. */
+sim_links *sim_links_new(const struct pl_mesh *mesh, double bw, double latency, double hop_latency,
+                         sim_credits *credits);
+void sim_links_free(sim_links *l);
+/* x (to device x->to) from device `from` enters its route's links at now. 0, or -1 */
+int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now);
+/* the next time a copy starts or ends (INFINITY: none) */
+double sim_links_next(sim_links *l, double now);
+/* drain from now to t (no event in between); ended copies are done and credited. 0, or -1 */
+int sim_links_advance(sim_links *l, double now, double t);
+/* bytes that crossed directed link `link` (SIM_ICI_LINK) so far */
+double sim_links_bytes(const sim_links *l, int link);
+
 /* ---- timing.c: the replay ---- */
 
 /* The devices of a mesh, replayed together: each its own HBM DMA engine
@@ -153,7 +170,7 @@ typedef struct sim_time_dev {
     int n_cores;
     sim_time_result *out;
 } sim_time_dev;
-int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip);
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const struct pl_mesh *mesh);
 
 /* Replay the records of n_cores cores; returns 0, -1 when out of memory or
  * on an internal inconsistency of the records, -2 when the next event lies

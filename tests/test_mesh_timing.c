@@ -100,3 +100,63 @@ Test(mesh_timing, without_the_wait_nobody_waits)
     cr_expect_lt(r.reps[0].time_s, r.reps[1].compute_s / 10, "device 0: %g s", r.reps[0].time_s);
     mh_free(&r);
 }
+
+/* ---- links (dimension-ordered routes share links) ------------------------------ */
+
+static pl_call two_senders_call(pl_kernel_fn k)
+{
+    pl_call call = {
+        .name = "mesh_links", .kernel = k, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {{.space = PL_ANY, .name = "o"}},
+        .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE_DMA(3)},
+    };
+    return call;
+}
+
+/* Devices a and b each send all of x to device `to`, into rows of o of their
+ * own; `to` waits for both. */
+static void send_pair(pl_ctx *c, pl_ref *refs, int a, int b, int to)
+{
+    int me = pltpu_device_id(c);
+    int64_t rows = refs[0].shape[0];
+    for (int s = 0; s < 2; s++) {
+        int from = s ? b : a;
+        pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[0], pl_ds(c, refs[1], 0, s * rows, rows),
+                                                            pl_at(c, refs[2], 0), pl_at(c, refs[2], 1 + s), to);
+        if (me == from) {
+            pltpu_remote_copy_start(c, &cp);
+            pltpu_remote_copy_wait_send(c, &cp);
+        }
+        if (me == to) pltpu_remote_copy_wait_recv(c, &cp);
+    }
+}
+
+static void shared_link(pl_ctx *c, pl_ref *refs) { send_pair(c, refs, 0, 1, 2); }   /* 0->1->2 and 1->2 */
+static void disjoint_links(pl_ctx *c, pl_ref *refs) { send_pair(c, refs, 0, 2, 1); } /* 0->1 and 2->1 */
+
+static double receiver_time(pl_kernel_fn k, int to)
+{
+    pl_call call = two_senders_call(k);
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "line:3", 1024, 1024, 2048, 1024); /* 4 MiB per copy */
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    double t = r.reps[to].time_s;
+    mh_free(&r);
+    return t;
+}
+
+Test(mesh_timing, copies_share_the_links_of_their_routes_M11)
+{
+    double one = 1024.0 * 1024 * 4 / pl_chip_default()->ici_bw;
+    double shared = receiver_time(shared_link, 2), disjoint = receiver_time(disjoint_links, 1);
+    /* 0 -> 2 crosses links (0,+x) and (1,+x); 1 -> 2 crosses (1,+x): they
+     * share one link, each at half its bandwidth */
+    cr_expect_geq(shared, 2 * one, "shared link: %g s, want >= %g s", shared, 2 * one);
+    cr_expect_lt(shared, 2 * one * 1.1, "shared link: %g s", shared);
+    /* 0 -> 1 on (0,+x) and 2 -> 1 on (2,-x): both at full bandwidth */
+    cr_expect_geq(disjoint, one, "disjoint: %g s", disjoint);
+    cr_expect_lt(disjoint, one * 1.1, "disjoint links: %g s, want about %g s", disjoint, one);
+}
