@@ -180,7 +180,7 @@ static void time_run(sim_exec *x)
     time_report(x, sim_time_run(x->lines, x->n_cores, x->plan.chip, &t), &t);
 }
 
-void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh)
+void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh, sim_link_stats *stats)
 {
     if (n < 1) return;
     for (int d = 0; d < n; d++) {
@@ -191,7 +191,7 @@ void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh)
     sim_time_dev *devs = calloc((size_t)n, sizeof *devs);
     int rc = t && devs ? 0 : -1;
     for (int d = 0; d < n && !rc; d++) devs[d] = (sim_time_dev){xs[d]->lines, xs[d]->n_cores, &t[d]};
-    if (!rc) rc = sim_time_mesh(devs, n, xs[0]->plan.chip, mesh);
+    if (!rc) rc = sim_time_mesh(devs, n, xs[0]->plan.chip, mesh, stats);
     for (int d = 0; d < n; d++) time_report(xs[d], rc, t ? &t[d] : &(sim_time_result){0});
     free(t);
     free(devs);

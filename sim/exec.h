@@ -69,7 +69,11 @@ void sim_exec_finish(sim_exec *x);
  * of all their timelines together (devices wait in time for each other's
  * copies and signals). Nothing is timed if a device failed. */
 struct pl_mesh;
-void sim_exec_finish_mesh(sim_exec **xs, int n, const struct pl_mesh *mesh);
+void sim_exec_finish_mesh(sim_exec **xs, int n, const struct pl_mesh *mesh, sim_link_stats *stats);
+/* The mesh's report from its devices' (mesh_report.c); xs[d] may be NULL
+ * past a device that failed to start. */
+struct pl_mesh_report;
+void sim_mesh_report(struct pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_link_stats *st);
 void sim_exec_delete(sim_exec *x, pl_report *report);
 
 /* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),

@@ -133,3 +133,5 @@ int sim_links_advance(sim_links *l, double now, double t)
 }
 
 double sim_links_bytes(const sim_links *l, int link) { return link >= 0 && link < l->n_link_ids ? l->bytes[link] : 0; }
+
+int sim_links_count(const sim_links *l) { return l->n_link_ids; }

@@ -164,32 +164,6 @@ static void *device_main(void *p)
     return NULL;
 }
 
-/* What the caller gets: the first failing device's error, a kernel's own
- * error before a deadlock it caused; the slowest device's time; the sums. */
-static void summarize(const mesh_run *r, pl_mesh_report *mr)
-{
-    memset(mr, 0, sizeof *mr);
-    mr->n_devices = r->n;
-    mr->failed_device = -1;
-    for (int pass = 0; pass < 2 && mr->failed_device < 0; pass++)
-        for (int d = 0; d < r->n && r->dev[d].x && mr->failed_device < 0; d++) {
-            const pl_report *rep = &r->dev[d].x->rep;
-            if (rep->status && (pass || rep->status != PL_EDEADLOCK)) {
-                mr->failed_device = d;
-                mr->status = rep->status;
-                int at = snprintf(mr->error, sizeof mr->error, "device %d: ", d);
-                snprintf(mr->error + at, sizeof mr->error - (size_t)at, "%.*s", (int)(sizeof mr->error) - at - 1,
-                         rep->error);
-            }
-        }
-    for (int d = 0; d < r->n && r->dev[d].x; d++) {
-        const pl_report *rep = &r->dev[d].x->rep;
-        if (rep->time_s > mr->time_s) mr->time_s = rep->time_s;
-        mr->remote_copies += rep->ici_copies;
-        mr->ici_bytes += rep->ici_bytes;
-    }
-}
-
 static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *what)
 {
     memset(mr, 0, sizeof *mr);
@@ -197,6 +171,20 @@ static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *wha
     mr->status = code;
     snprintf(mr->error, sizeof mr->error, fmt, what);
     return code;
+}
+
+/* Every device on a host thread of its own, all at once (a device whose
+ * thread cannot start runs on this one, after the others started). */
+static void run_devices(mesh_run *r)
+{
+    r->alive = r->n;
+    sim_blas_single_begin();
+    for (int d = 0; d < r->n; d++) r->dev[d].started = pthread_create(&r->dev[d].tid, NULL, device_main, &r->dev[d]) == 0;
+    for (int d = 0; d < r->n; d++)
+        if (!r->dev[d].started) device_main(&r->dev[d]);
+    for (int d = 0; d < r->n; d++)
+        if (r->dev[d].started) pthread_join(r->dev[d].tid, NULL);
+    sim_blas_single_end();
 }
 
 /* Validate and start every device (in device order, before any thread). */
@@ -231,38 +219,33 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
     mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0};
-    if (!(r.dev = calloc((size_t)r.n, sizeof *r.dev))) return refuse(mr, PL_ENOMEM, "%s", "out of host memory");
+    r.dev = calloc((size_t)r.n, sizeof *r.dev);
+    sim_exec **xs = calloc((size_t)r.n, sizeof *xs);
+    if (!r.dev || !xs) {
+        free(r.dev);
+        free(xs);
+        return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
+    }
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.cond, NULL);
     r.race = sim_mesh_race_new(r.n); /* NULL past SIM_MESH_RACE_MAX devices: not tracked */
+    sim_link_stats stats = {.busiest_link = -1};
     int rc = start_devices(&r, call, args, outs, opt);
+    for (int d = 0; d < r.n; d++) xs[d] = r.dev[d].x;
     if (rc == PL_OK) {
-        r.alive = r.n;
-        sim_blas_single_begin();
-        for (int d = 0; d < r.n; d++) r.dev[d].started = pthread_create(&r.dev[d].tid, NULL, device_main, &r.dev[d]) == 0;
-        for (int d = 0; d < r.n; d++) /* no thread: it runs here, after the others started */
-            if (!r.dev[d].started) device_main(&r.dev[d]);
-        for (int d = 0; d < r.n; d++)
-            if (r.dev[d].started) pthread_join(r.dev[d].tid, NULL);
-        sim_blas_single_end();
-        sim_exec **xs = malloc((size_t)r.n * sizeof *xs);
-        for (int d = 0; d < r.n; d++) {
-            sim_walk_device_end(r.dev[d].x);
-            if (xs) xs[d] = r.dev[d].x;
-        }
-        if (xs) sim_exec_finish_mesh(xs, r.n, mesh);
-        else sim_fail(&r.dev[0].x->rep, PL_ENOMEM, "out of host memory timing the mesh");
-        free(xs);
+        run_devices(&r);
+        for (int d = 0; d < r.n; d++) sim_walk_device_end(xs[d]);
+        sim_exec_finish_mesh(xs, r.n, mesh, &stats);
     }
-    summarize(&r, mr);
+    sim_mesh_report(mr, xs, r.n, &stats);
     if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
     rc = mr->status;
-    for (int d = 0; d < r.n; d++) {
-        if (r.dev[d].x) sim_exec_delete(r.dev[d].x, reports ? &reports[d] : NULL);
-    }
+    for (int d = 0; d < r.n; d++)
+        if (xs[d]) sim_exec_delete(xs[d], reports ? &reports[d] : NULL);
     sim_mesh_race_free(r.race);
     pthread_cond_destroy(&r.cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);
+    free(xs);
     return rc;
 }

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,7 +78,23 @@ typedef struct pl_mesh_report {
     double time_s;              /* the slowest device's time */
     int64_t remote_copies;      /* copies to other devices, all devices */
     int64_t ici_bytes;          /* bytes they sent */
+    /* the links (rule M11): each copy crosses the links of its route */
+    double link_bytes;          /* bytes x links crossed, all copies */
+    int links_used;             /* directed links that carried bytes */
+    double ici_bw_achieved;     /* link_bytes / (links_used x time_s): bytes/s per link in use */
+    double ici_bw_fraction;     /* of a link's peak (pl_chip.ici_bw) */
+    double busiest_link_s;      /* the busiest link's bytes / its bandwidth: a floor on time_s */
+    double compute_s;           /* the busiest device's kernel time (MXU + VPU + scalar) */
+    double hbm_s;               /* the busiest device's HBM bytes / HBM bandwidth */
+    int ici_bound;              /* 1: the busiest link needs longer than any device's compute or HBM traffic */
+    char bound_msg[512];        /* the bound in one sentence */
 } pl_mesh_report;
+
+/* The mesh report as text: per device its time, compute, copies and bytes
+ * over ICI; then the mesh's time, link bandwidth and bound. reports: the n
+ * per-device reports pl_mesh_call filled (or NULL: the mesh lines only).
+ * Any thread. */
+void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FILE *f);
 
 /* Run `call` on every device of `mesh`. args holds, per device, the
  * call's num_scalar_prefetch + n_in arrays (device d's at

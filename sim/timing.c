@@ -295,7 +295,20 @@ static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_t
     return running;
 }
 
-static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, const pl_mesh *mesh)
+static void link_stats(const sim_links *links, sim_link_stats *st)
+{
+    *st = (sim_link_stats){.busiest_link = -1};
+    for (int k = 0; links && k < sim_links_count(links); k++) {
+        double b = sim_links_bytes(links, k);
+        if (b <= 0) continue;
+        st->link_bytes += b;
+        st->links_used++;
+        if (b > st->busiest_bytes) st->busiest_bytes = b, st->busiest_link = k;
+    }
+}
+
+static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, const pl_mesh *mesh,
+                        sim_link_stats *stats)
 {
     int n = 0, rc = 0;
     for (int d = 0; d < n_dev; d++) {
@@ -346,6 +359,7 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
         now = next;
     }
     for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
+    if (stats) link_stats(links, stats);
 out:
     for (int e = 0; eng && e < n_dev; e++) free(eng[e].live);
     free(eng);
@@ -357,13 +371,14 @@ out:
     return rc;
 }
 
-int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const pl_mesh *mesh)
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const pl_mesh *mesh,
+                  sim_link_stats *stats)
 {
-    return time_devices(devs, n_devices, chip, mesh);
+    return time_devices(devs, n_devices, chip, mesh, stats);
 }
 
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
     sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
-    return time_devices(&d, 1, chip, NULL);
+    return time_devices(&d, 1, chip, NULL, NULL);
 }

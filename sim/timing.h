@@ -158,6 +158,7 @@ double sim_links_next(sim_links *l, double now);
 int sim_links_advance(sim_links *l, double now, double t);
 /* bytes that crossed directed link `link` (SIM_ICI_LINK) so far */
 double sim_links_bytes(const sim_links *l, int link);
+int sim_links_count(const sim_links *l); /* link numbers run 0 .. this - 1 */
 
 /* ---- timing.c: the replay ---- */
 
@@ -170,7 +171,15 @@ typedef struct sim_time_dev {
     int n_cores;
     sim_time_result *out;
 } sim_time_dev;
-int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const struct pl_mesh *mesh);
+/* What the mesh's links carried (stats may be NULL). */
+typedef struct sim_link_stats {
+    double link_bytes;      /* bytes x links crossed, all copies */
+    int links_used;         /* directed links that carried bytes */
+    double busiest_bytes;   /* the most any one link carried */
+    int busiest_link;       /* that link (SIM_ICI_LINK), -1: none */
+} sim_link_stats;
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const struct pl_mesh *mesh,
+                  sim_link_stats *stats);
 
 /* Replay the records of n_cores cores; returns 0, -1 when out of memory or
  * on an internal inconsistency of the records, -2 when the next event lies

@@ -160,3 +160,42 @@ Test(mesh_timing, copies_share_the_links_of_their_routes_M11)
     cr_expect_geq(disjoint, one, "disjoint: %g s", disjoint);
     cr_expect_lt(disjoint, one * 1.1, "disjoint links: %g s, want about %g s", disjoint, one);
 }
+
+/* ---- the mesh's report -------------------------------------------------------- */
+
+Test(mesh_timing, a_ring_all_gather_is_ici_bound_and_says_so)
+{
+    pl_options opt = {.cost_only = 1};
+    mh_ring r;
+    mh_ring_run(&r, 8, 256, 1024, &opt, NULL, 0);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect_eq(r.mr.links_used, 8, "a ring of 8 sending right uses its 8 links one way");
+    cr_expect_eq(r.mr.link_bytes, 8.0 * 7 * 256 * 1024 * 4, "every copy crosses one link");
+    cr_expect(r.mr.ici_bound, "%s", r.mr.bound_msg);
+    cr_expect(strstr(r.mr.bound_msg, "ICI-bound") && strstr(r.mr.bound_msg, "M11"), "%s", r.mr.bound_msg);
+    cr_expect(r.mr.ici_bw_fraction > 0.8 && r.mr.ici_bw_fraction <= 1.0, "links at %.2f of peak",
+              r.mr.ici_bw_fraction);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pl_mesh_report_print(&r.mr, r.reps, f);
+    fclose(f);
+    cr_expect(strstr(text, "device   7:") && strstr(text, "mesh: 8 devices") && strstr(text, "bound: ICI-bound"),
+              "%s", text);
+    free(text);
+    mh_ring_free(&r);
+}
+
+Test(mesh_timing, a_busy_sender_is_not_ici_bound)
+{
+    pl_call call = timing_call(busy_sender);
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "line:2", 8, 128, 16, 128);
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect(!r.mr.ici_bound, "%s", r.mr.bound_msg);
+    cr_expect(strstr(r.mr.bound_msg, "compute"), "%s", r.mr.bound_msg);
+    cr_expect_gt(r.mr.compute_s, r.mr.busiest_link_s);
+    mh_free(&r);
+}
