@@ -165,7 +165,7 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
         return;
     }
     sim_analyze(&x->rep, &t, x->dot_flops, &x->plan);
-    if (x->tracing) {
+    if (x->tracing && x->trace) { /* a mesh device records for the mesh's trace (mesh_run.c) */
         int bad = sim_trace_write(x->trace, &x->plan, x->lines, x->n_cores, &x->rep);
         bad |= fclose(x->trace) != 0;
         x->trace = NULL;

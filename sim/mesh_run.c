@@ -14,6 +14,7 @@
  * device's semaphores are checked (M10) and its walk is timed, in device
  * order.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -49,6 +50,7 @@ typedef struct mesh_run {
     char deadlock_msg[PL_KERN_MESH_MSG];
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
+    FILE *trace;            /* pl_options.trace_path, open */
 } mesh_run;
 
 /* ---- the hooks -------------------------------------------------------------------- */
@@ -173,6 +175,26 @@ static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *wha
     return code;
 }
 
+static int open_trace(mesh_run *r, const pl_options *opt, pl_mesh_report *mr)
+{
+    if (!opt || !opt->trace_path) return PL_OK;
+    if ((r->trace = fopen(opt->trace_path, "w"))) return PL_OK;
+    char msg[512];
+    snprintf(msg, sizeof msg, "pl_mesh_call: cannot write the trace file '%s': %s", opt->trace_path, strerror(errno));
+    return refuse(mr, PL_EINVAL, "%s", msg);
+}
+
+static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
+{
+    sim_trace_dev *devs = calloc((size_t)r->n, sizeof *devs);
+    int bad = !devs;
+    for (int d = 0; !bad && d < r->n; d++)
+        devs[d] = (sim_trace_dev){&xs[d]->plan, xs[d]->lines, xs[d]->n_cores, &xs[d]->rep};
+    if (!bad) bad = sim_trace_write_mesh(r->trace, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
+    free(devs);
+    if (bad) refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
+}
+
 /* Every device on a host thread of its own, all at once (a device whose
  * thread cannot start runs on this one, after the others started). */
 static void run_devices(mesh_run *r)
@@ -189,8 +211,10 @@ static void run_devices(mesh_run *r)
 
 /* Validate and start every device (in device order, before any thread). */
 static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args, pl_array *outs,
-                         const pl_options *opt)
+                         const pl_options *given)
 {
+    pl_options opt = given ? *given : (pl_options){0};
+    opt.trace_path = NULL; /* one trace for the mesh (pl_mesh_call), not one per device */
     int n_args = call->num_scalar_prefetch + call->n_in;
     for (int d = 0; d < r->n; d++) {
         sim_mesh_link link = {.ops = &mesh_ops, .run = r, .device = d, .n_devices = r->n};
@@ -198,8 +222,10 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
         dv->run = r;
         dv->device = d;
         dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1));
-        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, opt, &link);
+        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &opt,
+                             &link);
         if (!dv->x) return PL_ENOMEM;
+        dv->x->tracing = r->trace != NULL; /* the records a trace needs */
         if (dv->x->rep.status || sim_walk_device_start(dv->x)) return dv->x->rep.status;
     }
     return PL_OK;
@@ -213,17 +239,18 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     char msg[256];
     if (!mesh || !call) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL", mesh ? "call" : "mesh");
     if (pl_mesh_check(mesh, msg, sizeof msg) != PL_OK) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
-    if (opt && (opt->trace_path || opt->on_step))
-        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet",
-                      opt->trace_path ? "a trace file (trace_path)" : "a recorder (on_step)");
+    if (opt && opt->on_step)
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet", "a recorder (on_step)");
     if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
     mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0};
+    if (open_trace(&r, opt, mr)) return mr->status;
     r.dev = calloc((size_t)r.n, sizeof *r.dev);
     sim_exec **xs = calloc((size_t)r.n, sizeof *xs);
     if (!r.dev || !xs) {
         free(r.dev);
         free(xs);
+        if (r.trace) fclose(r.trace);
         return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
     }
     pthread_mutex_init(&r.lock, NULL);
@@ -238,6 +265,8 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         sim_exec_finish_mesh(xs, r.n, mesh, &stats);
     }
     sim_mesh_report(mr, xs, r.n, &stats);
+    if (r.trace && mr->status == PL_OK) write_trace(&r, xs, mr);
+    if (r.trace) fclose(r.trace);
     if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
     rc = mr->status;
     for (int d = 0; d < r.n; d++)

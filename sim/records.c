@@ -89,6 +89,7 @@ int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e)
         c->cap_kev = cap;
     }
     if (c->step_kev[step] < 0) c->step_kev[step] = c->n_kev; /* the step's first event */
+    e.t0 = e.t1 = -1; /* the replay fills them */
     c->kev[c->n_kev++] = e;
     return 0;
 }

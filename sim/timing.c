@@ -199,7 +199,8 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         }
         return 1;
     case PH_EVENTS: { /* a kernel that starts and waits for manual copies */
-        const sim_kevent *e = &cl->kev[c->kev];
+        sim_kevent *e = &cl->kev[c->kev];
+        if ((e->kind == SIM_KEV_WAIT || e->kind == SIM_KEV_TAKE) && e->t0 < 0) e->t0 = now;
         switch (e->kind) {
         case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
         case SIM_KEV_START:
@@ -209,9 +210,11 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
             break;
         case SIM_KEV_WAIT:
             if (!cl->manual.x[e->xfer].done) return 0;
+            e->t1 = now;
             break;
         case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
             if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
+            e->t1 = now;
             break;
         case SIM_KEV_SIGNAL:
             if (c->credits && sim_credit_add(c->credits, e->device, e->cell, e->amount)) return -1;

@@ -59,6 +59,7 @@ typedef struct sim_kevent {
     int32_t device;   /* SIGNAL */
     uintptr_t cell;   /* TAKE, SIGNAL */
     int64_t amount;
+    double t0, t1;    /* WAIT, TAKE: filled by the replay, when the core reached it and went on (-1: not yet) */
 } sim_kevent;
 
 /* What one TensorCore did. */
@@ -189,6 +190,17 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
 /* Write the timeline of a timed run (kernel_t and transfer times filled) as
  * Chrome trace-event JSON. Returns 0, or -1 on a write error. */
 int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep);
+/* A mesh's timeline in one file: a process for the ICI links (a track per
+ * directed link that carried copies) and one per device (and TensorCore),
+ * each with its waits as slices. */
+typedef struct sim_trace_dev {
+    const sim_plan *plan;
+    const sim_coreline *cores;
+    int n_cores;
+    const pl_report *rep;
+} sim_trace_dev;
+int sim_trace_write_mesh(FILE *f, const struct pl_mesh *mesh, const sim_trace_dev *devs, int n, const pl_chip *chip,
+                         double time_s);
 
 /* Fill the report's timing fields and the bound sentence. dot_flops: MXU
  * FLOPs per dtype; plan: the operands' index maps, to name the grid axis

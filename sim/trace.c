@@ -7,11 +7,13 @@
  * its copies never overlap on a track); a counter shows the VMEM that holds
  * live data. Times are microseconds, as the format wants.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
 #include "sim.h"
+#include "ici.h"
 #include "timing.h"
 
 typedef struct vmem_delta {
@@ -60,12 +62,28 @@ static int64_t count_deltas(const sim_plan *plan, const sim_coreline *cl, const 
     return n;
 }
 
-static int write_core(FILE *f, int *first, int pid, const sim_plan *plan, const sim_coreline *cl,
-                      const pl_report *rep)
+/* A mesh: the waits of a core for copies and for other devices, as slices
+ * on a track of their own (a long wait with nothing beside it is a
+ * synchronous collective; compute between a start and its wait, an
+ * overlapped one). */
+static void write_waits(FILE *f, int *first, int pid, const sim_coreline *cl)
+{
+    int named = 0;
+    for (int64_t i = 0; i < cl->n_kev; i++) {
+        const sim_kevent *e = &cl->kev[i];
+        if ((e->kind != SIM_KEV_WAIT && e->kind != SIM_KEV_TAKE) || !(e->t1 > e->t0) || e->t0 < 0) continue;
+        if (!named++) meta(f, first, pid, 999, "thread_name", "waits (semaphores)");
+        fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":999,\"ts\":%.6f,\"dur\":%.6f}",
+                e->kind == SIM_KEV_WAIT ? "wait: own copy" : "wait: another device", pid, e->t0 * 1e6,
+                (e->t1 - e->t0) * 1e6);
+    }
+}
+
+static int write_core(FILE *f, int *first, int pid, const char *process, const sim_plan *plan,
+                      const sim_coreline *cl, const pl_report *rep)
 {
     char name[96];
-    snprintf(name, sizeof name, "TensorCore %d", pid);
-    meta(f, first, pid, 0, "process_name", name);
+    meta(f, first, pid, 0, "process_name", process);
     meta(f, first, pid, 0, "thread_name", "kernel steps");
     int tid_base[SIM_MAX_OPS], tid = 1;
     for (int i = 0; i < cl->n_ops; i++) {
@@ -174,8 +192,72 @@ int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, in
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
     pl_json_string(f, rep->call_name);
     fprintf(f, ",\"chip\":\"%s\",\"time_s\":%.9g},\"traceEvents\":[\n", rep->chip->name, rep->time_s);
-    for (int c = 0; c < n_cores; c++)
-        if (write_core(f, &first, c, plan, &cores[c], rep)) return -1;
+    for (int c = 0; c < n_cores; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "TensorCore %d", c);
+        if (write_core(f, &first, c, name, plan, &cores[c], rep)) return -1;
+    }
+    fprintf(f, "\n]}\n");
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- a mesh -------------------------------------------------------------------- */
+
+/* The links: a track per directed link that carried copies, each copy on
+ * every link of its route from its first byte to its last. */
+static void write_links(FILE *f, int *first, const pl_mesh *mesh, const sim_trace_dev *devs, int n, double latency,
+                        double hop)
+{
+    static const char sign[2] = {'+', '-'};
+    uint8_t *named = calloc((size_t)SIM_ICI_LINKS(n), 1);
+    int links[3 * PL_MESH_MAX_DEVICES];
+    meta(f, first, 0, 0, "process_name", "ICI links");
+    for (int d = 0; d < n; d++)
+        for (int c = 0; c < devs[d].n_cores; c++) {
+            const sim_opline *m = &devs[d].cores[c].manual;
+            for (int64_t j = 0; j < m->n; j++) {
+                const sim_xfer *x = &m->x[j];
+                if (!x->hops) continue;
+                int h = sim_mesh_route(mesh, d, x->to, links, (int)(sizeof links / sizeof *links));
+                double t0 = x->t_issue + latency + h * hop;
+                for (int k = 0; k < h && k < (int)(sizeof links / sizeof *links); k++) {
+                    int l = links[k], from = l / (2 * PL_MESH_MAX_AXES), axis = l / 2 % PL_MESH_MAX_AXES;
+                    if (named && !named[l]) {
+                        char name[64];
+                        snprintf(name, sizeof name, "device %d %c%s", from, sign[l % 2], mesh->axis[axis]);
+                        meta(f, first, 0, l + 1, "thread_name", name);
+                        named[l] = 1;
+                    }
+                    fprintf(f, ",\n{\"name\":\"copy %d->%d\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.6f,"
+                            "\"dur\":%.6f,\"args\":{\"bytes\":%lld}}", d, x->to, l + 1, t0 * 1e6,
+                            (x->t_done > t0 ? x->t_done - t0 : 0) * 1e6, (long long)x->bytes);
+                }
+            }
+        }
+    free(named);
+}
+
+int sim_trace_write_mesh(FILE *f, const pl_mesh *mesh, const sim_trace_dev *devs, int n, const pl_chip *chip,
+                         double time_s)
+{
+    int first = 1;
+    char name[96];
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
+    pl_json_string(f, devs[0].rep->call_name);
+    pl_mesh_format(mesh, name, sizeof name);
+    fprintf(f, ",\"chip\":\"%s\",\"mesh\":", chip->name);
+    pl_json_string(f, name);
+    fprintf(f, ",\"time_s\":%.9g},\"traceEvents\":[\n", time_s);
+    double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
+    write_links(f, &first, mesh, devs, n, chip->dma_latency_s, hop);
+    for (int d = 0; d < n; d++)
+        for (int c = 0; c < devs[d].n_cores; c++) {
+            int pid = 1 + d * SIM_MAX_CORES + c;
+            if (devs[d].n_cores > 1) snprintf(name, sizeof name, "device %d TensorCore %d", d, c);
+            else snprintf(name, sizeof name, "device %d", d);
+            if (write_core(f, &first, pid, name, devs[d].plan, &devs[d].cores[c], devs[d].rep)) return -1;
+            write_waits(f, &first, pid, &devs[d].cores[c]);
+        }
     fprintf(f, "\n]}\n");
     return ferror(f) ? -1 : 0;
 }
