@@ -120,6 +120,8 @@ static void print_times(const cm_shape *s, const cm_run *ov, const cm_run *un, d
     double t_ov = ov->mr.time_s, t_un = un->mr.time_s, compute = un->reps[0].mxu_s;
     printf("  mesh: overlapped %.2f us, gather first %.2f us (%lld bytes over ICI each)\n", t_ov * 1e6, t_un * 1e6,
            (long long)ov->mr.ici_bytes);
+    printf("  links in use: overlapped %.2f of their peak, gather first %.2f (the same bytes in less time)\n",
+           ov->mr.ici_bw_fraction, un->mr.ici_bw_fraction);
     printf("  compute part: %.2f us of MXU work per device (closed form 2 N M K C / f32 MXU rate: %.2f us)\n",
            compute * 1e6, cm_compute_s(s, chip) * 1e6);
     printf("  comm part: %.2f us, the ring all-gather of x alone (closed form (N-1) M K x 4 bytes / %.1f GB/s: "

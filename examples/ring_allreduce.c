@@ -85,10 +85,12 @@ static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chi
     double lat = 2.0 * (s->devices - 1) * (chip->dma_latency_s + chip->ici_latency_s);
     printf("  mesh: %.2f us, %lld remote copies, %lld bytes over ICI\n", mr->time_s * 1e6,
            (long long)mr->remote_copies, (long long)mr->ici_bytes);
+    printf("  links: %d directed links carried data, %.1f GB/s each (%.2f of a link's peak); %s\n", mr->links_used,
+           mr->ici_bw_achieved / 1e9, mr->ici_bw_fraction, mr->bound_msg);
     if (both <= 0) return;
-    printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x 2 directions) = %.2f us;"
-           " simulated / closed form = %.3f\n"
-           "    (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us; a one-way ring's form: %.2f us)\n",
+    printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x 2 directions) = %.2f us;\n"
+           "    simulated / closed form = %.3f (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us;\n"
+           "    a one-way ring's closed form: %.2f us)\n",
            chip->name, (long long)(s->rows * s->cols * 4), chip->ici_bw / 1e9, both * 1e6, mr->time_s / both,
            (chip->dma_latency_s + chip->ici_latency_s) * 1e6, (both + lat) * 1e6, one * 1e6);
 }

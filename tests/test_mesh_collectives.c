@@ -64,6 +64,9 @@ static void allreduce_on(int n)
     int64_t half = rows / (2 * n) * cols * 4;
     cr_expect_eq(r.mr.remote_copies, (int64_t)n * 4 * (n - 1), "ring of %d: %lld remote copies", n,
                  (long long)r.mr.remote_copies);
+    /* both directions of every link of the ring (a ring of 2 has one link each way) */
+    cr_expect_eq(r.mr.links_used, n == 2 ? 2 : 2 * n, "ring of %d: %d directed links carried data", n,
+                 r.mr.links_used);
     for (int d = 0; d < n; d++) {
         cr_expect_eq(r.reps[d].steps, 2 * (n - 1), "device %d ran %lld steps", d, (long long)r.reps[d].steps);
         cr_expect_eq(r.reps[d].ici_bytes, 4 * (n - 1) * half, "device %d sent %lld bytes", d,
@@ -130,6 +133,7 @@ Test(mesh_collectives, allreduce_uses_both_directions_of_the_links)
     const pl_chip *chip = pl_chip_default();
     double both = ar_closed_form_s(&r.d.s, chip, 2), one = ar_closed_form_s(&r.d.s, chip, 1);
     double lat = 2 * 7 * (chip->dma_latency_s + chip->ici_latency_s);
+    cr_expect_eq(r.mr.links_used, 16, "%d directed links carried data, not the 16 of a ring of 8", r.mr.links_used);
     cr_expect_geq(r.mr.time_s, both, "%g us below the closed form %g us", r.mr.time_s * 1e6, both * 1e6);
     cr_expect_lt(r.mr.time_s, 0.75 * one, "%g us: not below 3/4 of one direction's %g us", r.mr.time_s * 1e6,
                  one * 1e6);
