@@ -81,7 +81,8 @@ static int run_version(const pl_mesh *mesh, cm_data *d, cm_version v, const pl_o
     cm_reset(d);
     r->status = pl_mesh_call(mesh, &call, d->args, d->outs, opt, &r->mr, r->reps);
     if (r->status != PL_OK) {
-        fprintf(stderr, "collective_matmul: %s: %s\n", call.name, r->mr.error[0] ? r->mr.error : pl_strerror(r->status));
+        fprintf(stderr, "collective_matmul: %s: %s\n", call.name,
+                r->mr.error[0] ? r->mr.error : pl_strerror(r->status));
         return 2;
     }
     r->right = 0;
@@ -131,7 +132,8 @@ static void print_times(const cm_shape *s, const cm_run *ov, const cm_run *un, d
            "overheads)\n",
            (t_un - compute - comm) * 1e6);
     printf("  overlapped < gather first: %s (%.2f us less); overlapped < compute + comm = %.2f us: %s\n",
-           t_ov < t_un ? "yes" : "NO", (t_un - t_ov) * 1e6, (compute + comm) * 1e6, t_ov < compute + comm ? "yes" : "NO");
+           t_ov < t_un ? "yes" : "NO", (t_un - t_ov) * 1e6, (compute + comm) * 1e6,
+           t_ov < compute + comm ? "yes" : "NO");
 }
 
 static int run(const cm_cmd *rc, const ex_cmdline *cl)

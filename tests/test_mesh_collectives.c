@@ -117,7 +117,8 @@ Test(mesh_collectives, allreduce_is_the_same_under_seeds_0_1_5)
         cr_expect_eq(r.mr.time_s, base.mr.time_s, "seed %llu: mesh time %g vs %g", (unsigned long long)seeds[k],
                      r.mr.time_s, base.mr.time_s);
         for (int d = 0; d < N; d++)
-            cr_expect_eq(r.reps[d].time_s, base.reps[d].time_s, "seed %llu, device %d", (unsigned long long)seeds[k], d);
+            cr_expect_eq(r.reps[d].time_s, base.reps[d].time_s, "seed %llu, device %d", (unsigned long long)seeds[k],
+                         d);
         ar_run_free(&r);
     }
     ar_run_free(&base);
