@@ -114,11 +114,11 @@ typedef struct kern_mesh_ops {
     /* a copy from `from` is about to land in bytes [lo, hi) of device `to`:
      * nonzero (a race, V4, message in msg) when an earlier copy landed
      * there and nothing orders it before this one (sim/mesh_race.h) */
-    int (*incoming)(void *run, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
-                    size_t n);
-    /* with the lock held: device added to, or took from, the semaphore at cell */
+    int (*incoming)(void *run, int from, int to, uintptr_t lo, uintptr_t hi, const int64_t *recv, int64_t bytes,
+                    const char *point, char *msg, size_t n);
+    /* with the lock held: device added to, or took `amount` from, the semaphore at cell */
     void (*added)(void *run, int device, const int64_t *cell);
-    void (*taken)(void *run, int device, const int64_t *cell);
+    void (*taken)(void *run, int device, const int64_t *cell, int64_t amount);
     /* ICI links a copy from `from` to `to` crosses (dimension-ordered routing) */
     int (*hops)(void *run, int from, int to);
 } kern_mesh_ops;

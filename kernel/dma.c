@@ -89,7 +89,7 @@ int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, 
     *held = *count;
     if (!rc && *count >= need) *count -= need;
     else rc = PL_EDEADLOCK;
-    if (!rc && c->mesh) c->mesh->taken(c->mesh_run, c->device, count);
+    if (!rc && c->mesh) c->mesh->taken(c->mesh_run, c->device, count, need);
     kern_sem_unlock(c);
     return rc;
 }

@@ -95,11 +95,11 @@ static void land_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const p
     char point[128], msg[1024], name[96];
     span(dst, &lo, &hi);
     kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    (void)recv;
-    if (c->mesh->incoming(c->mesh_run, c->device, cp->device, lo, hi, point, msg, sizeof msg) == 0) return;
+    if (c->mesh->incoming(c->mesh_run, c->device, cp->device, lo, hi, (const int64_t *)recv->data, cp->bytes, point,
+                          msg, sizeof msg) == 0)
+        return;
     kern_ref_name(c, &cp->dst, name, sizeof name);
-    kern_fault(c, PL_ERACE, "%s into %s of device %d: %s: the two copies race for those bytes; order them with a "
-               "semaphore (rules V4, M11)", fn, name, cp->device, msg);
+    kern_fault(c, PL_ERACE, "%s into %s of device %d: %s (rules V4, M11)", fn, name, cp->device, msg);
 }
 
 void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)

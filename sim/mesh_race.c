@@ -10,6 +10,9 @@ typedef struct landed {
     uintptr_t lo, hi;
     int from;
     uint32_t epoch;        /* the sender's clock at that copy */
+    const void *recv;      /* the receiving semaphore */
+    int64_t unreceived;    /* bytes no wait_recv has taken yet */
+    uint32_t received;     /* the receiver's clock when one did (0: not yet) */
     char point[64];
 } landed;
 
@@ -101,25 +104,51 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell)
     if (s) join(s, r->clock + (size_t)device * (size_t)r->n, r->n);
 }
 
-void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell)
+void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount)
 {
     uint32_t *s = r ? sem_clock(r, cell) : NULL;
-    if (s) join(r->clock + (size_t)device * (size_t)r->n, s, r->n);
+    if (!s) return;
+    uint32_t *mine = r->clock + (size_t)device * (size_t)r->n;
+    join(mine, s, r->n);
+    uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
+    landed *l = r->land[device];
+    for (int i = 0; i < r->n_land[device] && amount > 0; i++) { /* oldest first: the list is in landing order */
+        if (l[i].recv != cell || l[i].unreceived == 0) continue;
+        int64_t take = l[i].unreceived < amount ? l[i].unreceived : amount;
+        l[i].unreceived -= take;
+        amount -= take;
+        if (l[i].unreceived == 0) l[i].received = epoch;
+    }
 }
 
-int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
-                       size_t n)
+/* Does the copy from `from` (clock mine) into bytes e landed in race with
+ * it? Writes why into msg. */
+static int races(const uint32_t *mine, int to, const landed *e, char *msg, size_t n)
+{
+    if (mine[e->from] < e->epoch) {
+        snprintf(msg, n, "device %d's copy, started at grid point %s, landed in those bytes and nothing orders it "
+                 "before this one (no wait of this device saw it)", e->from, e->point);
+        return 1;
+    }
+    /* the same words whether or not the receive has happened yet in this
+     * schedule: the verdict must not depend on the schedule */
+    if (!e->received || mine[to] < e->received) {
+        snprintf(msg, n, "device %d may still be reading device %d's copy (started at grid point %s) in those bytes: "
+                 "nothing orders its receive (wait_recv) before this copy; signal back when the buffer is free (a "
+                 "capacity handshake, rule M12)", to, e->from, e->point);
+        return 1;
+    }
+    return 0;
+}
+
+int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
+                       int64_t bytes, const char *point, char *msg, size_t n)
 {
     if (!r) return 0;
     uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = ++mine[from];
     landed *l = r->land[to];
-    for (int i = 0; i < r->n_land[to]; i++) {
-        if (!(lo < l[i].hi && l[i].lo < hi)) continue;
-        if (mine[l[i].from] >= l[i].epoch) continue; /* it happened before this one */
-        snprintf(msg, n, "device %d's copy, started at grid point %s, landed in those bytes and nothing orders it "
-                 "before this one (no wait of this device saw it)", l[i].from, l[i].point);
-        return 1;
-    }
+    for (int i = 0; i < r->n_land[to]; i++)
+        if (lo < l[i].hi && l[i].lo < hi && races(mine, to, &l[i], msg, n)) return 1;
     /* this copy now owns [lo, hi): drop the regions it covers whole */
     int k = 0;
     for (int i = 0; i < r->n_land[to]; i++)
@@ -132,7 +161,7 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
         r->land[to] = l = g;
         r->cap_land[to] = cap;
     }
-    l[k] = (landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch};
+    l[k] = (landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes};
     snprintf(l[k].point, sizeof l[k].point, "%s", point);
     r->n_land[to]++;
     return 0;

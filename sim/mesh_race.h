@@ -5,12 +5,14 @@
  * (a signal, a copy's landed or sent bytes) takes on the adder's clock, and
  * a device that takes from a semaphore (a wait) takes on the semaphore's.
  * A remote copy is an event of its sender; the bytes it lands in remember
- * it. A later copy into any of those bytes is a race unless the earlier one
- * happened before it: unless its sender had, through some chain of waits,
- * seen the earlier copy's start. So two senders into one buffer with no
- * synchronisation between them are a race in every schedule, not only in
- * those where the copies happened to overlap. Every call is under the
- * mesh's lock.
+ * it, and, once the receiver's wait_recv took its bytes, that receive (an
+ * event of the receiver). A later copy into any of those bytes is a race
+ * unless its sender had, through some chain of waits, seen both: the earlier
+ * copy's start (else two copies write at once), and its receive (else the
+ * receiver may still be reading what is overwritten: the capacity handshake
+ * of rule M12 is missing). Bytes never received are overwritten unread. So
+ * these races are found in every schedule, not only in those where the
+ * copies happened to collide. Every call is under the mesh's lock.
  */
 #ifndef TILESIM_MESH_RACE_H
 #define TILESIM_MESH_RACE_H
@@ -27,11 +29,13 @@ sim_mesh_race *sim_mesh_race_new(int n);
 void sim_mesh_race_free(sim_mesh_race *r);
 /* device added to the semaphore whose count is at cell */
 void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell);
-/* device took from it (a wait that returned) */
-void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell);
-/* A copy from `from` lands in bytes [lo, hi) of device `to`, started at
- * grid point `point`: 0, or 1 (a race, msg says with which copy). */
-int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
-                       size_t n);
+/* device took `amount` from it (a wait that returned): copies counted on
+ * that semaphore, oldest first, are received */
+void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount);
+/* A copy of `bytes` from `from` lands in bytes [lo, hi) of device `to`,
+ * counted on its semaphore `recv` there, started at grid point `point`: 0,
+ * or 1 (a race, msg says with which copy and why). */
+int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
+                       int64_t bytes, const char *point, char *msg, size_t n);
 
 #endif

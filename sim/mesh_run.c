@@ -133,18 +133,21 @@ static void run_perturb(void *p, int device)
     for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
 }
 
-static int run_incoming(void *p, int from, int to, uintptr_t lo, uintptr_t hi, const char *point, char *msg,
-                        size_t n)
+static int run_incoming(void *p, int from, int to, uintptr_t lo, uintptr_t hi, const int64_t *recv, int64_t bytes,
+                        const char *point, char *msg, size_t n)
 {
     mesh_run *r = p;
     pthread_mutex_lock(&r->lock);
-    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, point, msg, n);
+    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point, msg, n);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
 static void run_added(void *p, int device, const int64_t *cell) { sim_mesh_race_added(((mesh_run *)p)->race, device, cell); }
-static void run_taken(void *p, int device, const int64_t *cell) { sim_mesh_race_taken(((mesh_run *)p)->race, device, cell); }
+static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
+}
 
 static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
 

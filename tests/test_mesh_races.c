@@ -1,0 +1,79 @@
+/* Races between devices (rules V4, M11, M12), found in every schedule:
+ * a buffer a neighbour sends into again must first be free, which only a
+ * signal back from the receiver (a capacity handshake) can tell. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "test_mesh_helpers.h"
+
+enum { Q_X, Q_O, Q_BUF, Q_DMA, Q_FREE };
+
+static pl_call race_call(pl_kernel_fn k, int64_t steps)
+{
+    pl_call call = {
+        .name = "mesh_reuse", .kernel = k, .grid_rank = 1, .grid = {steps},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {{.space = PL_ANY, .name = "o"}},
+        .n_scratch = 3,
+        .scratch = {PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(2), PLTPU_SEMAPHORE(1)},
+    };
+    return call;
+}
+
+/* Device 0 sends x into device 1's one buffer at every step; device 1
+ * receives it and adds it into o. handshake: device 1 signals device 0's
+ * 'free' semaphore once it has read the buffer, and device 0 waits for that
+ * before sending again. */
+static void reuse(pl_ctx *c, pl_ref *refs, int handshake)
+{
+    int me = pltpu_device_id(c);
+    int64_t step = pl_program_id(c, 0);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], refs[Q_BUF], pl_at(c, refs[Q_DMA], 0),
+                                                        pl_at(c, refs[Q_DMA], 1), 1);
+    if (me == 0) {
+        if (handshake && step > 0) pltpu_semaphore_wait(c, pl_at(c, refs[Q_FREE], 0), 1);
+        pltpu_remote_copy_start(c, &cp);
+        pltpu_remote_copy_wait_send(c, &cp);
+    } else {
+        pltpu_remote_copy_wait_recv(c, &cp);
+        if (step == 0) pl_copy(c, refs[Q_BUF], refs[Q_BUF]); /* a read of it, as a kernel would use it */
+        if (handshake && step + 1 < pl_num_programs(c, 0))
+            pltpu_semaphore_signal_device(c, pl_at(c, refs[Q_FREE], 0), 1, 0);
+    }
+}
+
+static void no_handshake(pl_ctx *c, pl_ref *refs) { reuse(c, refs, 0); }
+static void with_handshake(pl_ctx *c, pl_ref *refs) { reuse(c, refs, 1); }
+
+static void run(mh_run *r, pl_kernel_fn k, uint64_t seed)
+{
+    pl_call call = race_call(k, 3);
+    pl_options opt = {.seed = seed};
+    mh_alloc(r, "ring:2", 8, 128, 8, 128);
+    mh_call(r, &call, &opt);
+}
+
+Test(mesh_races, a_buffer_sent_into_again_without_a_handshake_is_ERACE_in_every_schedule)
+{
+    char first[2048] = "";
+    for (uint64_t seed = 0; seed < 6; seed++) {
+        mh_run r;
+        run(&r, no_handshake, seed);
+        cr_assert_eq(r.rc, PL_ERACE, "seed %llu: %d %s", (unsigned long long)seed, r.rc, r.mr.error);
+        cr_expect_eq(r.mr.failed_device, 0, "the sender: %s", r.mr.error);
+        mh_assert_says(r.mr.error, "capacity handshake", "M12", "V4", "device 1");
+        if (!seed) snprintf(first, sizeof first, "%s", r.mr.error);
+        else cr_expect_str_eq(r.mr.error, first, "seed %llu: the same report in every schedule", (unsigned long long)seed);
+        mh_free(&r);
+    }
+}
+
+Test(mesh_races, with_the_handshake_it_runs)
+{
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        mh_run r;
+        run(&r, with_handshake, seed);
+        cr_expect_eq(r.rc, PL_OK, "seed %llu: %s", (unsigned long long)seed, r.mr.error);
+        mh_free(&r);
+    }
+}
