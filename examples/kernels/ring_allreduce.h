@@ -20,7 +20,12 @@
  * The receive slots are double-buffered and reused, so the sender waits for
  * a capacity semaphore that the receiver signals once it has read a slot
  * (pltpu_semaphore_signal_device), as the distributed Pallas guide does
- * (M12); the all-gather writes every slot of o once and needs none.
+ * (M12); the all-gather writes every slot of o once and needs none. Here,
+ * with two slots and both directions in one step, the other direction's
+ * data happens to order a refill after the read already (the refilling
+ * neighbour first waits for what this device sends it after its add); the
+ * handshake keeps the kernel right without that coincidence, and with one
+ * slot it is needed outright (ar_params.single_slot drops it: wrong sums).
  *
  *     ar_shape s = {.devices = 8, .rows = 1024, .cols = 1024};
  *     ar_data d;
