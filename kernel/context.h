@@ -78,6 +78,8 @@ void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
                         int remote, const char *fn);
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
+/* Bytes [lo, hi) that view r spans. */
+void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
 /* A wait, short, for a mesh's deadlock message, which lists many:
  * "at (i, j) pltpu_copy_wait on 'sems'[1] for 4096 bytes". */
 void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit);
@@ -111,11 +113,16 @@ typedef struct kern_mesh_ops {
      * -1 when there is no such axis */
     int64_t (*axis_index)(void *run, int device, const char *axis, int64_t *size);
     void (*perturb)(void *run, int device); /* a seeded schedule: maybe yield the host thread */
-    /* a copy from `from` is about to land in bytes [lo, hi) of device `to`:
+    /* a copy from `from` is about to land in bytes [lo, hi) of argument `arg` of device `to`:
      * nonzero (a race, V4, message in msg) when an earlier copy landed
      * there and nothing orders it before this one (sim/mesh_race.h) */
-    int (*incoming)(void *run, int from, int to, uintptr_t lo, uintptr_t hi, const int64_t *recv, int64_t bytes,
+    int (*incoming)(void *run, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
+                    int64_t bytes,
                     const char *point, char *msg, size_t n);
+    /* a local copy of `bytes` on `device` reads bytes [lo, hi) there until a wait takes its bytes off its
+     * semaphore `sem`: a remote copy into them before some chain of waits saw that wait is a race (V4) */
+    int (*reading)(void *run, int device, int arg, uintptr_t lo, uintptr_t hi, const int64_t *sem, int64_t bytes,
+                   const char *point, char *msg, size_t n);
     /* with the lock held: device added to, or took `amount` from, the semaphore at cell */
     void (*added)(void *run, int device, const int64_t *cell);
     void (*taken)(void *run, int device, const int64_t *cell, int64_t amount);

@@ -278,10 +278,30 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
     return m;
 }
 
+void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t last = 0;
+    for (int d = 0; d < r->rank; d++) last += (r->shape[d] - 1) * r->stride[d];
+    *lo = (uintptr_t)r->data;
+    *hi = *lo + (uintptr_t)((last + 1) * (int64_t)pl_dtype_size(r->dtype));
+}
+
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
+    if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not write what it reads until its wait (V4) */
+        uintptr_t lo, hi;
+        char point[128];
+        kern_ref_span(&cp->src, &lo, &hi);
+        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+        char msg[1024], name[96];
+        if (c->mesh->reading(c->mesh_run, c->device, cp->src.arg, lo, hi, (const int64_t *)cp->sem.data, cp->bytes,
+                             point, msg, sizeof msg)) {
+            kern_ref_name(c, &cp->src, name, sizeof name);
+            kern_fault(c, PL_ERACE, "pltpu_copy_start from %s: %s (rules V4, M11)", name, msg);
+        }
+    }
     if (!c->dma_on_wait) land(c, m);
 }
 

@@ -77,15 +77,6 @@ static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, co
     return t;
 }
 
-/* Bytes [lo, hi) that view r spans. */
-static void span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi)
-{
-    int64_t last = 0;
-    for (int d = 0; d < r->rank; d++) last += (r->shape[d] - 1) * r->stride[d];
-    *lo = (uintptr_t)r->data;
-    *hi = *lo + (uintptr_t)((last + 1) * (int64_t)pl_dtype_size(r->dtype));
-}
-
 /* V4 on the other device: a copy not yet received there (no wait_recv took
  * it) still owns its bytes; another copy into them is a race. */
 static void land_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const pltpu_remote_copy *cp, const char *fn)
@@ -93,10 +84,10 @@ static void land_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const p
     if (!c->mesh || pl_size(*dst) == 0) return;
     uintptr_t lo, hi;
     char point[128], msg[1024], name[96];
-    span(dst, &lo, &hi);
+    kern_ref_span(dst, &lo, &hi);
     kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    if (c->mesh->incoming(c->mesh_run, c->device, cp->device, lo, hi, (const int64_t *)recv->data, cp->bytes, point,
-                          msg, sizeof msg) == 0)
+    if (c->mesh->incoming(c->mesh_run, c->device, cp->device, cp->dst.arg, lo, hi, (const int64_t *)recv->data,
+                          cp->bytes, point, msg, sizeof msg) == 0)
         return;
     kern_ref_name(c, &cp->dst, name, sizeof name);
     kern_fault(c, PL_ERACE, "%s into %s of device %d: %s (rules V4, M11)", fn, name, cp->device, msg);

@@ -9,6 +9,7 @@
 typedef struct landed {
     uintptr_t lo, hi;
     int from;
+    int read;              /* a local copy's source on this device, not a copy that landed */
     uint32_t epoch;        /* the sender's clock at that copy */
     const void *recv;      /* the receiving semaphore */
     int64_t unreceived;    /* bytes no wait_recv has taken yet */
@@ -125,13 +126,18 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
  * it? Writes why into msg. */
 static int races(const uint32_t *mine, int to, const landed *e, char *msg, size_t n)
 {
-    if (mine[e->from] < e->epoch) {
+    if (!e->read && mine[e->from] < e->epoch) {
         snprintf(msg, n, "device %d's copy, started at grid point %s, landed in those bytes and nothing orders it "
                  "before this one (no wait of this device saw it)", e->from, e->point);
         return 1;
     }
     /* the same words whether or not the receive has happened yet in this
      * schedule: the verdict must not depend on the schedule */
+    if (e->read && (!e->received || mine[to] < e->received)) {
+        snprintf(msg, n, "device %d's own copy, started at grid point %s, reads those bytes and nothing orders its "
+                 "wait before this copy: it may read what this one writes", to, e->point);
+        return 1;
+    }
     if (!e->received || mine[to] < e->received) {
         snprintf(msg, n, "device %d may still be reading device %d's copy (started at grid point %s) in those bytes: "
                  "nothing orders its receive (wait_recv) before this copy; signal back when the buffer is free (a "
@@ -139,6 +145,45 @@ static int races(const uint32_t *mine, int to, const landed *e, char *msg, size_
         return 1;
     }
     return 0;
+}
+
+/* e now owns its bytes on device `to`: drop the regions it covers whole.
+ * 0 (also when out of memory: then not tracked; no race is invented). */
+static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
+{
+    landed *l = r->land[to];
+    int k = 0;
+    for (int i = 0; i < r->n_land[to]; i++)
+        if (!(e->lo <= l[i].lo && l[i].hi <= e->hi)) l[k++] = l[i];
+    r->n_land[to] = k;
+    if (k == r->cap_land[to]) {
+        int cap = k ? 2 * k : 8;
+        landed *g = realloc(l, (size_t)cap * sizeof *g);
+        if (!g) return 0;
+        r->land[to] = l = g;
+        r->cap_land[to] = cap;
+    }
+    l[k] = *e;
+    snprintf(l[k].point, sizeof l[k].point, "%s", point);
+    r->n_land[to]++;
+    return 0;
+}
+
+int sim_mesh_race_reading(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, const void *sem, int64_t bytes,
+                          const char *point, char *msg, size_t n)
+{
+    if (!r) return 0;
+    const landed *l = r->land[device];
+    for (int i = 0; i < r->n_land[device]; i++) /* a copy that landed here and is not received yet */
+        if (lo < l[i].hi && l[i].lo < hi && !l[i].read && !l[i].received && l[i].from != device) {
+            snprintf(msg, n, "device %d's copy, started at grid point %s, lands in those bytes and this device has "
+                     "not received it (no wait_recv took it): this copy may read old or new data", l[i].from,
+                     l[i].point);
+            return 1;
+        }
+    uint32_t epoch = ++r->clock[(size_t)device * (size_t)r->n + (size_t)device];
+    return record(r, device, &(landed){.lo = lo, .hi = hi, .from = device, .read = 1, .epoch = epoch, .recv = sem,
+                                       .unreceived = bytes}, point);
 }
 
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
@@ -149,20 +194,6 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
     landed *l = r->land[to];
     for (int i = 0; i < r->n_land[to]; i++)
         if (lo < l[i].hi && l[i].lo < hi && races(mine, to, &l[i], msg, n)) return 1;
-    /* this copy now owns [lo, hi): drop the regions it covers whole */
-    int k = 0;
-    for (int i = 0; i < r->n_land[to]; i++)
-        if (!(lo <= l[i].lo && l[i].hi <= hi)) l[k++] = l[i];
-    r->n_land[to] = k;
-    if (k == r->cap_land[to]) {
-        int cap = k ? 2 * k : 8;
-        landed *g = realloc(l, (size_t)cap * sizeof *g);
-        if (!g) return 0; /* out of memory: not tracked; no race is invented */
-        r->land[to] = l = g;
-        r->cap_land[to] = cap;
-    }
-    l[k] = (landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes};
-    snprintf(l[k].point, sizeof l[k].point, "%s", point);
-    r->n_land[to]++;
-    return 0;
+    return record(r, to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv,
+                                   .unreceived = bytes}, point);
 }

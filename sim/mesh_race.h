@@ -32,6 +32,12 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell);
 /* device took `amount` from it (a wait that returned): copies counted on
  * that semaphore, oldest first, are received */
 void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount);
+/* A local copy on `device` reads bytes [lo, hi) until a wait takes its
+ * `bytes` off its semaphore sem: a remote copy into them must have seen that
+ * wait (the same rule as a receive), and a copy that landed there must have
+ * been received first. 0, or 1 (a race, msg says why). */
+int sim_mesh_race_reading(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, const void *sem, int64_t bytes,
+                          const char *point, char *msg, size_t n);
 /* A copy of `bytes` from `from` lands in bytes [lo, hi) of device `to`,
  * counted on its semaphore `recv` there, started at grid point `point`: 0,
  * or 1 (a race, msg says with which copy and why). */

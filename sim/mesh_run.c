@@ -133,12 +133,41 @@ static void run_perturb(void *p, int device)
     for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
 }
 
-static int run_incoming(void *p, int from, int to, uintptr_t lo, uintptr_t hi, const int64_t *recv, int64_t bytes,
-                        const char *point, char *msg, size_t n)
+/* Bytes [lo, hi) of argument `arg` of device `device` as the race detector
+ * keys them: the argument and the offsets from its base, so that arrays whose
+ * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
+ * the buffers of different devices never collide. 0 when other devices
+ * cannot reach the argument (a pipelined block, SMEM prefetch). */
+static int region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi)
+{
+    const sim_exec *x = r->dev[device].x;
+    int n_ops = x->plan.n_ops;
+    if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
+    if (arg < n_ops && (x->plan.ops[arg].pipelined || x->plan.ops[arg].role == PL_ROLE_PREFETCH)) return 0;
+    uintptr_t base = (uintptr_t)x->cores[0]->refs[arg].data, key = (uintptr_t)(arg + 1) << 48;
+    *lo = key + (*lo - base);
+    *hi = key + (*hi - base);
+    return 1;
+}
+
+static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
+                        int64_t bytes, const char *point, char *msg, size_t n)
 {
     mesh_run *r = p;
+    if (!region(r, to, arg, &lo, &hi)) return 0;
     pthread_mutex_lock(&r->lock);
     int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point, msg, n);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static int run_reading(void *p, int device, int arg, uintptr_t lo, uintptr_t hi, const int64_t *sem, int64_t bytes,
+                       const char *point, char *msg, size_t n)
+{
+    mesh_run *r = p;
+    if (!region(r, device, arg, &lo, &hi)) return 0;
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_reading(r->race, device, lo, hi, sem, bytes, point, msg, n);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -151,8 +180,8 @@ static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 
 static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
 
-static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block, run_wake,  run_translate, run_axis,
-                                       run_perturb, run_incoming, run_added, run_taken, run_hops};
+static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,   run_wake,  run_translate, run_axis,
+                                       run_perturb, run_incoming, run_reading, run_added, run_taken,     run_hops};
 
 /* ---- the run ----------------------------------------------------------------------- */
 
