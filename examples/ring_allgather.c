@@ -26,7 +26,7 @@
 
 #define USAGE                                                                                              \
     "usage: ring_allgather [--devices N] [--rows R] [--cols C] [--chip NAME] [--seed S] [--cost-only]\n"  \
-    "                      [--no-checks]\n"
+    "                      [--no-checks] [--trace FILE.json]\n"
 
 enum { O_DEVICES = 256, O_ROWS, O_COLS, O_SEED };
 
@@ -137,7 +137,8 @@ int main(int argc, char **argv)
                                          {"cols", required_argument, NULL, O_COLS},
                                          {"seed", required_argument, NULL, O_SEED},
                                          {0}};
-    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS};
+    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE,
+                     .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
     ra_cmd rc = {.s = {.devices = 8, .rows = 256, .cols = 1024}};
     int e = ex_parse(&cl, argc, argv, mine, own_option, &rc);
     if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;

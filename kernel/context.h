@@ -62,6 +62,7 @@ typedef struct kern_dma {
     int64_t point[PL_MAX_GRID]; /* the grid point that started it */
     uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
     uint8_t remote;             /* to another device of a mesh: dst is there (kernel/remote.c) */
+    uint8_t nomove;             /* a race on a mesh: the call fails at its end, and the data does not move */
 } kern_dma;
 
 /* kernel/dma.c for kernel/remote.c: semaphore checks, counts and waits,
@@ -114,17 +115,18 @@ typedef struct kern_mesh_ops {
     int64_t (*axis_index)(void *run, int device, const char *axis, int64_t *size);
     void (*perturb)(void *run, int device); /* a seeded schedule: maybe yield the host thread */
     /* a copy from `from` is about to land in bytes [lo, hi) of argument `arg` of device `to`:
-     * nonzero (a race, V4, message in msg) when an earlier copy landed
-     * there and nothing orders it before this one (sim/mesh_race.h) */
+     * nonzero when it races with an earlier copy or a local copy there (V4, sim/mesh_race.h): the
+     * race is recorded for the end of the call, and the copy's data must not move */
     int (*incoming)(void *run, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
-                    int64_t bytes,
-                    const char *point, char *msg, size_t n);
-    /* a local copy of `bytes` on `device` reads bytes [lo, hi) there until a wait takes its bytes off its
-     * semaphore `sem`: a remote copy into them before some chain of waits saw that wait is a race (V4) */
-    int (*reading)(void *run, int device, int arg, uintptr_t lo, uintptr_t hi, const int64_t *sem, int64_t bytes,
-                   const char *point, char *msg, size_t n);
+                    int64_t bytes, const char *point);
+    /* a local copy of `bytes` on `device` reads src and writes dst there until a wait takes its bytes off its
+     * semaphore `sem`: a remote copy into either before some chain of waits saw that wait is a race (V4);
+     * nonzero when it races with a copy that landed there and is not yet received: recorded, and its
+     * data must not move */
+    int (*local_copy)(void *run, int device, const pl_ref *src, const pl_ref *dst, const int64_t *sem, int64_t bytes,
+                      const char *point);
     /* with the lock held: device added to, or took `amount` from, the semaphore at cell */
-    void (*added)(void *run, int device, const int64_t *cell);
+    void (*added)(void *run, int device, const int64_t *cell, int64_t amount);
     void (*taken)(void *run, int device, const int64_t *cell, int64_t amount);
     /* ICI links a copy from `from` to `to` crosses (dimension-ordered routing) */
     int (*hops)(void *run, int from, int to);

@@ -53,7 +53,7 @@ void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const 
     int64_t was = *cell;
     int over = was > INT64_MAX - n;
     if (!over) *cell += n;
-    if (!over && c->mesh) c->mesh->added(c->mesh_run, c->device, cell);
+    if (!over && c->mesh) c->mesh->added(c->mesh_run, c->device, cell, n);
     kern_sem_unlock(c);
     if (over) {
         char name[96];
@@ -200,8 +200,8 @@ static void move_past(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
 static void land(pl_ctx *c, kern_dma *m)
 {
     if (m->moved) return;
-    if (!c->cost_only && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
-    else if (!c->cost_only) kern_dma_move(&m->dst, &m->src);
+    if (!c->cost_only && !m->nomove && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
+    else if (!c->cost_only && !m->nomove) kern_dma_move(&m->dst, &m->src);
     sem_add(c, &m->sem, m->bytes, "a finished copy"); /* M8: a finished copy adds its bytes */
     m->moved = 1;
 }
@@ -290,17 +290,11 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
-    if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not write what it reads until its wait (V4) */
-        uintptr_t lo, hi;
+    if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not touch its bytes until its wait (V4) */
         char point[128];
-        kern_ref_span(&cp->src, &lo, &hi);
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        char msg[1024], name[96];
-        if (c->mesh->reading(c->mesh_run, c->device, cp->src.arg, lo, hi, (const int64_t *)cp->sem.data, cp->bytes,
-                             point, msg, sizeof msg)) {
-            kern_ref_name(c, &cp->src, name, sizeof name);
-            kern_fault(c, PL_ERACE, "pltpu_copy_start from %s: %s (rules V4, M11)", name, msg);
-        }
+        m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->device, &cp->src, &cp->dst,
+                                                  (const int64_t *)cp->sem.data, cp->bytes, point) != 0);
     }
     if (!c->dma_on_wait) land(c, m);
 }

@@ -9,7 +9,7 @@
 typedef struct landed {
     uintptr_t lo, hi;
     int from;
-    int read;              /* a local copy's source on this device, not a copy that landed */
+    int local;             /* 0: a copy that landed; 1, 2: a local copy's source, destination on this device */
     uint32_t epoch;        /* the sender's clock at that copy */
     const void *recv;      /* the receiving semaphore */
     int64_t unreceived;    /* bytes no wait_recv has taken yet */
@@ -17,9 +17,18 @@ typedef struct landed {
     char point[64];
 } landed;
 
+/* What one add brought to a semaphore: its count and the adder's clock. A
+ * wait takes adds oldest first and learns only the clocks of those it
+ * takes, not of adds that came later (which it did not wait for). */
+typedef struct sem_add {
+    int64_t left;
+    uint32_t *clock;       /* n entries */
+} sem_add;
+
 typedef struct semvec {
     const void *cell;
-    uint32_t *clock;       /* n entries */
+    sem_add *q;            /* q[head .. n): adds not yet taken, oldest first */
+    int head, n, cap;
 } semvec;
 
 struct sim_mesh_race {
@@ -29,6 +38,7 @@ struct sim_mesh_race {
     size_t cap_sems, n_sems;
     landed **land;         /* per device: the regions copies landed in */
     int *n_land, *cap_land;
+    sim_mesh_conflict found;        /* the first race in the canonical order (found.found: any) */
 };
 
 sim_mesh_race *sim_mesh_race_new(int n)
@@ -51,7 +61,10 @@ sim_mesh_race *sim_mesh_race_new(int n)
 void sim_mesh_race_free(sim_mesh_race *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->cap_sems; i++) free(r->sems[i].clock);
+    for (size_t i = 0; i < r->cap_sems; i++) {
+        for (int k = r->sems[i].head; k < r->sems[i].n; k++) free(r->sems[i].q[k].clock);
+        free(r->sems[i].q);
+    }
     for (int d = 0; r->land && d < r->n; d++) free(r->land[d]);
     free(r->sems);
     free(r->land);
@@ -69,8 +82,8 @@ static size_t slot_of(const sim_mesh_race *r, const void *cell)
     return i;
 }
 
-/* The clock of a semaphore, made on first use; NULL when out of memory. */
-static uint32_t *sem_clock(sim_mesh_race *r, const void *cell)
+/* A semaphore's adds, made on first use; NULL when out of memory. */
+static semvec *sem_of(sim_mesh_race *r, const void *cell)
 {
     if (2 * (r->n_sems + 1) > r->cap_sems) {
         size_t cap = r->cap_sems ? 2 * r->cap_sems : 64;
@@ -85,12 +98,10 @@ static uint32_t *sem_clock(sim_mesh_race *r, const void *cell)
     }
     size_t i = slot_of(r, cell);
     if (!r->sems[i].cell) {
-        uint32_t *c = calloc((size_t)r->n, sizeof *c);
-        if (!c) return NULL;
-        r->sems[i] = (semvec){cell, c};
+        r->sems[i] = (semvec){.cell = cell};
         r->n_sems++;
     }
-    return r->sems[i].clock;
+    return &r->sems[i];
 }
 
 static void join(uint32_t *to, const uint32_t *from, int n)
@@ -99,18 +110,37 @@ static void join(uint32_t *to, const uint32_t *from, int n)
         if (from[i] > to[i]) to[i] = from[i];
 }
 
-void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell)
+void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t amount)
 {
-    uint32_t *s = r ? sem_clock(r, cell) : NULL;
-    if (s) join(s, r->clock + (size_t)device * (size_t)r->n, r->n);
+    semvec *s = r && amount > 0 ? sem_of(r, cell) : NULL;
+    if (!s) return;
+    if (s->head == s->n) s->head = s->n = 0; /* all taken: start over */
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 4;
+        sem_add *q = realloc(s->q, (size_t)cap * sizeof *q);
+        if (!q) return; /* out of memory: this add's clock is not learned; no race is invented by it */
+        s->q = q;
+        s->cap = cap;
+    }
+    uint32_t *c = malloc((size_t)r->n * sizeof *c);
+    if (!c) return;
+    memcpy(c, r->clock + (size_t)device * (size_t)r->n, (size_t)r->n * sizeof *c);
+    s->q[s->n++] = (sem_add){amount, c};
 }
 
 void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount)
 {
-    uint32_t *s = r ? sem_clock(r, cell) : NULL;
+    semvec *s = r ? sem_of(r, cell) : NULL;
     if (!s) return;
     uint32_t *mine = r->clock + (size_t)device * (size_t)r->n;
-    join(mine, s, r->n);
+    for (int64_t need = amount; need > 0 && s->head < s->n;) { /* the adds this wait takes, oldest first */
+        sem_add *e = &s->q[s->head];
+        join(mine, e->clock, r->n);
+        int64_t take = e->left < need ? e->left : need;
+        e->left -= take;
+        need -= take;
+        if (e->left == 0) free(e->clock), s->head++;
+    }
     uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
     landed *l = r->land[device];
     for (int i = 0; i < r->n_land[device] && amount > 0; i++) { /* oldest first: the list is in landing order */
@@ -118,33 +148,54 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
         int64_t take = l[i].unreceived < amount ? l[i].unreceived : amount;
         l[i].unreceived -= take;
         amount -= take;
-        if (l[i].unreceived == 0) l[i].received = epoch;
+        if (l[i].unreceived) continue;
+        l[i].received = epoch;
+        for (int j = 0; j < r->n_land[device]; j++) /* a local copy's other side ends with it */
+            if (j != i && l[i].local && l[j].local && l[j].epoch == l[i].epoch && l[j].recv == cell)
+                l[j].unreceived = 0, l[j].received = epoch;
     }
 }
 
-/* Does the copy from `from` (clock mine) into bytes e landed in race with
- * it? Writes why into msg. */
-static int races(const uint32_t *mine, int to, const landed *e, char *msg, size_t n)
+/* Events in the canonical order: by device, grid point, kind. */
+static int event_cmp(const sim_mesh_event *a, const sim_mesh_event *b)
 {
-    if (!e->read && mine[e->from] < e->epoch) {
-        snprintf(msg, n, "device %d's copy, started at grid point %s, landed in those bytes and nothing orders it "
-                 "before this one (no wait of this device saw it)", e->from, e->point);
-        return 1;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    int c = strcmp(a->point, b->point);
+    return c ? c : (a->kind > b->kind) - (a->kind < b->kind);
+}
+
+/* Two events of device `on`'s memory that nothing orders: kept if it comes
+ * first in the canonical order, so that the race reported does not depend
+ * on which of them a schedule ran second, nor on which races it met first. */
+static void note(sim_mesh_race *r, int on, uintptr_t key, sim_mesh_event x, sim_mesh_event y)
+{
+    sim_mesh_conflict c = {.found = 1, .on = on, .key = key, .a = event_cmp(&x, &y) <= 0 ? x : y,
+                  .b = event_cmp(&x, &y) <= 0 ? y : x};
+    int better = !r->found.found;
+    if (!better) {
+        int k = event_cmp(&c.a, &r->found.a);
+        if (!k) k = event_cmp(&c.b, &r->found.b);
+        if (!k) k = (c.on > r->found.on) - (c.on < r->found.on);
+        better = k < 0;
     }
-    /* the same words whether or not the receive has happened yet in this
-     * schedule: the verdict must not depend on the schedule */
-    if (e->read && (!e->received || mine[to] < e->received)) {
-        snprintf(msg, n, "device %d's own copy, started at grid point %s, reads those bytes and nothing orders its "
-                 "wait before this copy: it may read what this one writes", to, e->point);
-        return 1;
-    }
-    if (!e->received || mine[to] < e->received) {
-        snprintf(msg, n, "device %d may still be reading device %d's copy (started at grid point %s) in those bytes: "
-                 "nothing orders its receive (wait_recv) before this copy; signal back when the buffer is free (a "
-                 "capacity handshake, rule M12)", to, e->from, e->point);
-        return 1;
-    }
-    return 0;
+    if (better) r->found = c;
+}
+
+static sim_mesh_event event_of(const landed *e)
+{
+    sim_mesh_event v = {.device = e->from, .kind = e->local};
+    snprintf(v.point, sizeof v.point, "%s", e->point);
+    return v;
+}
+
+/* Does a copy from `from` (clock mine) into bytes e of device `to` race
+ * with e? Only if nothing orders e before it: e's start (two copies writing
+ * at once), and e's receive or, for a local copy, its wait (the receiver
+ * may still be reading, or never got it: the capacity handshake of M12). */
+static int unordered(const uint32_t *mine, int to, const landed *e)
+{
+    if (!e->local && mine[e->from] < e->epoch) return 1;
+    return !e->received || mine[to] < e->received;
 }
 
 /* e now owns its bytes on device `to`: drop the regions it covers whole.
@@ -169,31 +220,55 @@ static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
     return 0;
 }
 
-int sim_mesh_race_reading(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, const void *sem, int64_t bytes,
-                          const char *point, char *msg, size_t n)
+/* A local copy's side [lo, hi) (kind 1 reads, 2 writes) against the copies
+ * that landed here and are not received yet. */
+static int local_side(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, int kind, const char *point)
+{
+    const landed *l = r->land[device];
+    sim_mesh_event me = {.device = device, .kind = kind};
+    snprintf(me.point, sizeof me.point, "%s", point);
+    int raced = 0;
+    for (int i = 0; i < r->n_land[device]; i++)
+        if (lo < l[i].hi && l[i].lo < hi && !l[i].local && !l[i].received && l[i].from != device) {
+            note(r, device, lo > l[i].lo ? lo : l[i].lo, event_of(&l[i]), me);
+            raced = 1;
+        }
+    return raced;
+}
+
+int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, const void *sem, int64_t bytes,
+                        const char *point)
 {
     if (!r) return 0;
-    const landed *l = r->land[device];
-    for (int i = 0; i < r->n_land[device]; i++) /* a copy that landed here and is not received yet */
-        if (lo < l[i].hi && l[i].lo < hi && !l[i].read && !l[i].received && l[i].from != device) {
-            snprintf(msg, n, "device %d's copy, started at grid point %s, lands in those bytes and this device has "
-                     "not received it (no wait_recv took it): this copy may read old or new data", l[i].from,
-                     l[i].point);
-            return 1;
-        }
-    uint32_t epoch = ++r->clock[(size_t)device * (size_t)r->n + (size_t)device];
-    return record(r, device, &(landed){.lo = lo, .hi = hi, .from = device, .read = 1, .epoch = epoch, .recv = sem,
-                                       .unreceived = bytes}, point);
+    int raced = 0;
+    for (int side = 0; side < 2; side++)
+        if (span[2 * side] < span[2 * side + 1])
+            raced |= local_side(r, device, span[2 * side], span[2 * side + 1], 1 + side, point);
+    uint32_t epoch = ++r->clock[(size_t)device * (size_t)r->n + (size_t)device]; /* both sides: one copy */
+    for (int side = 0; side < 2; side++)
+        if (span[2 * side] < span[2 * side + 1])
+            record(r, device, &(landed){.lo = span[2 * side], .hi = span[2 * side + 1], .from = device,
+                                        .local = 1 + side, .epoch = epoch, .recv = sem, .unreceived = bytes}, point);
+    return raced;
 }
 
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
-                       int64_t bytes, const char *point, char *msg, size_t n)
+                       int64_t bytes, const char *point)
 {
     if (!r) return 0;
     uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = ++mine[from];
-    landed *l = r->land[to];
+    sim_mesh_event me = {.device = from, .kind = 0};
+    snprintf(me.point, sizeof me.point, "%s", point);
+    const landed *l = r->land[to];
+    int raced = 0;
     for (int i = 0; i < r->n_land[to]; i++)
-        if (lo < l[i].hi && l[i].lo < hi && races(mine, to, &l[i], msg, n)) return 1;
-    return record(r, to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv,
-                                   .unreceived = bytes}, point);
+        if (lo < l[i].hi && l[i].lo < hi && unordered(mine, to, &l[i])) {
+            note(r, to, lo > l[i].lo ? lo : l[i].lo, event_of(&l[i]), me);
+            raced = 1;
+        }
+    record(r, to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes},
+           point);
+    return raced;
 }
+
+const sim_mesh_conflict *sim_mesh_race_found(const sim_mesh_race *r) { return r && r->found.found ? &r->found : NULL; }

@@ -12,10 +12,13 @@
 /* The first failing device, a kernel's own error before a deadlock it caused. */
 static void first_failure(pl_mesh_report *mr, sim_exec *const *xs, int n)
 {
-    for (int pass = 0; pass < 2 && mr->failed_device < 0; pass++)
+    /* a race between devices first (found the same in every schedule), then a
+     * kernel's own error, then a deadlock it caused */
+    for (int pass = 0; pass < 3 && mr->failed_device < 0; pass++)
         for (int d = 0; d < n && xs[d] && mr->failed_device < 0; d++) {
             const pl_report *rep = &xs[d]->rep;
-            if (rep->status && (pass || rep->status != PL_EDEADLOCK)) {
+            int want = pass == 0 ? rep->status == PL_ERACE : pass == 1 ? rep->status != PL_EDEADLOCK : 1;
+            if (rep->status && want) {
                 mr->failed_device = d;
                 mr->status = rep->status;
                 int at = snprintf(mr->error, sizeof mr->error, "device %d: ", d);

@@ -151,28 +151,35 @@ static int region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr
 }
 
 static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
-                        int64_t bytes, const char *point, char *msg, size_t n)
+                        int64_t bytes, const char *point)
 {
     mesh_run *r = p;
     if (!region(r, to, arg, &lo, &hi)) return 0;
     pthread_mutex_lock(&r->lock);
-    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point, msg, n);
+    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-static int run_reading(void *p, int device, int arg, uintptr_t lo, uintptr_t hi, const int64_t *sem, int64_t bytes,
-                       const char *point, char *msg, size_t n)
+static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *dst, const int64_t *sem,
+                          int64_t bytes, const char *point)
 {
     mesh_run *r = p;
-    if (!region(r, device, arg, &lo, &hi)) return 0;
+    uintptr_t span[4];
+    kern_ref_span(src, &span[0], &span[1]);
+    kern_ref_span(dst, &span[2], &span[3]);
+    if (!region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
+    if (!region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
     pthread_mutex_lock(&r->lock);
-    int rc = sim_mesh_race_reading(r->race, device, lo, hi, sem, bytes, point, msg, n);
+    int rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
-static void run_added(void *p, int device, const int64_t *cell) { sim_mesh_race_added(((mesh_run *)p)->race, device, cell); }
+static void run_added(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_added(((mesh_run *)p)->race, device, cell, amount);
+}
 static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 {
     sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
@@ -181,7 +188,7 @@ static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
 
 static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,   run_wake,  run_translate, run_axis,
-                                       run_perturb, run_incoming, run_reading, run_added, run_taken,     run_hops};
+                                       run_perturb, run_incoming, run_local_copy, run_added, run_taken, run_hops};
 
 /* ---- the run ----------------------------------------------------------------------- */
 
@@ -225,6 +232,34 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
     if (!bad) bad = sim_trace_write_mesh(r->trace, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
     free(devs);
     if (bad) refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
+}
+
+/* "device 2's copy into it", ... for the race's message */
+static const char *what_of(int kind)
+{
+    return kind == 0 ? "copy into it" : kind == 1 ? "local copy reading it" : "local copy writing it";
+}
+
+/* The race the run met, if any (mesh_race.h): the device of its first event
+ * fails with it, whatever else happened, in every schedule the same. */
+static void report_race(mesh_run *r)
+{
+    const sim_mesh_conflict *race = sim_mesh_race_found(r->race);
+    if (!race) return;
+    int arg = (int)(race->key >> 48) - 1; /* region() keys bytes by argument */
+    const sim_exec *x = r->dev[race->on].x;
+    const char *name = arg < x->plan.n_ops ? x->plan.ops[arg].rep->name : x->rep.scratch[arg - x->plan.n_ops].name;
+    const sim_mesh_event *a = &race->a, *b = &race->b;
+    const char *hint = a->kind == 0 && b->kind == 0 && a->device == b->device
+                           ? "the receiver may still be reading the first: signal back when the buffer is free (a "
+                             "capacity handshake, rule M12)"
+                       : a->kind == 0 && b->kind == 0 ? "order the two copies with a semaphore"
+                                                      : "wait for the local copy, then let the other device know";
+    sim_fail(&r->dev[a->device].x->rep, PL_ERACE,
+             "kernel %s: device %d's %s (started at grid point %s) and device %d's %s (started at grid point %s) "
+             "touch the same bytes of '%s' of device %d with nothing ordering them: %s (rules V4, M11)",
+             x->rep.call_name, a->device, what_of(a->kind), a->point, b->device, what_of(b->kind), b->point, name,
+             race->on, hint);
 }
 
 /* Every device on a host thread of its own, all at once (a device whose
@@ -293,6 +328,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     for (int d = 0; d < r.n; d++) xs[d] = r.dev[d].x;
     if (rc == PL_OK) {
         run_devices(&r);
+        report_race(&r);
         for (int d = 0; d < r.n; d++) sim_walk_device_end(xs[d]);
         sim_exec_finish_mesh(xs, r.n, mesh, &stats);
     }
