@@ -192,7 +192,14 @@ void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh, sim_link_st
     int rc = t && devs ? 0 : -1;
     for (int d = 0; d < n && !rc; d++) devs[d] = (sim_time_dev){xs[d]->lines, xs[d]->n_cores, &t[d]};
     if (!rc) rc = sim_time_mesh(devs, n, xs[0]->plan.chip, mesh, stats);
-    for (int d = 0; d < n; d++) time_report(xs[d], rc, t ? &t[d] : &(sim_time_result){0});
+    for (int d = 0; d < n; d++) {
+        time_report(xs[d], rc, t ? &t[d] : &(sim_time_result){0});
+        for (int c = 0; !rc && c < xs[d]->n_cores; c++) /* waits for other devices (TAKE events) */
+            for (int64_t i = 0; i < xs[d]->lines[c].n_kev; i++) {
+                const sim_kevent *e = &xs[d]->lines[c].kev[i];
+                if (e->kind == SIM_KEV_TAKE && e->t0 >= 0 && e->t1 > e->t0) xs[d]->rep.remote_wait_s += e->t1 - e->t0;
+            }
+    }
     free(t);
     free(devs);
 }

@@ -64,6 +64,7 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_l
         if (hbm > mr->hbm_s) mr->hbm_s = hbm;
         mr->remote_copies += rep->ici_copies;
         mr->ici_bytes += rep->ici_bytes;
+        if (rep->remote_wait_s > mr->remote_wait_s) mr->remote_wait_s = rep->remote_wait_s;
     }
     if (!chip || mr->status) return;
     mr->link_bytes = st->link_bytes;
@@ -84,8 +85,10 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
         const pl_report *r = &reports[d];
         pl_format_time(r->time_s, t, sizeof t);
         pl_format_bytes((double)r->ici_bytes, b, sizeof b);
-        fprintf(f, "  device %3d: %s%s%s, %lld copies to other devices (%s)\n", d, r->status ? "failed: " : "",
-                r->status ? pl_strerror(r->status) : t, r->status ? "" : "", (long long)r->ici_copies, b);
+        char w[32];
+        pl_format_time(r->remote_wait_s, w, sizeof w);
+        fprintf(f, "  device %3d: %s%s, %lld copies to other devices (%s), waited %s for them\n", d,
+                r->status ? "failed: " : "", r->status ? pl_strerror(r->status) : t, (long long)r->ici_copies, b, w);
     }
     if (mr->status) {
         fprintf(f, "mesh: %s\n", mr->error);
@@ -96,5 +99,7 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
     fprintf(f, "mesh: %d devices, %s; %lld copies between devices, %s sent; links in use %d, %.1f GB/s each "
             "(%.0f%% of peak)\n", mr->n_devices, t, (long long)mr->remote_copies, b, mr->links_used,
             mr->ici_bw_achieved / 1e9, 100 * mr->ici_bw_fraction);
+    pl_format_time(mr->remote_wait_s, b, sizeof b);
+    fprintf(f, "waits: a device waited at most %s for other devices' copies and signals\n", b);
     fprintf(f, "bound: %s\n", mr->bound_msg);
 }

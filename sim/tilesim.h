@@ -474,8 +474,10 @@ struct pl_report {
     int n_findings;               /* may exceed PL_MAX_FINDINGS; the first ones are kept */
     pl_finding findings[PL_MAX_FINDINGS];
 
-    /* a device of a mesh (sim/tilesim_mesh.h): copies it sent to other devices over ICI (M11) */
+    /* a device of a mesh (sim/tilesim_mesh.h): copies it sent to other devices over ICI (M11), and the
+       time its cores waited for other devices' copies and signals (a synchronous collective waits long) */
     int64_t ici_copies, ici_bytes;
+    double remote_wait_s;
 };
 
 /* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs,

@@ -86,6 +86,7 @@ typedef struct pl_mesh_report {
     double busiest_link_s;      /* the busiest link's bytes / its bandwidth: a floor on time_s */
     double compute_s;           /* the busiest device's kernel time (MXU + VPU + scalar) */
     double hbm_s;               /* the busiest device's HBM bytes / HBM bandwidth */
+    double remote_wait_s;       /* the longest any device waited for other devices' copies and signals */
     int ici_bound;              /* 1: the busiest link needs longer than any device's compute or HBM traffic */
     char bound_msg[512];        /* the bound in one sentence */
 } pl_mesh_report;

@@ -51,6 +51,9 @@ Test(mesh_timing, a_receiver_waits_for_its_busy_sender_M11)
                   r.reps[1].time_s, compute);
     double link = 8.0 * 128 * 4 / pl_chip_default()->ici_bw;
     cr_expect_geq(r.reps[1].time_s, compute + link, "and until the copy crossed the link");
+    cr_expect_geq(r.reps[1].remote_wait_s, compute, "device 1's report says it waited: %g s", r.reps[1].remote_wait_s);
+    cr_expect_lt(r.reps[0].remote_wait_s, 1e-9, "device 0 waited for nobody: %g s", r.reps[0].remote_wait_s);
+    cr_expect_eq(r.mr.remote_wait_s, r.reps[1].remote_wait_s);
     cr_expect_eq(r.mr.time_s, r.reps[0].time_s > r.reps[1].time_s ? r.reps[0].time_s : r.reps[1].time_s);
     mh_free(&r);
 }
