@@ -107,6 +107,12 @@ void pl_report_print(const pl_report *r, FILE *f)
     if (r->dma_copies)
         fprintf(f, "  manual DMA: %lld copies, %s to or from HBM\n", (long long)r->dma_copies,
                 pl_format_bytes((double)r->dma_bytes, a, sizeof a));
+    if (r->ici_copies) {
+        char w[32];
+        fprintf(f, "  to other devices (ICI): %lld copies, %s; waited %s for other devices\n",
+                (long long)r->ici_copies, pl_format_bytes((double)r->ici_bytes, a, sizeof a),
+                pl_format_time(r->remote_wait_s, w, sizeof w));
+    }
     if (r->cores) print_timing(r, f);
     if (r->n_warnings) {
         const char *w = r->warnings;
@@ -193,6 +199,8 @@ static void report_members(const pl_report *r, FILE *f)
             r->slowest_core, r->core_compute_s, r->core_exposed_s, r->core_overhead_s);
     fprintf(f, ",\"scalar_ops\":%lld,\"scalar_s\":%.9g,\"eup_elems\":%lld", (long long)r->scalar_ops, r->scalar_s,
             (long long)r->eup_elems);
+    fprintf(f, ",\"ici_copies\":%lld,\"ici_bytes\":%lld,\"remote_wait_s\":%.9g", (long long)r->ici_copies,
+            (long long)r->ici_bytes, r->remote_wait_s);
     fprintf(f, ",\"warnings\":[");
     const char *w = r->warnings;
     for (int first = 1; *w; first = 0) {
