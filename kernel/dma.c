@@ -94,18 +94,21 @@ int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, 
     return rc;
 }
 
-static void check_side(pl_ctx *c, const pl_ref *r, const char *side)
+static void check_side(pl_ctx *c, const pl_ref *r, const char *side, const char *fn)
 {
     /* V2: a source that runs past its Ref reads poison there under
      * oob_reads = poison; a destination past the end is always an error. */
-    kern_check_arg(c, r, "pltpu_async_copy");
-    if (kern_is_past(r) && !(c->oob_poison && side[0] == 's'))
-        kern_past_ref(c, r, side[0] == 's' ? "pltpu_async_copy from a source (reads past the end are poison only "
-                      "under oob_reads = poison)" : "pltpu_async_copy into a destination");
+    char what[160];
+    kern_check_arg(c, r, fn);
+    if (kern_is_past(r) && !(c->oob_poison && side[0] == 's')) {
+        snprintf(what, sizeof what, side[0] == 's' ? "%s from a source (reads past the end are poison only under "
+                 "oob_reads = poison)" : "%s into a destination", fn);
+        kern_past_ref(c, r, what);
+    }
     if (r->space == PL_SEMAPHORE) {
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
-        kern_fault(c, PL_ESPACE, "pltpu_async_copy: the %s %s is a semaphore (rule M7)", side, name);
+        kern_fault(c, PL_ESPACE, "%s: the %s %s is a semaphore (rule M7)", fn, side, name);
     }
 }
 
@@ -119,8 +122,8 @@ pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *sp, const pl_ref *dp, const char *fn, const char *rule)
 {
     pl_ref src = *sp, dst = *dp;
-    check_side(c, &src, "source");
-    check_side(c, &dst, "destination");
+    check_side(c, &src, "source", fn);
+    check_side(c, &dst, "destination", fn);
     char a[96], b[96], sa[128], sb[128];
     int same = src.rank == dst.rank;
     for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];

@@ -138,3 +138,26 @@ Test(mesh_races, after_its_wait_and_a_signal_it_may_be_overwritten)
         mh_free(&r);
     }
 }
+
+/* ---- a remote copy's bounds (V2, M11) ------------------------------------------ */
+
+/* Device 0 sends 8 rows into rows 4..11 of device 1's 8-row buffer. */
+static void past_the_end(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) != 0) return;
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], pl_ds(c, refs[Q_O], 0, 4, 8),
+                                                        pl_at(c, refs[Q_DMA], 0), pl_at(c, refs[Q_DMA], 1), 1);
+    pltpu_remote_copy_start(c, &cp);
+}
+
+Test(mesh_races, a_remote_copy_past_the_end_of_its_destination_is_EBOUNDS)
+{
+    mh_run r;
+    pl_call call = race_call(past_the_end, 1);
+    mh_alloc(&r, "ring:2", 8, 128, 8, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_EBOUNDS, "%d %s", r.rc, r.mr.error);
+    cr_expect_eq(r.mr.failed_device, 0);
+    mh_assert_says(r.mr.error, "pltpu_make_async_remote_copy into a destination", "'o'", "grid point (0)");
+    mh_free(&r);
+}
