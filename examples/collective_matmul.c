@@ -29,15 +29,13 @@
 #include "../sim/tilesim.h"
 #include "../sim/tilesim_mesh.h"
 #include "kernels/collective_matmul.h"
-#include "kernels/options.h"
+#include "kernels/mesh_cli.h"
 #include "kernels/ring_allgather.h"
 
 #define USAGE                                                                                              \
     "usage: collective_matmul [--devices N] [--rows M] [--k K] [--cols C] [--chip NAME] [--seed S]\n"     \
     "                         [--cost-only] [--no-checks]\n"                                              \
     "  x (N*M, K) sharded by rows over N devices, w (K, C) on every device; out = all_gather(x) @ w\n"
-
-enum { O_DEVICES = 256, O_ROWS, O_K, O_COLS, O_SEED };
 
 typedef struct cm_cmd {
     cm_shape s;
@@ -51,27 +49,7 @@ typedef struct cm_run {
     int status, right;
 } cm_run;
 
-static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
-{
-    cm_cmd *rc = user;
-    int64_t v = 0;
-    int e = 0;
-    switch (code) {
-    case O_DEVICES: e = ex_parse_int(cl, arg, "--devices", 2, PL_MESH_MAX_DEVICES, &v), rc->s.devices = (int)v; break;
-    case O_ROWS: e = ex_parse_int(cl, arg, "--rows", 1, 1 << 20, &rc->s.rows); break;
-    case O_K: e = ex_parse_int(cl, arg, "--k", 1, 1 << 20, &rc->s.k); break;
-    case O_COLS: e = ex_parse_int(cl, arg, "--cols", 1, 1 << 20, &rc->s.cols); break;
-    case O_SEED: e = ex_parse_int(cl, arg, "--seed", 0, INT64_MAX, &rc->seed); break;
-    default: break;
-    }
-    return e;
-}
 
-static const pl_chip *chip_of(const pl_options *opt)
-{
-    if (opt->chip_spec) return opt->chip_spec;
-    return opt->chip ? pl_chip_find(opt->chip) : pl_chip_default();
-}
 
 /* Run version v on every device; checks each device's out unless cost-only. */
 static int run_version(const pl_mesh *mesh, cm_data *d, cm_version v, const pl_options *opt, cm_run *r)
@@ -168,7 +146,7 @@ static int run(const cm_cmd *rc, const ex_cmdline *cl)
     double comm = status ? -1 : comm_part(&mesh, &rc->s, &opt);
     if (!status && comm < 0) status = 2;
     if (!status) {
-        print_times(&rc->s, &ov, &un, comm, chip_of(&opt));
+        print_times(&rc->s, &ov, &un, comm, ex_chip_of(&opt));
         if (cost_only) printf("  cost only: no data to verify\n");
         else if (ov.right == n && un.right == n)
             printf("PASS: both versions' out equal x @ w (OpenBLAS) on all %d devices\n", n);
@@ -182,16 +160,10 @@ static int run(const cm_cmd *rc, const ex_cmdline *cl)
 
 int main(int argc, char **argv)
 {
-    static const struct option mine[] = {{"devices", required_argument, NULL, O_DEVICES},
-                                         {"rows", required_argument, NULL, O_ROWS},
-                                         {"k", required_argument, NULL, O_K},
-                                         {"cols", required_argument, NULL, O_COLS},
-                                         {"seed", required_argument, NULL, O_SEED},
-                                         {0}};
     ex_cmdline cl = {.prog = "collective_matmul", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS};
-    cm_cmd rc = {.s = {.devices = 8, .rows = 128, .k = 512, .cols = 2048}};
-    int e = ex_parse(&cl, argc, argv, mine, own_option, &rc);
-    if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;
-    if (cl.npos) return ex_usage_error(&cl, "unexpected argument '%s'", cl.pos[0]);
+    ex_mesh_args a = {.devices = 8, .rows = 128, .k = 512, .cols = 2048};
+    int exit_code = ex_mesh_parse(&cl, argc, argv, 1, &a);
+    if (exit_code >= 0) return exit_code;
+    cm_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .k = a.k, .cols = a.cols}, .seed = a.seed};
     return run(&rc, &cl);
 }

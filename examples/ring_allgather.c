@@ -21,47 +21,25 @@
 
 #include "../sim/tilesim.h"
 #include "../sim/tilesim_mesh.h"
-#include "kernels/options.h"
+#include "kernels/mesh_cli.h"
 #include "kernels/ring_allgather.h"
 
 #define USAGE                                                                                              \
     "usage: ring_allgather [--devices N] [--rows R] [--cols C] [--chip NAME] [--seed S] [--cost-only]\n"  \
     "                      [--no-checks] [--trace FILE.json]\n"
 
-enum { O_DEVICES = 256, O_ROWS, O_COLS, O_SEED };
-
 typedef struct ra_cmd {
     ra_shape s;
     int64_t seed;
 } ra_cmd;
 
-static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
-{
-    ra_cmd *rc = user;
-    int64_t v = 0;
-    int e = 0;
-    switch (code) {
-    case O_DEVICES: e = ex_parse_int(cl, arg, "--devices", 2, PL_MESH_MAX_DEVICES, &v), rc->s.devices = (int)v; break;
-    case O_ROWS: e = ex_parse_int(cl, arg, "--rows", 1, 1 << 20, &rc->s.rows); break;
-    case O_COLS: e = ex_parse_int(cl, arg, "--cols", 1, 1 << 20, &rc->s.cols); break;
-    case O_SEED: e = ex_parse_int(cl, arg, "--seed", 0, INT64_MAX, &rc->seed); break;
-    default: break;
-    }
-    return e;
-}
 
-static const pl_chip *chip_of(const pl_options *opt)
-{
-    if (opt->chip_spec) return opt->chip_spec;
-    return opt->chip ? pl_chip_find(opt->chip) : pl_chip_default();
-}
 
 static void print_devices(const ra_data *d, const pl_report *reps, int cost_only)
 {
     for (int dev = 0; dev < d->s.devices; dev++) {
         const pl_report *r = &reps[dev];
-        printf("  device %3d: %10.2f us, %lld copies started, %lld of them over ICI (%lld bytes)", dev,
-               r->time_s * 1e6, (long long)r->dma_copies, (long long)r->ici_copies, (long long)r->ici_bytes);
+        ex_mesh_device_line(dev, r);
         if (!cost_only) {
             int64_t bad = ra_device_mismatches(d, dev);
             printf(bad ? ", o: %lld elements wrong" : ", o: the concatenation", (long long)bad);
@@ -116,7 +94,7 @@ static int run(const ra_cmd *rc, const ex_cmdline *cl)
         status = 2;
     } else {
         print_devices(&d, reps, cost_only);
-        print_mesh(&rc->s, &mr, chip_of(&opt));
+        print_mesh(&rc->s, &mr, ex_chip_of(&opt));
         int dev = -1;
         int64_t elem = -1, bad = cost_only ? 0 : ra_mismatches(&d, &dev, &elem);
         if (cost_only) printf("  cost only: no data to verify\n");
@@ -132,16 +110,10 @@ static int run(const ra_cmd *rc, const ex_cmdline *cl)
 
 int main(int argc, char **argv)
 {
-    static const struct option mine[] = {{"devices", required_argument, NULL, O_DEVICES},
-                                         {"rows", required_argument, NULL, O_ROWS},
-                                         {"cols", required_argument, NULL, O_COLS},
-                                         {"seed", required_argument, NULL, O_SEED},
-                                         {0}};
-    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE,
-                     .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
-    ra_cmd rc = {.s = {.devices = 8, .rows = 256, .cols = 1024}};
-    int e = ex_parse(&cl, argc, argv, mine, own_option, &rc);
-    if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;
-    if (cl.npos) return ex_usage_error(&cl, "unexpected argument '%s'", cl.pos[0]);
+    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
+    ex_mesh_args a = {.devices = 8, .rows = 256, .cols = 1024};
+    int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
+    if (exit_code >= 0) return exit_code;
+    ra_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .cols = a.cols}, .seed = a.seed};
     return run(&rc, &cl);
 }

@@ -1,0 +1,31 @@
+/* examples/kernels/mesh_cli.h: what the mesh example programs
+ * (ring_allgather, ring_allreduce, collective_matmul) share: their own
+ * options (--devices, --rows, --cols, --k, --seed) parsed with the common
+ * ones (options.h), the chip the options name, and a device's line.
+ *
+ *     ex_mesh_args a = {.devices = 8, .rows = 256, .cols = 1024};
+ *     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
+ *     if (exit_code >= 0) return exit_code;      // --help, or a usage error
+ */
+#ifndef TILESIM_EXAMPLES_MESH_CLI_H
+#define TILESIM_EXAMPLES_MESH_CLI_H
+
+#include <stdint.h>
+
+#include "options.h"
+
+typedef struct ex_mesh_args {
+    int devices;
+    int64_t rows, cols, k, seed;
+} ex_mesh_args;
+
+/* Parse argv into cl (common options) and a (the mesh programs' own; --k
+ * only when with_k). -1 to go on, else the exit code: 0 after --help, 2
+ * after a usage error (already printed). */
+int ex_mesh_parse(ex_cmdline *cl, int argc, char **argv, int with_k, ex_mesh_args *a);
+/* The chip opt names (chip_spec, chip, or the default). */
+const pl_chip *ex_chip_of(const pl_options *opt);
+/* "  device   3:      76.04 us, 4 copies started, 3 of them over ICI (3145728 bytes)", no newline. */
+void ex_mesh_device_line(int dev, const pl_report *r);
+
+#endif
