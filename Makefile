@@ -62,7 +62,7 @@ PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)
 # dynamic symbol table.
 WHOLE_LIB  = -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean
+.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean mpi mpi-deps test-mpi
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
 # Example and bench objects are intermediate files of a pattern chain; keep
@@ -184,6 +184,27 @@ check-tsan: deps
 	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
 	    timeout -k 10 $(SUITE_TIMEOUT) build/tsan/tests/tilesim_tests -j2 --timeout 600 --filter "$$suite/*" || status=1; \
 	done; exit $$status
+
+# Across host processes with Open MPI (README "Across machines"). The
+# default build does not depend on MPI: `make mpi` builds the library and
+# the command again with mpicc and -DTILESIM_MPI into build/mpi, then copies
+# them to build/libtilesim_mpi.a and build/tilesim-mpi. test-mpi runs them
+# under mpirun on this host (loopback), comparing with one process.
+MPI_DEBS := libopenmpi-dev openmpi-bin
+mpi-deps:
+	@if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then \
+	  echo "tilesim: installing $(MPI_DEBS)"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "tilesim: run as root, or install: apt-get install $(MPI_DEBS)" >&2; exit 1; fi; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MPI_DEBS)) >/dev/null || exit 1; \
+	fi
+
+mpi: deps mpi-deps
+	$(MAKE) BUILD=build/mpi CC=mpicc EXTRA_CFLAGS="-DTILESIM_MPI $(EXTRA_CFLAGS)" build/mpi/libtilesim.a build/mpi/tilesim
+	cp build/mpi/libtilesim.a build/libtilesim_mpi.a
+	cp build/mpi/tilesim build/tilesim-mpi
+
+test-mpi: mpi $(CLI)
+	sh tests/mpi/test_mpi.sh $(CLI) build/tilesim-mpi
 
 # Install the library, the CLI, the public headers (and every project header
 # they include: the check fails the install when one is missing from PUB_HDR)

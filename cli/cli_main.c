@@ -1,5 +1,62 @@
 /* cli/cli_main.c: the `tilesim` command's main(). The work is in
- * tilesim_main (main.c), which the fuzz harness calls in-process. */
+ * tilesim_main (main.c), which the fuzz harness calls in-process.
+ *
+ * The MPI build (`make mpi`, build/tilesim-mpi) runs the same command on
+ * every rank: a sweep splits its configurations between the ranks
+ * (sim/mpi.h), and rank 0 alone prints. Every rank must be given the same
+ * command line (checked: a rank that differs stops all of them), and every
+ * rank exits with the worst code any rank had. */
 #include "cli.h"
 
+#ifdef TILESIM_MPI
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* FNV-1a over the words and their boundaries. */
+static uint64_t argv_hash(int argc, char **argv)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < argc; i++) {
+        for (const char *p = argv[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+    }
+    return h;
+}
+
+/* The first rank whose command line differs from rank 0's, or -1. */
+static int differing_rank(int argc, char **argv, int rank)
+{
+    unsigned long long mine = argv_hash(argc, argv), root = mine;
+    MPI_Bcast(&root, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    int bad = mine != root ? rank : INT_MAX, first;
+    MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return first == INT_MAX ? -1 : first;
+}
+
+int main(int argc, char **argv)
+{
+    int rank = 0, rc;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int differs = differing_rank(argc, argv, rank);
+    if (differs >= 0) {
+        if (rank == 0)
+            fprintf(stderr, "tilesim-mpi: rank %d was given another command line than rank 0: every rank must run "
+                    "the same command (mpirun -n R tilesim-mpi ...)\n", differs);
+        rc = 2;
+    } else {
+        if (rank != 0) { /* rank 0 speaks for all */
+            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
+        }
+        rc = tilesim_main(argc, argv);
+    }
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return worst;
+}
+#else
 int main(int argc, char **argv) { return tilesim_main(argc, argv); }
+#endif

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "hostthreads.h"
+#include "mpi.h"
 #include "tilesim.h"
 
 typedef struct sweep_job {
@@ -21,6 +22,7 @@ typedef struct sweep_job {
     void *user;
     pl_options opt;
     pl_report *reports;
+    int first, step, count;        /* this process's share: first + k * step, k < count (sim/mpi.h) */
     atomic_int next, done;
 } sweep_job;
 
@@ -55,9 +57,9 @@ static void *worker_main(void *arg)
     sweep_worker *w = arg;
     sweep_job *job = w->job;
     sim_pin_thread(w->index);
-    int i;
-    while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
-        run_one(job, i);
+    int k;
+    while ((k = atomic_fetch_add(&job->next, 1)) < job->count) {
+        run_one(job, job->first + k * job->step);
         atomic_fetch_add(&job->done, 1);
     }
     return NULL;
@@ -67,7 +69,10 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
              pl_report *reports)
 {
     if (n < 0 || !build || (n > 0 && !reports)) return PL_EINVAL;
-    sweep_job job = {.n = n, .build = build, .user = user, .reports = reports};
+    /* with Open MPI (make mpi), configuration i is rank i % size's */
+    int rank = sim_mpi_rank(), size = sim_mpi_size();
+    sweep_job job = {.n = n, .build = build, .user = user, .reports = reports, .first = rank, .step = size,
+                     .count = n / size + (rank < n % size)};
     if (opt) job.opt = *opt;
     job.opt.cost_only = 1;
     job.opt.trace_path = NULL; /* one file for many calls makes no sense */
@@ -78,7 +83,7 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
     if (!threads) threads = sim_host_cores();
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
-    if (threads > n) threads = n > 0 ? n : 1;
+    if (threads > job.count) threads = job.count > 0 ? job.count : 1;
     /* the sweep's workers fill the host: a megacore call inside one walks its
      * cores in order rather than start threads of its own */
     if (threads > 1) job.opt.host_threads = 1;
@@ -97,15 +102,17 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
     w[0] = (sweep_worker){.job = &job, .index = 0};
     if (reporting && started > 0) {
         struct timespec tick = {0, 100 * 1000 * 1000};
-        while (atomic_load(&job.done) < n) {
+        while (atomic_load(&job.done) < job.count) {
             nanosleep(&tick, NULL);
-            sopt->progress(atomic_load(&job.done), n, sopt->progress_user);
+            sopt->progress(atomic_load(&job.done), job.count, sopt->progress_user);
         }
-        sopt->progress(n, n, sopt->progress_user);
+        sopt->progress(job.count, job.count, sopt->progress_user);
     } else {
         worker_main(&w[0]); /* also when no thread could be started */
-        if (reporting) sopt->progress(n, n, sopt->progress_user);
+        if (reporting) sopt->progress(job.count, job.count, sopt->progress_user);
     }
     for (int t = 1; t <= started; t++) pthread_join(w[t].tid, NULL);
-    return PL_OK;
+    const pl_chip *chip = job.opt.chip_spec ? job.opt.chip_spec
+                          : job.opt.chip    ? pl_chip_find(job.opt.chip) : pl_chip_default();
+    return sim_mpi_share_reports(reports, n, chip); /* one process: nothing to do */
 }

@@ -1,0 +1,77 @@
+/* sim/mpi.c: sweeps across host processes with Open MPI (mpi.h). Compiled
+ * to one-process stubs unless the build defines TILESIM_MPI (`make mpi`).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+
+#ifdef TILESIM_MPI
+#include <mpi.h>
+
+static int initialised(void)
+{
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    return init && !fin;
+}
+
+int sim_mpi_rank(void)
+{
+    int r = 0;
+    if (initialised()) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+int sim_mpi_size(void)
+{
+    int s = 1;
+    if (initialised()) MPI_Comm_size(MPI_COMM_WORLD, &s);
+    return s;
+}
+
+int sim_mpi_share_reports(pl_report *reports, int n, const pl_chip *chip)
+{
+    int size = sim_mpi_size(), rank = sim_mpi_rank();
+    if (size < 2 || n < 1) return PL_OK;
+    /* each rank's reports packed in order, then gathered by every rank;
+     * a report is plain bytes but for its chip pointer, set again below */
+    int *counts = calloc((size_t)size, sizeof *counts), *displs = calloc((size_t)size, sizeof *displs);
+    int mine = n / size + (rank < n % size);
+    pl_report *packed = malloc((size_t)(mine ? mine : 1) * sizeof *packed);
+    pl_report *all = malloc((size_t)n * sizeof *all);
+    int ok = counts && displs && packed && all;
+    for (int i = rank, k = 0; ok && i < n; i += size) packed[k++] = reports[i];
+    for (int r = 0, at = 0; ok && r < size; r++) {
+        counts[r] = (int)((n / size + (r < n % size)) * sizeof(pl_report));
+        displs[r] = at;
+        at += counts[r];
+    }
+    /* the byte counts of n reports fit an int up to some 50,000 reports */
+    if (ok) ok = MPI_Allgatherv(packed, counts[rank], MPI_BYTE, all, counts, displs, MPI_BYTE, MPI_COMM_WORLD) ==
+                 MPI_SUCCESS;
+    for (int r = 0; ok && r < size; r++) /* rank r's k-th report is configuration r + k * size */
+        for (int k = 0; k < counts[r] / (int)sizeof(pl_report); k++) {
+            pl_report *rep = &reports[r + k * size];
+            *rep = all[displs[r] / (int)sizeof(pl_report) + k];
+            if (rep->chip) rep->chip = chip; /* another process's pointer */
+        }
+    free(counts);
+    free(displs);
+    free(packed);
+    free(all);
+    return ok ? PL_OK : PL_ENOMEM;
+}
+
+#else
+
+int sim_mpi_rank(void) { return 0; }
+int sim_mpi_size(void) { return 1; }
+int sim_mpi_share_reports(pl_report *reports, int n, const pl_chip *chip)
+{
+    (void)reports, (void)n, (void)chip;
+    return PL_OK;
+}
+
+#endif
