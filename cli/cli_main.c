@@ -3,7 +3,7 @@
  *
  * The MPI build (`make mpi`, build/tilesim-mpi) runs the same command on
  * every rank: a sweep splits its configurations between the ranks
- * (sim/mpi.h), and rank 0 alone prints. Every rank must be given the same
+ * (sim/ranks.h), and rank 0 alone prints. Every rank must be given the same
  * command line (checked: a rank that differs stops all of them), and every
  * rank exits with the worst code any rank had. */
 #include "cli.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "hostthreads.h"
-#include "mpi.h"
+#include "ranks.h"
 #include "tilesim.h"
 
 typedef struct sweep_job {
@@ -22,7 +22,7 @@ typedef struct sweep_job {
     void *user;
     pl_options opt;
     pl_report *reports;
-    int first, step, count;        /* this process's share: first + k * step, k < count (sim/mpi.h) */
+    int first, step, count;        /* this process's share: first + k * step, k < count (sim/ranks.h) */
     atomic_int next, done;
 } sweep_job;
 

@@ -1,10 +1,10 @@
-/* sim/mpi.c: sweeps across host processes with Open MPI (mpi.h). Compiled
+/* sim/ranks.c: sweeps across host processes with Open MPI (ranks.h). Compiled
  * to one-process stubs unless the build defines TILESIM_MPI (`make mpi`).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi.h"
+#include "ranks.h"
 
 #ifdef TILESIM_MPI
 #include <mpi.h>

@@ -1,4 +1,4 @@
-/* sim/mpi.h: tilesim across host processes with Open MPI (the `make mpi`
+/* sim/ranks.h: tilesim across host processes with Open MPI (the `make mpi`
  * build, -DTILESIM_MPI). Internal. In the default build every function here
  * is a stub for one process, so callers need no #ifdef.
  *
@@ -7,8 +7,8 @@
  * every rank ends with every report, in configuration order: the ranked
  * output is the same as one process's.
  */
-#ifndef TILESIM_SIM_MPI_H
-#define TILESIM_SIM_MPI_H
+#ifndef TILESIM_SIM_RANKS_H
+#define TILESIM_SIM_RANKS_H
 
 #include "tilesim.h"
 
