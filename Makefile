@@ -176,10 +176,14 @@ check-clang: deps fuzz-deps
 # install. Criterion needs tests/tsan_criterion_arena.c to start under TSan.
 # OpenBLAS on one thread: its own threads are not ours to check. Both suites
 # run, then the target fails if either did.
+# Not mesh_collectives_handshake: its kernels race on purpose, and a
+# kernel's own loads and stores (pl_add on a buffer another device's copy
+# lands in) are not tracked, so the simulator's host threads race with them
+# as the kernel's devices would; the race the test wants is reported anyway.
 TSAN := -fsanitize=thread -fno-omit-frame-pointer
 check-tsan: deps
 	$(MAKE) BUILD=build/tsan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(TSAN)" EXTRA_LDFLAGS="$(TSAN)" build/tsan/tests/tilesim_tests
-	@status=0; for suite in megacore_threads sweep_threads mesh_runtime mesh_timing mesh_races mesh_collectives mesh_collectives_handshake; do \
+	@status=0; for suite in megacore_threads sweep_threads mesh_runtime mesh_timing mesh_races mesh_collectives; do \
 	  echo "check-tsan: $$suite"; \
 	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
 	    timeout -k 10 $(SUITE_TIMEOUT) build/tsan/tests/tilesim_tests -j2 --timeout 600 --filter "$$suite/*" || status=1; \
