@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../kernel/pltpu.h"
+#include "data.h"
 #include "collective_matmul.h"
 
 /* The refs, in the order of rule M3. Overlapped: x, w, out, then x_buf
@@ -116,15 +117,6 @@ double cm_host_bytes(const cm_shape *s)
     return 4 * (x + w + n * out) + 4 * 4 * (x + w + out) + 3.0 * n * sizeof(pl_array);
 }
 
-static float draw(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
-}
-
 int cm_alloc(cm_data *d, const cm_shape *s, int with_data, uint64_t seed)
 {
     char msg[256];
@@ -143,8 +135,8 @@ int cm_alloc(cm_data *d, const cm_shape *s, int with_data, uint64_t seed)
         cm_free(d);
         return PL_ENOMEM;
     }
-    for (int64_t i = 0; with_data && i < n * xs; i++) d->x[i] = draw(&seed);
-    for (int64_t i = 0; with_data && i < s->k * s->cols; i++) d->w[i] = draw(&seed);
+    for (int64_t i = 0; with_data && i < n * xs; i++) d->x[i] = ex_draw(&seed);
+    for (int64_t i = 0; with_data && i < s->k * s->cols; i++) d->w[i] = ex_draw(&seed);
     cm_reset(d);
     for (int64_t dev = 0; dev < n; dev++) {
         d->args[2 * dev] = PL_ARRAY(with_data ? d->x + dev * xs : NULL, PL_F32, s->rows, s->k);

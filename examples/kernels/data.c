@@ -14,3 +14,12 @@ void *ex_random_matrix(int64_t n, pl_dtype dt, uint64_t seed)
     }
     return p;
 }
+
+float ex_draw(uint64_t *st)
+{
+    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
+}

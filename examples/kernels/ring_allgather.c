@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../../kernel/pltpu.h"
+#include "data.h"
 #include "ring_allgather.h"
 
 /* The kernel's refs, in the order of rule M3. */
@@ -65,16 +66,6 @@ double ra_host_bytes(const ra_shape *s)
     return shard * n + shard * n * n + shard * n + 2.0 * n * sizeof(pl_array);
 }
 
-/* splitmix64: values that differ on every device and element */
-static float draw(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)((int64_t)(z >> 40) - (1 << 23)) / 1024.0f; /* exact in f32 */
-}
-
 int ra_alloc(ra_data *d, const ra_shape *s, int with_data, uint64_t seed)
 {
     memset(d, 0, sizeof *d);
@@ -91,7 +82,7 @@ int ra_alloc(ra_data *d, const ra_shape *s, int with_data, uint64_t seed)
         ra_free(d);
         return PL_ENOMEM;
     }
-    for (int64_t i = 0; with_data && i < n * shard; i++) d->x[i] = draw(&seed);
+    for (int64_t i = 0; with_data && i < n * shard; i++) d->x[i] = ex_draw(&seed);
     for (int64_t i = 0; with_data && i < n * n * shard; i++) d->o[i] = RA_SENTINEL;
     for (int64_t dev = 0; dev < n; dev++) {
         d->args[dev] = PL_ARRAY(with_data ? d->x + dev * shard : NULL, PL_F32, s->rows, s->cols);

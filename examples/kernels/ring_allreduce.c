@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../kernel/pltpu.h"
+#include "data.h"
 #include "ring_allreduce.h"
 
 /* The kernel's refs, in the order of rule M3: x, o, then the scratch. */
@@ -154,16 +155,6 @@ double ar_host_bytes(const ar_shape *s)
     return e * 4 * 2 * n + e * 8 * 2 + 2.0 * n * sizeof(pl_array);
 }
 
-/* splitmix64 -> [-1, 1) with 23 fraction bits: exact in f32, sums round */
-static float draw(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
-}
-
 int ar_alloc(ar_data *d, const ar_shape *s, int with_data, uint64_t seed)
 {
     char msg[256];
@@ -181,7 +172,7 @@ int ar_alloc(ar_data *d, const ar_shape *s, int with_data, uint64_t seed)
         ar_free(d);
         return PL_ENOMEM;
     }
-    for (int64_t i = 0; with_data && i < n * e; i++) d->x[i] = draw(&seed), d->o[i] = AR_SENTINEL;
+    for (int64_t i = 0; with_data && i < n * e; i++) d->x[i] = ex_draw(&seed), d->o[i] = AR_SENTINEL;
     for (int64_t dev = 0; dev < n; dev++) {
         d->args[dev] = PL_ARRAY(with_data ? d->x + dev * e : NULL, PL_F32, s->rows, s->cols);
         d->outs[dev] = PL_ARRAY(with_data ? d->o + dev * e : NULL, PL_F32, s->rows, s->cols);
