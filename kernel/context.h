@@ -72,7 +72,8 @@ void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *
 /* A copy's two sides (shapes, dtypes, bounds, spaces): its bytes, or a fault
  * citing `rule`. */
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
-void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const char *fn);
+/* owner: the device whose semaphore cell is (its waiters wake) */
+void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
 int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, char *msg, size_t n, int64_t *held);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 /* remote: the ICI hops to dst's device (M11), 0 for a copy on this device */
@@ -105,7 +106,7 @@ typedef struct kern_mesh_ops {
     /* until *cell >= need or the mesh deadlocks (then nonzero, with the
      * message of every stuck device in msg); what: the wait, for that message */
     int (*block)(void *run, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n);
-    void (*wake)(void *run);   /* a semaphore changed: blocked devices look again */
+    void (*wake)(void *run, int device); /* a semaphore of `device` grew: its blocked cores look again */
     /* r's data pointer on device `device` (the same argument and offsets);
      * NULL when r is not an ANY operand or scratch, which other devices
      * cannot reach */
@@ -330,10 +331,7 @@ static inline void kern_sem_lock(pl_ctx *c)
 }
 static inline void kern_sem_unlock(pl_ctx *c)
 {
-    if (c->mesh) {
-        c->mesh->wake(c->mesh_run);
-        c->mesh->unlock(c->mesh_run);
-    }
+    if (c->mesh) c->mesh->unlock(c->mesh_run);
 }
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */

@@ -47,13 +47,16 @@ static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
 /* Add n >= 0 to a count; a count past INT64_MAX is an error, never undefined
  * behaviour (M8, M9). cell: sem's count, here or (a remote signal) on
  * another device; under the mesh's lock there. */
-void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const char *fn)
+void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn)
 {
     kern_sem_lock(c);
     int64_t was = *cell;
     int over = was > INT64_MAX - n;
     if (!over) *cell += n;
-    if (!over && c->mesh) c->mesh->added(c->mesh_run, c->device, cell, n);
+    if (!over && c->mesh) {
+        c->mesh->added(c->mesh_run, c->device, cell, n);
+        c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
+    }
     kern_sem_unlock(c);
     if (over) {
         char name[96];
@@ -63,7 +66,10 @@ void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int64_t n, const 
     }
 }
 
-static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn) { kern_sem_add(c, sem, sem_cell(sem), n, fn); }
+static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
+{
+    kern_sem_add(c, sem, sem_cell(sem), c->device, n, fn);
+}
 
 void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit)
 {

@@ -109,8 +109,8 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     }
     if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
     m->moved = 1;
-    kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->bytes, fn); /* M8: there, the landed bytes */
-    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, cp->bytes, fn); /* here, the sent ones */
+    kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there, the landed bytes */
+    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, cp->bytes, fn); /* here, the sent ones */
 }
 
 void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
@@ -148,7 +148,7 @@ void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int devic
     }
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref t = there(c, &sem, device_id, "semaphore", fn);
-    kern_sem_add(c, &sem, (int64_t *)t.data, inc, fn);
+    kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
     kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data};
     kern_record(c, &op);
 }

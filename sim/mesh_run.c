@@ -38,6 +38,7 @@ typedef struct mesh_dev {
     int64_t held;
     pthread_t tid;
     int started;
+    pthread_cond_t cond;    /* its waits sleep here; woken when one of its semaphores grows */
 } mesh_dev;
 
 typedef struct mesh_run {
@@ -45,7 +46,6 @@ typedef struct mesh_run {
     int n;
     mesh_dev *dev;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
     int alive, blocked, deadlock;
     char deadlock_msg[PL_KERN_MESH_MSG];
     uint64_t seed;
@@ -57,7 +57,13 @@ typedef struct mesh_run {
 
 static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
 static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); }
-static void run_wake(void *p) { pthread_cond_broadcast(&((mesh_run *)p)->cond); }
+static void run_wake(void *p, int device) { pthread_cond_broadcast(&((mesh_run *)p)->dev[device].cond); }
+
+/* Every device looks again (a deadlock, a device that ended). */
+static void wake_all(mesh_run *r)
+{
+    for (int d = 0; d < r->n; d++) pthread_cond_broadcast(&r->dev[d].cond);
+}
 
 /* Every device still running is blocked on a wait that is still short (lock
  * held): a deadlock. A device woken but not yet running again counts as
@@ -81,7 +87,7 @@ static void find_deadlock(mesh_run *r)
         at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s device %d %s, holds %lld", listed > 1 ? ";" : "",
                        d, r->dev[d].what, (long long)r->dev[d].held);
     }
-    pthread_cond_broadcast(&r->cond);
+    wake_all(r);
 }
 
 static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
@@ -95,7 +101,7 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     snprintf(d->what, sizeof d->what, "%s", what);
     r->blocked++;
     find_deadlock(r);
-    while (*cell < need && !r->deadlock) pthread_cond_wait(&r->cond, &r->lock);
+    while (*cell < need && !r->deadlock) pthread_cond_wait(&d->cond, &r->lock);
     r->blocked--;
     d->blocked = 0;
     if (*cell >= need) return 0;
@@ -200,7 +206,6 @@ static void *device_main(void *p)
     pthread_mutex_lock(&r->lock);
     r->alive--;
     find_deadlock(r); /* the others may have been waiting for this one */
-    pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
     return NULL;
 }
@@ -321,7 +326,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
     }
     pthread_mutex_init(&r.lock, NULL);
-    pthread_cond_init(&r.cond, NULL);
+    for (int d = 0; d < r.n; d++) pthread_cond_init(&r.dev[d].cond, NULL);
     r.race = sim_mesh_race_new(r.n); /* NULL past SIM_MESH_RACE_MAX devices: not tracked */
     sim_link_stats stats = {.busiest_link = -1};
     int rc = start_devices(&r, call, args, outs, opt);
@@ -340,7 +345,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     for (int d = 0; d < r.n; d++)
         if (xs[d]) sim_exec_delete(xs[d], reports ? &reports[d] : NULL);
     sim_mesh_race_free(r.race);
-    pthread_cond_destroy(&r.cond);
+    for (int d = 0; d < r.n; d++) pthread_cond_destroy(&r.dev[d].cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);
     free(xs);
