@@ -138,6 +138,7 @@ SUITE_TIMEOUT ?= 900
 test: $(TESTS) $(EXAMPLES) $(CLI) $(PLUGINS)
 	sh tools/layering.sh $(BUILD)
 	sh tests/readme_example.sh $(LIB)
+	sh tests/readme_mesh_example.sh $(LIB)
 	OPENBLAS_NUM_THREADS=1 timeout -k 10 $(SUITE_TIMEOUT) $(TESTS) -j2 --timeout 120
 
 bench: $(BENCHES)

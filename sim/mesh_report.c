@@ -29,20 +29,31 @@ static void first_failure(pl_mesh_report *mr, sim_exec *const *xs, int n)
 }
 
 /* ICI-bound when the busiest link needs longer than any device computes or
- * moves HBM bytes: the links, not the chips, set the pace. */
+ * moves HBM bytes, and a good part (LINK_SHARE) of the mesh's time: the
+ * links set the pace. When the links are busy for less than that and the
+ * devices compute and move little, the time goes to per-step overhead and
+ * the latencies of copies and hops: latency-bound. */
+#define LINK_SHARE 0.3
+
 static void bound(pl_mesh_report *mr, const pl_chip *chip)
 {
     char t[32], l[32];
+    double busiest = mr->busiest_link_s, work = mr->compute_s > mr->hbm_s ? mr->compute_s : mr->hbm_s;
     pl_format_time(mr->time_s, t, sizeof t);
-    pl_format_time(mr->busiest_link_s, l, sizeof l);
-    mr->ici_bound = mr->busiest_link_s > 0 && mr->busiest_link_s >= mr->compute_s && mr->busiest_link_s >= mr->hbm_s;
+    pl_format_time(busiest, l, sizeof l);
+    mr->ici_bound = busiest > 0 && busiest >= work && busiest >= LINK_SHARE * mr->time_s;
     if (mr->ici_bound)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "ICI-bound: the busiest link carries %s of data over %s at %.0f GB/s, more than any device "
                  "computes or moves through HBM; the mesh takes %s (rule M11). Fewer bytes per link (both "
-                 "directions, more links) or overlap with compute", 
+                 "directions, more links) or overlap with compute",
                  l, chip->name, chip->ici_bw / 1e9, t);
-    else if (mr->busiest_link_s > 0)
+    else if (busiest > 0 && work < LINK_SHARE * mr->time_s)
+        snprintf(mr->bound_msg, sizeof mr->bound_msg,
+                 "latency-bound: the busiest link is busy %s and no device computes or moves HBM bytes for long, "
+                 "of the %s the mesh takes; the rest is per-step overhead and the latency of each copy and hop "
+                 "(rules P9, M11). Fewer, larger copies amortize it", l, t);
+    else if (busiest > 0)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "not ICI-bound: the busiest link needs %s of the %s the mesh takes; a device's %s bounds it", l, t,
                  mr->compute_s >= mr->hbm_s ? "compute" : "HBM traffic");

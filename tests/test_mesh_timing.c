@@ -202,3 +202,14 @@ Test(mesh_timing, a_busy_sender_is_not_ici_bound)
     cr_expect_gt(r.mr.compute_s, r.mr.busiest_link_s);
     mh_free(&r);
 }
+
+Test(mesh_timing, tiny_copies_are_latency_bound_not_ici_bound)
+{
+    pl_options opt = {.cost_only = 1};
+    mh_ring r;
+    mh_ring_run(&r, 4, 8, 128, &opt, NULL, 0); /* 4 KiB shards: 91 ns on a link, 1.2 us of latency per hop */
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect(!r.mr.ici_bound, "%s", r.mr.bound_msg);
+    cr_expect(strstr(r.mr.bound_msg, "latency-bound") && strstr(r.mr.bound_msg, "P9"), "%s", r.mr.bound_msg);
+    mh_ring_free(&r);
+}
