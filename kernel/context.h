@@ -74,7 +74,6 @@ void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
 /* owner: the device whose semaphore cell is (its waiters wake) */
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
-int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, char *msg, size_t n, int64_t *held);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 /* remote: the ICI hops to dst's device (M11), 0 for a copy on this device */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
@@ -82,9 +81,6 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
 /* Bytes [lo, hi) that view r spans. */
 void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
-/* A wait, short, for a mesh's deadlock message, which lists many:
- * "at (i, j) pltpu_copy_wait on 'sems'[1] for 4096 bytes". */
-void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit);
 
 /* Kernel arguments the context can name (M3): the executor's refs array
  * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/core.h). */

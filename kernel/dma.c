@@ -71,33 +71,51 @@ static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
     kern_sem_add(c, sem, sem_cell(sem), c->device, n, fn);
 }
 
-void kern_wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, const char *unit)
+/* A wait, short, for a mesh's deadlock message, which lists many:
+ * "at grid point (i, j): pltpu_copy_wait on 'sems' for 4096 bytes". */
+static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, int bytes)
 {
     char point[128];
     kern_format_point(c->idx, c->grid_rank, point, sizeof point);
     const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
-    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need, unit);
+    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need,
+             bytes ? " bytes" : "");
 }
 
-/* Take `need` off sem's count, waiting for other devices of a mesh to add
- * to it (kernel/remote.c): PL_OK, or PL_EDEADLOCK with the message in msg
- * (the mesh's, naming every stuck device; on one device, msg is left to the
- * caller). what: the wait, as the mesh's message names it. */
-int kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *what, char *msg, size_t n, int64_t *held)
+/* Take `need` off sem's count; on a mesh, wait for other devices to add to
+ * it (kernel/remote.c). A count that can never be had is PL_EDEADLOCK: the
+ * mesh's message naming every stuck device, or on one device this one's.
+ * Messages are formatted only when needed: a wait that is met at once, the
+ * common case on every grid step, formats nothing. bytes: a DMA semaphore. */
+static void take_or_fault(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, int bytes)
 {
     int64_t *count = sem_cell(sem);
-    int rc = PL_OK;
-    msg[0] = '\0';
+    char msg[PL_KERN_MESH_MSG] = "";
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     kern_sem_lock(c);
-    if (*count < need && c->mesh && c->mesh->block(c->mesh_run, c->device, count, need, what, msg, n))
-        rc = PL_EDEADLOCK;
-    *held = *count;
-    if (!rc && *count >= need) *count -= need;
-    else rc = PL_EDEADLOCK;
-    if (!rc && c->mesh) c->mesh->taken(c->mesh_run, c->device, count, need);
+    if (*count < need && c->mesh) {
+        char what[512];
+        wait_what(c, what, sizeof what, fn, sem, need, bytes);
+        c->mesh->block(c->mesh_run, c->device, count, need, what, msg, sizeof msg);
+    }
+    int64_t held = *count;
+    int ok = held >= need;
+    if (ok) *count -= need;
+    if (ok && c->mesh) c->mesh->taken(c->mesh_run, c->device, count, need);
     kern_sem_unlock(c);
-    return rc;
+    if (ok) return;
+    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
+    char name[96];
+    kern_ref_name(c, sem, name, sizeof name);
+    if (bytes)
+        kern_fault(c, PL_EDEADLOCK,
+                   "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
+                   "wait can never finish (deadlock, rule M10)",
+                   fn, name, (long long)need, (long long)held);
+    kern_fault(c, PL_EDEADLOCK,
+               "%s on %s for %lld, but it holds %lld and nothing else runs on this core to signal it: the wait "
+               "can never finish (deadlock, rule M10)",
+               fn, name, (long long)need, (long long)held);
 }
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side, const char *fn)
@@ -325,16 +343,7 @@ void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
         memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
         c->n_dma--;
     }
-    char name[96], what[512], msg[PL_KERN_MESH_MSG];
-    int64_t held;
-    kern_ref_name(c, sem, name, sizeof name);
-    kern_wait_what(c, what, sizeof what, fn, sem, need, " bytes");
-    if (kern_sem_take(c, sem, need, what, msg, sizeof msg, &held) == PL_OK) return;
-    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
-    kern_fault(c, PL_EDEADLOCK,
-               "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
-               "wait can never finish (deadlock, rule M10)",
-               fn, name, (long long)need, (long long)held);
+    take_or_fault(c, sem, need, fn, 1);
 }
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
@@ -370,22 +379,11 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait on %s for %lld: the value must be >= 0 (rule M9)", name,
                    (long long)value);
     }
-    char name[96], what[512], msg[PL_KERN_MESH_MSG];
-    int64_t held;
-    kern_ref_name(c, &sem, name, sizeof name);
-    kern_wait_what(c, what, sizeof what, "pltpu_semaphore_wait", &sem, value, "");
-    if (kern_sem_take(c, &sem, value, what, msg, sizeof msg, &held) == PL_OK) {
-        if (c->mesh) {
-            kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data};
-            kern_record(c, &op);
-        }
-        return;
+    take_or_fault(c, &sem, value, "pltpu_semaphore_wait", 0);
+    if (c->mesh) { /* in time, too: until the signals it takes were made */
+        kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data};
+        kern_record(c, &op);
     }
-    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
-    kern_fault(c, PL_EDEADLOCK,
-               "pltpu_semaphore_wait on %s for %lld, but it holds %lld and nothing else runs on this core to "
-               "signal it: the wait can never finish (deadlock, rule M10)",
-               name, (long long)value, (long long)held);
 }
 
 int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
