@@ -276,7 +276,11 @@ static void core_result(const core_state *c, sim_time_result *out, int i)
 static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_time_dev *devs, const pl_chip *chip,
                    double now, double *next)
 {
-    int acted = 1, running = 0;
+    /* Without a mesh one pass is enough: a core's actions only issue
+     * transfers, which finish later, so they cannot let another core go at
+     * this instant. A signal between devices can: pass again while any core
+     * acted. */
+    int acted = 1, running = 0, mesh = cs[0].credits != NULL;
     while (acted) {
         acted = 0;
         for (int i = 0; i < n; i++) {
@@ -284,6 +288,7 @@ static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_t
             while ((r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
             if (r < 0) return -1;
         }
+        acted &= mesh;
     }
     *next = INFINITY;
     for (int i = 0; i < n; i++) {
