@@ -21,6 +21,16 @@ static pl_call timing_call(pl_kernel_fn k)
     return call;
 }
 
+/* Run kernel k (timing_call's refs) cost-only on `mesh`, x (8, 128), o (16, 128); asserts it ran. */
+static void run_timing(mh_run *r, pl_kernel_fn k, const char *mesh)
+{
+    pl_call call = timing_call(k);
+    pl_options opt = {.cost_only = 1};
+    mh_alloc(r, mesh, 8, 128, 16, 128);
+    mh_call(r, &call, &opt);
+    cr_assert_eq(r->rc, PL_OK, "%s", r->mr.error);
+}
+
 /* Device 0 works (64 dots of 512^3) and then sends rows 0..7 of x to device
  * 1, which only waits for them. */
 static void busy_sender(pl_ctx *c, pl_ref *refs)
@@ -39,12 +49,8 @@ static void busy_sender(pl_ctx *c, pl_ref *refs)
 
 Test(mesh_timing, a_receiver_waits_for_its_busy_sender_M11)
 {
-    pl_call call = timing_call(busy_sender);
-    pl_options opt = {.cost_only = 1};
     mh_run r;
-    mh_alloc(&r, "line:2", 8, 128, 16, 128);
-    mh_call(&r, &call, &opt);
-    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    run_timing(&r, busy_sender, "line:2");
     double compute = r.reps[0].compute_s;
     cr_assert_gt(compute, 1e-5, "device 0 computes: %g s", compute);
     cr_expect_geq(r.reps[1].time_s, compute, "device 1 waits in time until device 0's copy arrives: %g s < %g s",
@@ -71,12 +77,8 @@ static void busy_signaller(pl_ctx *c, pl_ref *refs)
 
 Test(mesh_timing, a_waiter_waits_for_a_late_signal_M9)
 {
-    pl_call call = timing_call(busy_signaller);
-    pl_options opt = {.cost_only = 1};
     mh_run r;
-    mh_alloc(&r, "ring:2", 8, 128, 16, 128);
-    mh_call(&r, &call, &opt);
-    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    run_timing(&r, busy_signaller, "ring:2");
     cr_expect_gt(r.reps[1].compute_s, 1e-5);
     cr_expect_geq(r.reps[0].time_s, r.reps[1].compute_s, "device 0 waits until device 1 signals: %g s < %g s",
                   r.reps[0].time_s, r.reps[1].compute_s);
@@ -94,12 +96,8 @@ static void no_wait(pl_ctx *c, pl_ref *refs)
 
 Test(mesh_timing, without_the_wait_nobody_waits)
 {
-    pl_call call = timing_call(no_wait);
-    pl_options opt = {.cost_only = 1};
     mh_run r;
-    mh_alloc(&r, "ring:2", 8, 128, 16, 128);
-    mh_call(&r, &call, &opt);
-    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    run_timing(&r, no_wait, "ring:2");
     cr_expect_lt(r.reps[0].time_s, r.reps[1].compute_s / 10, "device 0: %g s", r.reps[0].time_s);
     mh_free(&r);
 }
@@ -191,12 +189,8 @@ Test(mesh_timing, a_ring_all_gather_is_ici_bound_and_says_so)
 
 Test(mesh_timing, a_busy_sender_is_not_ici_bound)
 {
-    pl_call call = timing_call(busy_sender);
-    pl_options opt = {.cost_only = 1};
     mh_run r;
-    mh_alloc(&r, "line:2", 8, 128, 16, 128);
-    mh_call(&r, &call, &opt);
-    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    run_timing(&r, busy_sender, "line:2");
     cr_expect(!r.mr.ici_bound, "%s", r.mr.bound_msg);
     cr_expect(strstr(r.mr.bound_msg, "compute"), "%s", r.mr.bound_msg);
     cr_expect_gt(r.mr.compute_s, r.mr.busiest_link_s);
