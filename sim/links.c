@@ -33,6 +33,7 @@ struct sim_links {
     int *load;              /* per link: active copies on it, as sim_links_next counted them */
     double *bytes;          /* per link: bytes that crossed it */
     int n_link_ids;
+    int fresh;              /* the rates sim_links_next set still hold: no issue or advance since */
 };
 
 sim_links *sim_links_new(const pl_mesh *mesh, double bw, double latency, double hop_latency, sim_credits *credits)
@@ -74,6 +75,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     int *links = malloc((size_t)(hops ? hops : 1) * sizeof *links);
     if (!links) return -1;
     sim_mesh_route(l->mesh, from, x->to, links, hops);
+    l->fresh = 0;
     x->t_issue = now;
     x->done = 0;
     l->live[l->n++] = (link_live){.x = x, .t_ready = now + l->latency + hops * l->hop_latency,
@@ -103,12 +105,14 @@ double sim_links_next(sim_links *l, double now)
     }
     for (int i = 0; i < l->n; i++)
         for (int k = 0; k < l->live[i].n_links; k++) l->load[l->live[i].links[k]] = 0;
+    l->fresh = 1;
     return next;
 }
 
 int sim_links_advance(sim_links *l, double now, double t)
 {
-    sim_links_next(l, now); /* the rates that held since now */
+    if (!l->fresh) sim_links_next(l, now); /* the rates that held since now */
+    l->fresh = 0;
     int rc = 0;
     for (int i = 0; i < l->n;) {
         link_live *c = &l->live[i];
