@@ -37,7 +37,6 @@ typedef struct mesh_dev {
     char what[512];         /* its pending wait, for the deadlock message */
     int64_t held;
     pthread_t tid;
-    int started;
     pthread_cond_t cond;    /* its waits sleep here; woken when one of its semaphores grows */
 } mesh_dev;
 
@@ -50,6 +49,7 @@ typedef struct mesh_run {
     char deadlock_msg[PL_KERN_MESH_MSG];
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
+    int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
     FILE *trace;            /* pl_options.trace_path, open */
 } mesh_run;
 
@@ -202,6 +202,11 @@ static void *device_main(void *p)
 {
     mesh_dev *d = p;
     mesh_run *r = d->run;
+    pthread_mutex_lock(&r->lock); /* every device starts together, or none does */
+    while (!r->go) pthread_cond_wait(&d->cond, &r->lock);
+    int go = r->go;
+    pthread_mutex_unlock(&r->lock);
+    if (go < 0) return NULL;
     sim_walk_device_steps(d->x);
     pthread_mutex_lock(&r->lock);
     r->alive--;
@@ -267,18 +272,25 @@ static void report_race(mesh_run *r)
              race->on, hint);
 }
 
-/* Every device on a host thread of its own, all at once (a device whose
- * thread cannot start runs on this one, after the others started). */
-static void run_devices(mesh_run *r)
+/* Every device on a host thread of its own, all at once. */
+static int run_devices(mesh_run *r)
 {
     r->alive = r->n;
-    sim_blas_single_begin();
-    for (int d = 0; d < r->n; d++) r->dev[d].started = pthread_create(&r->dev[d].tid, NULL, device_main, &r->dev[d]) == 0;
-    for (int d = 0; d < r->n; d++)
-        if (!r->dev[d].started) device_main(&r->dev[d]);
-    for (int d = 0; d < r->n; d++)
-        if (r->dev[d].started) pthread_join(r->dev[d].tid, NULL);
-    sim_blas_single_end();
+    int made = 0;
+    while (made < r->n && pthread_create(&r->dev[made].tid, NULL, device_main, &r->dev[made]) == 0) made++;
+    /* Devices wait for each other: all of them run at once or none does
+     * (one run after another could wait forever for a device not started) */
+    pthread_mutex_lock(&r->lock);
+    r->go = made == r->n ? 1 : -1;
+    wake_all(r);
+    pthread_mutex_unlock(&r->lock);
+    if (r->go > 0) sim_blas_single_begin();
+    for (int d = 0; d < made; d++) pthread_join(r->dev[d].tid, NULL);
+    if (r->go > 0) sim_blas_single_end();
+    if (r->go > 0) return PL_OK;
+    return sim_fail(&r->dev[made].x->rep, PL_ENOMEM,
+                    "pl_mesh_call: the host could not start a thread for device %d of %d (every device runs on a "
+                    "thread of its own, all at once)", made, r->n);
 }
 
 /* Validate and start every device (in device order, before any thread). */
@@ -298,8 +310,12 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
                              &link);
         if (!dv->x) return PL_ENOMEM;
         dv->x->tracing = r->trace != NULL; /* the records a trace needs */
-        if (dv->x->rep.status || sim_walk_device_start(dv->x)) return dv->x->rep.status;
     }
+    /* every device validated (each report says how), then every one started */
+    for (int d = 0; d < r->n; d++)
+        if (r->dev[d].x->rep.status) return r->dev[d].x->rep.status;
+    for (int d = 0; d < r->n; d++)
+        if (sim_walk_device_start(r->dev[d].x)) return r->dev[d].x->rep.status;
     return PL_OK;
 }
 
@@ -332,18 +348,29 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     int rc = start_devices(&r, call, args, outs, opt);
     for (int d = 0; d < r.n; d++) xs[d] = r.dev[d].x;
     if (rc == PL_OK) {
-        run_devices(&r);
+        rc = run_devices(&r);
         report_race(&r);
         for (int d = 0; d < r.n; d++) sim_walk_device_end(xs[d]);
         sim_exec_finish_mesh(xs, r.n, mesh, &stats);
     }
     sim_mesh_report(mr, xs, r.n, &stats);
+    for (int d = 0; r.go <= 0 && mr->status && d < r.n; d++) /* no device ran: each report says so */
+        if (xs[d] && !xs[d]->rep.status)
+            sim_fail(&xs[d]->rep, mr->status, "device %d did not run: device %d's call failed first (%s)", d,
+                     mr->failed_device, pl_strerror(mr->status));
     if (r.trace && mr->status == PL_OK) write_trace(&r, xs, mr);
-    if (r.trace) fclose(r.trace);
+    if (r.trace && fclose(r.trace) != 0 && mr->status == PL_OK) /* the last bytes go at the close */
+        refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
     if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
     rc = mr->status;
-    for (int d = 0; d < r.n; d++)
+    for (int d = 0; d < r.n; d++) {
         if (xs[d]) sim_exec_delete(xs[d], reports ? &reports[d] : NULL);
+        else if (reports) { /* every report is written: this device's call could not even be made */
+            memset(&reports[d], 0, sizeof reports[d]);
+            reports[d].status = PL_ENOMEM;
+            snprintf(reports[d].error, sizeof reports[d].error, "device %d: out of host memory", d);
+        }
+    }
     sim_mesh_race_free(r.race);
     for (int d = 0; d < r.n; d++) pthread_cond_destroy(&r.dev[d].cond);
     pthread_mutex_destroy(&r.lock);
