@@ -72,6 +72,9 @@ void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *
 /* A copy's two sides (shapes, dtypes, bounds, spaces): its bytes, or a fault
  * citing `rule`. */
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
+/* A copy's handle at its start or wait: still what making it checked
+ * (kern_copy_check), its bytes those of its sides; else a fault. */
+void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn);
 /* owner: the device whose semaphore cell is (its waiters wake) */
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);

@@ -313,9 +313,19 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi)
     *hi = *lo + (uintptr_t)((last + 1) * (int64_t)pl_dtype_size(r->dtype));
 }
 
+void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn)
+{
+    int64_t have = kern_copy_check(c, src, dst, fn, "rule M7");
+    if (have != bytes)
+        kern_fault(c, PL_EINVAL, "%s: the copy's handle was changed after it was made: it says %lld bytes, but its "
+                   "source and destination hold %lld; make a new handle instead (rule M7)", fn, (long long)bytes,
+                   (long long)have);
+}
+
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
+    kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not touch its bytes until its wait (V4) */
         char point[128];
@@ -349,6 +359,7 @@ void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 {
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
+    kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_wait");
     kern_dma_take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
 }
 

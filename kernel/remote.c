@@ -23,7 +23,8 @@ static int64_t axis_of(pl_ctx *c, const char *axis, int64_t *size, const char *f
     int64_t v = -1;
     if (axis && c->mesh) v = c->mesh->axis_index(c->mesh_run, c->device, axis, size);
     if (v < 0)
-        kern_fault(c, PL_EINVAL, "%s(\"%s\"): the mesh has no axis of that name%s", fn, axis ? axis : "(null)",
+        kern_fault(c, PL_EINVAL, "%s(%s%s%s): the mesh has no axis of that name%s", fn, axis ? "\"" : "",
+                   axis ? axis : "NULL", axis ? "\"" : "",
                    c->mesh ? "" : " (this call runs on one device, not on a mesh: pl_mesh_call)");
     return v;
 }
@@ -97,6 +98,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, fn, "send with");
     kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, fn, "receive with");
     check_device(c, cp->device, fn);
+    kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref dst = there(c, &cp->dst, cp->device, "destination", fn);
     pl_ref recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
@@ -116,12 +118,14 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
 void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
 {
     kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_send", "wait on");
+    kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_send");
     kern_dma_take(c, &cp->send_sem, cp->bytes, "pltpu_remote_copy_wait_send");
 }
 
 void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
 {
     kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_recv", "wait on");
+    kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_recv");
     kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");
     if (c->mesh) { /* in time, too: until the bytes from the other device have landed */
         kern_op op = {.kind = KERN_OP_RECV_WAIT, .elems = cp->bytes, .cell = (uintptr_t)cp->recv_sem.data};

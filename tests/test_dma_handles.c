@@ -1,0 +1,70 @@
+/* A copy's handle is a value the kernel holds (kernel/pltpu.h): one changed
+ * after pltpu_async_copy or pltpu_make_async_remote_copy checked it, with
+ * sides that no longer match its byte count or each other, is refused at
+ * its start or wait (rule M7), never copied past a buffer's end. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../kernel/pltpu.h"
+#include "helpers.h"
+
+enum { ROWS = 8, COLS = 128 };
+
+static int run_one(pl_kernel_fn kernel, pl_report *rep)
+{
+    th_io io = th_io_2d(2 * ROWS, COLS);
+    pl_call call = {
+        .name = "handles", .kernel = kernel, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {{.space = PL_ANY}},
+        .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, ROWS, COLS), PLTPU_SEMAPHORE_DMA(2)},
+    };
+    int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, rep);
+    th_io_free(&io);
+    return rc;
+}
+
+/* made from 8 rows of x into the 8-row scratch, then the source widened to all 16 rows */
+static void wider_source(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2], pl_at(c, refs[3], 0));
+    cp.src = refs[0];
+    pltpu_copy_start(c, &cp);
+}
+
+static void negative_bytes(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2], pl_at(c, refs[3], 0));
+    pltpu_copy_start(c, &cp);
+    cp.bytes = -5;
+    pltpu_copy_wait(c, &cp);
+}
+
+static void wider_remote(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2],
+                                                        pl_at(c, refs[3], 0), pl_at(c, refs[3], 1), 0);
+    cp.src = refs[1];
+    pltpu_remote_copy_start(c, &cp);
+}
+
+Test(dma_handles, a_source_widened_after_the_copy_was_made_is_refused_M7)
+{
+    pl_report rep;
+    cr_assert_eq(run_one(wider_source, &rep), PL_ESHAPE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "pltpu_copy_start") && strstr(rep.error, "shapes differ"), "%s", rep.error);
+}
+
+Test(dma_handles, a_byte_count_changed_after_the_copy_was_made_is_refused_M7)
+{
+    pl_report rep;
+    cr_assert_eq(run_one(negative_bytes, &rep), PL_EINVAL, "%s", rep.error);
+    cr_expect(strstr(rep.error, "pltpu_copy_wait") && strstr(rep.error, "changed after it was made") &&
+              strstr(rep.error, "-5"), "%s", rep.error);
+}
+
+Test(dma_handles, a_remote_copy_widened_after_it_was_made_is_refused_M7)
+{
+    pl_report rep;
+    cr_assert_eq(run_one(wider_remote, &rep), PL_ESHAPE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "pltpu_remote_copy_start"), "%s", rep.error);
+}
