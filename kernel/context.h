@@ -106,10 +106,11 @@ typedef struct kern_mesh_ops {
      * message of every stuck device in msg); what: the wait, for that message */
     int (*block)(void *run, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n);
     void (*wake)(void *run, int device); /* a semaphore of `device` grew: its blocked cores look again */
-    /* r's data pointer on device `device` (the same argument and offsets);
-     * NULL when r is not an ANY operand or scratch, which other devices
-     * cannot reach */
-    void *(*translate)(void *run, int from, int device, const pl_ref *r);
+    /* r's data pointer on device `device` (the same argument and offsets)
+     * into *out: 1, or 0 when r is not an ANY operand or scratch, which
+     * other devices cannot reach (a pointer may be NULL + offset: cost-only
+     * ANY operands have no data, so a NULL cannot say "unreachable") */
+    int (*translate)(void *run, int from, int device, const pl_ref *r, void **out);
     /* the position of this device along the mesh axis `axis` and its size;
      * -1 when there is no such axis */
     int64_t (*axis_index)(void *run, int device, const char *axis, int64_t *size);

@@ -66,8 +66,8 @@ static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, co
 {
     pl_ref t = *r;
     if (device == c->device) return t;
-    void *p = c->mesh ? c->mesh->translate(c->mesh_run, c->device, device, r) : NULL;
-    if (!p && !c->cost_only) {
+    void *p = NULL;
+    if (!c->mesh || !c->mesh->translate(c->mesh_run, c->device, device, r, &p)) { /* cost-only too */
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: the %s %s is not reachable from other devices: a remote copy or signal "

@@ -110,15 +110,16 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
 }
 
 /* r on device `to`: the same argument, at the same offset from its base. */
-static void *run_translate(void *p, int from, int to, const pl_ref *ref)
+static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
 {
     mesh_run *r = p;
     const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
     int arg = ref->arg, n_ops = xf->plan.n_ops;
-    if (arg < 0 || arg >= n_ops + xf->plan.call->n_scratch) return NULL;
-    if (arg < n_ops && (xf->plan.ops[arg].pipelined || xf->plan.ops[arg].role == PL_ROLE_PREFETCH)) return NULL;
+    if (arg < 0 || arg >= n_ops + xf->plan.call->n_scratch) return 0;
+    if (arg < n_ops && (xf->plan.ops[arg].pipelined || xf->plan.ops[arg].role == PL_ROLE_PREFETCH)) return 0;
     uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data, base_to = (uintptr_t)xt->cores[0]->refs[arg].data;
-    return (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+    *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+    return 1;
 }
 
 static int64_t run_axis(void *p, int device, const char *axis, int64_t *size)

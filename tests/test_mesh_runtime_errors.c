@@ -158,6 +158,25 @@ Test(mesh_runtime, remote_copy_into_a_pipelined_vmem_block_is_ESPACE)
     mh_free(&r);
 }
 
+/* The same refusal without data: cost-only ANY operands have no address, so
+ * reachability is not read off a pointer. */
+Test(mesh_runtime, remote_copy_into_a_pipelined_vmem_block_is_ESPACE_cost_only_too)
+{
+    pl_call call = {
+        .name = "mesh_err", .kernel = vmem_block_dst_kernel, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+        .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(2)},
+    };
+    call.out[0].name = "o";
+    mh_run r;
+    mh_alloc(&r, "ring:4", 8, 128, 8, 128);
+    mh_call(&r, &call, &(pl_options){.cost_only = 1});
+    cr_assert_eq(r.rc, PL_ESPACE, "got %d: %s", r.rc, r.mr.error);
+    mh_assert_says(r.mr.error, "device 2", "'o'", "M11");
+    mh_free(&r);
+}
+
 /* ---- semaphores left non-zero (M10) ---------------------------------------------------- */
 
 static void leftover_local_kernel(pl_ctx *c, pl_ref *refs)
