@@ -109,14 +109,22 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     return 1;
 }
 
+/* Can other devices name argument `arg`? An ANY operand or a scratch
+ * buffer, whose place is fixed; not a pipelined block or SMEM prefetch. */
+static int reachable(const sim_exec *x, int arg)
+{
+    int n_ops = x->plan.n_ops;
+    if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
+    return arg >= n_ops || (!x->plan.ops[arg].pipelined && x->plan.ops[arg].role != PL_ROLE_PREFETCH);
+}
+
 /* r on device `to`: the same argument, at the same offset from its base. */
 static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
 {
     mesh_run *r = p;
     const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
-    int arg = ref->arg, n_ops = xf->plan.n_ops;
-    if (arg < 0 || arg >= n_ops + xf->plan.call->n_scratch) return 0;
-    if (arg < n_ops && (xf->plan.ops[arg].pipelined || xf->plan.ops[arg].role == PL_ROLE_PREFETCH)) return 0;
+    int arg = ref->arg;
+    if (!reachable(xf, arg)) return 0;
     uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data, base_to = (uintptr_t)xt->cores[0]->refs[arg].data;
     *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
     return 1;
@@ -148,9 +156,7 @@ static void run_perturb(void *p, int device)
 static int region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi)
 {
     const sim_exec *x = r->dev[device].x;
-    int n_ops = x->plan.n_ops;
-    if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
-    if (arg < n_ops && (x->plan.ops[arg].pipelined || x->plan.ops[arg].role == PL_ROLE_PREFETCH)) return 0;
+    if (!reachable(x, arg)) return 0;
     uintptr_t base = (uintptr_t)x->cores[0]->refs[arg].data, key = (uintptr_t)(arg + 1) << 48;
     *lo = key + (*lo - base);
     *hi = key + (*hi - base);
