@@ -211,4 +211,8 @@ int cli_verify(int argc, char **argv);
 int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
 
+/* hlo TEXT (hlo.c): read one HLO instruction and explain it */
+extern const cli_cmd cli_hlo_cmd;
+int cli_hlo(int argc, char **argv);
+
 #endif

@@ -20,7 +20,7 @@ const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
-static const cli_cmd tool_cmd = {"", "tilesim chips | list | run | verify | sweep | explain | help [COMMAND]", ""};
+static const cli_cmd tool_cmd = {"", "tilesim chips | list | run | verify | sweep | explain | hlo | help [COMMAND]", ""};
 
 static const char *long_help(const cli_cmd *cmd)
 {
@@ -69,6 +69,15 @@ static const char *long_help(const cli_cmd *cmd)
                "  --dtype f32|bf16     element type (default f32)\n"
                "  --chip NAME          a preset (default v5e)\n"
                "  --chip-file FILE     a what-if chip file instead of a preset\n";
+    if (cmd == &cli_hlo_cmd)
+        return "Read one HLO instruction, as XProf's HLO op view or an XLA dump prints it, and say what each part\n"
+               "means: the name, the element type and shape, the layout (dimensions from most minor to most major),\n"
+               "the tiling (T(8,128)(2,1): tiles and bf16 packing), the memory space (S(1) VMEM; none or S(0) HBM),\n"
+               "the op, its operands and attributes; and the bytes the result takes with and without tile padding.\n"
+               "Text it cannot read is refused with the column where reading stopped (exit status 2).\n"
+               "  --json   one JSON object instead of the explanation\n"
+               "Example: tilesim hlo '%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(\n"
+               "           bf16[32,32,8192]{2,1,0:T(8,128)(2,1)} %fusion.32), kind=kCustom, calls=%all-reduce-scatter.3'\n";
     return "Commands:\n"
            "  chips     the chip presets and their figures\n"
            "  list      the built-in kernels (or a plugin's) and their parameters\n"
@@ -76,6 +85,7 @@ static const char *long_help(const cli_cmd *cmd)
            "  verify    check every output of a kernel against its reference; --heatmap draws the errors\n"
            "  sweep     rank the configurations of a kernel by predicted time\n"
            "  explain   narrate a small grid of a kernel, step by step, with the rules\n"
+           "  hlo       read one HLO instruction and explain its shape, layout, tiling and memory space\n"
            "  help      this text; 'tilesim help COMMAND' for one command\n"
            "Exit status: 0 success, 1 nothing legal or a host failure, 2 a bad command line.\n";
 }
@@ -84,7 +94,7 @@ void cli_help(const cli_cmd *cmd, FILE *f)
 {
     if (!cmd) {
         const cli_cmd *all[] = {&cli_chips_cmd, &cli_list_cmd, &cli_run_cmd, &cli_verify_cmd, &cli_sweep_cmd,
-                                &cli_explain_cmd};
+                                &cli_explain_cmd, &cli_hlo_cmd};
         fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n");
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) /* a second form starts "\n       tilesim" */
             for (const char *s = all[i]->synopsis; *s;) {
@@ -118,13 +128,13 @@ int cli_fail(const cli_cmd *cmd, const char *fmt, ...)
 static const cli_cmd *find_cmd(const char *name)
 {
     const cli_cmd *all[] = {&cli_chips_cmd, &cli_sweep_cmd, &cli_explain_cmd, &cli_list_cmd, &cli_run_cmd,
-                            &cli_verify_cmd};
+                            &cli_verify_cmd, &cli_hlo_cmd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
 }
 
-#define COMMANDS "chips, list, run, verify, sweep, explain"
+#define COMMANDS "chips, list, run, verify, sweep, explain, hlo"
 
 /* `sweep matmul M N K` and `explain matmul M N K BM BN BK`, as documented and
  * scripted against before kernel definitions: 'matmul' followed by a word
@@ -159,6 +169,7 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "list") == 0) return cli_list(argc - 2, argv + 2);
     if (strcmp(c, "run") == 0) return cli_run(argc - 2, argv + 2);
     if (strcmp(c, "verify") == 0) return cli_verify(argc - 2, argv + 2);
+    if (strcmp(c, "hlo") == 0) return cli_hlo(argc - 2, argv + 2);
     if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", c);
     return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", c, COMMANDS);
 }
