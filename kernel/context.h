@@ -131,6 +131,14 @@ typedef struct kern_mesh_ops {
     void (*taken)(void *run, int device, const int64_t *cell, int64_t amount);
     /* ICI links a copy from `from` to `to` crosses (dimension-ordered routing) */
     int (*hops)(void *run, int from, int to);
+    /* nonzero when `device` runs in another process (a mesh across Open MPI ranks): its memory is
+     * not here, so a copy or signal to it is posted instead (its Refs translate to its addresses
+     * there, never dereferenced here) */
+    int (*away)(void *run, int device);
+    /* to a device away: a copy of src into dst there (dst NULL: a signal), adding `amount` to the
+     * semaphore sem there when it lands; from a device thread, lock not held */
+    void (*post)(void *run, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
+                 int64_t amount, const char *point);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

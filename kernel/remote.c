@@ -7,7 +7,10 @@
  * count is short, a device of a mesh blocks until another device adds to
  * it, or until the mesh finds every device blocked (a deadlock: the mesh's
  * message names them all). Semaphore cells are shared between devices, so
- * every access is under the mesh's lock (kern_sem_lock).
+ * every access is under the mesh's lock (kern_sem_lock). A device that
+ * runs in another process (a mesh across Open MPI ranks) is reached by
+ * message instead: the copy's data and its semaphore add arrive there
+ * together, later, as they would over ICI.
  */
 #include <stdio.h>
 #include <string.h>
@@ -102,16 +105,23 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref dst = there(c, &cp->dst, cp->device, "destination", fn);
     pl_ref recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
-    int raced = races_there(c, &dst, &recv, cp);
+    int away = c->mesh && c->mesh->away(c->mesh_run, cp->device);
+    int raced = away ? 0 : races_there(c, &dst, &recv, cp); /* away: the other process looks */
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->device, cp->device);
     kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, hops, fn);
     if (c->mesh) { /* the timing model credits the receiving semaphore there when the transfer ends */
         c->ops[c->n_ops - 1].n = cp->device;
         c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;
     }
-    if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
+    if (away) { /* it lands there when its message arrives, its bytes added there then */
+        char point[128];
+        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+        c->mesh->post(c->mesh_run, c->device, cp->device, &cp->src, &dst, &recv, cp->bytes, point);
+    } else {
+        if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
+        kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there */
+    }
     m->moved = 1;
-    kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there, the landed bytes */
     kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, cp->bytes, fn); /* here, the sent ones */
 }
 
@@ -152,7 +162,9 @@ void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int devic
     }
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref t = there(c, &sem, device_id, "semaphore", fn);
-    kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
+    if (c->mesh && c->mesh->away(c->mesh_run, device_id)) c->mesh->post(c->mesh_run, c->device, device_id, NULL, NULL,
+                                                                       &t, inc, "");
+    else kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
     kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data};
     kern_record(c, &op);
 }

@@ -256,7 +256,15 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
                        int64_t bytes, const char *point)
 {
     if (!r) return 0;
-    uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = ++mine[from];
+    ++r->clock[(size_t)from * (size_t)r->n + (size_t)from]; /* the copy is an event of its sender */
+    return sim_mesh_race_landed(r, from, to, lo, hi, recv, bytes, point);
+}
+
+int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
+                         int64_t bytes, const char *point)
+{
+    if (!r) return 0;
+    uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = mine[from];
     sim_mesh_event me = {.device = from, .kind = 0};
     snprintf(me.point, sizeof me.point, "%s", point);
     const landed *l = r->land[to];
@@ -272,3 +280,22 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
 }
 
 const sim_mesh_conflict *sim_mesh_race_found(const sim_mesh_race *r) { return r && r->found.found ? &r->found : NULL; }
+
+int sim_mesh_race_devices(const sim_mesh_race *r) { return r ? r->n : 0; }
+
+void sim_mesh_race_clock(sim_mesh_race *r, int device, int tick, uint32_t *out)
+{
+    uint32_t *row = r->clock + (size_t)device * (size_t)r->n;
+    if (tick) ++row[device];
+    memcpy(out, row, (size_t)r->n * sizeof *out);
+}
+
+void sim_mesh_race_learn(sim_mesh_race *r, int device, const uint32_t *clock)
+{
+    memcpy(r->clock + (size_t)device * (size_t)r->n, clock, (size_t)r->n * sizeof *clock);
+}
+
+void sim_mesh_race_consider(sim_mesh_race *r, const sim_mesh_conflict *c)
+{
+    if (r && c && c->found) note(r, c->on, c->key, c->a, c->b);
+}

@@ -63,6 +63,24 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
  * its data must not move. */
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
                        int64_t bytes, const char *point);
+/* The same without the sender's tick: its clock, ticked, came with the copy
+ * from another process (sim_mesh_race_learn). */
+int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
+                         int64_t bytes, const char *point);
+
+/* Across processes (mesh_mpi.c), each holds a detector for all n devices
+ * but runs only some: a copy or signal to a device of another process
+ * carries its sender's clock (taken here, ticked first for a copy, as
+ * sim_mesh_race_copy does), which the receiving process learns before it
+ * records the copy (sim_mesh_race_landed) or the add. Only the sender's
+ * own messages write its row there, in the order it sent them. Each
+ * process finds the races on its devices; every process considers all of
+ * them, so that each ends with the same first one. */
+int sim_mesh_race_devices(const sim_mesh_race *r);
+void sim_mesh_race_clock(sim_mesh_race *r, int device, int tick, uint32_t *out);
+void sim_mesh_race_learn(sim_mesh_race *r, int device, const uint32_t *clock);
+void sim_mesh_race_consider(sim_mesh_race *r, const sim_mesh_conflict *c);
+
 /* The race to report: the first found in the canonical order (by device,
  * grid point, kind of its two events), the same in every schedule; NULL:
  * none. Races do not stop the run: every device runs on, so that every

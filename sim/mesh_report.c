@@ -64,6 +64,7 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_l
 {
     memset(mr, 0, sizeof *mr);
     mr->n_devices = n;
+    mr->ranks = 1; /* mesh_mpi.c says otherwise */
     mr->failed_device = -1;
     first_failure(mr, xs, n);
     const pl_chip *chip = n > 0 && xs[0] ? xs[0]->plan.chip : NULL;

@@ -15,7 +15,6 @@
  * order.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,35 +22,8 @@
 
 #include "core.h"
 #include "hostthreads.h"
-#include "mesh_race.h"
-#include "tilesim_mesh.h"
-
-typedef struct mesh_dev {
-    struct mesh_run *run;
-    sim_exec *x;
-    int device;
-    uint64_t rng;           /* the seeded schedule's yields */
-    int blocked;
-    const int64_t *cell;    /* what it waits for: *cell >= need */
-    int64_t need;
-    char what[512];         /* its pending wait, for the deadlock message */
-    int64_t held;
-    pthread_t tid;
-    pthread_cond_t cond;    /* its waits sleep here; woken when one of its semaphores grows */
-} mesh_dev;
-
-typedef struct mesh_run {
-    const pl_mesh *mesh;
-    int n;
-    mesh_dev *dev;
-    pthread_mutex_t lock;
-    int alive, blocked, deadlock;
-    char deadlock_msg[PL_KERN_MESH_MSG];
-    uint64_t seed;
-    sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
-    int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
-    FILE *trace;            /* pl_options.trace_path, open */
-} mesh_run;
+#include "mesh_run.h"
+#include "ranks.h"
 
 /* ---- the hooks -------------------------------------------------------------------- */
 
@@ -65,29 +37,40 @@ static void wake_all(mesh_run *r)
     for (int d = 0; d < r->n; d++) pthread_cond_broadcast(&r->dev[d].cond);
 }
 
-/* Every device still running is blocked on a wait that is still short (lock
- * held): a deadlock. A device woken but not yet running again counts as
- * blocked, so the counts alone would see deadlocks that are not. */
-static void find_deadlock(mesh_run *r)
+void sim_mesh_declare_deadlock(mesh_run *r)
 {
-    if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
-    for (int d = 0; d < r->n; d++)
-        if (r->dev[d].blocked && *r->dev[d].cell >= r->dev[d].need) return;
     r->deadlock = 1;
     size_t n = sizeof r->deadlock_msg;
     int at = snprintf(r->deadlock_msg, n, "deadlock across the mesh: every device still running waits for a copy or "
                       "signal that no device can send any more (rule M10):");
-    int listed = 0;
+    int listed = 0, blocked = 0;
+    for (int d = 0; d < r->n; d++) blocked += r->dev[d].blocked != 0;
     for (int d = 0; d < r->n && at > 0 && (size_t)at < n; d++) {
         if (!r->dev[d].blocked) continue;
         if (listed++ == 12) {
-            at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", r->blocked - 12);
+            at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", blocked - 12);
             break;
         }
         at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s device %d %s, holds %lld", listed > 1 ? ";" : "",
                        d, r->dev[d].what, (long long)r->dev[d].held);
     }
     wake_all(r);
+}
+
+/* Every device still running is blocked on a wait that is still short (lock
+ * held): a deadlock. A device woken but not yet running again counts as
+ * blocked, so the counts alone would see deadlocks that are not. Across
+ * processes, the calling thread of each looks (mesh_mpi.c): it is woken. */
+static void find_deadlock(mesh_run *r)
+{
+    if (r->ranks > 1) {
+        pthread_cond_signal(&r->main_cond);
+        return;
+    }
+    if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
+    for (int d = 0; d < r->n; d++)
+        if (r->dev[d].blocked && *r->dev[d].cell >= r->dev[d].need) return;
+    sim_mesh_declare_deadlock(r);
 }
 
 static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
@@ -111,7 +94,7 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
 
 /* Can other devices name argument `arg`? An ANY operand or a scratch
  * buffer, whose place is fixed; not a pipelined block or SMEM prefetch. */
-static int reachable(const sim_exec *x, int arg)
+int sim_mesh_reachable(const sim_exec *x, int arg)
 {
     int n_ops = x->plan.n_ops;
     if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
@@ -124,8 +107,9 @@ static int run_translate(void *p, int from, int to, const pl_ref *ref, void **ou
     mesh_run *r = p;
     const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
     int arg = ref->arg;
-    if (!reachable(xf, arg)) return 0;
-    uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data, base_to = (uintptr_t)xt->cores[0]->refs[arg].data;
+    if (!sim_mesh_reachable(xf, arg)) return 0;
+    uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data;
+    uintptr_t base_to = sim_mesh_here(r, to) ? (uintptr_t)xt->cores[0]->refs[arg].data : sim_mesh_mpi_base(r, to, arg);
     *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
     return 1;
 }
@@ -153,10 +137,10 @@ static void run_perturb(void *p, int device)
  * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
  * the buffers of different devices never collide. 0 when other devices
  * cannot reach the argument (a pipelined block, SMEM prefetch). */
-static int region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi)
+int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi)
 {
     const sim_exec *x = r->dev[device].x;
-    if (!reachable(x, arg)) return 0;
+    if (!sim_mesh_reachable(x, arg)) return 0;
     uintptr_t base = (uintptr_t)x->cores[0]->refs[arg].data, key = (uintptr_t)(arg + 1) << 48;
     *lo = key + (*lo - base);
     *hi = key + (*hi - base);
@@ -167,7 +151,7 @@ static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintpt
                         int64_t bytes, const char *point)
 {
     mesh_run *r = p;
-    if (!region(r, to, arg, &lo, &hi)) return 0;
+    if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
     pthread_mutex_lock(&r->lock);
     int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
     pthread_mutex_unlock(&r->lock);
@@ -181,8 +165,8 @@ static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *
     uintptr_t span[4];
     kern_ref_span(src, &span[0], &span[1]);
     kern_ref_span(dst, &span[2], &span[3]);
-    if (!region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
-    if (!region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
+    if (!sim_mesh_region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
+    if (!sim_mesh_region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
     pthread_mutex_lock(&r->lock);
     int rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
     pthread_mutex_unlock(&r->lock);
@@ -199,9 +183,19 @@ static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 }
 
 static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
+static int run_away(void *p, int device) { return !sim_mesh_here(p, device); }
 
-static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,   run_wake,  run_translate, run_axis,
-                                       run_perturb, run_incoming, run_local_copy, run_added, run_taken, run_hops};
+static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
+                     int64_t amount, const char *point)
+{
+    mesh_run *r = p;
+    uintptr_t off = (uintptr_t)sem->data - sim_mesh_mpi_base(r, to, sem->arg);
+    sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
+}
+
+static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
+                                       run_axis,    run_perturb,  run_incoming,   run_local_copy,
+                                       run_added,   run_taken,    run_hops,       run_away,  run_post};
 
 /* ---- the run ----------------------------------------------------------------------- */
 
@@ -217,6 +211,7 @@ static void *device_main(void *p)
     sim_walk_device_steps(d->x);
     pthread_mutex_lock(&r->lock);
     r->alive--;
+    d->done = 1;
     find_deadlock(r); /* the others may have been waiting for this one */
     pthread_mutex_unlock(&r->lock);
     return NULL;
@@ -226,6 +221,7 @@ static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *wha
 {
     memset(mr, 0, sizeof *mr);
     mr->failed_device = -1;
+    mr->ranks = 1;
     mr->status = code;
     snprintf(mr->error, sizeof mr->error, fmt, what);
     return code;
@@ -267,6 +263,7 @@ static void report_race(mesh_run *r)
     const sim_exec *x = r->dev[race->on].x;
     const char *name = arg < x->plan.n_ops ? x->plan.ops[arg].rep->name : x->rep.scratch[arg - x->plan.n_ops].name;
     const sim_mesh_event *a = &race->a, *b = &race->b;
+    if (!sim_mesh_here(r, a->device)) return; /* its process fails it (every process found the same race) */
     const char *hint = a->kind == 0 && b->kind == 0 && a->device == b->device
                            ? "the receiver may still be reading the first: signal back when the buffer is free (a "
                              "capacity handshake, rule M12)"
@@ -279,28 +276,36 @@ static void report_race(mesh_run *r)
              race->on, hint);
 }
 
-/* Every device on a host thread of its own, all at once. */
+/* Every device of this process on a host thread of its own, all at once
+ * (and, across processes, those of every process: mesh_mpi.c agrees). */
 static int run_devices(mesh_run *r)
 {
-    r->alive = r->n;
+    r->alive = r->count;
     int made = 0;
-    while (made < r->n && pthread_create(&r->dev[made].tid, NULL, device_main, &r->dev[made]) == 0) made++;
+    while (made < r->count && pthread_create(&r->dev[r->first + made].tid, NULL, device_main,
+                                             &r->dev[r->first + made]) == 0)
+        made++;
+    int all = made == r->count;
+    if (r->ranks > 1) all = sim_mesh_mpi_agree(r, all);
     /* Devices wait for each other: all of them run at once or none does
      * (one run after another could wait forever for a device not started) */
     pthread_mutex_lock(&r->lock);
-    r->go = made == r->n ? 1 : -1;
+    r->go = all ? 1 : -1;
     wake_all(r);
     pthread_mutex_unlock(&r->lock);
     if (r->go > 0) sim_blas_single_begin();
-    for (int d = 0; d < made; d++) pthread_join(r->dev[d].tid, NULL);
+    if (r->go > 0 && r->ranks > 1) sim_mesh_mpi_progress(r); /* until no device anywhere can run */
+    for (int d = 0; d < made; d++) pthread_join(r->dev[r->first + d].tid, NULL);
     if (r->go > 0) sim_blas_single_end();
     if (r->go > 0) return PL_OK;
-    return sim_fail(&r->dev[made].x->rep, PL_ENOMEM,
+    if (made == r->count) return PL_ENOMEM; /* another process could not: its device says so */
+    return sim_fail(&r->dev[r->first + made].x->rep, PL_ENOMEM,
                     "pl_mesh_call: the host could not start a thread for device %d of %d (every device runs on a "
-                    "thread of its own, all at once)", made, r->n);
+                    "thread of its own, all at once)", r->first + made, r->n);
 }
 
-/* Validate and start every device (in device order, before any thread). */
+/* Validate every device (in device order, before any thread) and start
+ * those of this process. */
 static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args, pl_array *outs,
                          const pl_options *given)
 {
@@ -316,14 +321,34 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
         dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &opt,
                              &link);
         if (!dv->x) return PL_ENOMEM;
-        dv->x->tracing = r->trace != NULL; /* the records a trace needs */
+        dv->x->tracing = r->tracing; /* the records a trace needs */
     }
     /* every device validated (each report says how), then every one started */
     for (int d = 0; d < r->n; d++)
         if (r->dev[d].x->rep.status) return r->dev[d].x->rep.status;
-    for (int d = 0; d < r->n; d++)
+    for (int d = r->first; d < r->first + r->count; d++)
         if (sim_walk_device_start(r->dev[d].x)) return r->dev[d].x->rep.status;
     return PL_OK;
+}
+
+/* After the threads: races, M10 and the merge on this process's devices,
+ * the timing of all (across processes: rank 0 times, all learn: mesh_mpi.c). */
+static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr, sim_link_stats *stats)
+{
+    if (ran) {
+        if (r->ranks > 1) sim_mesh_mpi_races(r);
+        report_race(r);
+        for (int d = r->first; d < r->first + r->count; d++) {
+            sim_walk_device_end(xs[d]);
+            if (r->dev[d].overflow[0]) sim_fail(&xs[d]->rep, PL_EINVAL, "%s", r->dev[d].overflow);
+        }
+    }
+    if (r->ranks > 1) {
+        sim_mesh_mpi_finish(r, xs, ran, mr, stats);
+        return;
+    }
+    if (ran) sim_exec_finish_mesh(xs, r->n, r->mesh, stats);
+    sim_mesh_report(mr, xs, r->n, stats);
 }
 
 int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
@@ -338,8 +363,15 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet", "a recorder (on_step)");
     if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
-    mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0};
-    if (open_trace(&r, opt, mr)) return mr->status;
+    mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0,
+                  .tracing = opt && opt->trace_path, .cost_only = opt && opt->cost_only,
+                  .ranks = sim_mpi_size(), .rank = sim_mpi_rank()};
+    r.first = (int)((int64_t)r.n * r.rank / r.ranks); /* contiguous blocks of devices per process */
+    r.count = (int)((int64_t)r.n * (r.rank + 1) / r.ranks) - r.first;
+    int traced = r.rank != 0 || open_trace(&r, opt, mr) == PL_OK; /* rank 0 writes the one trace */
+    if (r.ranks > 1 && !sim_mesh_mpi_agree(&r, traced) && traced)
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", "rank 0 cannot write the trace file (its message says why)");
+    if (!traced) return mr->status;
     r.dev = calloc((size_t)r.n, sizeof *r.dev);
     sim_exec **xs = calloc((size_t)r.n, sizeof *xs);
     if (!r.dev || !xs) {
@@ -349,18 +381,15 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
     }
     pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.main_cond, NULL);
     for (int d = 0; d < r.n; d++) pthread_cond_init(&r.dev[d].cond, NULL);
     r.race = sim_mesh_race_new(r.n); /* NULL past SIM_MESH_RACE_MAX devices: not tracked */
     sim_link_stats stats = {.busiest_link = -1};
     int rc = start_devices(&r, call, args, outs, opt);
     for (int d = 0; d < r.n; d++) xs[d] = r.dev[d].x;
-    if (rc == PL_OK) {
-        rc = run_devices(&r);
-        report_race(&r);
-        for (int d = 0; d < r.n; d++) sim_walk_device_end(xs[d]);
-        sim_exec_finish_mesh(xs, r.n, mesh, &stats);
-    }
-    sim_mesh_report(mr, xs, r.n, &stats);
+    if (r.ranks > 1) rc = sim_mesh_mpi_begin(&r, rc); /* every process, or none, runs */
+    if (rc == PL_OK) rc = run_devices(&r);
+    end_devices(&r, xs, r.go > 0, mr, &stats);
     for (int d = 0; r.go <= 0 && mr->status && d < r.n; d++) /* no device ran: each report says so */
         if (xs[d] && !xs[d]->rep.status)
             sim_fail(&xs[d]->rep, mr->status, "device %d did not run: device %d's call failed first (%s)", d,
@@ -379,6 +408,8 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         }
     }
     sim_mesh_race_free(r.race);
+    sim_mesh_mpi_free(&r);
+    pthread_cond_destroy(&r.main_cond);
     for (int d = 0; d < r.n; d++) pthread_cond_destroy(&r.dev[d].cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);

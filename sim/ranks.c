@@ -5,6 +5,15 @@
 #include <string.h>
 
 #include "ranks.h"
+#include "tilesim_mesh.h"
+
+void pl_mesh_local_devices(const pl_mesh *mesh, int *first, int *count)
+{
+    int n = mesh ? pl_mesh_devices(mesh) : 0, size = sim_mpi_size(), rank = sim_mpi_rank();
+    int lo = (int)((int64_t)n * rank / size), hi = (int)((int64_t)n * (rank + 1) / size); /* as pl_mesh_call */
+    if (first) *first = lo;
+    if (count) *count = hi - lo;
+}
 
 #ifdef TILESIM_MPI
 #include <mpi.h>
@@ -64,7 +73,30 @@ int sim_mpi_share_reports(pl_report *reports, int n, const pl_chip *chip)
     return ok ? PL_OK : PL_ENOMEM;
 }
 
+int pl_mesh_share(const pl_mesh *mesh, double *v, int per_device)
+{
+    if (!mesh || !v || per_device < 1) return PL_EINVAL;
+    int size = sim_mpi_size(), n = pl_mesh_devices(mesh);
+    if (size < 2) return PL_OK;
+    int *counts = calloc((size_t)size, sizeof *counts), *displs = calloc((size_t)size, sizeof *displs);
+    int ok = counts && displs, all = 0;
+    for (int k = 0; ok && k < size; k++) {
+        displs[k] = (int)((int64_t)n * k / size) * per_device;
+        counts[k] = (int)((int64_t)n * (k + 1) / size) * per_device - displs[k];
+    }
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, v, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    return all ? PL_OK : PL_ENOMEM;
+}
+
 #else
+
+int pl_mesh_share(const pl_mesh *mesh, double *v, int per_device)
+{
+    return !mesh || !v || per_device < 1 ? PL_EINVAL : PL_OK;
+}
 
 int sim_mpi_rank(void) { return 0; }
 int sim_mpi_size(void) { return 1; }

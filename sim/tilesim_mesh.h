@@ -89,6 +89,8 @@ typedef struct pl_mesh_report {
     double remote_wait_s;       /* the longest any device waited for other devices' copies and signals */
     int ici_bound;              /* 1: the busiest link needs longer than any device's compute or HBM traffic */
     char bound_msg[512];        /* the bound in one sentence */
+    int ranks;                  /* processes the devices ran in (Open MPI ranks; 1: this one) */
+    int64_t rank_messages;      /* copies and signals that went from one process to another */
 } pl_mesh_report;
 
 /* The mesh report as text: per device its time, compute, copies and bytes
@@ -109,6 +111,26 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
  * device, all at once. */
 int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
                  const pl_options *opt, pl_mesh_report *report, pl_report *reports);
+
+/* Across Open MPI ranks. In a program built against libtilesim_mpi.a (the
+ * `make mpi` build) and started by mpirun, with MPI initialised by
+ * MPI_Init_thread(..., MPI_THREAD_FUNNELED, ...) before, every rank calls
+ * pl_mesh_call with the same arguments, from its main thread. Each rank
+ * runs a contiguous block of the devices on its threads; copies and
+ * signals between ranks travel as MPI messages. Every rank returns the
+ * same code and holds every device's report and the same mesh report,
+ * timed as one process would; rank 0 writes the trace. Outputs are
+ * written only where their device ran.
+ *
+ * The devices this process runs: [*first, *first + *count). Without MPI
+ * (or with one rank): 0 and every device. */
+void pl_mesh_local_devices(const pl_mesh *mesh, int *first, int *count);
+/* Share numbers each process worked out for its own devices (checks of
+ * their outputs, say): v holds per_device doubles per device (device d's
+ * at v[d * per_device]), those of this process's devices filled in; after
+ * the call every process holds every device's. All ranks call it. PL_OK,
+ * PL_EINVAL (NULL mesh or v, per_device < 1) or PL_ENOMEM. */
+int pl_mesh_share(const pl_mesh *mesh, double *v, int per_device);
 
 #ifdef __cplusplus
 }
