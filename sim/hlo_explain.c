@@ -5,13 +5,12 @@
  * and docs/tiled_layout.md (tiles apply to the most minor dimensions; the
  * second tile (2,1) of bf16 or (4,1) of 8-bit types packs 2 or 4 values of
  * one column into a 32-bit word), for a reader of XProf's HLO op view who
- * wants each part of the line said once.
+ * wants each part of the line said once. The JSON form is sim/hlo_json.c.
  */
 #include <inttypes.h>
 #include <string.h>
 
 #include "hlo.h"
-#include "json.h"
 
 /* What the dtype is, in a few words. */
 static const char *dtype_words(pl_hlo_dtype t)
@@ -120,14 +119,30 @@ static void explain_tile(const pl_hlo_shape *s, int k, FILE *f)
             k ? "a further" : "a", r);
 }
 
-static void explain_shape(const pl_hlo_shape *s, FILE *f)
+/* Same element type, layout and tiling: an operand like the result is said in brief. */
+static int same_format(const pl_hlo_shape *a, const pl_hlo_shape *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank || a->n_tiles != b->n_tiles || a->element_bits != b->element_bits)
+        return 0;
+    for (int k = 0; k < a->n_tiles; k++)
+        if (a->tile_rank[k] != b->tile_rank[k] ||
+            memcmp(a->tiles[k], b->tiles[k], (size_t)a->tile_rank[k] * sizeof *a->tiles[k]) != 0)
+            return 0;
+    return memcmp(a->minor_to_major, b->minor_to_major, (size_t)a->rank * sizeof *a->minor_to_major) == 0;
+}
+
+/* brief: the type, layout and tiling were said for the result already */
+static void explain_shape(const pl_hlo_shape *s, int brief, FILE *f)
 {
     int vbits = sim_hlo_value_bits(s->dtype), sbits = s->element_bits ? s->element_bits : pl_hlo_dtype_bits(s->dtype);
-    fprintf(f, "  type       %s: %s; %d bit%s a value", pl_hlo_dtype_name(s->dtype), dtype_words(s->dtype), vbits,
-            vbits == 1 ? "" : "s");
-    if (sbits != vbits)
-        fprintf(f, ", stored in %d%s", sbits, s->element_bits ? " (E(n))" : " (a byte each: no E(n) packs them)");
-    fprintf(f, "\n");
+    if (brief) fprintf(f, "  type       %s, layout and tiling as the result's\n", pl_hlo_dtype_name(s->dtype));
+    else {
+        fprintf(f, "  type       %s: %s; %d bit%s a value", pl_hlo_dtype_name(s->dtype), dtype_words(s->dtype), vbits,
+                vbits == 1 ? "" : "s");
+        if (sbits != vbits)
+            fprintf(f, ", stored in %d%s", sbits, s->element_bits ? " (E(n))" : " (a byte each: no E(n) packs them)");
+        fprintf(f, "\n");
+    }
     int64_t e = 1;
     int big = 0;
     for (int i = 0; i < s->rank; i++) big |= __builtin_mul_overflow(e, s->dims[i], &e);
@@ -139,8 +154,8 @@ static void explain_shape(const pl_hlo_shape *s, FILE *f)
         if (big) fprintf(f, " (too many elements to count)\n");
         else fprintf(f, " = %" PRId64 " element%s\n", e, e == 1 ? "" : "s");
     }
-    explain_layout(s, f);
-    if (s->n_tiles) {
+    if (!brief) explain_layout(s, f);
+    if (s->n_tiles && !brief) {
         fprintf(f, "  tiling     T");
         for (int k = 0; k < s->n_tiles; k++) {
             fprintf(f, "(");
@@ -167,7 +182,7 @@ static void explain_shape(const pl_hlo_shape *s, FILE *f)
     int64_t td[PL_HLO_MAX_DIMS * (PL_HLO_MAX_TILES + 2)];
     int nt = pl_hlo_tiled_dims(s, td, (int)(sizeof td / sizeof *td));
     if (s->n_tiles && nt > 0) {
-        fprintf(f, " with tile padding,\n              stored as ");
+        fprintf(f, " with tile padding,\n             stored as ");
         print_dims(td, nt, f);
         fprintf(f, " (tile counts, then the sizes within the tiles)");
     } else {
@@ -256,15 +271,15 @@ static void explain_calls(const pl_hlo_instr *h, const char *v, FILE *f)
                                                          : NULL;
     if (!what || strcmp(h->op, "fusion") != 0) return;
     fprintf(f,
-            "              a fusion calling %s is a fused collective (a%s %s): the collective and the ops\n"
-            "              around it run as one kernel, overlapping the transfer between devices with compute;\n"
-            "              its body, %s, is another computation of the dump\n",
+            "             a fusion calling %s is a fused collective (a%s %s):\n"
+            "             the collective and the ops around it run as one kernel, overlapping the transfer\n"
+            "             between devices with compute; its body, %s, is another computation of the dump\n",
             v, what[0] == 'a' ? "n" : "", what, v);
     if (strcmp(what, "reduce-scatter") == 0)
         fprintf(
             f,
-            "              reduce-scatter: every device holds a whole operand; the operands are summed element-wise\n"
-            "              across the devices of the group and each device keeps only its own shard of the sum\n");
+            "             reduce-scatter: every device holds a whole operand; the operands are summed element-wise\n"
+            "             across the devices of the group and each device keeps only its own shard of the sum\n");
     if (h->n_operands < 1 || h->operands[0].type.n != 1 || h->result.n != 1 || h->result.is_tuple) return;
     const pl_hlo_shape *in = &h->shapes[h->operands[0].type.first], *out = &h->shapes[h->result.first];
     if (in->rank != out->rank) return;
@@ -272,17 +287,18 @@ static void explain_calls(const pl_hlo_instr *h, const char *v, FILE *f)
     for (int i = 0; i < in->rank; i++)
         if (in->dims[i] != out->dims[i]) diff = diff == -1 ? i : -2;
     if (diff >= 0 && out->dims[diff] > 0 && in->dims[diff] % out->dims[diff] == 0)
-        fprintf(f, "              here dim %d goes from %" PRId64 " to %" PRId64 ": %" PRId64 " shards, one a device\n",
+        fprintf(f, "             here dim %d goes from %" PRId64 " to %" PRId64 ": %" PRId64 " shards, one a device\n",
                 diff, in->dims[diff], out->dims[diff], in->dims[diff] / out->dims[diff]);
 }
 
-static void explain_type(const pl_hlo_instr *h, const pl_hlo_type *t, FILE *f)
+/* like: the result's array shape, when the type is an operand's (else NULL) */
+static void explain_type(const pl_hlo_instr *h, const pl_hlo_type *t, const pl_hlo_shape *like, FILE *f)
 {
     char buf[512];
     for (int i = 0; i < t->n; i++) {
         const pl_hlo_shape *s = &h->shapes[t->first + i];
         if (t->is_tuple) fprintf(f, " tuple element %d: %s\n", i, pl_hlo_shape_format(s, buf, sizeof buf));
-        explain_shape(s, f);
+        explain_shape(s, like && same_format(s, like), f);
     }
 }
 
@@ -295,13 +311,14 @@ int pl_hlo_explain(const pl_hlo_instr *h, FILE *f)
     if (h->result.is_tuple)
         fprintf(f, "result       a tuple of %d value%s\n", h->result.n, h->result.n == 1 ? "" : "s");
     else fprintf(f, "result       %s\n", pl_hlo_shape_format(&h->shapes[h->result.first], buf, sizeof buf));
-    explain_type(h, &h->result, f);
+    explain_type(h, &h->result, NULL, f);
+    const pl_hlo_shape *like = h->result.is_tuple || h->result.n != 1 ? NULL : &h->shapes[h->result.first];
     const char *words = "an HLO op (see XLA's operation semantics)";
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (strcmp(ops[i].op, h->op) == 0) words = ops[i].words;
     fprintf(f, "op           %s: %s\n", h->op, words);
     if (h->literal[0])
-        fprintf(f, "              %s %s\n",
+        fprintf(f, "             %s %s\n",
                 strcmp(h->op, "parameter") == 0 ? "parameter number" : "value:", h->literal);
     for (int i = 0; i < h->n_operands; i++) {
         const pl_hlo_operand *o = &h->operands[i];
@@ -309,91 +326,15 @@ int pl_hlo_explain(const pl_hlo_instr *h, FILE *f)
         if (o->type.n == 1 && !o->type.is_tuple)
             fprintf(f, ": %s\n", pl_hlo_shape_format(&h->shapes[o->type.first], buf, sizeof buf));
         else fprintf(f, o->type.n ? ": a tuple\n" : " (its shape is not given here)\n");
-        explain_type(h, &o->type, f);
+        explain_type(h, &o->type, like, f);
     }
     for (int i = 0; i < h->n_attrs; i++) {
         const char *k = h->attr_key[i], *v = h->attr_value[i], *aw = "an attribute of the op";
         for (size_t j = 0; j < sizeof attrs / sizeof *attrs; j++)
             if (strcmp(attrs[j].key, k) == 0) aw = attrs[j].words;
         if (strcmp(k, "kind") == 0) aw = fusion_kind(v);
-        fprintf(f, "attribute    %s=%s\n              %s\n", k, v, aw);
+        fprintf(f, "attribute    %s=%s\n             %s\n", k, v, aw);
         if (strcmp(k, "calls") == 0) explain_calls(h, v, f);
     }
-    return ferror(f) ? -1 : 0;
-}
-
-/* ---- JSON --------------------------------------------------------------------------- */
-
-static void json_i64s(const int64_t *v, int n, FILE *f)
-{
-    fputc('[', f);
-    for (int i = 0; i < n; i++) fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
-    fputc(']', f);
-}
-
-static void json_shape(const pl_hlo_shape *s, FILE *f)
-{
-    char buf[512];
-    fprintf(f, "{\"text\":");
-    pl_json_string(f, pl_hlo_shape_format(s, buf, sizeof buf));
-    fprintf(f, ",\"dtype\":\"%s\",\"dims\":", pl_hlo_dtype_name(s->dtype));
-    json_i64s(s->dims, s->rank, f);
-    fprintf(f, ",\"minor_to_major\":[");
-    for (int i = 0; i < s->rank; i++) fprintf(f, "%s%d", i ? "," : "", s->minor_to_major[i]);
-    fprintf(f, "],\"tiles\":[");
-    for (int k = 0; k < s->n_tiles; k++) { /* a '*' is -1, as in XLA's TileProto */
-        if (k) fputc(',', f);
-        json_i64s(s->tiles[k], s->tile_rank[k], f);
-    }
-    int64_t sp = s->memory_space, b[2] = {pl_hlo_shape_bytes(s, 0), pl_hlo_shape_bytes(s, 1)};
-    fprintf(f, "],\"element_bits\":%d,\"memory_space\":%" PRId64 ",\"memory\":\"%s\"",
-            s->element_bits ? s->element_bits : pl_hlo_dtype_bits(s->dtype), sp,
-            sp == 0 ? "HBM" : sp == 1 ? "VMEM" : sp == 5 ? "host" : "other");
-    for (int i = 0; i < 2; i++) { /* null: too many to count in int64 */
-        fprintf(f, i ? ",\"padded_bytes\":" : ",\"bytes\":");
-        if (b[i] >= 0) fprintf(f, "%" PRId64, b[i]);
-        else fprintf(f, "null");
-    }
-    fputc('}', f);
-}
-
-static void json_type(const pl_hlo_instr *h, const pl_hlo_type *t, FILE *f)
-{
-    fprintf(f, "\"tuple\":%s,\"shapes\":[", t->is_tuple ? "true" : "false");
-    for (int i = 0; i < t->n; i++) {
-        if (i) fputc(',', f);
-        json_shape(&h->shapes[t->first + i], f);
-    }
-    fputc(']', f);
-}
-
-int pl_hlo_json(const pl_hlo_instr *h, FILE *f)
-{
-    if (!h || !f) return -1;
-    fprintf(f, "{\"name\":");
-    pl_json_string(f, h->name);
-    fprintf(f, ",\"root\":%s,\"op\":", h->is_root ? "true" : "false");
-    pl_json_string(f, h->op);
-    fprintf(f, ",\"result\":{");
-    json_type(h, &h->result, f);
-    fprintf(f, "},\"operands\":[");
-    for (int i = 0; i < h->n_operands; i++) {
-        fprintf(f, "%s{\"name\":", i ? "," : "");
-        pl_json_string(f, h->operands[i].name);
-        fputc(',', f);
-        json_type(h, &h->operands[i].type, f);
-        fputc('}', f);
-    }
-    fprintf(f, "],\"literal\":");
-    if (h->literal[0]) pl_json_string(f, h->literal);
-    else fprintf(f, "null");
-    fprintf(f, ",\"attributes\":{");
-    for (int i = 0; i < h->n_attrs; i++) {
-        if (i) fputc(',', f);
-        pl_json_string(f, h->attr_key[i]);
-        fputc(':', f);
-        pl_json_string(f, h->attr_value[i]);
-    }
-    fprintf(f, "}}\n");
     return ferror(f) ? -1 : 0;
 }

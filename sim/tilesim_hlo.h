@@ -15,7 +15,7 @@
  * (kind=kCustom, calls=%all-reduce-scatter.3) (see XLA's docs/shapes.md and
  * docs/tiled_layout.md).
  *
- *     pl_hlo_instr *h = malloc(sizeof *h);            // about 60 KiB: no stack arrays of these
+ *     pl_hlo_instr *h = malloc(sizeof *h);            // about 67 KiB: better not on the stack
  *     char err[512];
  *     if (pl_hlo_parse(text, h, err, sizeof err) != PL_OK) {
  *         fprintf(stderr, "hlo: %s\n", err);          // "column 17: expected ']' after ...", the text, a caret
