@@ -204,12 +204,20 @@ mpi-deps:
 	fi
 
 mpi: deps mpi-deps
-	$(MAKE) BUILD=build/mpi CC=mpicc EXTRA_CFLAGS="-DTILESIM_MPI $(EXTRA_CFLAGS)" build/mpi/libtilesim.a build/mpi/tilesim
+	$(MAKE) BUILD=build/mpi CC=mpicc EXTRA_CFLAGS="-DTILESIM_MPI $(EXTRA_CFLAGS)" build/mpi/libtilesim.a build/mpi/tilesim \
+	  build/mpi/libexamples.a
 	cp build/mpi/libtilesim.a build/libtilesim_mpi.a
 	cp build/mpi/tilesim build/tilesim-mpi
 
-test-mpi: mpi $(CLI)
-	sh tests/mpi/test_mpi.sh $(CLI) build/tilesim-mpi
+# tests/mpi/mesh_cases.c: meshes across ranks through the library (races,
+# M10, faults, deadlocks, the trace), built with mpicc against the MPI build
+MPI_CASES := build/mpi/tests/mpi/mesh_cases
+$(MPI_CASES): tests/mpi/mesh_cases.c mpi
+	@mkdir -p $(dir $@)
+	mpicc $(CFLAGS) -DTILESIM_MPI $< build/mpi/libexamples.a build/mpi/libtilesim.a $(PKG_LIBS) $(LDFLAGS) -o $@
+
+test-mpi: mpi $(CLI) $(MPI_CASES)
+	sh tests/mpi/test_mpi.sh $(CLI) build/tilesim-mpi $(MPI_CASES)
 
 # Install the library, the CLI, the public headers (and every project header
 # they include: the check fails the install when one is missing from PUB_HDR)

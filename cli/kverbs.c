@@ -1,6 +1,7 @@
 /* cli/kverbs.c: `tilesim run` and `tilesim verify` over any kernel
  * definition: one configuration, run, every output compared with the
- * kernel's reference (V5).
+ * kernel's reference (V5). `tilesim run NAME` of a mesh program
+ * (examples/kernels/mesh_progs.h: ring_allreduce, ...) runs that program.
  *
  * Exit status: 0 PASS (or MARGINAL), 1 an output FAILs or the host ran out
  * of memory, 2 the configuration is rejected (the call's message names the
@@ -10,6 +11,7 @@
 
 #include "../sim/json.h"
 #include "../sim/kdef_internal.h"
+#include "../examples/kernels/mesh_progs.h"
 #include "cli.h"
 
 
@@ -52,6 +54,8 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
 
 int cli_run(int argc, char **argv)
 {
+    const ex_mesh_prog *prog = argc > 0 ? ex_mesh_prog_find(argv[0]) : NULL;
+    if (prog) return prog->main(argc, argv); /* a mesh program: its own options (NAME --help) */
     const cli_cmd *cmd = &cli_run_cmd;
     cli_kopts o;
     const pl_kernel_def *d;

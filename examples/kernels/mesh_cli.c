@@ -5,7 +5,7 @@
 #include "../../sim/tilesim_mesh.h"
 #include "mesh_cli.h"
 
-enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED };
+enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED, O_DIGEST };
 
 static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
@@ -18,6 +18,7 @@ static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
     case O_COLS: e = ex_parse_int(cl, arg, "--cols", 1, 1 << 20, &a->cols); break;
     case O_K: e = ex_parse_int(cl, arg, "--k", 1, 1 << 20, &a->k); break;
     case O_SEED: e = ex_parse_int(cl, arg, "--seed", 0, INT64_MAX, &a->seed); break;
+    case O_DIGEST: a->digest = 1; break;
     default: break;
     }
     return e;
@@ -30,11 +31,13 @@ int ex_mesh_parse(ex_cmdline *cl, int argc, char **argv, int with_k, ex_mesh_arg
                                          {"k", required_argument, NULL, O_K},
                                          {"cols", required_argument, NULL, O_COLS},
                                          {"seed", required_argument, NULL, O_SEED},
+                                         {"digest", no_argument, NULL, O_DIGEST},
                                          {0}};
     static const struct option without[] = {{"devices", required_argument, NULL, O_DEVICES},
                                             {"rows", required_argument, NULL, O_ROWS},
                                             {"cols", required_argument, NULL, O_COLS},
                                             {"seed", required_argument, NULL, O_SEED},
+                                            {"digest", no_argument, NULL, O_DIGEST},
                                             {0}};
     int e = ex_parse(cl, argc, argv, with_k ? with : without, mesh_option, a);
     if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;
@@ -52,4 +55,49 @@ void ex_mesh_device_line(int dev, const pl_report *r)
 {
     printf("  device %3d: %10.2f us, %lld copies started, %lld of them over ICI (%lld bytes)", dev, r->time_s * 1e6,
            (long long)r->dma_copies, (long long)r->ici_copies, (long long)r->ici_bytes);
+}
+
+uint64_t ex_digest(const void *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+    return h;
+}
+
+void ex_mesh_digest(const pl_mesh_report *mr, const pl_report *reps, int n, const double *v, int per, int hi)
+{
+    printf("digest: every figure at full precision, to compare runs (one process, MPI ranks, seeds)\n");
+    for (int d = 0; d < n; d++) {
+        const pl_report *r = &reps[d];
+        printf("  device %d: status %d time_s %.17g compute_s %.17g remote_wait_s %.17g dma_copies %lld "
+               "ici_copies %lld ici_bytes %lld hbm_bytes %lld", d, r->status, r->time_s, r->compute_s,
+               r->remote_wait_s, (long long)r->dma_copies, (long long)r->ici_copies, (long long)r->ici_bytes,
+               (long long)r->hbm_bytes);
+        if (v) {
+            const double *w = v + (size_t)d * (size_t)per + hi;
+            printf(" outputs %08llx%08llx", (unsigned long long)w[0], (unsigned long long)w[1]);
+        }
+        printf("\n");
+    }
+    printf("  mesh: status %d time_s %.17g compute_s %.17g hbm_s %.17g remote_wait_s %.17g remote_copies %lld "
+           "ici_bytes %lld link_bytes %.17g links_used %d busiest_link_s %.17g ici_bw_achieved %.17g ici_bound %d\n",
+           mr->status, mr->time_s, mr->compute_s, mr->hbm_s, mr->remote_wait_s, (long long)mr->remote_copies,
+           (long long)mr->ici_bytes, mr->link_bytes, mr->links_used, mr->busiest_link_s, mr->ici_bw_achieved,
+           mr->ici_bound);
+}
+
+void ex_mesh_ranks_line(const pl_mesh_report *mr)
+{
+    if (mr->ranks > 1)
+        printf("  ranks: the devices ran in %d processes, in blocks; %lld copies and signals went between them\n",
+               mr->ranks, (long long)mr->rank_messages);
+}
+
+int ex_ring_mesh(const char *prog, int devices, pl_mesh *mesh)
+{
+    char text[32], msg[256];
+    snprintf(text, sizeof text, "ring:%d", devices);
+    int rc = pl_mesh_parse(text, mesh, msg, sizeof msg);
+    if (rc != PL_OK) fprintf(stderr, "%s: %s\n", prog, msg);
+    return rc;
 }

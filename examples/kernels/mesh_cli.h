@@ -10,6 +10,7 @@
 #ifndef TILESIM_EXAMPLES_MESH_CLI_H
 #define TILESIM_EXAMPLES_MESH_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "options.h"
@@ -17,6 +18,7 @@
 typedef struct ex_mesh_args {
     int devices;
     int64_t rows, cols, k, seed;
+    int digest;       /* --digest: print every figure at full precision (ex_mesh_digest) */
 } ex_mesh_args;
 
 /* Parse argv into cl (common options) and a (the mesh programs' own; --k
@@ -27,5 +29,19 @@ int ex_mesh_parse(ex_cmdline *cl, int argc, char **argv, int with_k, ex_mesh_arg
 const pl_chip *ex_chip_of(const pl_options *opt);
 /* "  device   3:      76.04 us, 4 copies started, 3 of them over ICI (3145728 bytes)", no newline. */
 void ex_mesh_device_line(int dev, const pl_report *r);
+
+/* FNV-1a of n bytes: a device's outputs, to compare runs bit for bit. */
+uint64_t ex_digest(const void *p, size_t n);
+/* "digest:" lines: every figure of each device's report and of the mesh's
+ * at full precision, and (v not NULL) each device's output digest, kept as
+ * two 32-bit halves at v[d * per + hi] and v[d * per + hi + 1] (doubles,
+ * as pl_mesh_share moves them). */
+struct pl_mesh_report;
+void ex_mesh_digest(const struct pl_mesh_report *mr, const pl_report *reps, int n, const double *v, int per, int hi);
+/* A ring of `devices` into mesh: PL_OK, or the message on stderr after "prog: ". */
+struct pl_mesh;
+int ex_ring_mesh(const char *prog, int devices, struct pl_mesh *mesh);
+/* "  ranks: the devices ran in 4 processes, ...": only when they did (MPI). */
+void ex_mesh_ranks_line(const struct pl_mesh_report *mr);
 
 #endif

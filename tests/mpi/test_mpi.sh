@@ -1,17 +1,25 @@
 #!/bin/sh
-# tests/mpi/test_mpi.sh SINGLE MPI: the MPI build against one process, under
-# mpirun on this host (loopback). `make test-mpi` runs it.
+# tests/mpi/test_mpi.sh SINGLE MPI CASES: the MPI build against one process,
+# under mpirun on this host (loopback). `make test-mpi` runs it.
 #   1. sweeps split between 2 and 4 ranks print exactly what one process
 #      prints (CSV and JSON, a matmul sweep and a kernel sweep);
 #   2. a rank given another command line stops every rank: exit 2, rank 0
 #      names the rank;
 #   3. a bad command line exits 2 with one message, not one per rank;
-#   4. every run ends within its time limit: nothing hangs.
+#   4. meshes across ranks: the ring all-reduce (with data, and 64 devices
+#      cost-only), the all-gather and the collective matmul print on 2 and 4
+#      ranks what one process prints, every figure of every report at full
+#      precision and a digest of every device's outputs (--digest), with
+#      messages crossing between the ranks; the deadlock example is
+#      reported within 5 s; CASES (tests/mpi/mesh_cases.c) prints the same
+#      on 1 to 4 ranks (races, M10, a fault, a deadlock every rank reports,
+#      and a trace file, compared byte for byte);
+#   5. every run ends within its time limit: nothing hangs.
 # CI runs as root: Open MPI refuses that unless told (--allow-run-as-root).
 # More ranks than cores: --oversubscribe. In containers the shared-memory
 # transport's single-copy mechanism may be forbidden: switched off.
 set -u
-single=$1 mpi=$2
+single=$1 mpi=$2 cases=$3
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none"
 export OPENBLAS_NUM_THREADS=1
 tmp=$(mktemp -d)
@@ -53,5 +61,59 @@ rc=$?
 n=$(grep -c "unknown option '--bogus'" "$tmp/out")
 [ $rc != 0 ] && [ $rc != 124 ] && [ "$n" = 1 ]
 check $? "a bad option on 4 ranks: one message ($n), exit non-zero ($rc)"
+
+# 4. meshes across ranks
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+# the one line that differs: how many processes ran the devices
+no_ranks() { grep -v '^  ranks: ' "$1"; }
+
+same_mesh() { # NAME ARGS...: one process and 2 and 4 ranks, the same digest
+    name=$1; shift
+    start=$(date +%s.%N)
+    timeout 300 "$single" "$@" >"$tmp/one" 2>&1; one=$?
+    t1=$(elapsed $start)
+    for n in 2 4; do
+        start=$(date +%s.%N)
+        timeout 300 $MPIRUN -n $n "$mpi" "$@" >"$tmp/many" 2>&1; many=$?
+        tn=$(elapsed $start)
+        no_ranks "$tmp/one" >"$tmp/a"
+        no_ranks "$tmp/many" >"$tmp/b"
+        msgs=$(sed -n 's/^  ranks: the devices ran in [0-9]* processes, in blocks; \([0-9]*\) copies.*/\1/p' "$tmp/many")
+        if cmp -s "$tmp/a" "$tmp/b" && [ $one = $many ] && [ $one = 0 ] && [ "${msgs:-0}" -gt 0 ]; then ok=0; else ok=1; fi
+        check $ok "$name on $n ranks: the same figures and outputs as one process, $msgs messages between ranks (wall: one process ${t1} s, $n ranks ${tn} s)"
+        [ $ok = 0 ] || diff "$tmp/a" "$tmp/b" | head -10 >&2
+    done
+}
+
+same_mesh "ring_allreduce" run ring_allreduce --devices 8 --rows 256 --cols 512 --seed 3 --digest
+same_mesh "ring_allreduce, 64 devices cost-only" run ring_allreduce --devices 64 --cost-only --digest
+same_mesh "ring_allgather" run ring_allgather --devices 6
+same_mesh "collective_matmul" run collective_matmul --devices 4
+
+for n in 2 4; do
+    timeout 5 $MPIRUN -n $n "$mpi" run deadlock --devices 8 >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc = 0 ] && grep -q "naming each of the 7 stuck devices" "$tmp/out"
+    check $? "a deadlock across $n ranks is reported within 5 s, naming the 7 stuck devices (exit $rc)"
+done
+
+timeout 120 $MPIRUN -n 1 "$cases" "$tmp/trace1.json" >"$tmp/cases1" 2>"$tmp/err1"
+check $? "mesh cases on one rank"
+for n in 2 3 4; do
+    timeout 120 $MPIRUN -n $n "$cases" "$tmp/trace$n.json" >"$tmp/cases$n" 2>"$tmp/err$n"
+    rc=$?
+    cmp -s "$tmp/cases1" "$tmp/cases$n" && [ $rc = 0 ]
+    ok=$?
+    check $ok "mesh cases on $n ranks print what one rank prints: races, M10, a fault, a deadlock (exit $rc)"
+    [ $ok = 0 ] || diff "$tmp/cases1" "$tmp/cases$n" | head -10 >&2
+    cmp -s "$tmp/trace1.json" "$tmp/trace$n.json"
+    check $? "the trace rank 0 writes for $n ranks is the one-process trace, byte for byte"
+    k=$(grep -c "case deadlock: rc -8, $n ranks" "$tmp/err$n")
+    [ "$k" = $n ]
+    check $? "every one of the $n ranks reports the deadlock ($k did)"
+    k=$(grep "case ring_allreduce with a trace" "$tmp/err$n" | sed -n 's/.* \([0-9]*\) messages between them/\1/p' | head -n 1)
+    [ "${k:-0}" -gt 0 ]
+    check $? "the ring all-reduce's copies crossed between the $n ranks ($k messages)"
+done
 
 exit $fail
