@@ -5,6 +5,7 @@
 #define TILESIM_HLO_INTERNAL_H
 
 #include <ctype.h>
+#include <string.h>
 
 #include "tilesim_hlo.h"
 
@@ -26,9 +27,17 @@ static inline char hlo_peek(const hlo_p *p)
 {
     return p->s[p->pos];
 }
+/* Spaces, and the index comments XLA writes into long lists; an unclosed
+ * comment is left for the parser to refuse. */
 static inline void hlo_skip_ws(hlo_p *p)
 {
-    while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t') p->pos++;
+    for (;;) {
+        while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t') p->pos++;
+        if (p->s[p->pos] != '/' || p->s[p->pos + 1] != '*') return;
+        const char *end = strstr(p->s + p->pos + 2, "*/");
+        if (!end) return;
+        p->pos = (size_t)(end - p->s) + 2;
+    }
 }
 static inline int hlo_name_char(char c)
 {

@@ -86,7 +86,7 @@ static void explain_tile(const pl_hlo_shape *s, int k, FILE *f)
         if (t[j] == PL_HLO_TILE_COMBINE) fprintf(f, "%s*", j ? "," : "");
         else fprintf(f, "%s%" PRId64, j ? "," : "", t[j]);
     }
-    if (k == 0 && r >= 2 && r <= s->rank) {
+    if (k == 0 && r >= 2 && r <= s->rank && t[r - 2] > 0) { /* a (*,...) tile is said below */
         int minor = s->minor_to_major[0], second = s->minor_to_major[1];
         fprintf(f, "): the %d most minor dimensions are cut into tiles, each contiguous in memory;\n", r);
         fprintf(f,
@@ -115,8 +115,10 @@ static void explain_tile(const pl_hlo_shape *s, int k, FILE *f)
         fprintf(f, "\n");
         return;
     }
-    fprintf(f, "): %s tiling of the %d most minor dimensions of the result of the previous tiles\n",
-            k ? "a further" : "a", r);
+    int star = 0;
+    for (int j = 0; j < r; j++) star |= t[j] == PL_HLO_TILE_COMBINE;
+    fprintf(f, "): tiles over the %d most minor dimensions%s%s\n", r, k ? " of what the tiles before made" : "",
+            star ? "; each '*' first merges its dimension into the next more minor one" : "");
 }
 
 /* Same element type, layout and tiling: an operand like the result is said in brief. */

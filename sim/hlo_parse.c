@@ -62,6 +62,8 @@ static int parse_name(hlo_p *p, char *buf, size_t n, const char *what)
     size_t start = p->pos;
     while (hlo_name_char(hlo_peek(p))) p->pos++;
     size_t len = p->pos - start;
+    if (len == 0 && hlo_peek(p) == '/' && p->s[p->pos + 1] == '*')
+        return sim_hlo_fail(p, p->pos, "this comment is not closed (expected '*/')");
     if (len == 0) return sim_hlo_fail(p, p->pos, "expected %s (letters, digits, '_', '.', '-')", what);
     if (len >= n) return sim_hlo_fail(p, at, "%s is longer than %zu characters", what, n - 1);
     memcpy(buf, p->s + start, len);

@@ -363,3 +363,26 @@ Test(hlo_cli, bad_text_is_exit_2_with_the_column_and_a_caret)
     cr_expect(strstr(r.out, "tilesim hlo"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* ---- what real dumps also print --------------------------------------------------------- */
+
+/* XLA numbers long operand lists and tuple shapes with index comments (index=5 between slash-stars), every fifth. */
+Test(hlo, index_comments_of_long_lists_are_skipped)
+{
+    pl_hlo_instr *h = parse_ok("ROOT %t = (f32[], f32[], f32[], f32[], f32[], /*index=5*/s32[]) "
+                               "tuple(f32[] %a, f32[] %b, f32[] %c, f32[] %d, f32[] %e, /*index=5*/s32[] %f)");
+    cr_expect_eq(h->result.n, 6);
+    cr_assert_eq(h->n_operands, 6);
+    cr_expect_str_eq(h->operands[5].name, "f");
+    cr_expect_eq(h->shapes[h->operands[5].type.first].dtype, PL_HLO_S32);
+    free(h);
+    expect_refused("%t = f32[] tuple(/*index=5 %a)", 18, "comment");
+}
+
+Test(hlo, a_scalar_with_a_memory_space)
+{
+    pl_hlo_shape s = shape_ok("f32[]{:S(1)}");
+    cr_expect_eq(s.rank, 0);
+    cr_expect_eq(s.memory_space, 1);
+    cr_expect_eq(pl_hlo_shape_bytes(&s, 1), 4);
+}
