@@ -318,7 +318,9 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
         dv->run = r;
         dv->device = d;
         dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1));
-        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &opt,
+        pl_options o = opt;
+        o.cost_only |= !sim_mesh_here(r, d); /* run elsewhere: its plan here, never its data (which may be NULL) */
+        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
                              &link);
         if (!dv->x) return PL_ENOMEM;
         dv->x->tracing = r->tracing; /* the records a trace needs */

@@ -120,7 +120,9 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
  * signals between ranks travel as MPI messages. Every rank returns the
  * same code and holds every device's report and the same mesh report,
  * timed as one process would; rank 0 writes the trace. Outputs are
- * written only where their device ran.
+ * written only where their device ran, and the arrays of a device that
+ * runs elsewhere are never read: their data may be NULL, so that each rank
+ * needs host memory for its own devices' arrays only.
  *
  * The devices this process runs: [*first, *first + *count). Without MPI
  * (or with one rank): 0 and every device. */

@@ -14,7 +14,9 @@
  * semaphore left non-zero on another rank's device (M10); a kernel fault on
  * the last rank's device that leaves device 0 waiting (its own error is
  * reported first, M10); a deadlock of devices on every rank, which every
- * rank reports (each prints its code on stderr); and a ring all-reduce whose trace is written to
+ * rank reports (each prints its code on stderr); a ring shift in which
+ * each rank passes data for its own devices only (NULL for the others),
+ * checked where each device ran; and a ring all-reduce whose trace is written to
  * TRACE.json by rank 0 (the script compares the files).
  */
 #include <mpi.h>
@@ -84,6 +86,17 @@ static void wait_forever(pl_ctx *c, pl_ref *refs)
     if (pltpu_device_id(c) > 0) pltpu_semaphore_wait(c, pl_at(c, refs[Q_FREE], 0), 1);
 }
 
+/* Each device sends x straight into its right neighbour's o (HBM to HBM),
+ * then waits for its own o from the left: a ring shift. */
+static void ring_shift(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], refs[Q_O], pl_at(c, refs[Q_DMA], 0),
+                                                        pl_at(c, refs[Q_DMA], 1), (me + 1) % n);
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait(c, &cp);
+}
+
 static void print_case(const char *name, int rc, const pl_mesh_report *mr, const pl_report *reps, int n)
 {
     /* every rank says how its call ended (the script checks that all agree) */
@@ -98,7 +111,7 @@ static void print_case(const char *name, int rc, const pl_mesh_report *mr, const
     printf("  mesh: time_s %.17g link_bytes %.17g links_used %d\n", mr->time_s, mr->link_bytes, mr->links_used);
 }
 
-static void run_small(const char *name, pl_kernel_fn k, int n, int64_t steps, uint64_t seed)
+static void run_small(const char *name, pl_kernel_fn k, int n, int64_t steps, uint64_t seed, int only_here)
 {
     char text[32], msg[256];
     pl_mesh mesh;
@@ -108,15 +121,24 @@ static void run_small(const char *name, pl_kernel_fn k, int n, int64_t steps, ui
     pl_array *args = calloc((size_t)n, sizeof *args), *outs = calloc((size_t)n, sizeof *outs);
     pl_report *reps = calloc((size_t)n, sizeof *reps);
     for (int d = 0; d < n * 1024; d++) x[d] = (float)d;
-    for (int d = 0; d < n; d++) {
-        args[d] = PL_ARRAY(x + d * 1024, PL_F32, 8, 128);
-        outs[d] = PL_ARRAY(o + d * 1024, PL_F32, 8, 128);
+    int first = 0, count = n;
+    if (only_here) pl_mesh_local_devices(&mesh, &first, &count);
+    for (int d = 0; d < n; d++) { /* only_here: no data for devices other ranks run (never read) */
+        int here = d >= first && d < first + count;
+        args[d] = PL_ARRAY(here ? x + d * 1024 : NULL, PL_F32, 8, 128);
+        outs[d] = PL_ARRAY(here ? o + d * 1024 : NULL, PL_F32, 8, 128);
     }
     pl_call call = small_call(k, steps);
     pl_options opt = {.seed = seed};
     pl_mesh_report mr;
     int rc = pl_mesh_call(&mesh, &call, args, outs, &opt, &mr, reps);
     print_case(name, rc, &mr, reps, n);
+    double *wrong = calloc((size_t)n, sizeof *wrong); /* the ring shift: o of d is x of d - 1, checked where d ran */
+    for (int d = first; only_here && d < first + count; d++)
+        for (int i = 0; i < 1024; i++) wrong[d] += o[d * 1024 + i] != x[((d + n - 1) % n) * 1024 + i];
+    if (only_here) pl_mesh_share(&mesh, wrong, 1);
+    for (int d = 0; only_here && !rank && d < n; d++) printf("  device %d: %g elements of o wrong\n", d, wrong[d]);
+    free(wrong);
     free(x), free(o), free(args), free(outs), free(reps);
 }
 
@@ -142,11 +164,12 @@ int main(int argc, char **argv)
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    run_small("race without a handshake, seed 0", no_handshake, 4, 3, 0);
-    run_small("race without a handshake, seed 5", no_handshake, 4, 3, 5);
-    run_small("a signal left over (M10)", signal_left_over, 4, 2, 0);
-    run_small("a fault on the last device", fault_on_last, 4, 1, 0);
-    run_small("deadlock", wait_forever, 4, 2, 0);
+    run_small("race without a handshake, seed 0", no_handshake, 4, 3, 0, 0);
+    run_small("race without a handshake, seed 5", no_handshake, 4, 3, 5, 0);
+    run_small("a signal left over (M10)", signal_left_over, 4, 2, 0, 0);
+    run_small("a fault on the last device", fault_on_last, 4, 1, 0, 0);
+    run_small("deadlock", wait_forever, 4, 2, 0, 0);
+    run_small("a ring shift, each rank holding only its devices' arrays", ring_shift, 6, 1, 0, 1);
     if (argc > 1) run_allreduce(argv[1]);
     MPI_Finalize();
     return 0;
