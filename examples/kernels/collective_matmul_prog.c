@@ -1,4 +1,7 @@
-/* examples/kernels/collective_matmul_prog.c (the program examples/collective_matmul and `tilesim run collective_matmul`): the all-gather matmul on a ring (rules
+/* examples/kernels/collective_matmul_prog.c: the program examples/collective_matmul, also
+ * `tilesim run collective_matmul`.
+ *
+ * The all-gather matmul on a ring (rules
  * M7-M12), overlapped against unoverlapped, both checked against OpenBLAS
  * on every device.
  *

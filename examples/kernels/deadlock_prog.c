@@ -1,4 +1,7 @@
-/* examples/kernels/deadlock_prog.c (the program examples/deadlock and `tilesim run deadlock`): a ring all-gather whose last device forgets to send
+/* examples/kernels/deadlock_prog.c: the program examples/deadlock, also
+ * `tilesim run deadlock`.
+ *
+ * A ring all-gather whose last device forgets to send
  * (rules M10, M11): tilesim reports the deadlock, naming every stuck device
  * with its pending wait and grid point, instead of hanging as a real mesh,
  * or JAX's interpret mode, would.

@@ -1,4 +1,7 @@
-/* examples/kernels/ring_allgather_prog.c (the program examples/ring_allgather and `tilesim run ring_allgather`): a ring all-gather over N devices (rules M11,
+/* examples/kernels/ring_allgather_prog.c: the program examples/ring_allgather, also
+ * `tilesim run ring_allgather`.
+ *
+ * A ring all-gather over N devices (rules M11,
  * M12), run SPMD by pl_mesh_call and checked against the concatenation of
  * the shards on every device.
  *

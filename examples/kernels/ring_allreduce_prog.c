@@ -1,4 +1,7 @@
-/* examples/kernels/ring_allreduce_prog.c (the program examples/ring_allreduce and `tilesim run ring_allreduce`): a ring all-reduce over N devices (rules M7-M12):
+/* examples/kernels/ring_allreduce_prog.c: the program examples/ring_allreduce, also
+ * `tilesim run ring_allreduce`.
+ *
+ * A ring all-reduce over N devices (rules M7-M12):
  * a bidirectional reduce-scatter then a bidirectional all-gather, run SPMD
  * by pl_mesh_call and checked against the elementwise sum over devices on
  * every device.
