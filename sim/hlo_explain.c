@@ -311,7 +311,8 @@ int pl_hlo_explain(const pl_hlo_instr *h, FILE *f)
     fprintf(f, "name         %%%s%s: the instruction's unique name; other instructions read its result by it\n",
             h->name, h->is_root ? " (ROOT: the result of its computation)" : "");
     if (h->result.is_tuple)
-        fprintf(f, "result       a tuple of %d value%s\n", h->result.n, h->result.n == 1 ? "" : "s");
+        fprintf(f, "result       a tuple of %d value%s%s\n", h->result.n, h->result.n == 1 ? "" : "s",
+                h->result.nested ? " (tuples within it: their values in order)" : "");
     else fprintf(f, "result       %s\n", pl_hlo_shape_format(&h->shapes[h->result.first], buf, sizeof buf));
     explain_type(h, &h->result, NULL, f);
     const pl_hlo_shape *like = h->result.is_tuple || h->result.n != 1 ? NULL : &h->shapes[h->result.first];

@@ -43,7 +43,8 @@ static void json_shape(const pl_hlo_shape *s, FILE *f)
 
 static void json_type(const pl_hlo_instr *h, const pl_hlo_type *t, FILE *f)
 {
-    fprintf(f, "\"tuple\":%s,\"shapes\":[", t->is_tuple ? "true" : "false");
+    fprintf(f, "\"tuple\":%s,\"nested\":%s,\"shapes\":[", t->is_tuple ? "true" : "false",
+            t->nested ? "true" : "false");
     for (int i = 0; i < t->n; i++) {
         if (i) fputc(',', f);
         json_shape(&h->shapes[t->first + i], f);

@@ -132,27 +132,24 @@ static int parse_array(hlo_p *p, pl_hlo_shape *s)
     return hlo_peek(p) == '{' ? parse_layout(p, s) : 0;
 }
 
-/* An array shape or a tuple of them, into h->shapes. */
-int sim_hlo_type(hlo_p *p, pl_hlo_type *t)
+/* The elements of a tuple, pos just after its '(': arrays, and the leaves
+ * of tuples within it (depth: how many tuples hold this one). */
+static int parse_tuple(hlo_p *p, pl_hlo_type *t, int depth)
 {
     pl_hlo_instr *h = p->h;
-    t->first = h->n_shapes;
-    t->n = 0;
-    t->is_tuple = hlo_peek(p) == '(';
-    if (!t->is_tuple) {
-        if (h->n_shapes == PL_HLO_MAX_SHAPES)
-            return sim_hlo_fail(p, p->pos, "more than %d shapes in one instruction", PL_HLO_MAX_SHAPES);
-        t->n = 1;
-        return parse_array(p, &h->shapes[h->n_shapes++]);
-    }
-    p->pos++;
     hlo_skip_ws(p);
     while (hlo_peek(p) != ')') {
-        if (hlo_peek(p) == '(') return sim_hlo_fail(p, p->pos, "nested tuples are not supported");
-        if (h->n_shapes == PL_HLO_MAX_SHAPES)
-            return sim_hlo_fail(p, p->pos, "more than %d shapes in one instruction", PL_HLO_MAX_SHAPES);
-        if (parse_array(p, &h->shapes[h->n_shapes++])) return -1;
-        t->n++;
+        if (hlo_peek(p) == '(') {
+            if (depth == 8) return sim_hlo_fail(p, p->pos, "tuples nested more than 8 deep");
+            t->nested = 1;
+            p->pos++;
+            if (parse_tuple(p, t, depth + 1)) return -1;
+        } else {
+            if (h->n_shapes == PL_HLO_MAX_SHAPES)
+                return sim_hlo_fail(p, p->pos, "more than %d shapes in one instruction", PL_HLO_MAX_SHAPES);
+            if (parse_array(p, &h->shapes[h->n_shapes++])) return -1;
+            t->n++;
+        }
         hlo_skip_ws(p);
         if (hlo_peek(p) == ',') {
             p->pos++;
@@ -163,6 +160,23 @@ int sim_hlo_type(hlo_p *p, pl_hlo_type *t)
     }
     p->pos++;
     return 0;
+}
+
+/* An array shape or a tuple of them, into h->shapes. */
+int sim_hlo_type(hlo_p *p, pl_hlo_type *t)
+{
+    pl_hlo_instr *h = p->h;
+    t->first = h->n_shapes;
+    t->n = t->nested = 0;
+    t->is_tuple = hlo_peek(p) == '(';
+    if (t->is_tuple) {
+        p->pos++;
+        return parse_tuple(p, t, 1);
+    }
+    if (h->n_shapes == PL_HLO_MAX_SHAPES)
+        return sim_hlo_fail(p, p->pos, "more than %d shapes in one instruction", PL_HLO_MAX_SHAPES);
+    t->n = 1;
+    return parse_array(p, &h->shapes[h->n_shapes++]);
 }
 
 /* Does a type start here: '(' or a dtype followed by '['? */

@@ -30,7 +30,8 @@
  * column, as any other malformed text. It never reads past the text's NUL.
  * Dynamic dimensions (<=8, ?) and layout items other than T, E, L and S
  * (D(...) sparse levels, #(...) and *(...) index/pointer types, P(...)
- * physical shapes) are refused by name. Nested tuples are refused.
+ * physical shapes) are refused by name. Tuples nested in tuples (as async
+ * ops return) are read flattened: their leaves in order, up to 8 deep.
  */
 #ifndef TILESIM_HLO_H
 #define TILESIM_HLO_H
@@ -85,6 +86,7 @@ typedef struct pl_hlo_shape {
  * shapes are h->shapes[first .. first + n). */
 typedef struct pl_hlo_type {
     int is_tuple;   /* (f32[8]{0}, s32[]): 1 even when it has one element or none */
+    int nested;     /* a tuple within the tuple ((f32[8], s32[]), u32[]): shapes lists the leaves, in order */
     int first;      /* index into pl_hlo_instr.shapes */
     int n;          /* shapes: 1 for an array; a tuple's elements; 0 for an operand given by name only */
 } pl_hlo_type;

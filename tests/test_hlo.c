@@ -273,7 +273,7 @@ Test(hlo, bad_text_names_the_column)
     expect_refused("%x = f32[8] add(a), m={a=(1}", 28, "expected ')' to close the '(' of column 26");
     expect_refused("%x = f32[8] add(a), m=\"abc", 23, "not closed");
     expect_refused("%x = f32[8] add(a) junk", 20, "expected ','");
-    expect_refused("%x = ((f32[8])) tuple()", 7, "nested tuples");
+    expect_refused("%x = (((((((((f32[8]))))))))) tuple()", 14, "nested more than 8 deep");
     expect_refused("", 1, "expected the instruction's name");
 }
 
@@ -385,4 +385,17 @@ Test(hlo, a_scalar_with_a_memory_space)
     cr_expect_eq(s.rank, 0);
     cr_expect_eq(s.memory_space, 1);
     cr_expect_eq(pl_hlo_shape_bytes(&s, 1), 4);
+}
+
+/* Async ops return tuples within tuples ((operands), result, context): their leaves, in order. */
+Test(hlo, nested_tuples_are_read_flattened)
+{
+    pl_hlo_instr *h = parse_ok("%s = ((f32[8]{0}, s32[]), u32[]) async-start(f32[8]{0} %a), calls=%c");
+    cr_expect_eq(h->result.is_tuple, 1);
+    cr_expect_eq(h->result.nested, 1);
+    cr_assert_eq(h->result.n, 3);
+    cr_expect_eq(h->shapes[h->result.first + 1].dtype, PL_HLO_S32);
+    cr_expect_eq(h->shapes[h->result.first + 2].dtype, PL_HLO_U32);
+    cr_expect_eq(h->operands[0].type.n, 1);
+    free(h);
 }
