@@ -63,6 +63,7 @@ CELL(c_devs, "%d", c->devices_per_chip)
 CELL(c_step, "%.2f", c->step_overhead_s * 1e6)
 CELL(c_dma, "%.2f", c->dma_latency_s * 1e6)
 CELL(c_ici_lat, "%.2f", c->ici_latency_s * 1e6)
+CELL(c_vmem_bw, "%.0f", c->vmem_bw / 1e9)
 CELL(c_crit, "%.0f", critical_intensity(c))
 
 static void c_int8(const pl_chip *c, char *b, size_t n)
@@ -89,6 +90,7 @@ static const struct {
     {"MXUs x width", c_mxu},
     {"HBM bandwidth, GB/s (per device)", c_hbm_bw},
     {"HBM capacity, GiB (per device)", c_hbm},
+    {"VMEM bandwidth, GB/s (per core)", c_vmem_bw},
     {"VMEM, MiB", c_vmem},
     {"scoped VMEM limit, MiB (default)", c_limit},
     {"SMEM, KiB", c_smem},
@@ -142,12 +144,13 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"mxu_count\":%d,\"mxu_width\":%d,\"clock_hz\":%.6g,\"hbm_bw\":%.6g,\"hbm_bytes\":%lld,"
                 "\"vmem_bytes\":%lld,\"vmem_default_limit\":%lld,\"smem_bytes\":%lld,\"sublanes_16bit\":%d,"
                 "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
-                "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g}",
+                "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
+                "\"vmem_bw\":%.6g}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
-                c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c));
+                c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw);
     }
     fprintf(f, "\n]}\n");
 }

@@ -84,7 +84,8 @@ static void append_op(pl_ctx *c, const kern_op *op)
 void kern_flush_scalar(pl_ctx *c)
 {
     if (!c->scalar_ops) return;
-    kern_op s = {.kind = KERN_OP_SCALAR, .elems = c->scalar_ops, .flops = (double)c->scalar_ops};
+    kern_op s = {.kind = KERN_OP_SCALAR, .elems = c->scalar_ops, .flops = (double)c->scalar_ops,
+                 .name = "pl_get/pl_set"};
     c->scalar_ops = 0;
     append_op(c, &s);
 }

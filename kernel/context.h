@@ -38,6 +38,8 @@ typedef struct kern_op {
     int64_t dma;      /* DMA start / wait: the copy's number in this call (its bytes in elems) */
     uintptr_t cell;   /* mesh: the semaphore (its count's address on its device); a remote DMA start: the
                          receiving semaphore there, n the device, k the ICI hops */
+    const char *name; /* the pl_ / pltpu_ function that made it (a string literal), for the op profile */
+    int64_t vmem;     /* bytes it reads and writes (inputs + output), for the op profile; not priced */
 } kern_op;
 
 /* A semaphore is declared as an i32 scratch (PLTPU_SEMAPHORE) but counts in

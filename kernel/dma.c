@@ -300,7 +300,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
                     .remote = (uint8_t)(remote != 0)};
     memcpy(m->point, c->idx, sizeof m->point);
     kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)src->dtype, .elems = bytes, .dma = m->id,
-                  .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = remote};
+                  .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = remote, .name = fn};
     kern_record(c, &op);
     return m;
 }
@@ -348,7 +348,7 @@ void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
         }
         land(c, m); /* on_wait mode: the data moves now */
         covered += m->bytes;
-        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id};
+        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = fn};
         kern_record(c, &op);
         memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
         c->n_dma--;
@@ -376,7 +376,8 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
     }
     sem_add(c, &sem, inc, "pltpu_semaphore_signal");
     if (c->mesh) { /* another device may wait for it: the timing model needs it */
-        kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = c->device, .elems = inc, .cell = (uintptr_t)sem.data};
+        kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = c->device, .elems = inc, .cell = (uintptr_t)sem.data,
+                      .name = "pltpu_semaphore_signal"};
         kern_record(c, &op);
     }
 }
@@ -392,7 +393,8 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
     }
     take_or_fault(c, &sem, value, "pltpu_semaphore_wait", 0);
     if (c->mesh) { /* in time, too: until the signals it takes were made */
-        kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data};
+        kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data,
+                      .name = "pltpu_semaphore_wait"};
         kern_record(c, &op);
     }
 }

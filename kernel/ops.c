@@ -44,7 +44,7 @@ void pl_fill(pl_ctx *c, pl_ref dst, double value)
     kern_check_ref(c, &dst, "pl_fill");
     check_data(c, &dst, "pl_fill");
     if (c->args) kern_note_write(c, &dst, "pl_fill");
-    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_fill", 0);
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     if (dst.dtype == PL_F32 && inner_stride(&dst) == 1) {
@@ -76,7 +76,7 @@ static void copy_as(pl_ctx *c, pl_ref dst, pl_ref src, const char *fn)
         kern_note_read(c, &src, fn);
         kern_note_write(c, &dst, fn);
     }
-    record_vpu(c, KERN_OP_COPY, &dst, 1);
+    record_vpu(c, KERN_OP_COPY, &dst, 1, fn, kern_ref_bytes(&src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     int unit = inner_stride(&dst) == 1 && inner_stride(&src) == 1;
@@ -125,7 +125,7 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
         kern_note_read(c, &b, fn);
         kern_note_write(c, &dst, fn);
     }
-    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&a) + kern_ref_bytes(&b));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     if (is_int(dst.dtype) && is_int(a.dtype) && is_int(b.dtype)) {
@@ -164,7 +164,7 @@ void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src)
         kern_note_read(c, &src, "pl_relu");
         kern_note_write(c, &dst, "pl_relu");
     }
-    record_vpu(c, KERN_OP_VPU, &dst, 1);
+    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_relu", kern_ref_bytes(&src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     double *x = (double *)kern_tmp(c, 2 * (size_t)n);

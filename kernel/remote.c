@@ -138,7 +138,8 @@ void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_recv");
     kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");
     if (c->mesh) { /* in time, too: until the bytes from the other device have landed */
-        kern_op op = {.kind = KERN_OP_RECV_WAIT, .elems = cp->bytes, .cell = (uintptr_t)cp->recv_sem.data};
+        kern_op op = {.kind = KERN_OP_RECV_WAIT, .elems = cp->bytes, .cell = (uintptr_t)cp->recv_sem.data,
+                      .name = "pltpu_remote_copy_wait_recv"};
         kern_record(c, &op);
     }
 }
@@ -165,6 +166,6 @@ void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int devic
     if (c->mesh && c->mesh->away(c->mesh_run, device_id)) c->mesh->post(c->mesh_run, c->device, device_id, NULL, NULL,
                                                                        &t, inc, "");
     else kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
-    kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data};
+    kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data, .name = fn};
     kern_record(c, &op);
 }

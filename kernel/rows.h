@@ -105,10 +105,16 @@ static inline void check_broadcast(pl_ctx *c, const pl_ref *src, const pl_ref *d
 
 /* ---- cost ------------------------------------------------------------------- */
 
-/* An op that produced every element of dst, at flops_per_elem each. */
-static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem)
+/* Bytes of the elements r views (what an op reads or writes of it). */
+static inline int64_t kern_ref_bytes(const pl_ref *r) { return pl_size(*r) * (int64_t)pl_dtype_size(r->dtype); }
+
+/* An op `fn` that produced every element of dst, at flops_per_elem each,
+ * after reading in_bytes. */
+static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem, const char *fn,
+                              int64_t in_bytes)
 {
-    kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst)};
+    kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst), .name = fn,
+                  .vmem = in_bytes + kern_ref_bytes(dst)};
     op.flops = flops_per_elem * (double)op.elems;
     kern_record(c, &op);
 }

@@ -34,6 +34,12 @@
  *     collectives); we take the round 1 us on every preset. With it a ring
  *     collective over small shards is latency-bound: below about 45 KB per
  *     step on a 45 GB/s link (v4, v5e), 90 KB on v5p and v6e.
+ *   - VMEM bandwidth (vmem_bw, per TensorCore; the run's roofline only,
+ *     ops are not timed by it): 22 x the HBM bandwidth one TensorCore gets.
+ *     Not published per generation; the scaling book ("How to Think About
+ *     TPUs") puts VMEM's bandwidth to the MXU at about 22x HBM's, so that a
+ *     matmul fed from VMEM needs an intensity of only 10-20 FLOP per byte
+ *     (docs/CHIPS.md).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -50,6 +56,8 @@
 #define TERA 1e12
 #define GIGA 1e9
 
+/* VMEM bandwidth of a TensorCore: VMEM_X times its share of HBM (see above) */
+#define VMEM_X 22.0
 #define COMMON .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
                .ici_latency_s = 1e-6
 
@@ -61,14 +69,14 @@ static const pl_chip chips[] = {
     {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
      .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, COMMON},
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON},
     /* v5e (the default): 197 TFLOP/s bf16, 394 TOP/s int8, one TensorCore;
      * 819 GB/s; 16 GiB; 128 MiB VMEM, 16 MiB scoped default; 4 MXUs of
      * 128x128; 1.5 GHz; 4 ICI links at 45 GB/s. */
     {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
      .mxu_width = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 45 * GIGA, COMMON},
+     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON},
     /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
      * (megacore); HBM 2765 GB/s per chip (the Cloud page; JAX's table says
      * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
@@ -76,14 +84,14 @@ static const pl_chip chips[] = {
     {.name = "v5p", .bf16_flops = 459 * TERA / 2, .int8_ops = 918 * TERA / 2, .vpu_flops = 459 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, COMMON},
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
      * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
      * 256x256; clock not published; 4 ICI links at 90 GB/s. */
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
      .mxu_width = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 90 * GIGA, COMMON},
+     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
      * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): int8
@@ -94,7 +102,7 @@ static const pl_chip chips[] = {
     {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
      .mxu_width = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
-     .ici_links = 6, .ici_bw = 100 * GIGA, COMMON},
+     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON},
 };
 
 int pl_chip_count(void) { return (int)(sizeof chips / sizeof *chips); }
@@ -148,6 +156,7 @@ static const chip_key keys[] = {
     KEY_D("step_overhead_us", step_overhead_s, 1e-6, 0, 1e6, "microseconds per grid step"),
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
     KEY_D("ici_latency_us", ici_latency_s, 1e-6, 0, 1e6, "microseconds per ICI hop"),
+    KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (the run's roofline; 0: none)"),
 };
 
 /* s for a message: bytes outside printable ASCII as \xNN, so that a

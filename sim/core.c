@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "profile.h"
 
 _Static_assert(SIM_MAX_OPS + PL_MAX_SCRATCH <= KERN_MAX_ARGS, "the context names every kernel argument");
 
@@ -174,6 +175,7 @@ static void add_counts(pl_report *to, const pl_report *from)
     to->dma_bytes += from->dma_bytes;
     to->ici_copies += from->ici_copies;
     to->ici_bytes += from->ici_bytes;
+    sim_profile_merge(to, from);
     for (int i = 0; i < from->n_operands; i++) {
         pl_operand_report *o = &to->op[i];
         const pl_operand_report *f = &from->op[i];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "profile.h"
 #include "tilesim_mesh.h"
 
 static _Thread_local char last_error[PL_MSG_MAX];
@@ -141,7 +142,8 @@ static int time_prepare(sim_exec *x)
     for (int i = 0; i < x->rep.n_operands; i++) x->rep.hbm_bytes += x->rep.op[i].bytes_in + x->rep.op[i].bytes_out;
     for (int c = 0; c < x->n_cores && x->tracing; c++) {
         sim_coreline *cl = &x->lines[c];
-        if (!(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t))) {
+        if (!(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t)) ||
+            !(cl->begin_t = malloc((size_t)(cl->steps + 1) * sizeof *cl->begin_t))) {
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
         }
     }
@@ -165,6 +167,7 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
         return;
     }
     sim_analyze(&x->rep, &t, x->dot_flops, &x->plan);
+    sim_profile_finish(x); /* the op profile's timeline parts (profile.c) */
     if (x->tracing && x->trace) { /* a mesh device records for the mesh's trace (mesh_run.c) */
         int bad = sim_trace_write(x->trace, &x->plan, x->lines, x->n_cores, &x->rep);
         bad |= fclose(x->trace) != 0;

@@ -12,6 +12,7 @@
  */
 #include <math.h>
 
+#include "profile.h"
 #include "timing.h"
 
 /* ---- compute ---------------------------------------------------------------------- */
@@ -90,6 +91,9 @@ static int push_event(sim_coreline *cl, int64_t step, double *segment, sim_keven
 static double tally_op(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, pl_report *r, double *dot_flops)
 {
     double padded, t = op_seconds(memo, chip, o, &padded);
+    pl_prof_cat cat = o->kind == KERN_OP_DOT ? PL_PROF_MXU : o->kind == KERN_OP_SCALAR ? PL_PROF_SCALAR
+                      : o->kind == KERN_OP_EUP ? PL_PROF_EUP : PL_PROF_VPU;
+    sim_profile_add(r, cat, o->name, 1, t, o->flops, (double)o->vmem, 0);
     if (o->kind == KERN_OP_DOT) {
         r->mxu_flops += o->flops;
         r->mxu_flops_padded += padded;
@@ -136,6 +140,9 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
             r->dma_copies++;
             if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
             if (o->k) r->ici_copies++, r->ici_bytes += o->elems; /* k: to another device (M11) */
+            double b = (double)o->elems; /* its time in flight comes after the replay (profile.c) */
+            x->prof_row = (uint8_t)sim_profile_add(r, PL_PROF_DMA, o->name, 1, 0, 0, o->m || o->k ? 0 : b,
+                                                   o->m || o->k ? b : 0);
         }
         sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
                         .xfer = o->dma - first_copy};

@@ -412,6 +412,43 @@ typedef struct pl_scratch_report {
     int64_t bytes;                /* as laid out in tiles */
 } pl_scratch_report;
 
+/* ---- the op profile (XProf's HLO op profile, for a simulated run) ----------------
+ *
+ * One row per (category, name): each pl_ / pltpu_ function the kernel called
+ * (its block ops), each operand's pipeline copies, the per-step overhead (P9)
+ * and the time cores waited. time_s is the row's part of the report's
+ * time_s on the timeline of the TensorCore that finished last (G4), so the
+ * rows' time_s add up to pl_report.time_s; DMA rows overlap compute: they
+ * show their busy time and bandwidth, are marked overlapped and add 0. */
+#define PL_MAX_PROFILE 64 /* rows a report keeps; past it, ops share the last row, "(other ops)" */
+typedef enum pl_prof_cat {
+    PL_PROF_MXU = 0,     /* pl_dot */
+    PL_PROF_VPU,         /* elementwise ops, reductions, copies, masked loads and stores */
+    PL_PROF_EUP,         /* transcendentals (exp, log, rsqrt, tanh, ...): VPU time at their weight */
+    PL_PROF_SCALAR,      /* pl_get / pl_set element accesses */
+    PL_PROF_DMA,         /* pipeline copies in / write-backs per operand, and manual copies: overlapped */
+    PL_PROF_OVERHEAD,    /* the per-step overhead (P9) */
+    PL_PROF_DMA_WAIT,    /* cores waiting for copies beyond the overhead (exposed DMA) */
+    PL_PROF_REMOTE_WAIT, /* a mesh device waiting for other devices' copies and signals */
+    PL_PROF_OTHER,       /* ops past PL_MAX_PROFILE rows */
+    PL_PROF_COUNT
+} pl_prof_cat;
+
+/* "MXU", "VPU", "EUP", "scalar", "DMA", "overhead", "DMA wait", "remote wait", "other"; "?" past them. */
+const char *pl_prof_cat_name(pl_prof_cat c);
+
+typedef struct pl_profile_row {
+    pl_prof_cat cat;
+    char name[48];       /* "pl_dot", "pl_exp", "copy in: x", "write-back: o", "step overhead (P9)", ... */
+    int64_t count;       /* ops, copies or steps, over all cores */
+    double busy_s;       /* time the unit was busy with them, summed over cores (rates divide by this) */
+    double time_s;       /* its part of pl_report.time_s (0 when overlapped) */
+    double flops;        /* FLOPs as logged (2mnk for a dot, before MXU padding) */
+    double vmem_bytes;   /* ops: bytes read and written in VMEM (inputs + output) */
+    double hbm_bytes;    /* DMA rows: bytes to or from HBM (or over ICI for a copy to another device) */
+    int overlapped;      /* 1: ran beside compute; time_s is 0 and busy_s is not part of the total */
+} pl_profile_row;
+
 /* pl_report: what a call did, filled by pl_pallas_call (and pl_validate up
  * to the VMEM budget). All by value except chip, so a report may be copied,
  * kept and freed with its memory.
@@ -478,6 +515,11 @@ struct pl_report {
        time its cores waited for other devices' copies and signals (a synchronous collective waits long) */
     int64_t ici_copies, ici_bytes;
     double remote_wait_s;
+
+    /* the op profile (above): its rows in the order first met; pl_profile_order sorts them */
+    int n_profile;
+    int64_t profile_other;        /* ops that fell into the last row past PL_MAX_PROFILE */
+    pl_profile_row profile[PL_MAX_PROFILE];
 };
 
 /* Human-readable report: grid, per-operand traffic, VMEM footprint, FLOPs,
@@ -523,6 +565,7 @@ struct pl_chip {
     double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
     double dma_latency_s;        /* from issuing a DMA to its first byte */
     double ici_latency_s; /* one hop of an inter-chip link */
+    double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s (the run's roofline; 0: none) */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The
@@ -622,6 +665,32 @@ int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *co
  * error), PL_ENOMEM. */
 int pl_roofline_svg(const char *path, int n, const pl_report *reports, const char *const *labels, const pl_chip *chip,
                     const char *title, char *msg, size_t msglen);
+
+/* ---- the op profile and the roofline of a run (sim/profile*.c, sim/roofline_run.c) ---- */
+
+/* The rows of r's profile in the order a reader wants them (the few ops worth
+ * attention first): by time_s, overlapped DMA rows by busy_s after the rest;
+ * indexes into r->profile written to order (PL_MAX_PROFILE entries); returns
+ * r->n_profile. */
+int pl_profile_order(const pl_report *r, int *order);
+/* A row's achieved FLOP/s (flops / busy_s), the peak of its unit on r's chip
+ * (per TensorCore: MXU at r->mxu_dtype, VPU, scalar unit; 0 for rows with no
+ * FLOPs), and its bandwidth (bytes / busy_s) against HBM (DMA rows) or VMEM
+ * (ops); intensity: FLOP per VMEM byte. */
+typedef struct pl_profile_rates {
+    double flops_per_s, peak_flops, bw, peak_bw, intensity;
+    int vmem_bound;   /* under the VMEM roof: vmem_bw x intensity < the unit's peak */
+} pl_profile_rates;
+pl_profile_rates pl_profile_rates_of(const pl_report *r, const pl_profile_row *row);
+/* The profile as a table (sorted, a total line equal to r->time_s) or as one
+ * JSON object (and a newline). Nothing for a failed call but its error. */
+void pl_profile_print(const pl_report *r, FILE *f);
+void pl_profile_json(const pl_report *r, FILE *f);
+/* The roofline of a run as SVG on f: each op row with FLOPs placed at its
+ * intensity (FLOP per VMEM byte) and achieved FLOP/s under the HBM and VMEM
+ * ceilings and the MXU and VPU roofs of r's chip (per TensorCore); the run
+ * itself at its FLOP per HBM byte. Returns 0, or -1 on a write error. */
+int pl_roofline_run_svg(const pl_report *r, const char *title, FILE *f);
 
 /* ---- helpers: formatting, host memory --------------------------------------------- */
 

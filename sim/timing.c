@@ -181,6 +181,7 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
     sim_coreline *cl = c->cl;
     switch (c->phase) {
     case PH_BEGIN:
+        if (cl->begin_t) cl->begin_t[c->n] = now;
         if (issue_copies(c, d)) return -1;
         c->wake = now + chip->step_overhead_s;
         c->overhead += chip->step_overhead_s;

@@ -32,6 +32,7 @@ typedef struct sim_xfer {
     uint8_t done;
     uint8_t fetch;    /* on an output's line: a fetch-back HBM -> VMEM the step waits for (P5, RevisitMode.ANY) */
     uint8_t hops;     /* on the manual line: a copy to another device over this many ICI links (M11); 0: local */
+    uint8_t prof_row; /* on the manual line: its row in its core's op profile (pl_report.profile) */
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
     uintptr_t cell;   /* 0: none */
 } sim_xfer;
@@ -76,6 +77,7 @@ typedef struct sim_coreline {
     int64_t *step_point; /* linear grid point of each step (for traces of split grids); NULL: = step */
     /* filled by sim_time_run when kernel_t is set (tracing) */
     double *kernel_t; /* 2 per step: start, end */
+    double *begin_t;  /* with kernel_t: 1 per step, when it began and its overhead (P9) started */
 } sim_coreline;
 
 typedef struct sim_time_result {

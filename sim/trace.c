@@ -1,7 +1,8 @@
 /* sim/trace.c: the simulated timeline as Chrome trace-event JSON, which
  * Perfetto (ui.perfetto.dev) and chrome://tracing open.
  *
- * One process per TensorCore. In it: thread 0 holds the kernel steps (args:
+ * One process per TensorCore. In it: thread 0 holds the kernel steps, each
+ * after its slice "step overhead (P9)" (args:
  * the grid point and every operand's block index); one thread per buffer
  * slot of each operand holds its DMAs (a slot holds one block at a time, so
  * its copies never overlap on a track); a counter shows the VMEM that holds
@@ -107,6 +108,11 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
         char gp[128];
         sim_format_idx(idx, g, gp, sizeof gp);
         double t0 = cl->kernel_t[2 * n], t1 = cl->kernel_t[2 * n + 1];
+        /* P9: the step's fixed overhead, from its start; a gap after it is a wait for copies */
+        if (cl->begin_t && rep->chip->step_overhead_s > 0)
+            fprintf(f, ",\n{\"name\":\"step overhead (P9)\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,"
+                       "\"dur\":%.6f,\"args\":{\"grid\":\"%s\"}}", pid, cl->begin_t[n] * 1e6,
+                    rep->chip->step_overhead_s * 1e6, gp);
         fprintf(f, ",\n{\"name\":\"step %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"grid\":\"%s\"",
                 gp, pid, t0 * 1e6, (t1 - t0) * 1e6, gp);
         for (int i = 0; i < cl->n_ops; i++) {

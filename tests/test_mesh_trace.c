@@ -45,7 +45,7 @@ Test(mesh_trace, a_ring_all_gather_shows_its_links_devices_and_waits)
         char name[32];
         snprintf(name, sizeof name, "device %d", d);
         cr_expect_eq(count_events(t, "M", 1 + d * 64, name), 1, "a process for %s", name);
-        cr_expect_eq(count_events(t, "X", 1 + d * 64, "step"), 3, "%s: its 3 grid steps", name);
+        cr_expect_eq(count_events(t, "X", 1 + d * 64, "step ("), 3, "%s: its 3 grid steps", name);
         cr_expect_geq(count_events(t, "X", 1 + d * 64, "wait: "), 1, "%s: its waits as slices", name);
     }
     json_decref(t);

@@ -1,0 +1,246 @@
+/* tests/test_profile.c: the op profile of a run (pl_report.profile, issue 14):
+ * rows named by the pl_ / pltpu_ function that made them, their times
+ * adding up to the report's time on every built-in kernel and chip (P9 for
+ * the overhead row, G4 for the last core's timeline), FLOPs and bytes as the
+ * ops logged them, the cap on rows; the VMEM bandwidth of the presets; the
+ * trace's overhead slices (P9). The command is in test_profile_cli.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../examples/kernels/matmul.h"
+#include "../examples/kernels/registry.h"
+#include "../sim/kdef.h"
+#include "../sim/profile.h"
+#include "helpers.h"
+
+/* Kernel `name` at its defaults (then the assignments in sets, NULL-ended),
+ * cost-only on chip: its report, calloc'd. */
+static pl_report *run_kernel(const char *name, const char *chip, const char *const *sets)
+{
+    const pl_kernel_def *d = ex_kernel_find(name);
+    cr_assert(d, "no built-in %s", name);
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(d, v);
+    for (int i = 0; sets && sets[i]; i++) cr_assert_eq(pl_kernel_set(d, v, sets[i], msg, sizeof msg), PL_OK, "%s", msg);
+    pl_options opt = {.chip = chip, .cost_only = 1};
+    pl_report *r = calloc(1, sizeof *r);
+    cr_assert(r);
+    int rc = pl_kernel_run(d, v, &opt, r, NULL, NULL);
+    cr_assert_eq(rc, PL_OK, "%s on %s: %s", name, chip, r->error);
+    return r;
+}
+
+static const pl_profile_row *row_named(const pl_report *r, const char *name)
+{
+    for (int i = 0; i < r->n_profile; i++)
+        if (strcmp(r->profile[i].name, name) == 0) return &r->profile[i];
+    return NULL;
+}
+
+/* The rows that are not overlapped copies, summed. */
+static double timeline_sum(const pl_report *r)
+{
+    double s = 0;
+    for (int i = 0; i < r->n_profile; i++) s += r->profile[i].overlapped ? 0 : r->profile[i].time_s;
+    return s;
+}
+
+/* compute ops + step overhead + exposed DMA waits (+ remote waits) = time_s,
+ * on the timeline of the core that finished last (G4), for every built-in
+ * kernel on a one-core chip and on megacore chips. */
+Test(profile, rows_add_up_to_the_report_time_on_every_builtin_kernel)
+{
+    const char *chips[] = {"v5e", "v5p", "v4", "v7x"};
+    for (int i = 0; i < ex_kernel_count(); i++)
+        for (int c = 0; c < 4; c++) {
+            pl_report *r = run_kernel(ex_kernel_at(i)->name, chips[c], NULL);
+            cr_assert_gt(r->n_profile, 1, "%s on %s: no profile", ex_kernel_at(i)->name, chips[c]);
+            double sum = timeline_sum(r);
+            cr_expect(fabs(sum - r->time_s) <= 1e-9 * r->time_s, "%s on %s: rows add up to %.12g s, time_s %.12g s",
+                      ex_kernel_at(i)->name, chips[c], sum, r->time_s);
+            const pl_profile_row *o = row_named(r, "step overhead (P9)");
+            cr_assert(o, "%s: no overhead row (P9)", ex_kernel_at(i)->name);
+            cr_expect_float_eq(o->time_s, r->core_overhead_s, 1e-12, "the last core's overhead (P9)");
+            cr_expect_eq(o->count, r->steps, "one overhead per grid step (P9)");
+            double ops = 0;
+            for (int k = 0; k < r->n_profile; k++)
+                if (r->profile[k].cat <= PL_PROF_SCALAR) ops += r->profile[k].time_s;
+            cr_expect(fabs(ops - r->core_compute_s) <= 1e-9 * r->time_s, "%s on %s: ops %.12g, the core's compute %.12g",
+                      ex_kernel_at(i)->name, chips[c], ops, r->core_compute_s);
+            free(r);
+        }
+}
+
+/* Each op's row carries the name of the function that made it, its unit
+ * and what the op logged: 2mnk for pl_dot, (m*k + k*n + m*n) elements of
+ * VMEM traffic, and the busy time is what the timing model charged. */
+Test(profile, matmul_rows_are_named_by_function_with_flops_and_vmem_bytes)
+{
+    const char *sets[] = {"M=512", "N=512", "K=512", "bm=256", "bn=256", "bk=128", NULL};
+    pl_report *r = run_kernel("matmul", "v5e", sets);
+    const pl_profile_row *dot = row_named(r, "pl_dot");
+    cr_assert(dot, "no pl_dot row");
+    cr_expect_eq(dot->cat, PL_PROF_MXU);
+    cr_expect_eq(dot->count, r->steps, "one pl_dot per step");
+    cr_expect_float_eq(dot->flops, r->mxu_flops, 1e-6 * r->mxu_flops);
+    cr_expect_float_eq(dot->flops, 2.0 * 512 * 512 * 512, 1.0);
+    cr_expect_float_eq(dot->vmem_bytes, (double)r->steps * 4 * (256 * 128 + 128 * 256 + 256 * 256), 1.0,
+                       "f32: (m*k + k*n + m*n) * 4 bytes per pl_dot");
+    cr_expect_float_eq(dot->busy_s, r->mxu_s, 1e-15, "the MXU time the report counts");
+    double dma_bytes = 0;
+    for (int i = 0; i < r->n_profile; i++) {
+        const pl_profile_row *w = &r->profile[i];
+        if (w->cat != PL_PROF_DMA) continue;
+        cr_expect(w->overlapped && w->time_s == 0, "%s: copies overlap compute, adding nothing", w->name);
+        cr_expect_gt(w->busy_s, 0, "%s: the copies' time in flight", w->name);
+        dma_bytes += w->hbm_bytes;
+    }
+    cr_expect_float_eq(dma_bytes, (double)r->hbm_bytes, 0.5, "the DMA rows move the report's HBM bytes");
+    cr_expect(row_named(r, "copy in: x") || row_named(r, "copy in: a") || r->n_profile > 3, "pipeline rows");
+    free(r);
+}
+
+/* Transcendentals are EUP rows, elementwise ops VPU rows, by function. */
+Test(profile, flash_attention_has_eup_and_vpu_rows_by_function)
+{
+    pl_report *r = run_kernel("flash_attention", "v5e", NULL);
+    const pl_profile_row *e = row_named(r, "pl_exp");
+    cr_assert(e, "no pl_exp row");
+    cr_expect_eq(e->cat, PL_PROF_EUP);
+    cr_expect_gt(e->vmem_bytes, 0);
+    int vpu = 0;
+    for (int i = 0; i < r->n_profile; i++) vpu += r->profile[i].cat == PL_PROF_VPU;
+    cr_expect_geq(vpu, 2, "several VPU functions");
+    for (int i = 0; i < r->n_profile; i++)
+        cr_expect(strncmp(r->profile[i].name, "pl_", 3) == 0 || r->profile[i].cat >= PL_PROF_DMA,
+                  "op row '%s' is not a pl_ function", r->profile[i].name);
+    free(r);
+}
+
+/* Manual copies are rows of the function that started them. */
+Test(profile, paged_attention_manual_copies_are_a_row_of_their_own)
+{
+    pl_report *r = run_kernel("paged_attention", "v5e", NULL);
+    const pl_profile_row *c = row_named(r, "pltpu_copy_start");
+    cr_assert(c, "no pltpu_copy_start row");
+    cr_expect_eq(c->count, r->dma_copies);
+    cr_expect(c->overlapped);
+    cr_expect_gt(c->busy_s, 0);
+    free(r);
+}
+
+/* Past PL_MAX_PROFILE rows, new ops share the last row, which counts them. */
+Test(profile, rows_past_the_cap_share_the_last_row)
+{
+    pl_report *r = calloc(1, sizeof *r);
+    char name[32];
+    for (int i = 0; i < PL_MAX_PROFILE + 10; i++) {
+        snprintf(name, sizeof name, "pl_op%d", i);
+        sim_profile_add(r, PL_PROF_VPU, name, 2, 1e-6, 10, 0, 0);
+    }
+    cr_expect_eq(r->n_profile, PL_MAX_PROFILE);
+    cr_expect_str_eq(r->profile[PL_MAX_PROFILE - 1].name, SIM_PROFILE_OTHER);
+    cr_expect_eq(r->profile[PL_MAX_PROFILE - 1].count, 2 * 11);
+    cr_expect_eq(r->profile_other, 2 * 11);
+    double busy = 0;
+    for (int i = 0; i < r->n_profile; i++) busy += r->profile[i].busy_s;
+    cr_expect_float_eq(busy, (PL_MAX_PROFILE + 10) * 1e-6, 1e-12, "nothing is lost past the cap");
+    pl_report *to = calloc(1, sizeof *to);
+    sim_profile_merge(to, r);
+    sim_profile_merge(to, r);
+    cr_expect_eq(to->n_profile, PL_MAX_PROFILE);
+    cr_expect_eq(to->profile_other, 4 * 11, "merged cores' ops past the cap");
+    free(r);
+    free(to);
+}
+
+/* Sorted for a reader: the longest first, overlapped copies last. */
+Test(profile, order_puts_the_longest_first_and_copies_last)
+{
+    pl_report *r = run_kernel("rmsnorm", "v5e", NULL);
+    int order[PL_MAX_PROFILE], n = pl_profile_order(r, order);
+    cr_assert_eq(n, r->n_profile);
+    for (int i = 1; i < n; i++) {
+        const pl_profile_row *a = &r->profile[order[i - 1]], *b = &r->profile[order[i]];
+        cr_expect(!a->overlapped || b->overlapped, "an overlapped row before a timeline row");
+        if (a->overlapped == b->overlapped && !a->overlapped) cr_expect_geq(a->time_s, b->time_s);
+    }
+    free(r);
+}
+
+/* The presets' VMEM bandwidth is far above HBM's (22x a core's share), and a
+ * chip file sets it with vmem_gbps. */
+Test(profile, vmem_bandwidth_is_a_chip_field)
+{
+    for (int i = 0; i < pl_chip_count(); i++) {
+        const pl_chip *c = pl_chip_at(i);
+        double share = c->hbm_bw / c->cores_per_device;
+        cr_expect_float_eq(c->vmem_bw, 22 * share, 1e-3 * share, "%s: 22x a core's HBM share", c->name);
+    }
+    char path[] = "/tmp/tilesim_chip_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    const char *text = "base = v5e\nname = fastvmem\nvmem_gbps = 50000\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    pl_chip c;
+    char err[256];
+    cr_assert_eq(pl_chip_load(path, &c, err, sizeof err), PL_OK, "%s", err);
+    cr_expect_float_eq(c.vmem_bw, 50e12, 1.0);
+    unlink(path);
+}
+
+/* An op under the VMEM roof is VMEM-bound: rmsnorm's elementwise ops do a
+ * few FLOPs per 8 bytes, far below the VPU's peak over VMEM's bandwidth. */
+Test(profile, low_intensity_vpu_ops_are_vmem_bound)
+{
+    pl_report *r = run_kernel("add", "v5e", NULL);
+    const pl_profile_row *a = row_named(r, "pl_add");
+    cr_assert(a, "no pl_add row");
+    pl_profile_rates p = pl_profile_rates_of(r, a);
+    cr_expect_float_eq(p.intensity, 1.0 / 12, 1e-9, "one FLOP per three f32 elements");
+    cr_expect(p.vmem_bound, "intensity %g x VMEM %g B/s < VPU %g FLOP/s", p.intensity, r->chip->vmem_bw,
+              r->chip->vpu_flops);
+    cr_expect_float_eq(p.peak_flops, r->chip->vpu_flops, 1.0);
+    cr_expect_float_eq(p.peak_bw, r->chip->vmem_bw, 1.0);
+    free(r);
+}
+
+/* The trace names the per-step overhead (P9): one slice per step on the
+ * kernel track, the chip's overhead long, ending before its step's kernel. */
+Test(profile, trace_labels_the_step_overhead)
+{
+    char path[] = "/tmp/tilesim_trace_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    mm_params p;
+    pl_call call;
+    mm_call(&call, &p, 256, 256, 512, 128, 128, 128);
+    pl_array args[2] = {{.dtype = PL_F32, .rank = 2, .shape = {256, 512}}, {.dtype = PL_F32, .rank = 2, .shape = {512, 256}}};
+    pl_array out = {.dtype = PL_F32, .rank = 2, .shape = {256, 256}};
+    pl_options opt = {.trace_path = path, .cost_only = 1};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &rep), PL_OK, "%s", rep.error);
+    json_t *doc = th_json_file(path), *ev = json_object_get(doc, "traceEvents"), *e;
+    size_t i;
+    int overheads = 0;
+    double last_end = -1;
+    json_array_foreach(ev, i, e) {
+        const char *name = th_json_str(e, "name");
+        if (strcmp(name, "step overhead (P9)") != 0) continue;
+        overheads++;
+        cr_expect_str_eq(th_json_str(e, "ph"), "X");
+        cr_expect_eq(th_json_num(e, "tid"), 0, "on the kernel's track");
+        cr_expect_float_eq(th_json_num(e, "dur"), pl_chip_default()->step_overhead_s * 1e6, 1e-5);
+        cr_expect_geq(th_json_num(e, "ts"), last_end - 1e-6, "overheads follow each other");
+        last_end = th_json_num(e, "ts") + th_json_num(e, "dur");
+    }
+    cr_expect_eq(overheads, rep.steps, "one overhead slice per grid step (P9)");
+    json_decref(doc);
+    unlink(path);
+}
