@@ -12,12 +12,13 @@
 #include <string.h>
 
 #include "../examples/kernels/registry.h"
+#include "../examples/kernels/mesh_progs.h"
 #include "cli.h"
 
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--strict] [--seed N] [--host-threads N]"};
+                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--strict] [--seed N] [--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
                                 "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N]"};
@@ -39,6 +40,8 @@ static const kopt table[] = {
     {{"json", 0, 0, 'j'}, K_JSON, NULL, "print one JSON object instead of text"},
     {{"csv", 0, 0, 'v' + 256}, K_CSV, NULL, "print CSV, one row per configuration"},
     {{"trace", 1, 0, 't'}, K_TRACE, "FILE", "write a Chrome trace-event JSON (open it in Perfetto)"},
+    {{"html", 1, 0, 'w'}, K_HTML, "FILE", "write the teaching page: the grid walk step by step, the timeline "
+                                          "(one self-contained HTML file)"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
     {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
     {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
@@ -88,6 +91,10 @@ void cli_khelp(const cli_cmd *cmd, FILE *f)
     if (cmd != &cli_list_cmd)
         fprintf(f, "KERNEL is a built-in name ('tilesim list'), PLUGIN.so (a plugin with one kernel) or\n"
                    "PLUGIN.so:NAME.\n");
+    if (cmd != &cli_run_cmd) return;
+    fprintf(f, "\nThe mesh programs run too, with their own options ('tilesim run NAME --help'), and in the\n"
+               "MPI build across ranks ('mpirun -n 4 tilesim-mpi run ring_allreduce --devices 64'):\n");
+    for (const ex_mesh_prog *p = ex_mesh_progs; p->name; p++) fprintf(f, "  %-18s %s\n", p->name, p->summary);
 }
 
 static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
@@ -108,6 +115,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'j': o->json = 1; break;
     case 'v' + 256: o->csv = 1; break;
     case 't': o->trace = arg; break;
+    case 'w': o->html = arg; break;
     case 'S': o->strict = 1; break;
     case 'g': o->svg = arg; break;
     case 'H': o->heatmap = arg; break;
