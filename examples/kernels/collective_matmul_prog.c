@@ -137,7 +137,7 @@ static int run(const cm_cmd *rc, const ex_cmdline *cl)
     if (cm_shape_check(&rc->s, msg, sizeof msg) != PL_OK) return ex_usage_error(cl, "%s", msg);
     if (ex_ring_mesh("collective_matmul", rc->s.devices, &mesh) != PL_OK) return 2;
     int cost_only = cl->opt.cost_only, n = rc->s.devices;
-    if (!cost_only && ex_check_host_memory(cl, "x, w and every device's out", cm_host_bytes(&rc->s))) return 2;
+    if (!cost_only && ex_mesh_check_memory(cl, &mesh, "x, w and every device's out", cm_host_bytes(&rc->s))) return 2;
     cm_data d;
     cm_run ov = {0}, un = {0};
     ov.reps = calloc((size_t)n, sizeof *ov.reps), un.reps = calloc((size_t)n, sizeof *un.reps);

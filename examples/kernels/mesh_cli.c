@@ -1,6 +1,7 @@
 /* examples/kernels/mesh_cli.c: the mesh example programs' shared command
  * line and lines (mesh_cli.h). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../../sim/tilesim_mesh.h"
 #include "mesh_cli.h"
@@ -100,4 +101,24 @@ int ex_ring_mesh(const char *prog, int devices, pl_mesh *mesh)
     int rc = pl_mesh_parse(text, mesh, msg, sizeof msg);
     if (rc != PL_OK) fprintf(stderr, "%s: %s\n", prog, msg);
     return rc;
+}
+
+int ex_mesh_check_memory(const ex_cmdline *cl, const pl_mesh *mesh, const char *what, double bytes)
+{
+    int n = pl_mesh_devices(mesh), first, count, bad = -1;
+    pl_mesh_local_devices(mesh, &first, &count);
+    double *ok = calloc((size_t)n, sizeof *ok);
+    int mine = ex_check_host_memory(cl, what, bytes) == 0;
+    for (int d = first; ok && d < first + count; d++) ok[d] = mine;
+    if (!ok || pl_mesh_share(mesh, ok, 1) != PL_OK) {
+        free(ok);
+        fprintf(stderr, "%s: out of host memory\n", cl->prog);
+        return 2;
+    }
+    for (int d = 0; d < n && bad < 0; d++) bad = ok[d] ? -1 : d;
+    free(ok);
+    if (bad >= 0 && mine) /* only rank 0 prints: say which rank stopped the others */
+        fprintf(stderr, "%s: the process that runs device %d has too little host memory for %s\n", cl->prog, bad,
+                what);
+    return bad >= 0 || !mine ? 2 : 0;
 }

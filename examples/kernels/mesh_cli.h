@@ -41,6 +41,11 @@ void ex_mesh_digest(const struct pl_mesh_report *mr, const pl_report *reps, int 
 /* A ring of `devices` into mesh: PL_OK, or the message on stderr after "prog: ". */
 struct pl_mesh;
 int ex_ring_mesh(const char *prog, int devices, struct pl_mesh *mesh);
+/* ex_check_host_memory on every process of a mesh run across MPI ranks, all
+ * agreeing: 0 when every process has the memory, else 2 on all of them
+ * (each process needs `bytes`; one that lacks it must not leave the others
+ * waiting in pl_mesh_call). */
+int ex_mesh_check_memory(const ex_cmdline *cl, const struct pl_mesh *mesh, const char *what, double bytes);
 /* "  ranks: the devices ran in 4 processes, ...": only when they did (MPI). */
 void ex_mesh_ranks_line(const struct pl_mesh_report *mr);
 

@@ -79,7 +79,7 @@ static int run(const ra_cmd *rc, const ex_cmdline *cl)
     char buf[128];
     if (ex_ring_mesh("ring_allgather", rc->s.devices, &mesh) != PL_OK) return 2;
     int cost_only = cl->opt.cost_only;
-    if (!cost_only && ex_check_host_memory(cl, "the shards and outputs of every device", ra_host_bytes(&rc->s)))
+    if (!cost_only && ex_mesh_check_memory(cl, &mesh, "the shards and outputs of every device", ra_host_bytes(&rc->s)))
         return 2;
     ra_data d;
     pl_report *reps = calloc((size_t)rc->s.devices, sizeof *reps);

@@ -133,7 +133,7 @@ static int run(const ar_cmd *rc, const ex_cmdline *cl)
     if (ar_shape_check(&rc->s, msg, sizeof msg) != PL_OK) return ex_usage_error(cl, "%s", msg);
     if (ex_ring_mesh("ring_allreduce", rc->s.devices, &mesh) != PL_OK) return 2;
     int cost_only = cl->opt.cost_only;
-    if (!cost_only && ex_check_host_memory(cl, "x and o of every device", ar_host_bytes(&rc->s))) return 2;
+    if (!cost_only && ex_mesh_check_memory(cl, &mesh, "x and o of every device", ar_host_bytes(&rc->s))) return 2;
     ar_data d;
     pl_report *reps = calloc((size_t)rc->s.devices, sizeof *reps);
     if (!reps || ar_alloc(&d, &rc->s, !cost_only, 42) != PL_OK) {
