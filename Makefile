@@ -62,7 +62,8 @@ PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)
 # dynamic symbol table.
 WHOLE_LIB  = -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean mpi mpi-deps test-mpi
+.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean mpi mpi-deps test-mpi \
+        browser-deps test-browser
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
 # Example and bench objects are intermediate files of a pattern chain; keep
@@ -218,6 +219,22 @@ $(MPI_CASES): tests/mpi/mesh_cases.c mpi
 
 test-mpi: mpi $(CLI) $(MPI_CASES)
 	sh tests/mpi/test_mpi.sh $(CLI) build/tilesim-mpi $(MPI_CASES)
+
+# The teaching page (tilesim run/explain --html) in a real browser: headless
+# Chromium loads it and tests/browser/test_browser.sh checks the DOM its
+# script renders and that a screenshot is not blank; the matmul page's
+# screenshot is kept as BUILD/page.png (docs/page.png in the README).
+# Debian's chromium is installed when missing, as `make mpi` does Open MPI.
+BROWSER_DEBS := chromium
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "tilesim: installing $(BROWSER_DEBS)"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "tilesim: run as root, or install: apt-get install $(BROWSER_DEBS)" >&2; exit 1; fi; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_DEBS)) >/dev/null || exit 1; \
+	fi
+
+test-browser: browser-deps $(CLI)
+	sh tests/browser/test_browser.sh $(CLI) $(BUILD)/page.png
 
 # Install the library, the CLI, the public headers (and every project header
 # they include: the check fails the install when one is missing from PUB_HDR)

@@ -167,8 +167,9 @@ extern const cli_cmd cli_list_cmd, cli_run_cmd, cli_verify_cmd;
 enum {
     K_SET = 1 << 0, K_VARY = 1 << 1, K_CHIP = 1 << 2, K_CHIP_FILE = 1 << 3, K_COST = 1 << 4, K_JSON = 1 << 5,
     K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
-    K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15,
-    K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS,
+    K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15, K_HTML = 1 << 16,
+    K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS |
+                 K_HTML,
     K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS,
 };
 
@@ -179,7 +180,7 @@ typedef struct cli_kopts {
     const char *pos[4];
     int n_sets, n_varies;
     const char *sets[CLI_MAX_SETS], *varies[CLI_MAX_SETS];
-    const char *chip, *chip_file, *trace, *svg, *heatmap, *output;
+    const char *chip, *chip_file, *trace, *svg, *heatmap, *output, *html;
     int cost_only, json, csv, strict, has_seed;
     int64_t seed, top, threads, host_threads;
 } cli_kopts;
@@ -210,6 +211,13 @@ int cli_run(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
+
+/* --html FILE (html.c): write the teaching page of kernel d at values v
+ * (sim/html.h; extras: the sections other tools give, or NULL). quiet: no
+ * 'page:' line on stdout (--json). 0, 1 out of memory, 2 bad path/config. */
+struct sim_page_extras;
+int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,
+             const struct sim_page_extras *extras, int quiet);
 
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;

@@ -360,7 +360,7 @@ int cli_kexplain(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE | K_HTML, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
     opt.cost_only = 1;
     char label[512], msg[PL_MSG_MAX] = "";
@@ -370,6 +370,7 @@ int cli_kexplain(int argc, char **argv)
     void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
     if ((rc = explain_build(d, v, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
     else rc = narrate(cmd, d, label, b, &opt);
+    if (rc == 0 && o.html) rc = cli_html(cmd, d, v, &opt, o.html, NULL, 0); /* the teaching page (cli/html.c) */
     for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);
     free(b);
     return cli_finish_stdout(cmd, rc);

@@ -96,7 +96,12 @@ int cli_run(int argc, char **argv)
     }
     free(verdicts);
     free(rep);
-    return cli_finish_stdout(cmd, exit_for(st));
+    rc = exit_for(st);
+    if (o.html && rc != CLI_EXIT_USAGE) { /* the teaching page (cli/html.c) */
+        int h = cli_html(cmd, d, v, &opt, o.html, NULL, o.json);
+        rc = h ? h : rc;
+    }
+    return cli_finish_stdout(cmd, rc);
 }
 
 /* ---- verify ------------------------------------------------------------------------ */

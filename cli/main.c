@@ -18,7 +18,7 @@ const cli_cmd cli_sweep_cmd = {
     "[--bk LIST] [--vmem-limit BYTES] [--csv | --json] [--top N] [--svg FILE] [--threads N]"};
 const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
-    "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE]\n"
+    "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {"", "tilesim chips | list | run | verify | sweep | explain | hlo | help [COMMAND]", ""};
 
@@ -61,7 +61,8 @@ static const char *long_help(const cli_cmd *cmd)
                "which block each operand holds, what was copied, skipped, kept or written back, and the rule.\n"
                "  --set NAME=VALUE     change a parameter from its default (repeatable; 'tilesim list')\n"
                "  --chip NAME          a preset (default v5e)\n"
-               "  --chip-file FILE     a what-if chip file instead of a preset\n\n"
+               "  --chip-file FILE     a what-if chip file instead of a preset\n"
+               "  --html FILE          also write the teaching page: the walk step by step, the timeline\n\n"
                "matmul M N K BM BN BK: the original matmul narration.\n"
                "Narrate the pipeline of one small tiled matmul grid step by step: which block each operand\n"
                "holds, what was copied, skipped, kept or written back, and the rule of PALLAS.md behind it.\n"

@@ -1,0 +1,59 @@
+/* cli/html.c: `--html FILE` on `tilesim run KERNEL` and `tilesim explain
+ * KERNEL`: the teaching page of the configuration (sim/html.h), one
+ * self-contained HTML file.
+ *
+ * The page comes from a walk of its own, cost only, with the chip and
+ * options of the command: the same grid, blocks and timing as the run (the
+ * timing model never reads data), so it can be written after a run with
+ * data as well as after explain's narration.
+ *
+ * Exit status: 0 written; 2 the page cannot be written (a bad path: the
+ * message names it) or the configuration is rejected; 1 out of host memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/html.h"
+#include "cli.h"
+
+int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,
+             const sim_page_extras *extras, int quiet)
+{
+    if (!path || !*path) {
+        fprintf(stderr, "tilesim %s: --html: the file name is empty\n", cmd->name);
+        return CLI_EXIT_USAGE;
+    }
+    sim_page *p = calloc(1, sizeof *p);
+    if (!p) return fprintf(stderr, "tilesim %s: --html: out of host memory\n", cmd->name), 1;
+    char msg[PL_MSG_MAX];
+    int rc = sim_page_record(d, v, opt, p, msg, sizeof msg), status = 0;
+    p->origin = cmd->name;
+    if (rc != PL_OK) {
+        fflush(stdout);
+        fprintf(stderr, "tilesim %s: --html: %s\n", cmd->name, msg);
+        status = rc == PL_ENOMEM ? 1 : CLI_EXIT_USAGE;
+    } else {
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fflush(stdout);
+            fprintf(stderr, "tilesim %s: --html: cannot write '%s': %s\n", cmd->name, path, strerror(errno));
+            status = CLI_EXIT_USAGE;
+        } else {
+            int bad = sim_page_write(p, extras, f);
+            int err = errno;
+            if (fclose(f) != 0 || bad) {
+                fflush(stdout);
+                fprintf(stderr, "tilesim %s: --html: writing '%s' failed: %s\n", cmd->name, path,
+                        strerror(bad ? err : errno));
+                status = CLI_EXIT_USAGE;
+            } else if (!quiet) {
+                fprintf(stdout, "\npage: %s (%d of %lld steps; open it in a browser)\n", path, p->n_steps,
+                        (long long)p->total_steps);
+            }
+        }
+    }
+    sim_page_free(p);
+    free(p);
+    return status;
+}
