@@ -219,6 +219,11 @@ struct sim_page_extras;
 int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,
              const struct sim_page_extras *extras, int quiet);
 
+/* profile KERNEL (profile.c): the op profile of one run and its roofline */
+extern const cli_cmd cli_profile_cmd;
+int cli_profile(int argc, char **argv);
+void cli_profile_help(FILE *f);
+
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;
 int cli_hlo(int argc, char **argv);

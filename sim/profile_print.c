@@ -63,19 +63,20 @@ static double pct(double x, double of) { return of > 0 ? 100 * x / of : 0; }
 
 static void print_row(const pl_report *r, const pl_profile_row *w, FILE *f)
 {
-    char t[32], b[32], share[16] = "-", fl[32] = "", bw[40] = "", rate[40] = "";
+    char t[32], b[32], share[16] = "-", fl[32] = "", bw[40] = "", rate[40] = "", count[24] = "";
     pl_profile_rates p = pl_profile_rates_of(r, w);
     pl_format_time(w->overlapped ? w->busy_s : w->time_s, t, sizeof t);
     if (!w->overlapped) snprintf(share, sizeof share, "%.1f%%", pct(w->time_s, r->time_s));
     if (w->flops > 0) snprintf(fl, sizeof fl, "%.3g", w->flops);
+    if (w->count > 0) snprintf(count, sizeof count, "%lld", (long long)w->count); /* waits count nothing */
     if (p.peak_flops > 0)
         snprintf(rate, sizeof rate, "%.3g T/s %3.0f%%", p.flops_per_s / 1e12, pct(p.flops_per_s, p.peak_flops));
     if (p.bw > 0 && p.peak_bw > 0)
         snprintf(bw, sizeof bw, "%.3g GB/s %3.0f%% %s", p.bw / 1e9, pct(p.bw, p.peak_bw),
                  w->cat == PL_PROF_DMA ? "HBM" : "VMEM");
     pl_format_bytes(w->hbm_bytes + w->vmem_bytes, b, sizeof b);
-    fprintf(f, "  %-11s %-30s %9lld %10s %6s %10s %18s %10s %22s%s\n", pl_prof_cat_name(w->cat), w->name,
-            (long long)w->count, t, share, fl, rate, w->hbm_bytes + w->vmem_bytes > 0 ? b : "", bw,
+    fprintf(f, "  %-11s %-30s %9s %10s %6s %10s %18s %10s %22s%s\n", pl_prof_cat_name(w->cat), w->name, count, t,
+            share, fl, rate, w->hbm_bytes + w->vmem_bytes > 0 ? b : "", bw,
             w->overlapped ? "  overlapped" : p.vmem_bound ? "  VMEM-bound" : "");
 }
 

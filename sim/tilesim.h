@@ -681,15 +681,19 @@ typedef struct pl_profile_rates {
     double flops_per_s, peak_flops, bw, peak_bw, intensity;
     int vmem_bound;   /* under the VMEM roof: vmem_bw x intensity < the unit's peak */
 } pl_profile_rates;
+/* The rates of one row of r (zeros when r, row or r->chip is NULL). Any thread. */
 pl_profile_rates pl_profile_rates_of(const pl_report *r, const pl_profile_row *row);
-/* The profile as a table (sorted, a total line equal to r->time_s) or as one
- * JSON object (and a newline). Nothing for a failed call but its error. */
+/* The profile as a table on f: sorted (pl_profile_order), a total line equal
+ * to r->time_s. A failed call prints its error. r or f NULL: nothing. */
 void pl_profile_print(const pl_report *r, FILE *f);
+/* The same as one JSON object (and a newline): call, chip, time_s, total_s,
+ * cores, slowest_core, rows (sorted, each with its rates). r or f NULL: nothing. */
 void pl_profile_json(const pl_report *r, FILE *f);
 /* The roofline of a run as SVG on f: each op row with FLOPs placed at its
  * intensity (FLOP per VMEM byte) and achieved FLOP/s under the HBM and VMEM
  * ceilings and the MXU and VPU roofs of r's chip (per TensorCore); the run
- * itself at its FLOP per HBM byte. Returns 0, or -1 on a write error. */
+ * itself at its FLOP per HBM byte. Returns 0, or -1 when r or f is NULL, r failed or has no chip, or on a
+ * write error. */
 int pl_roofline_run_svg(const pl_report *r, const char *title, FILE *f);
 
 /* ---- helpers: formatting, host memory --------------------------------------------- */

@@ -29,6 +29,11 @@ static int cmp_delta(const void *a, const void *b)
     return x->bytes < y->bytes ? -1 : x->bytes > y->bytes; /* frees first at equal times */
 }
 
+/* Seconds as the microseconds the trace prints (6 decimals): slices that
+ * touch (a step, the next one's overhead) are printed from rounded ends, so
+ * that rounding never makes them overlap. */
+static double us6(double s) { return round(s * 1e12) / 1e6; }
+
 static void meta(FILE *f, int *first, int pid, int tid, const char *kind, const char *name)
 {
     fprintf(f, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", *first ? "" : ",\n", kind,
@@ -111,10 +116,10 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
         /* P9: the step's fixed overhead, from its start; a gap after it is a wait for copies */
         if (cl->begin_t && rep->chip->step_overhead_s > 0)
             fprintf(f, ",\n{\"name\":\"step overhead (P9)\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,"
-                       "\"dur\":%.6f,\"args\":{\"grid\":\"%s\"}}", pid, cl->begin_t[n] * 1e6,
-                    rep->chip->step_overhead_s * 1e6, gp);
+                       "\"dur\":%.6f,\"args\":{\"grid\":\"%s\"}}", pid, us6(cl->begin_t[n]),
+                    us6(cl->begin_t[n] + rep->chip->step_overhead_s) - us6(cl->begin_t[n]), gp);
         fprintf(f, ",\n{\"name\":\"step %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"grid\":\"%s\"",
-                gp, pid, t0 * 1e6, (t1 - t0) * 1e6, gp);
+                gp, pid, us6(t0), us6(t1) - us6(t0), gp);
         for (int i = 0; i < cl->n_ops; i++) {
             const int64_t *b = block_at(&cl->op[i], n, &cursor[i]);
             if (!b) continue;
