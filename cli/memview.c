@@ -12,6 +12,7 @@
  *
  * Exit status: 0 success, 1 out of host memory, 2 a bad command line, an
  * unwritable file or a configuration the call rejects (its rule named). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ static FILE *open_out(const char *path, const char *what, int *rc)
 {
     if (!path) return NULL;
     FILE *f = fopen(path, "w");
-    if (!f) *rc = cli_fail(&cli_memory_cmd, "%s: cannot write '%s'", what, path);
+    if (!f) *rc = cli_fail(&cli_memory_cmd, "%s: cannot write '%s': %s", what, path, strerror(errno));
     return f;
 }
 

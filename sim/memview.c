@@ -295,8 +295,8 @@ int pl_memview_finish(pl_memview *mv, const pl_call *call, const pl_array *args,
     if (r->nomem) return fail(mv, PL_ENOMEM, "out of host memory recording the steps for the memory viewer");
     if (r->too_many || r->n_steps != rep->steps) {
         char m[256];
-        snprintf(m, sizeof m, "the memory viewer records at most %lld steps and saw %lld of the run's %lld; "
-                 "use larger blocks (fewer grid steps), or run the call with the recorder in its options",
+        snprintf(m, sizeof m, "the memory viewer keeps at most %lld steps and saw %lld of the run's %lld; "
+                 "view a configuration with larger blocks (fewer grid steps)",
                  (long long)MEMVIEW_MAX_STEPS, (long long)r->n_steps, (long long)rep->steps);
         return fail(mv, PL_EINVAL, m);
     }

@@ -26,7 +26,9 @@
  * The reserved total (every slot and scratch buffer) is exactly the budget
  * validation checks (pl_report.vmem_bytes, M4); the peak of live bytes
  * equals it when every slot is live at once, as in an ordinary double-
- * buffered pipeline, and is lower when some slot never fills.
+ * buffered pipeline, and is lower when some slot never fills or two never
+ * overlap (flash attention: q's next block arrives the step before o's next
+ * block starts, so q's and o's second slots are never live together).
  *
  * On a chip of several TensorCores per device (G4) each core has its own
  * VMEM: the steps are core 0's, then core 1's, ..., each with its core.
@@ -139,8 +141,9 @@ typedef struct pl_memview {
 /* Run call in cost-only mode (arrays need no data but scalar-prefetch
  * tables; opt's other fields apply, its on_step and trace_path do not) and
  * fill mv; rep (may be NULL) gets the call's report. Returns PL_OK, the
- * call's code, PL_EINVAL or PL_ENOMEM, with the message in mv->error. mv
- * must be freed with pl_memview_free whatever is returned. */
+ * call's code, PL_EINVAL or PL_ENOMEM, with the message in mv->error. At
+ * most 2^20 steps are kept: a longer run is PL_EINVAL, said so. mv must be
+ * freed with pl_memview_free whatever is returned. */
 int pl_memview_call(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                     pl_memview *mv, pl_report *rep);
 
