@@ -224,6 +224,11 @@ extern const cli_cmd cli_profile_cmd;
 int cli_profile(int argc, char **argv);
 void cli_profile_help(FILE *f);
 
+/* memory KERNEL (memview.c): the memory viewer of one configuration (sim/tilesim_memview.h) */
+extern const cli_cmd cli_memory_cmd;
+int cli_memory(int argc, char **argv);
+void cli_memory_help(FILE *f);
+
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;
 int cli_hlo(int argc, char **argv);
