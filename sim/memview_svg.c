@@ -122,6 +122,7 @@ static void scale(chart *c, double *y_limit, double *y_phys)
     int lim_on = lim <= c->top, phys_on = phys <= c->top;
     *y_limit = lim_on ? y_of(c, lim) : TOP + (phys_on ? BAND * 0.6 : BAND * 0.75);
     *y_phys = phys_on ? y_of(c, phys) : TOP + (lim_on ? BAND * 0.6 : BAND * 0.3);
+    if (!lim_on && lim == phys) *y_phys = *y_limit; /* the limit is the whole VMEM: one line, two labels */
 }
 
 static void axes(const chart *c)

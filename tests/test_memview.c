@@ -405,6 +405,37 @@ Test(memview, svg_is_well_formed_with_both_limits_the_peak_and_a_legend)
     pl_memview_free(&mv);
 }
 
+/* The y of the line of class cls ("<path class=\"cls\" d=\"Mx y H..."). */
+static double line_y(const char *svg, const char *cls)
+{
+    char key[64];
+    snprintf(key, sizeof key, "class=\"%s\" d=\"M", cls);
+    const char *p = strstr(svg, key);
+    cr_assert(p, "no %s line", cls);
+    double x, y;
+    cr_assert_eq(sscanf(p + strlen(key), "%lf %lf", &x, &y), 2);
+    return y;
+}
+
+/* v4: the scoped limit is the whole VMEM (16 MiB): one height for both lines (M4). */
+Test(memview, svg_draws_a_limit_equal_to_the_physical_vmem_at_its_height)
+{
+    pl_call call = copy_rows(0, 0);
+    pl_memview mv;
+    pl_report rep;
+    view_call(&call, "v4", &mv, &rep);
+    cr_assert_eq(mv.vmem_limit, mv.vmem_physical);
+    char *svg = to_text(&mv, 1);
+    cr_expect_float_eq(line_y(svg, "limit-scoped"), line_y(svg, "limit-physical"), 1e-9);
+    free(svg);
+    pl_memview_free(&mv);
+    view_call(&call, NULL, &mv, &rep); /* v5e: 16 MiB of 128 MiB: the physical line is higher (smaller y) */
+    svg = to_text(&mv, 1);
+    cr_expect_lt(line_y(svg, "limit-physical"), line_y(svg, "limit-scoped"));
+    free(svg);
+    pl_memview_free(&mv);
+}
+
 Test(memview, svg_escapes_names)
 {
     pl_call call = copy_rows(0, 0);
