@@ -2,8 +2,8 @@
  * VMEM live over the steps of a run from the pipeline's own record, the peak
  * against the budget validation computes (M4), the live set at the peak,
  * double buffering (P6, P8), scratch (M2), single buffers and skipped copies
- * (P2, P6), HBM arrays with aliases counted once (M6), the JSON and the SVG,
- * and `tilesim memory KERNEL` on every built-in kernel. */
+ * (P2, P6), HBM arrays with aliases counted once (M6), the JSON and the SVG.
+ * `tilesim memory KERNEL` is tested in test_memview_cli.c. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "../sim/kdef.h"
 #include "../sim/tilesim_memview.h"
 #include "run.h"
+#include "test_memview.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -59,16 +60,6 @@ static int64_t live_sum(const pl_memview *mv, int64_t s)
 }
 
 /* ---- the peak against the budget (M4) ---------------------------------------------------- */
-
-/* Kernels whose every slot is live at one step: the live peak is the budget. */
-static int peak_is_budget(const char *name)
-{
-    static const char *const full[] = {"matmul", "matmul_tb", "block_sparse_matmul", "grouped_matmul",
-                                       "paged_attention", "rmsnorm", "layernorm", "softmax", "add"};
-    for (size_t i = 0; i < sizeof full / sizeof *full; i++)
-        if (strcmp(full[i], name) == 0) return 1;
-    return 0;
-}
 
 Test(memview, reserved_is_the_budget_and_the_live_peak_reaches_it_on_most_builtins)
 {
@@ -364,30 +355,6 @@ Test(memview, json_parses_and_agrees)
     pl_memview_free(&mv);
 }
 
-/* Tags balance: every <x ...> is closed by </x> in order, or is <x .../>. */
-static int tags_balance(const char *s, char *why, size_t n)
-{
-    char stack[64][32];
-    int depth = 0;
-    for (const char *p = strchr(s, '<'); p; p = strchr(p + 1, '<')) {
-        if (p[1] == '?' || p[1] == '!') continue;
-        const char *end = strchr(p, '>');
-        if (!end) return snprintf(why, n, "unclosed tag at %td", p - s), 0;
-        int close = p[1] == '/';
-        size_t len = strcspn(p + 1 + close, " \t\n/>");
-        if (len >= 32) return snprintf(why, n, "long tag name"), 0;
-        if (close) {
-            if (!depth || strncmp(stack[depth - 1], p + 2, len) || stack[depth - 1][len])
-                return snprintf(why, n, "</%.*s> closes %s", (int)len, p + 2, depth ? stack[depth - 1] : "nothing"), 0;
-            depth--;
-        } else if (end[-1] != '/') {
-            if (depth == 64) return snprintf(why, n, "too deep"), 0;
-            snprintf(stack[depth++], 32, "%.*s", (int)len, p + 1);
-        }
-    }
-    return depth == 0 ? 1 : (snprintf(why, n, "%s left open", stack[depth - 1]), 0);
-}
-
 Test(memview, svg_is_well_formed_with_both_limits_the_peak_and_a_legend)
 {
     pl_memview mv;
@@ -448,56 +415,4 @@ Test(memview, svg_escapes_names)
     cr_expect(tags_balance(svg, why, sizeof why), "%s", why);
     free(svg);
     pl_memview_free(&mv);
-}
-
-/* ---- tilesim memory KERNEL --------------------------------------------------------------------- */
-
-Test(memview_cli, every_builtin_kernel_text_json_and_svg)
-{
-    char svg[64], js[64];
-    th_temp_file(svg, NULL);
-    th_temp_file(js, NULL);
-    for (int i = 0; i < ex_kernel_count(); i++) {
-        const char *k = ex_kernel_at(i)->name;
-        th_run r = TH_RUN("memory", k, "--svg", svg, "--json-file", js);
-        cr_expect_eq(r.status, 0, "%s: %s%s", k, r.out, r.err);
-        cr_expect(strstr(r.out, "peak") && strstr(r.out, "scoped VMEM limit"), "%s:\n%s", k, r.out);
-        char *s = th_read_file(svg), why[128] = "";
-        cr_expect(tags_balance(s, why, sizeof why) && strstr(s, "limit-physical"), "%s: %s", k, why);
-        json_t *j = th_json_file(js);
-        cr_expect_str_eq(th_json_str(j, "call"), k);
-        cr_expect_leq(th_json_num(j, "peak_bytes"), th_json_num(j, "reserved_bytes"), "%s", k);
-        if (peak_is_budget(k)) cr_expect_eq(th_json_num(j, "peak_bytes"), th_json_num(j, "reserved_bytes"), "%s", k);
-        json_decref(j);
-        free(s);
-        th_run_free(&r);
-    }
-    unlink(svg);
-    unlink(js);
-}
-
-Test(memview_cli, json_on_stdout_and_errors)
-{
-    th_run r = TH_RUN("memory", "rmsnorm", "--json");
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    json_t *j = th_json_parse(r.out, "memory --json");
-    cr_expect(json_is_array(json_object_get(j, "live_at_peak")));
-    json_decref(j);
-    th_run_free(&r);
-    r = TH_RUN("memory", "rmsnorm", "--svg", "/nonexistent/dir/m.svg");
-    cr_expect_eq(r.status, 2);
-    cr_expect(strstr(r.err, "/nonexistent/dir/m.svg"), "names the file: %s", r.err);
-    th_run_free(&r);
-    r = TH_RUN("memory", "nosuchkernel");
-    cr_expect_eq(r.status, 2);
-    cr_expect(strstr(r.err, "nosuchkernel"), "%s", r.err);
-    th_run_free(&r);
-    r = TH_RUN("memory", "add", "--set", "br=100000");
-    cr_expect_eq(r.status, 2, "a rejected configuration: %s", r.err);
-    cr_expect(r.err[0]);
-    th_run_free(&r);
-    r = TH_RUN("help", "memory");
-    cr_expect_eq(r.status, 0);
-    cr_expect(strstr(r.out, "--svg") && strstr(r.out, "peak"), "%s", r.out);
-    th_run_free(&r);
 }

@@ -1,0 +1,63 @@
+/* tests/test_memview_cli.c: `tilesim memory KERNEL` (cli/memview.c, issue 14)
+ * on every built-in kernel: text, --json, --svg, --json-file; and the
+ * messages of a bad path, an unknown kernel, a rejected configuration (M4).
+ * The command is BUILD/tilesim (tests/run.h). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../examples/kernels/registry.h"
+#include "run.h"
+#include "test_memview.h"
+
+Test(memview_cli, every_builtin_kernel_text_json_and_svg)
+{
+    char svg[64], js[64];
+    th_temp_file(svg, NULL);
+    th_temp_file(js, NULL);
+    for (int i = 0; i < ex_kernel_count(); i++) {
+        const char *k = ex_kernel_at(i)->name;
+        th_run r = TH_RUN("memory", k, "--svg", svg, "--json-file", js);
+        cr_expect_eq(r.status, 0, "%s: %s%s", k, r.out, r.err);
+        cr_expect(strstr(r.out, "peak") && strstr(r.out, "scoped VMEM limit"), "%s:\n%s", k, r.out);
+        char *s = th_read_file(svg), why[128] = "";
+        cr_expect(tags_balance(s, why, sizeof why) && strstr(s, "limit-physical"), "%s: %s", k, why);
+        json_t *j = th_json_file(js);
+        cr_expect_str_eq(th_json_str(j, "call"), k);
+        cr_expect_leq(th_json_num(j, "peak_bytes"), th_json_num(j, "reserved_bytes"), "%s", k);
+        if (peak_is_budget(k)) cr_expect_eq(th_json_num(j, "peak_bytes"), th_json_num(j, "reserved_bytes"), "%s", k);
+        json_decref(j);
+        free(s);
+        th_run_free(&r);
+    }
+    unlink(svg);
+    unlink(js);
+}
+
+Test(memview_cli, json_on_stdout_and_errors)
+{
+    th_run r = TH_RUN("memory", "rmsnorm", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *j = th_json_parse(r.out, "memory --json");
+    cr_expect(json_is_array(json_object_get(j, "live_at_peak")));
+    json_decref(j);
+    th_run_free(&r);
+    r = TH_RUN("memory", "rmsnorm", "--svg", "/nonexistent/dir/m.svg");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "/nonexistent/dir/m.svg"), "names the file: %s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("memory", "nosuchkernel");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "nosuchkernel"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("memory", "add", "--set", "br=100000");
+    cr_expect_eq(r.status, 2, "a rejected configuration: %s", r.err);
+    cr_expect(r.err[0]);
+    th_run_free(&r);
+    r = TH_RUN("help", "memory");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "--svg") && strstr(r.out, "peak"), "%s", r.out);
+    th_run_free(&r);
+}
