@@ -148,6 +148,8 @@ int cli_memory(int argc, char **argv)
     }
     if (svg && fclose(svg) && !rc) rc = cli_fail(cmd, "--svg: error writing '%s'", svg_path);
     if (js && fclose(js) && !rc) rc = cli_fail(cmd, "--json-file: error writing '%s'", js_path);
+    if (rc && svg) remove(svg_path); /* no half-written or empty file left behind a failure */
+    if (rc && js) remove(js_path);
     pl_memview_free(&mv);
     free(rep);
     return cli_finish_stdout(cmd, rc);
