@@ -20,6 +20,8 @@
 #include "../kernel/pltpu.h"
 #include "../sim/tilesim.h"
 #include "../sim/tilesim_check.h"
+#include "../sim/tilesim_hlo.h"
+#include "../sim/tilesim_mesh.h"
 
 namespace {
 
