@@ -15,6 +15,7 @@
 #include "../sim/kdef.h"
 #include "../sim/profile.h"
 #include "helpers.h"
+#include "test_mesh_helpers.h"
 
 /* Kernel `name` at its defaults (then the assignments in sets, NULL-ended),
  * cost-only on chip: its report, calloc'd. */
@@ -243,4 +244,85 @@ Test(profile, trace_labels_the_step_overhead)
     cr_expect_eq(overheads, rep.steps, "one overhead slice per grid step (P9)");
     json_decref(doc);
     unlink(path);
+}
+
+/* A mesh device's rows add up to its own time_s, and its copies to other
+ * devices are the row of the function that started them (M11). */
+Test(profile, a_ring_all_gather_device_adds_up_and_names_its_remote_copies)
+{
+    pl_options opt = {.cost_only = 1};
+    mh_ring r;
+    mh_ring_run(&r, 4, 64, 1024, &opt, NULL, 0);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    for (int d = 0; d < 4; d++) {
+        const pl_report *rep = &r.reps[d];
+        double sum = timeline_sum(rep);
+        cr_expect(fabs(sum - rep->time_s) <= 1e-9 * rep->time_s, "device %d: rows %.12g, time_s %.12g", d, sum,
+                  rep->time_s);
+        const pl_profile_row *c = row_named(rep, "pltpu_remote_copy_start");
+        cr_assert(c, "device %d: no row for its remote copies", d);
+        cr_expect(c->overlapped && c->count == rep->ici_copies && c->hbm_bytes == (double)rep->ici_bytes,
+                  "device %d: %lld copies, %g bytes over ICI", d, (long long)c->count, c->hbm_bytes);
+    }
+    mh_ring_free(&r);
+}
+
+/* Device 0 computes, then sends x to device 1, which only waits for it. */
+static void busy_sender(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[0], refs[1], pl_at(c, refs[3], 0),
+                                                        pl_at(c, refs[3], 1), 1);
+    if (pltpu_device_id(c) == 0) {
+        for (int i = 0; i < 16; i++) pl_dot(c, refs[2], refs[2], refs[2], 0);
+        pltpu_remote_copy_start(c, &cp);
+        pltpu_remote_copy_wait_send(c, &cp);
+    } else {
+        pltpu_remote_copy_wait_recv(c, &cp);
+    }
+}
+
+/* The time a device waits for another is a row of its own, "waiting for
+ * other devices", equal to the report's remote_wait_s, in the total. */
+Test(profile, a_mesh_device_waiting_for_another_has_a_row_for_it)
+{
+    pl_call call = {
+        .name = "busy_sender", .kernel = busy_sender, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY, .name = "x"}},
+        .n_out = 1, .out = {{.space = PL_ANY, .name = "o"}},
+        .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, 512, 512), PLTPU_SEMAPHORE_DMA(2)},
+    };
+    pl_options opt = {.cost_only = 1};
+    mh_run r;
+    mh_alloc(&r, "line:2", 8, 128, 8, 128);
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    const pl_profile_row *w = row_named(&r.reps[1], "waiting for other devices");
+    cr_assert(w, "device 1 waited %g s but has no row", r.reps[1].remote_wait_s);
+    cr_expect_eq(w->cat, PL_PROF_REMOTE_WAIT);
+    cr_expect_gt(w->time_s, r.reps[0].compute_s * 0.9, "it waits while device 0 computes");
+    cr_expect_float_eq(w->time_s, r.reps[1].remote_wait_s, 1e-15, "the report's remote wait");
+    for (int d = 0; d < 2; d++)
+        cr_expect(fabs(timeline_sum(&r.reps[d]) - r.reps[d].time_s) <= 1e-9 * r.reps[d].time_s, "device %d", d);
+    cr_expect(!row_named(&r.reps[0], "waiting for other devices"), "device 0 waits for nobody");
+    mh_free(&r);
+}
+
+/* A failed call's profile says why, in the table and in the JSON. */
+Test(profile, a_failed_call_prints_its_error)
+{
+    pl_report *r = calloc(1, sizeof *r);
+    r->status = PL_EINVAL;
+    snprintf(r->error, sizeof r->error, "the grid is empty");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pl_profile_print(r, f);
+    pl_profile_json(r, f);
+    cr_expect_eq(pl_roofline_run_svg(r, "x", f), -1, "no roofline of a failed call");
+    fclose(f);
+    cr_expect(strstr(text, "op profile: the call failed: the grid is empty"), "%s", text);
+    cr_expect(strstr(text, "\"status\":-") && strstr(text, "\"error\":\"the grid is empty\""), "%s", text);
+    pl_profile_print(NULL, stdout); /* nothing, no crash */
+    free(text);
+    free(r);
 }

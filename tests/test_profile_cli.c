@@ -96,3 +96,16 @@ Test(profile_cli, bad_command_lines_say_what_and_exit_2)
     cr_expect(strstr(r.out, "tilesim profile KERNEL"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* `tilesim chips` shows each preset's VMEM bandwidth, in the table and the JSON. */
+Test(profile_cli, chips_show_the_vmem_bandwidth)
+{
+    th_run r = TH_RUN("chips");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "VMEM bandwidth, GB/s (per core)") && strstr(r.out, "18018"), "v5e: 22 x 819:\n%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("chips", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"vmem_bw\":1.8018e+13"), "%s", r.out);
+    th_run_free(&r);
+}
