@@ -25,6 +25,8 @@ typedef struct mv_rec {
     mv_event *ev;
     int64_t n_ev, cap_ev;
     int nomem, too_many;
+    pl_step_fn next;   /* a recorder the options had before: still called, after this one */
+    void *next_user;
 } mv_rec;
 
 static int grow(void **p, int64_t *cap, int64_t need, size_t size)
@@ -38,9 +40,17 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t size)
     return 0;
 }
 
+static void record_step(const pl_step_info *info, mv_rec *r);
+
 static void record(const pl_step_info *info, void *user)
 {
     mv_rec *r = user;
+    record_step(info, r);
+    if (r->next) r->next(info, r->next_user);
+}
+
+static void record_step(const pl_step_info *info, mv_rec *r)
+{
     if (info->final || r->nomem || r->too_many) return;
     if (r->n_steps == MEMVIEW_MAX_STEPS) {
         r->too_many = 1;
@@ -79,7 +89,10 @@ int pl_memview_recorder(pl_memview *mv, pl_options *opt)
     if (!mv) return PL_EINVAL;
     memset(mv, 0, sizeof *mv);
     if (!opt) return fail(mv, PL_EINVAL, "pl_memview_recorder: opt is NULL; the recorder goes into the options");
-    if (!(mv->rec = calloc(1, sizeof(mv_rec)))) return fail(mv, PL_ENOMEM, "out of host memory");
+    mv_rec *r = calloc(1, sizeof *r);
+    if (!(mv->rec = r)) return fail(mv, PL_ENOMEM, "out of host memory");
+    r->next = opt->on_step == record ? NULL : opt->on_step; /* never itself: a second recorder call */
+    r->next_user = opt->on_step_user;
     opt->on_step = record;
     opt->on_step_user = mv->rec;
     return PL_OK;

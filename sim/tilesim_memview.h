@@ -139,7 +139,8 @@ typedef struct pl_memview {
 } pl_memview;
 
 /* Run call in cost-only mode (arrays need no data but scalar-prefetch
- * tables; opt's other fields apply, its on_step and trace_path do not) and
+ * tables; opt's other fields apply, its on_step after the viewer's, but
+ * not its trace_path) and
  * fill mv; rep (may be NULL) gets the call's report. Returns PL_OK, the
  * call's code, PL_EINVAL or PL_ENOMEM, with the message in mv->error. At
  * most 2^20 steps are kept: a longer run is PL_EINVAL, said so. mv must be
@@ -148,7 +149,9 @@ int pl_memview_call(const pl_call *call, const pl_array *args, const pl_array *o
                     pl_memview *mv, pl_report *rep);
 
 /* Zero mv and set opt->on_step to its recorder: run the call with opt next.
- * PL_OK, PL_EINVAL (a NULL argument). */
+ * A recorder opt already had (another tool's) is kept: called after this
+ * one at every step, with its own user. PL_OK, PL_EINVAL (a NULL argument),
+ * PL_ENOMEM. */
 int pl_memview_recorder(pl_memview *mv, pl_options *opt);
 /* After that run: build the view from what was recorded, rep (the run's
  * report) and the call's arrays (args: prefetch + inputs; outs). A failed

@@ -317,6 +317,31 @@ Test(memview, a_rejected_call_gives_its_error)
     pl_memview_free(&mv);
 }
 
+/* The page of --html records the steps too: a recorder already in the
+ * options is kept and still sees every step, the final one included. */
+static void count_steps(const pl_step_info *info, void *user)
+{
+    int *n = user;
+    n[info->final ? 1 : 0]++;
+}
+
+Test(memview, a_recorder_already_in_the_options_still_sees_every_step)
+{
+    pl_call call = copy_rows(0, 0);
+    pl_array a = PL_ARRAY(NULL, PL_F32, 64, 128), o = PL_ARRAY(NULL, PL_F32, 64, 128);
+    int n[2] = {0, 0};
+    pl_options opt = {.cost_only = 1, .on_step = count_steps, .on_step_user = n};
+    pl_memview mv;
+    pl_report rep;
+    cr_assert_eq(pl_memview_recorder(&mv, &opt), PL_OK);
+    cr_assert_eq(pl_pallas_call(&call, &a, &o, &opt, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(pl_memview_finish(&mv, &call, &a, &o, &rep), PL_OK, "%s", mv.error);
+    cr_expect_eq(n[0], 8, "the other recorder saw %d steps", n[0]);
+    cr_expect_eq(n[1], 1, "and the final call");
+    cr_expect_eq(mv.n_steps, 8);
+    pl_memview_free(&mv);
+}
+
 /* ---- JSON and SVG ---------------------------------------------------------------------------- */
 
 static char *to_text(const pl_memview *mv, int svg)
