@@ -10,6 +10,7 @@
  * with the sweep's roofline (roofline.c). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "svgplot.h"
 #include "tilesim.h"
@@ -81,21 +82,71 @@ static const char *colour_of(pl_prof_cat c)
     return c == PL_PROF_MXU ? "#D55E00" : c == PL_PROF_EUP ? "#882255" : c == PL_PROF_SCALAR ? "#555555" : "#0072B2";
 }
 
-static void point(const sim_axes *a, const pl_report *r, const pl_profile_row *w, FILE *f)
+/* Where row i's point goes on the page. */
+static void place(const sim_axes *a, const pl_report *r, int i, double *x, double *y)
+{
+    pl_profile_rates p = pl_profile_rates_of(r, &r->profile[i]);
+    *x = sim_plot_x(a, p.intensity);
+    *y = sim_plot_y(a, p.flops_per_s / 1e12);
+}
+
+/* Labels placed so far (boxes on the page), so that the next one moves
+ * down until it hides none: ops of one shape land on one spot (a norm's
+ * multiplies), and their names would print over each other. */
+typedef struct label_boxes {
+    int n;
+    double x0[PL_MAX_PROFILE], x1[PL_MAX_PROFILE], y0[PL_MAX_PROFILE], y1[PL_MAX_PROFILE];
+} label_boxes;
+
+static double free_row(label_boxes *b, double x, double y, size_t chars)
+{
+    double w = 6.7 * (double)chars;
+    for (int moved = 1, tries = 0; moved && tries < 2 * PL_MAX_PROFILE; tries++) {
+        moved = 0;
+        for (int k = 0; k < b->n; k++)
+            if (x < b->x1[k] && x + w > b->x0[k] && y - 11 < b->y1[k] && y + 3 > b->y0[k]) y += 14, moved = 1;
+    }
+    if (b->n < PL_MAX_PROFILE) {
+        b->x0[b->n] = x, b->x1[b->n] = x + w, b->y0[b->n] = y - 11, b->y1[b->n] = y + 3;
+        b->n++;
+    }
+    return y;
+}
+
+static void point(const sim_axes *a, const pl_report *r, int i, label_boxes *boxes, FILE *f)
 {
     char t[32];
+    const pl_profile_row *w = &r->profile[i];
     pl_profile_rates p = pl_profile_rates_of(r, w);
-    double x = sim_plot_x(a, p.intensity), y = sim_plot_y(a, p.flops_per_s / 1e12);
+    double x, y;
+    place(a, r, i, &x, &y);
     fprintf(f, "<circle class=\"op\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" fill-opacity=\"0.8\"><title>", x, y,
             colour_of(w->cat));
     sim_xml_text(f, w->name);
     fprintf(f, " (%s): %lld ops, %s busy, %.3g FLOP per VMEM byte, %.3g TFLOP/s of %.3g%s</title></circle>\n",
             pl_prof_cat_name(w->cat), (long long)w->count, pl_format_time(w->busy_s, t, sizeof t), p.intensity,
             p.flops_per_s / 1e12, p.peak_flops / 1e12, p.vmem_bound ? ", VMEM-bound" : "");
+    double ly = free_row(boxes, x + 8, y - 6, strlen(w->name) + (p.vmem_bound ? 14 : 0));
+    if (ly > y + 8) /* moved down past others: a leader line back to its point */
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"0.6\"/>\n", x, y,
+                x + 7, ly - 4, colour_of(w->cat));
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
-            x + 8, y - 6, colour_of(w->cat));
+            x + 8, ly, colour_of(w->cat));
     sim_xml_text(f, w->name);
     fprintf(f, "%s</text>\n", p.vmem_bound ? " (VMEM-bound)" : "");
+}
+
+/* Does some op go faster than VMEM could feed it (the model times ops by
+ * their unit alone)? */
+static int above_vmem(const pl_report *r, const run_roofs *rf)
+{
+    for (int i = 0; rf->vmem > 0 && i < r->n_profile; i++) {
+        const pl_profile_row *w = &r->profile[i];
+        if (!plotted(w)) continue;
+        pl_profile_rates p = pl_profile_rates_of(r, w);
+        if (p.flops_per_s > rf->vmem * p.intensity * 1.001) return 1;
+    }
+    return 0;
 }
 
 static void run_point(const sim_axes *a, const pl_report *r, FILE *f)
@@ -124,8 +175,12 @@ int pl_roofline_run_svg(const pl_report *r, const char *title, FILE *f)
     sim_plot_ticks(&a, "arithmetic intensity (FLOP per byte: ops per VMEM byte, the run per HBM byte)",
                    "achieved TFLOP/s (per TensorCore)", f);
     ceilings(&a, &rf, f);
+    label_boxes boxes = {0};
     for (int i = 0; i < r->n_profile; i++)
-        if (plotted(&r->profile[i])) point(&a, r, &r->profile[i], f);
+        if (plotted(&r->profile[i])) point(&a, r, i, &boxes, f);
+    if (above_vmem(r, &rf))
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Ops above the VMEM line are timed at their unit's rate; "
+                   "on hardware VMEM bandwidth would hold them to it.</text>\n", SIM_PLOT_L, SIM_PLOT_H - 8);
     run_point(&a, r, f);
     fprintf(f, "</svg>\n");
     return ferror(f) ? -1 : 0;
