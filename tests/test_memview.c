@@ -2,8 +2,9 @@
  * VMEM live over the steps of a run from the pipeline's own record, the peak
  * against the budget validation computes (M4), the live set at the peak,
  * double buffering (P6, P8), scratch (M2), single buffers and skipped copies
- * (P2, P6), HBM arrays with aliases counted once (M6), the JSON and the SVG.
- * `tilesim memory KERNEL` is tested in test_memview_cli.c. */
+ * (P2, P6), HBM arrays with aliases counted once (M6). The JSON and the SVG
+ * are tested in test_memview_out.c,
+ * `tilesim memory KERNEL` in test_memview_cli.c. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -16,48 +17,7 @@
 #include "run.h"
 #include "test_memview.h"
 
-/* ---- helpers ---------------------------------------------------------------------- */
-
-/* A built-in kernel at its defaults (plus sets), viewed through the recorder
- * around pl_kernel_run, cost-only: what `tilesim memory` does. */
-static void view_kernel(const char *name, const char *set, const char *chip, pl_memview *mv, pl_report *rep)
-{
-    const pl_kernel_def *d = ex_kernel_find(name);
-    cr_assert(d, "no built-in kernel %s", name);
-    int64_t v[PL_KDEF_MAX_PARAMS];
-    char msg[PL_MSG_MAX];
-    pl_kernel_defaults(d, v);
-    if (set) cr_assert_eq(pl_kernel_set(d, v, set, msg, sizeof msg), PL_OK, "%s", msg);
-    static pl_kernel_build b; /* for the HBM arrays: shapes and aliases, no data */
-    memset(&b, 0, sizeof b);
-    cr_assert_eq(d->build(v, &b, msg, sizeof msg), PL_OK, "%s", msg);
-    pl_options opt = {.cost_only = 1, .chip = chip};
-    cr_assert_eq(pl_memview_recorder(mv, &opt), PL_OK);
-    cr_assert_eq(pl_kernel_run(d, v, &opt, rep, NULL, NULL), PL_OK, "%s: %s", name, rep->error);
-    cr_assert_eq(pl_memview_finish(mv, &b.call, b.args, b.outs, rep), PL_OK, "%s: %s", name, mv->error);
-}
-
-static int find_alloc(const pl_memview *mv, const char *name)
-{
-    for (int a = 0; a < mv->n_allocs; a++)
-        if (strcmp(mv->allocs[a].name, name) == 0) return a;
-    cr_assert_fail("no allocation %s", name);
-    return -1;
-}
-
-static pl_slot_state state_at(const pl_memview *mv, int64_t s, const char *name)
-{
-    return (pl_slot_state)mv->state[s * mv->n_allocs + find_alloc(mv, name)];
-}
-
-/* Sum of the padded bytes of the allocations live at step s: must be the step's figure. */
-static int64_t live_sum(const pl_memview *mv, int64_t s)
-{
-    int64_t sum = 0;
-    for (int a = 0; a < mv->n_allocs; a++)
-        if (pl_memview_live(mv, s, a)) sum += mv->allocs[a].padded_bytes;
-    return sum;
-}
+/* helpers: tests/test_memview.h */
 
 /* ---- the peak against the budget (M4) ---------------------------------------------------- */
 
@@ -71,6 +31,13 @@ Test(memview, reserved_is_the_budget_and_the_live_peak_reaches_it_on_most_builti
         view_kernel(d->name, NULL, NULL, &mv, &rep);
         cr_expect_eq(mv.reserved_bytes, rep.vmem_bytes, "%s: reserved %lld, budget (M4) %lld", d->name,
                      (long long)mv.reserved_bytes, (long long)rep.vmem_bytes);
+        pl_kernel_build *b = built();
+        if (b->call.num_scalar_prefetch == 0) { /* pl_validate alone: the budget before anything runs */
+            pl_report vrep;
+            pl_options vopt = {.cost_only = 1}; /* the arrays have no data */
+            cr_assert_eq(pl_validate(&b->call, b->args, b->outs, &vopt, &vrep), PL_OK, "%s", vrep.error);
+            cr_expect_eq(mv.reserved_bytes, vrep.vmem_bytes, "%s: pl_validate's budget", d->name);
+        }
         cr_expect_leq(mv.peak_bytes, rep.vmem_bytes, "%s", d->name);
         if (peak_is_budget(d->name)) {
             full++;
@@ -174,22 +141,6 @@ Test(memview, padded_bytes_of_a_one_row_block_and_p6_single_buffer)
 }
 
 /* ---- double buffering, Buffered(1), skipped copies ----------------------------------------- */
-
-static pl_call copy_rows(int buffers, int constant)
-{
-    pl_call call = th_copy_call_2d(64, 128, 8, 128); /* grid (8, 1) */
-    call.in[0].buffers = buffers;
-    if (constant) call.in[0].map = PL_MAP(PL_ZERO, PL_ZERO);
-    return call;
-}
-
-static void view_call(const pl_call *call, const char *chip, pl_memview *mv, pl_report *rep)
-{
-    pl_array a = PL_ARRAY(NULL, PL_F32, 64, 128), o = PL_ARRAY(NULL, PL_F32, 64, 128);
-    pl_options opt = {.chip = chip};
-    int rc = pl_memview_call(call, &a, &o, &opt, mv, rep);
-    cr_assert_eq(rc, PL_OK, "%s", mv->error);
-}
 
 Test(memview, double_buffering_shows_two_slots_of_an_input_live)
 {
@@ -339,105 +290,5 @@ Test(memview, a_recorder_already_in_the_options_still_sees_every_step)
     cr_expect_eq(n[0], 8, "the other recorder saw %d steps", n[0]);
     cr_expect_eq(n[1], 1, "and the final call");
     cr_expect_eq(mv.n_steps, 8);
-    pl_memview_free(&mv);
-}
-
-/* ---- JSON and SVG ---------------------------------------------------------------------------- */
-
-static char *to_text(const pl_memview *mv, int svg)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    cr_assert_eq(svg ? pl_memview_svg(mv, f) : pl_memview_json(mv, f), PL_OK);
-    fclose(f);
-    return text;
-}
-
-Test(memview, json_parses_and_agrees)
-{
-    pl_memview mv;
-    pl_report rep;
-    view_kernel("matmul", NULL, NULL, &mv, &rep);
-    char *text = to_text(&mv, 0);
-    json_t *j = th_json_parse(text, "memview json");
-    cr_expect_eq((int64_t)th_json_num(j, "peak_bytes"), rep.vmem_bytes);
-    cr_expect_eq((int64_t)th_json_num(j, "peak_step"), 2);
-    cr_expect_eq((int64_t)th_json_num(j, "reserved_bytes"), rep.vmem_bytes);
-    cr_expect_eq((int64_t)th_json_num(j, "vmem_limit"), rep.vmem_limit);
-    cr_expect_eq((int64_t)th_json_num(j, "vmem_physical"), rep.chip->vmem_bytes);
-    json_t *steps = json_object_get(j, "steps"), *allocs = json_object_get(j, "allocations");
-    cr_assert(json_is_array(steps) && json_is_array(allocs));
-    cr_expect_eq((int64_t)json_array_size(steps), rep.steps);
-    cr_expect_eq((int)json_array_size(allocs), mv.n_allocs);
-    json_t *peak_live = json_object_get(j, "live_at_peak");
-    cr_assert(json_is_array(peak_live));
-    cr_expect_eq(json_array_size(peak_live), 7);
-    cr_expect(json_is_array(json_object_get(j, "hbm")));
-    cr_expect_str_eq(th_json_str(json_array_get(allocs, 0), "name"), mv.allocs[0].name);
-    json_decref(j);
-    free(text);
-    pl_memview_free(&mv);
-}
-
-Test(memview, svg_is_well_formed_with_both_limits_the_peak_and_a_legend)
-{
-    pl_memview mv;
-    pl_report rep;
-    view_kernel("flash_attention", NULL, NULL, &mv, &rep);
-    char *svg = to_text(&mv, 1), why[128] = "";
-    cr_expect(strncmp(svg, "<svg", 4) == 0 || strncmp(svg, "<?xml", 5) == 0, "%.80s", svg);
-    cr_expect(tags_balance(svg, why, sizeof why), "%s", why);
-    cr_expect(strstr(svg, "class=\"limit-scoped\"") && strstr(svg, "class=\"limit-physical\""), "both limits");
-    cr_expect(strstr(svg, "class=\"peak\""), "the peak is marked");
-    cr_expect(strstr(svg, "scoped VMEM limit") && strstr(svg, "physical VMEM"), "the lines are labelled");
-    for (int a = 0; a < mv.n_allocs; a++) cr_expect(strstr(svg, mv.allocs[a].name), "legend lacks %s", mv.allocs[a].name);
-    cr_expect(!strstr(svg, "<script") && !strstr(svg, "href=\"http"), "self-contained, no scripts");
-    free(svg);
-    pl_memview_free(&mv);
-}
-
-/* The y of the line of class cls ("<path class=\"cls\" d=\"Mx y H..."). */
-static double line_y(const char *svg, const char *cls)
-{
-    char key[64];
-    snprintf(key, sizeof key, "class=\"%s\" d=\"M", cls);
-    const char *p = strstr(svg, key);
-    cr_assert(p, "no %s line", cls);
-    double x, y;
-    cr_assert_eq(sscanf(p + strlen(key), "%lf %lf", &x, &y), 2);
-    return y;
-}
-
-/* v4: the scoped limit is the whole VMEM (16 MiB): one height for both lines (M4). */
-Test(memview, svg_draws_a_limit_equal_to_the_physical_vmem_at_its_height)
-{
-    pl_call call = copy_rows(0, 0);
-    pl_memview mv;
-    pl_report rep;
-    view_call(&call, "v4", &mv, &rep);
-    cr_assert_eq(mv.vmem_limit, mv.vmem_physical);
-    char *svg = to_text(&mv, 1);
-    cr_expect_float_eq(line_y(svg, "limit-scoped"), line_y(svg, "limit-physical"), 1e-9);
-    free(svg);
-    pl_memview_free(&mv);
-    view_call(&call, NULL, &mv, &rep); /* v5e: 16 MiB of 128 MiB: the physical line is higher (smaller y) */
-    svg = to_text(&mv, 1);
-    cr_expect_lt(line_y(svg, "limit-physical"), line_y(svg, "limit-scoped"));
-    free(svg);
-    pl_memview_free(&mv);
-}
-
-Test(memview, svg_escapes_names)
-{
-    pl_call call = copy_rows(0, 0);
-    call.in[0].name = "a<b&c";
-    pl_memview mv;
-    pl_report rep;
-    view_call(&call, NULL, &mv, &rep);
-    char *svg = to_text(&mv, 1), why[128] = "";
-    cr_expect(strstr(svg, "a&lt;b&amp;c") && !strstr(svg, "a<b"), "names are escaped");
-    cr_expect(tags_balance(svg, why, sizeof why), "%s", why);
-    free(svg);
     pl_memview_free(&mv);
 }
