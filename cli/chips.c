@@ -71,6 +71,23 @@ static void c_int8(const pl_chip *c, char *b, size_t n)
     if (c->int8_ops > 0) snprintf(b, n, "%.1f", c->int8_ops / 1e12);
     else snprintf(b, n, "none*");
 }
+static void c_fp8(const pl_chip *c, char *b, size_t n)
+{
+    if (c->fp8_ops > 0) snprintf(b, n, "%.1f", c->fp8_ops / 1e12);
+    else snprintf(b, n, "none");
+}
+/* T8: the memory tile rows of 32-, 16-, 8- and 4-bit types in a tall array */
+static void c_tiles(const pl_chip *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d/%d/%d/%d", pl_chip_tile_rows(c, PL_F32, 1 << 20), pl_chip_tile_rows(c, PL_BF16, 1 << 20),
+             pl_chip_tile_rows(c, PL_I8, 1 << 20), c->sublanes_4bit > 0 ? c->sublanes_4bit : 64);
+}
+/* T10: what the MXU multiplies (float mixes and float x int8 always) */
+static void c_mxu_dtypes(const pl_chip *c, char *b, size_t n)
+{
+    int i8 = c->int8_ops > 0, f8 = c->fp8_ops > 0;
+    snprintf(b, n, "%s", i8 && f8 ? "int8,fp8" : i8 ? "int8" : f8 ? "fp8" : "none");
+}
 static void c_mxu(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %d", c->mxu_count, c->mxu_width); }
 static void c_ici(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %.0f", c->ici_links, c->ici_bw / 1e9); }
 static void c_clock(const pl_chip *c, char *b, size_t n)
@@ -85,6 +102,8 @@ static const struct {
 } rows[] = {
     {"bf16 MXU peak, TFLOP/s", c_bf16},
     {"int8 MXU peak, TOP/s", c_int8},
+    {"fp8 MXU peak, TFLOP/s", c_fp8},
+    {"MXU int8 x int8 / fp8 (T10)", c_mxu_dtypes},
     {"f32 matmul rate / bf16 rate", c_f32},
     {"VPU (f32), TFLOP/s", c_vpu},
     {"MXUs x width", c_mxu},
@@ -95,6 +114,7 @@ static const struct {
     {"scoped VMEM limit, MiB (default)", c_limit},
     {"SMEM, KiB", c_smem},
     {"sublanes of 16-bit types (T6)", c_sub},
+    {"tile rows 32/16/8/4-bit (T8)", c_tiles},
     {"TensorCores per device", c_cores},
     {"devices per chip", c_devs},
     {"ICI links x GB/s (one way)", c_ici},
@@ -111,7 +131,7 @@ static void print_table(const pl_chip **cols, int n, FILE *f)
     fprintf(f, "%-34s", "per TensorCore unless noted");
     for (int i = 0; i < n; i++) {
         width[i] = (int)strlen(cols[i]->name) + 2;
-        if (width[i] < 10) width[i] = 10;
+        if (width[i] < 12) width[i] = 12; /* "8/16/32/64" and a gap */
         fprintf(f, "%*s", width[i], cols[i]->name);
     }
     fputc('\n', f);
@@ -127,7 +147,9 @@ static void print_table(const pl_chip **cols, int n, FILE *f)
     fprintf(f, "\n%s is the default chip; --chip NAME picks another.\n", pl_chip_default()->name);
     fprintf(f, "critical intensity = bf16 peak x TensorCores per device / HBM bandwidth: a kernel with fewer\n"
                "  FLOPs per HBM byte is HBM-bound. Megacore devices (2 TensorCores) share one HBM.\n"
-               "* no int8 MXU path: int8 matmuls run at the bf16 rate.\n");
+               "* no int8 MXU path: an int8 x int8 pl_dot is an error there (XLA E2001, rule T10).\n"
+               "tile rows: an array's (rows, 128) memory tile when its rows are a multiple; a block's\n"
+               "  second-last size must be a multiple of it or the whole dimension (XLA E2002, rule T8).\n");
 }
 
 static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *f)
@@ -145,12 +167,13 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"vmem_bytes\":%lld,\"vmem_default_limit\":%lld,\"smem_bytes\":%lld,\"sublanes_16bit\":%d,"
                 "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
                 "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
-                "\"vmem_bw\":%.6g}",
+                "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
-                c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw);
+                c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw,
+                c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit);
     }
     fprintf(f, "\n]}\n");
 }

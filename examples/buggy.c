@@ -28,7 +28,7 @@ static const char *code_name(int rc)
     static const char *names[] = {"PL_OK",        "PL_EINVAL",    "PL_EBLOCKSHAPE", "PL_EINDEXMAP", "PL_EVMEM",
                                   "PL_EREVISIT",  "PL_EBOUNDS",   "PL_ERACE",       "PL_EDEADLOCK", "PL_ENOMEM",
                                   "PL_ESHAPE",    "PL_EDTYPE",    "PL_ESPACE",      "PL_EVERIFY",   "PL_EPOISON",
-                                  "PL_EREADONLY", "PL_ESEMAPHORE"};
+                                  "PL_EREADONLY", "PL_ESEMAPHORE", "PL_ETILING"};
     _Static_assert(sizeof names / sizeof *names == 1 - PL_STATUS_MIN, "a name for every status code");
     return rc <= 0 && rc >= PL_STATUS_MIN ? names[-rc] : "PL_E?";
 }

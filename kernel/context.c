@@ -131,6 +131,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->mesh_run = s->mesh_run;
     c->device = s->device;
     c->n_devices = s->n_devices > 0 ? s->n_devices : 1;
+    if (s->target) c->target = *s->target;
     if (s->args) {
         c->checks = 1;
         c->args = s->args;

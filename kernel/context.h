@@ -155,6 +155,22 @@ typedef struct kern_arg {
     uint8_t warned;              /* a write-protection warning was given (V3) */
 } kern_arg;
 
+#define KERN_DS_SITES 32
+
+/* What the compiler checks at ops on the chip (rules T8-T10), filled by the
+ * simulator from its pl_chip; chip NULL: no chip, no such checks. */
+typedef struct kern_target {
+    const char *chip;  /* its name, for messages */
+    int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
+    int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
+} kern_target;
+
+/* The (rows, 128) memory tile of a `bits`-wide type in a buffer whose
+ * second-minor dimension has `rows` rows (T8; Mosaic's choice for kernel
+ * operands): the target's rows when they divide `rows`, else 8 when rows >=
+ * 8, else the smallest power of two >= rows and >= 32 / bits. */
+int kern_tile_rows(const kern_target *t, int bits, int64_t rows);
+
 struct pl_ctx {
     /* the running grid point */
     int grid_rank;
@@ -211,6 +227,19 @@ struct pl_ctx {
     void *mesh_run;
     int device, n_devices;
 
+    kern_target target;         /* the chip's tiling and MXU (T9, T10); target.chip NULL: none */
+    /* pl_ds call sites that slice a tiled dimension (T9): a site whose start
+     * changes between calls has a dynamic start; the first KERN_DS_SITES */
+    struct kern_ds_site {
+        uintptr_t site;         /* the caller's return address */
+        int dim;
+        int dynamic;            /* has taken two different starts */
+        int64_t first;          /* the first start seen */
+        int64_t unaligned;      /* a start off the tile seen here, or -1 */
+        int64_t tile;
+    } ds_site[KERN_DS_SITES];
+    int n_ds_site;
+
     /* fault handling */
     jmp_buf *fault;             /* where a fault returns to; NULL: not inside a kernel */
     int fault_code;
@@ -250,6 +279,7 @@ typedef struct kern_setup {
     const kern_mesh_ops *mesh;
     void *mesh_run;
     int device, n_devices;
+    const kern_target *target; /* NULL: no chip checks at ops (T9, T10) */
 } kern_setup;
 
 /* Set c up (it is zeroed first); kern_ctx_free releases what it allocates. */

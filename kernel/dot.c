@@ -60,7 +60,9 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
     /* before the hot path: OpenBLAS is not instrumented, so a view past its
      * Ref (V6) would let cblas_sgemm write past the buffer unseen (F3) */
     kern_check_ref(c, r, "pl_dot");
-    if (!bad_space && r->rank == 2 && pl_dtype_is_float(r->dtype)) return; /* the hot path: no formatting */
+    int acc = what[0] == 'a'; /* "accumulator": int32 holds int8 products; operands are int8 (T10) */
+    int typed = pl_dtype_is_float(r->dtype) || r->dtype == (acc ? PL_I32 : PL_I8); /* T10 decides the mix */
+    if (!bad_space && r->rank == 2 && typed) return; /* the hot path: no formatting */
     char name[96];
     kern_ref_name(c, r, name, sizeof name);
     if (bad_space)
@@ -68,7 +70,54 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
                    r->space == PL_SMEM ? "SMEM holds scalars" : "this memory space is reachable only by DMA");
     if (r->rank != 2)
         kern_fault(c, PL_ESHAPE, "pl_dot %s is %s of rank %d; pl_dot takes rank-2 refs", what, name, r->rank);
-    kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16", what, name);
+    kern_fault(c, PL_EDTYPE, "pl_dot %s is %s: pl_dot takes f32, bf16 or f16 (or int8 x int8 into an int32 "
+               "accumulator, rule T10)", what, name);
+}
+
+/* T10, the MXU's dtype table as Mosaic applies it: float x float into a
+ * float accumulator; int8 x int8 into int32 only where the chip's MXU has an
+ * int8 path (not v7x); a float x int mix converts the int operand to f32
+ * first, into a float accumulator. Everything else is rejected (XLA E2001).
+ * Returns the dtype the MXU runs at (the cost model's rate). */
+static pl_dtype check_mxu_dtypes(pl_ctx *c, const pl_ref *acc, const pl_ref *a, const pl_ref *b)
+{
+    int fa = pl_dtype_is_float(a->dtype), fb = pl_dtype_is_float(b->dtype), facc = pl_dtype_is_float(acc->dtype);
+    const char *why = NULL;
+    if (fa && fb && facc) return a->dtype;
+    if (!fa && !fb) {
+        if (acc->dtype != PL_I32)
+            why = "int8 x int8 accumulates in int32: give an int32 accumulator";
+        else if (c->target.chip && !c->target.mxu_int8)
+            why = "this chip's MXU has no int8 path; quantize to fp8 (v7x) or multiply in bf16";
+        else
+            return PL_I8;
+    } else if (!facc) {
+        why = "a float x int matmul converts the int operand to f32 and needs a float accumulator";
+    } else {
+        return PL_F32; /* the int operand widened to f32 (Mosaic's canonicalization) */
+    }
+    kern_fault(c, PL_EDTYPE, "pl_dot of %s x %s into %s%s%s: %s (XLA E2001, unsupported dtype; rule T10)",
+               pl_dtype_name(a->dtype), pl_dtype_name(b->dtype), pl_dtype_name(acc->dtype),
+               c->target.chip ? " on " : "", c->target.chip ? c->target.chip : "", why);
+    return PL_F32;
+}
+
+/* int8 x int8 into int32, exact, wrapping as 32-bit accumulation does. */
+static void dot_int8(const pl_ref *acc, const pl_ref *a, const pl_ref *b, int tb, int add)
+{
+    int64_t m = a->shape[0], k = a->shape[1], n = acc->shape[1];
+    const int8_t *pa = a->data, *pb = b->data;
+    int32_t *pc = acc->data;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int32_t *out = pc + i * acc->stride[0] + j * acc->stride[1];
+            uint32_t s = add ? (uint32_t)*out : 0u;
+            for (int64_t p = 0; p < k; p++) {
+                int64_t bi = tb ? j * b->stride[0] + p * b->stride[1] : p * b->stride[0] + j * b->stride[1];
+                s += (uint32_t)((int32_t)pa[i * a->stride[0] + p * a->stride[1]] * (int32_t)pb[bi]);
+            }
+            *out = (int32_t)s;
+        }
 }
 
 /* cblas_sgemm takes int sizes and leading dimensions: a larger one would
@@ -137,6 +186,7 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
     check_operand(c, &acc, "accumulator");
     check_operand(c, &a, "left operand");
     check_operand(c, &b, "right operand");
+    pl_dtype mxu = check_mxu_dtypes(c, &acc, &a, &b);
     int tb = (flags & PL_DOT_TRANS_B) != 0;
     int64_t m = a.shape[0], k = a.shape[1];
     int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
@@ -152,13 +202,17 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
         if (flags & PL_DOT_ACC) kern_note_read(c, &acc, "pl_dot");
         kern_note_write(c, &acc, "pl_dot");
     }
-    kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)a.dtype, .m = m, .n = n, .k = k, .name = "pl_dot"};
+    kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)mxu, .m = m, .n = n, .k = k, .name = "pl_dot"};
     op.flops = 2.0 * (double)m * (double)n * (double)k;
     op.vmem = (int64_t)pl_dtype_size(a.dtype) * m * k + (int64_t)pl_dtype_size(b.dtype) * k * n +
               (int64_t)pl_dtype_size(acc.dtype) * m * n;
     kern_record(c, &op);
     if (c->cost_only || m == 0 || n == 0) return;
     check_int_dims(c, &acc, &a, &b);
+    if (mxu == PL_I8) {
+        dot_int8(&acc, &a, &b, tb, (flags & PL_DOT_ACC) != 0);
+        return;
+    }
     if (k == 0) { /* an empty contraction adds nothing */
         if (!(flags & PL_DOT_ACC)) pl_fill(c, acc, 0.0);
         return;

@@ -76,9 +76,11 @@ typedef enum pl_status {
     PL_EPOISON = -14,    /* uninitialized data (NaN poison) reached HBM, in strict mode (V1) */
     PL_EREADONLY = -15,  /* a write into an input block, in strict mode (V3) */
     PL_ESEMAPHORE = -16, /* a semaphore non-zero, or a copy never waited, at the end (M10) */
+    PL_ETILING = -17,    /* the compiler's tiling check: a block off the memory tiling (T8, XLA E2002) or a
+                            dynamic slice not provably tile-aligned (T9, E2003) */
     /* The most negative code: keep it right after the last one, so loops over
      * every code (tests, pl_strerror) stay right when a code is added. */
-    PL_STATUS_MIN = PL_ESEMAPHORE,
+    PL_STATUS_MIN = PL_ETILING,
 } pl_status;
 
 /* A static string naming the code ("block shape breaks the (8,128) rule"). */
@@ -166,6 +168,10 @@ void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user: shared by a
  * elements past the Ref, which no op reads or writes except as V6 allows
  * (masked pl_load / pl_store, and reads as poison under oob_reads = poison). */
 pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size);
+/* pl.multiple_of: value, promised to be a multiple of m, as a start for
+ * pl_ds along a tiled dimension (rule T9). The promise is checked: a value
+ * that is not a multiple faults with PL_ETILING; m < 1 with PL_EINVAL. */
+int64_t pl_multiple_of(pl_ctx *c, int64_t value, int64_t m);
 /* ref[i]: drops the leading dimension. */
 pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i);
 int64_t pl_size(pl_ref r); /* number of elements */
@@ -191,7 +197,10 @@ void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v);
 /* acc (m,n) (+)= a (m,k) @ b (k,n), accumulated in fp32 through OpenBLAS, as
  * jnp.dot(a, b, preferred_element_type=f32). a and b are f32, bf16 or f16
  * (a bf16 product is exact in f32); acc of any float dtype is read and written
- * through f32. Reports 2*m*n*k MXU FLOPs. */
+ * through f32. int8 x int8 accumulates exactly in an int32 acc, where the
+ * chip's MXU has an int8 path (not v7x); a float x int8 mix widens the int8
+ * operand to f32. Other mixes are PL_EDTYPE (rule T10, XLA E2001).
+ * Reports 2*m*n*k MXU FLOPs. */
 void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags);
 
 void pl_fill(pl_ctx *c, pl_ref dst, double value);       /* dst[...] = value */

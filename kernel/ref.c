@@ -64,6 +64,74 @@ void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn)
                "touch such a view (rule V6)", fn, name, (long long)r->past[d], r->past[d] == 1 ? "" : "s", d);
 }
 
+int kern_tile_rows(const kern_target *t, int bits, int64_t rows)
+{
+    int at = bits >= 32 ? 0 : bits >= 16 ? 1 : bits >= 8 ? 2 : 3;
+    int packing = bits >= 32 ? 1 : bits > 0 ? 32 / bits : 1;
+    static const int usual[4] = {8, 8, 32, 64}; /* a chip struct that leaves the table zero */
+    int large = t->tile_rows[at] > 0 ? t->tile_rows[at] : usual[at];
+    if (rows > 0 && rows % large == 0) return large;           /* tall enough for a whole large tile */
+    if (rows >= 8) return 8;
+    int tile = packing; /* small arrays: Mosaic's smallest tiling that holds them */
+    while (tile < rows) tile *= 2;
+    return tile;
+}
+
+/* The call site's record (T9), or NULL when the table is full. */
+static struct kern_ds_site *ds_site(pl_ctx *c, uintptr_t site, int dim, int64_t start, int64_t tile)
+{
+    for (int i = 0; i < c->n_ds_site; i++)
+        if (c->ds_site[i].site == site && c->ds_site[i].dim == dim) return &c->ds_site[i];
+    if (c->n_ds_site == KERN_DS_SITES) return NULL;
+    struct kern_ds_site *s = &c->ds_site[c->n_ds_site++];
+    *s = (struct kern_ds_site){.site = site, .dim = dim, .first = start, .unaligned = -1, .tile = tile};
+    return s;
+}
+
+/* T9: a slice of a VMEM Ref along one of its two tiled dimensions with a
+ * dynamic start must start on a tile: the (rows, 128) tile of its dtype on
+ * the chip (T8) for the second-last dimension, 128 lanes for the last.
+ * Mosaic proves a dynamic start aligned (i * 16, or pl_multiple_of) or
+ * rejects it (XLA E2003); a static start may be unaligned (it shifts). C has
+ * no static starts, so the simulator calls a start dynamic when the same
+ * pl_ds call (its return address) has taken two different starts; a start
+ * it saw once passes. Rank-1 Refs are exempt (their tiling is compact). */
+static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t start, int64_t size, uintptr_t site)
+{
+    if (!c->target.chip || r->space != PL_VMEM || r->rank < 2 || dim < r->rank - 2) return;
+    int rows = dim == r->rank - 2;
+    int64_t tile = rows ? kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), r->shape[dim]) : 128;
+    struct kern_ds_site *s = ds_site(c, site, dim, start, tile);
+    if (!s) return;
+    if (start % tile != 0 && s->unaligned < 0) s->unaligned = start, s->tile = tile;
+    s->dynamic |= start != s->first;
+    if (!s->dynamic || s->unaligned < 0) return;
+    char name[96];
+    kern_ref_name(c, r, name, sizeof name);
+    kern_fault(c, PL_ETILING,
+               "pl_ds(%lld, %lld) on dimension %d of %s (%s, %lld %s): this pl_ds has taken the starts %lld and "
+               "%lld, so its start is dynamic, and %lld is not a multiple of the %lld-%s tile of %s on %s: the "
+               "compiler cannot prove the access aligned (XLA E2003, CompileTimeMosaicUnprovenMemoryAccessAlignment;"
+               " rule T9). Keep dynamic starts on multiples of %lld and, where the compiler cannot see it, say so "
+               "with pl_multiple_of(c, start, %lld); or mask a whole-tile access instead",
+               (long long)start, (long long)size, dim, name, pl_dtype_name(r->dtype), (long long)r->shape[dim],
+               rows ? "rows" : "lanes", (long long)s->first, (long long)(start != s->first ? start : s->unaligned),
+               (long long)s->unaligned, (long long)s->tile, rows ? "row" : "lane", pl_dtype_name(r->dtype),
+               c->target.chip, (long long)s->tile, (long long)s->tile);
+}
+
+int64_t pl_multiple_of(pl_ctx *c, int64_t value, int64_t m)
+{
+    if (m <= 0)
+        kern_fault(c, PL_EINVAL, "pl_multiple_of(%lld, %lld): the multiple must be >= 1 (rule T9)",
+                   (long long)value, (long long)m);
+    if (value % m != 0)
+        kern_fault(c, PL_ETILING, "pl_multiple_of(%lld, %lld): %lld is not a multiple of %lld; the compiler would "
+                   "trust the promise and access the wrong elements (rule T9)", (long long)value, (long long)m,
+                   (long long)value, (long long)m);
+    return value;
+}
+
 pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
 {
     char name[96];
@@ -85,6 +153,7 @@ pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
                    "size >= 0 (rule V2)",
                    (long long)start, (long long)size, dim, name, (long long)r.shape[dim], (long long)r.shape[dim]);
     }
+    check_ds_alignment(c, &r, dim, start, size, (uintptr_t)__builtin_return_address(0));
     int64_t inside = r.shape[dim] - r.past[dim] - start; /* elements of the new view inside the Ref */
     inside = inside < 0 ? 0 : inside > size ? size : inside;
     r.data = offset_data(&r, off);

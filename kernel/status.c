@@ -23,6 +23,7 @@ const char *pl_strerror(int code)
     case PL_EPOISON: return "uninitialized data reached HBM";
     case PL_EREADONLY: return "write into an input block";
     case PL_ESEMAPHORE: return "semaphore left non-zero or copy never waited";
+    case PL_ETILING: return "rejected by the compiler's tiling check";
     }
     return "unknown status code";
 }

@@ -37,9 +37,53 @@ static void format_block(const pl_block_spec *s, char *buf, size_t n)
 
 static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/* The block with its second-last size replaced by rows, for a message. */
+static void near_shape(const sim_operand *op, int64_t rows, char *buf, size_t n)
+{
+    int r = op->arr->rank;
+    size_t at = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < r && at < n; d++) {
+        const char *sep = d ? ", " : "";
+        if (op->squeezed[d]) at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
+        else at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep, (long long)(d == r - 2 ? rows : op->block[d]));
+    }
+    if (at < n) snprintf(buf + at, n - at, ")");
+}
+
+/* T8, the compiler's layer after T1: the array lives in HBM in (rows, 128)
+ * tiles that depend on its dtype and the chip (pl_chip_tile_rows), and
+ * Mosaic copies a block only as whole tiles; a second-last block size that
+ * is neither a multiple of those rows nor the whole dimension is rejected
+ * (XLA E2002). One that is the whole dimension is legal and only pads (T6).
+ * The message names the tile and the nearest legal sizes. */
+static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, const char *blk, const char *shp,
+                               pl_report *rep)
+{
+    const pl_array *a = op->arr;
+    int r = a->rank;
+    if (op->space != PL_VMEM || op->element[r - 2] || op->squeezed[r - 2]) return PL_OK;
+    int64_t b = op->block[r - 2], rows = a->shape[r - 2];
+    int64_t tile = pl_chip_tile_rows(plan->chip, a->dtype, rows);
+    if (b == rows || b % tile == 0) return PL_OK;
+    int64_t down = b / tile * tile, up = down + tile < rows ? down + tile : rows;
+    char lo[128] = "", hi[128];
+    if (down > 0) near_shape(op, down, lo, sizeof lo);
+    near_shape(op, up, hi, sizeof hi);
+    return sim_fail(rep, PL_ETILING,
+                    "%s: block %s of %s array %s passes the BlockSpec check (T1) but not the compiler's tiling "
+                    "check: on %s a %s array with %lld rows is laid out in (%lld, 128) tiles, and the block's "
+                    "second-last dimension %lld is neither a multiple of %lld nor the whole dimension %lld; Mosaic "
+                    "rejects it (XLA E2002, CompileTimeMosaicMisalignedBlockAndTiling; rule T8). Nearest legal "
+                    "block shapes: %s%s%s",
+                    op->rep->name, blk, pl_dtype_name(a->dtype), shp, plan->chip->name, pl_dtype_name(a->dtype),
+                    (long long)rows, (long long)tile, (long long)b, (long long)tile, (long long)rows, lo,
+                    *lo ? " or " : "", hi);
+}
+
 /* T1 / T2: the (8,128) rule on a VMEM (or partial SMEM) block; blk and shp
- * are the block and array shapes as messages print them. */
-static int check_tiling(const sim_operand *op, const char *blk, const char *shp, pl_report *rep)
+ * are the block and array shapes as messages print them; then T8. */
+static int check_tiling(const sim_plan *plan, const sim_operand *op, const char *blk, const char *shp,
+                        pl_report *rep)
 {
     const pl_array *a = op->arr;
     int r = a->rank;
@@ -64,7 +108,7 @@ static int check_tiling(const sim_operand *op, const char *blk, const char *shp,
                         "of 8 or equal the array's second-last dimension %lld (rule T1, the (8,128) rule)",
                         op->rep->name, blk, shp, (long long)second, op->squeezed[r - 2] ? " (squeezed)" : "",
                         (long long)a->shape[r - 2]);
-    return PL_OK;
+    return check_memory_tiling(plan, op, blk, shp, rep);
 }
 
 /* P5: RevisitMode.ANY is a property of pipelined outputs: only they are
@@ -183,7 +227,7 @@ static int plan_buffers(const sim_plan *plan, sim_operand *op, const pl_block_sp
     }
     op->pipelined = 1;
     if (!(s->space == PL_SMEM && whole)) { /* T4: whole SMEM windows are exempt */
-        int rc = check_tiling(op, blk, shp, rep);
+        int rc = check_tiling(plan, op, blk, shp, rep);
         if (rc) return rc;
     }
     if (s->buffers < 0)

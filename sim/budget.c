@@ -21,7 +21,8 @@ static int64_t round_up(int64_t x, int64_t m) { return x > INT64_MAX - m ? INT64
 static int native_sublanes(pl_dtype t, const pl_chip *chip)
 {
     int bits = pl_dtype_bits(t);
-    return bits >= 32 ? 8 : bits == 16 ? chip->sublanes_16bit : 32;
+    int rows8 = chip->sublanes_8bit > 0 ? chip->sublanes_8bit : 32; /* the chip's table (T8), 32 if unset */
+    return bits >= 32 ? 8 : bits == 16 ? chip->sublanes_16bit : rows8;
 }
 
 /* Bytes a buffer of this shape takes in VMEM, laid out in (sublanes, 128)

@@ -40,6 +40,17 @@
  *     TPUs") puts VMEM's bandwidth to the MXU at about 22x HBM's, so that a
  *     matmul fed from VMEM needs an intensity of only 10-20 FLOP per byte
  *     (docs/CHIPS.md).
+ *   - Memory tiling (rule T8): an array's (rows, 128) tile is 8 rows for
+ *     32-bit types, 16 for 16-bit types on v7x and 8 before (sublanes_16bit),
+ *     32 for 8-bit types and 64 for 4-bit ones on every preset, when those
+ *     rows divide the array's second-minor dimension (Mosaic's
+ *     infer-memref-layout for kernel operands; XLA's layouts T(8,128),
+ *     T(16,128)(2,1), T(32,128)(4,1)). Compile errors quoted from v7x users
+ *     ("has tiling (16, 128), but its block shape (..., 8, 256) is not
+ *     divisible", E2002) confirm 16 there.
+ *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v4
+ *     to v6e; v7x has none); fp8 only on v7x (fp8_ops, 4614 TFLOP/s per chip,
+ *     half per device); no fp8 dtype exists yet, the field is the table.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -58,7 +69,8 @@
 
 /* VMEM bandwidth of a TensorCore: VMEM_X times its share of HBM (see above) */
 #define VMEM_X 22.0
-#define COMMON .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
+#define COMMON .sublanes_8bit = 32, .sublanes_4bit = 64, \
+               .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
                .ici_latency_s = 1e-6
 
 static const pl_chip chips[] = {
@@ -94,12 +106,13 @@ static const pl_chip chips[] = {
      .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
-     * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): int8
-     * runs at the bf16 rate. 64 MiB VMEM, 32 MiB scoped default; 2 MXUs of
+     * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): an
+     * int8 x int8 pl_dot is an error (T10). 64 MiB VMEM, 32 MiB scoped default; 2 MXUs of
      * 256x256; 16-bit types tile as (16, 128) (rule T6); clock not
      * published; ICI 1200 GB/s per chip both ways over 6 links = 100 GB/s
      * per link one way. */
-    {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
+    {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .fp8_ops = 4614 * TERA / 2,
+     .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
      .mxu_width = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
      .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON},
@@ -116,6 +129,12 @@ const pl_chip *pl_chip_find(const char *name)
     for (int i = 0; name && i < pl_chip_count(); i++)
         if (strcmp(chips[i].name, name) == 0) return &chips[i];
     return NULL;
+}
+
+int pl_chip_tile_rows(const pl_chip *chip, pl_dtype t, int64_t rows)
+{
+    kern_target k = {.tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit}};
+    return kern_tile_rows(&k, pl_dtype_bits(t), rows);
 }
 
 /* ---- what-if chips ------------------------------------------------------------ */
@@ -138,6 +157,7 @@ typedef struct chip_key {
 static const chip_key keys[] = {
     KEY_D("bf16_tflops", bf16_flops, TERA, 1e-3, 1e6, "TFLOP/s per TensorCore"),
     KEY_D("int8_tops", int8_ops, TERA, 0, 1e6, "TOP/s per TensorCore (0: none)"),
+    KEY_D("fp8_tflops", fp8_ops, TERA, 0, 1e6, "TFLOP/s per TensorCore (0: none)"),
     KEY_D("f32_fraction", f32_fraction, 1, 1e-3, 1, "of the bf16 rate"),
     KEY_D("vpu_tflops", vpu_flops, TERA, 1e-3, 1e6, "TFLOP/s per TensorCore"),
     KEY_I("mxu_count", mxu_count, 1, 64),
@@ -149,6 +169,8 @@ static const chip_key keys[] = {
     KEY_B("vmem_limit_mib", vmem_default_limit, MiB, 1.0 / 1024, 1e6, "MiB (default scoped limit)"),
     KEY_B("smem_kib", smem_bytes, KiB, 1, 1e9, "KiB per TensorCore"),
     KEY_I("sublanes_16bit", sublanes_16bit, 8, 32),
+    KEY_I("sublanes_8bit", sublanes_8bit, 8, 64),
+    KEY_I("sublanes_4bit", sublanes_4bit, 8, 128),
     KEY_I("cores_per_device", cores_per_device, 1, SIM_MAX_CORES),
     KEY_I("devices_per_chip", devices_per_chip, 1, 8),
     KEY_I("ici_links", ici_links, 0, 64),

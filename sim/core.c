@@ -74,6 +74,11 @@ static void init_context(sim_core *k)
     for (int i = 0; i < x->plan.n_ops; i++) names[x->plan.ops[i].arg] = x->plan.ops[i].rep->name;
     for (int i = 0; i < call->n_scratch; i++) names[x->plan.n_ops + i] = x->rep.scratch[i].name;
     sim_checks_init(k);
+    const pl_chip *chip = x->plan.chip; /* what the compiler checks at ops (T9, T10) */
+    kern_target target = {0};
+    if (chip)
+        target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0,
+                               .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit}};
     kern_setup s = {.grid_rank = call->grid_rank, .grid = call->grid, .user = call->user,
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
@@ -81,7 +86,7 @@ static void init_context(sim_core *k)
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
                     .mesh = x->mesh.ops, .mesh_run = x->mesh.run, .device = x->mesh.device,
-                    .n_devices = x->mesh.n_devices};
+                    .n_devices = x->mesh.n_devices, .target = chip ? &target : NULL};
     kern_ctx_init(&k->ctx, &s);
 }
 

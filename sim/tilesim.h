@@ -542,7 +542,9 @@ struct pl_chip {
     char name[32];               /* "v5e" */
     /* compute, per TensorCore */
     double bf16_flops;           /* MXU peak, bf16, FLOP/s */
-    double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path (bf16 rate used) */
+    double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path: an int8 x int8 pl_dot is an error
+                                    (rule T10, XLA E2001) */
+    double fp8_ops;              /* MXU peak, fp8, FLOP/s; 0: no fp8 path (T10; the table is ready, no fp8 dtype yet) */
     double f32_fraction;         /* f32 matmul rate / bf16 rate (bf16_3x passes: 1/3) */
     double vpu_flops;            /* VPU elementwise rate, FLOP/s (f32) */
     int mxu_count;               /* MXUs per TensorCore */
@@ -554,7 +556,10 @@ struct pl_chip {
     int64_t vmem_bytes;          /* physical VMEM per TensorCore */
     int64_t vmem_default_limit;  /* default scoped VMEM limit */
     int64_t smem_bytes;          /* SMEM per TensorCore */
-    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6) */
+    int sublanes_16bit;          /* native sublanes of 16-bit types: 16 on v7, else 8 (T6); the memory tile rows of
+                                    a 16-bit array whose rows it divides (T8) */
+    int sublanes_8bit;           /* memory tile rows of 8-bit types in such an array: 32 on every preset (T8) */
+    int sublanes_4bit;           /* the same for 4-bit types: 64 (T8; no 4-bit dtype yet) */
     /* topology */
     int cores_per_device;        /* TensorCores one JAX device drives: 2 on megacore chips (v4, v5p); what-if
                                     chips 1 to 64 (G4) */
@@ -595,6 +600,14 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
  * bf16 peak, f32 at f32_fraction of it, int8 at the int8 peak if any.
  * chip must not be NULL. Pure: any thread. */
 double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t);
+/* The rows of the (rows, 128) memory tile an array of dtype t gets when its
+ * second-minor dimension has `rows` rows, as Mosaic lays out kernel operands
+ * (rule T8): the chip's tile for the dtype's width (8 for 32-bit types,
+ * sublanes_16bit, sublanes_8bit) when it divides rows, else 8 when rows >= 8,
+ * else the smallest power of two >= rows and >= 32 / bits. A block's
+ * second-minor size must be a multiple of it or the whole dimension (E2002).
+ * chip must not be NULL. Pure: any thread. */
+int pl_chip_tile_rows(const pl_chip *chip, pl_dtype t, int64_t rows);
 
 /* ---- sweeps: many calls in cost-only mode, on every host core ---------------- */
 

@@ -124,7 +124,9 @@ Test(validate, T1_does_not_depend_on_dtype)
 {
     static const pl_dtype dts[] = {PL_F32, PL_BF16, PL_F16, PL_I32, PL_I8};
     for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
-        pl_array arr = PL_ARRAY(NULL, dts[i], 32, 256);
+        /* 8 rows: a whole second-last dimension, which the compiler's tiling
+         * check (T8, dtype-dependent: tests/test_compiler_tiling.c) accepts */
+        pl_array arr = PL_ARRAY(NULL, dts[i], 8, 256);
         pl_report rep;
         int rc = check_input(arr, PL_BLOCK(PL_MAP(0, 1), 8, 128), NULL, &rep);
         cr_assert_eq(rc, PL_OK, "%s (8, 128): %s", pl_dtype_name(dts[i]), rep.error);
@@ -226,11 +228,13 @@ Test(validate, T2_rank1_legal_block_runs)
 
 /* ---- T6: native tiling is a warning --------------------------------------------- */
 
-/* Validate a bf16 or i8 (32, 256) copy in (rows, 128) blocks on `chip`. */
+/* Validate a bf16 or i8 (rows, 256) copy in (rows, 128) blocks on `chip`:
+ * the block is the whole second-last dimension, so the compiler pads it
+ * (T6) rather than rejecting it (T8, tests/test_compiler_tiling.c). */
 static int check_tiled(pl_dtype dt, int64_t rows, const char *chip, pl_report *rep)
 {
-    pl_array a = with_data(PL_ARRAY(NULL, dt, 32, 256)), o = with_data(PL_ARRAY(NULL, dt, 32, 256));
-    pl_call call = th_copy_call_2d(32, 256, rows, 128);
+    pl_array a = with_data(PL_ARRAY(NULL, dt, rows, 256)), o = with_data(PL_ARRAY(NULL, dt, rows, 256));
+    pl_call call = th_copy_call_2d(rows, 256, rows, 128);
     pl_options opt = {.chip = chip};
     int rc = pl_validate(&call, &a, &o, &opt, rep);
     free(a.data);
@@ -290,8 +294,9 @@ Test(validate, T6_padding_counts_against_the_vmem_limit)
     uint16_t *in = calloc(32 * 256, 2), *out = calloc(32 * 256, 2);
     cr_assert(in && out);
     for (int i = 0; i < 32 * 256; i++) in[i] = pl_f32_to_bf16((float)(i % 300) * 0.5f);
-    pl_array a = PL_ARRAY(in, PL_BF16, 32, 256), o = PL_ARRAY(out, PL_BF16, 32, 256);
-    pl_call call = th_copy_call_2d(32, 256, 8, 128);
+    /* 8 rows: the whole dimension, padded to 16 on v7x (T6), not rejected (T8) */
+    pl_array a = PL_ARRAY(in, PL_BF16, 8, 256), o = PL_ARRAY(out, PL_BF16, 8, 256);
+    pl_call call = th_copy_call_2d(8, 256, 8, 128);
     pl_options opt = {.chip = "v7x"};
     pl_report rep;
     call.vmem_limit_bytes = 4 * 8 * 128 * 2; /* the logical bytes: not enough */
@@ -299,7 +304,7 @@ Test(validate, T6_padding_counts_against_the_vmem_limit)
     TH_EXPECT_ERROR(rc, rep, PL_EVMEM, "rule M4");
     call.vmem_limit_bytes = 4 * 16 * 128 * 2; /* the padded bytes */
     th_expect_ok(pl_pallas_call(&call, &a, &o, &opt, &rep), &rep);
-    cr_assert_eq(memcmp(in, out, 32 * 256 * 2), 0, "a call that warns must still run correctly");
+    cr_assert_eq(memcmp(in, out, 8 * 256 * 2), 0, "a call that warns must still run correctly");
     cr_assert_eq(rep.n_warnings, 2);
     free(in);
     free(out);

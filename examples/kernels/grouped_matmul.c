@@ -155,25 +155,37 @@ static void o_map(const int64_t *g, const pl_ref *prefetch, int64_t *b, void *us
 
 /* ---- the kernel ---------------------------------------------------------------------- */
 
-/* refs: offsets, tile_rb, tile_group (SMEM), x (bm, bk), w (bk, bn), o (bm, bn), acc (bm, bn) f32 */
+/* refs: offsets, tile_rb, tile_group (SMEM), x (bm, bk), w (bk, bn), o (bm, bn), acc (bm, bn) f32, rows
+ * (bm, 128) i32.
+ * The group's first row lo comes from a table: a dynamic start, which the
+ * compiler cannot prove tile-aligned (rule T9, XLA E2003), so the kernel
+ * never slices at it. As megablox does, it multiplies the row block's valid
+ * rows and stores with a row mask: rows >= lo (rows past the group's end
+ * are the next group's, which the next tile, on the same output block,
+ * overwrites). */
 void gm_kernel(pl_ctx *c, pl_ref *refs)
 {
     const gm_params *p = pl_kernel_user(c);
     pl_ref off = refs[0], trb = refs[1], tgr = refs[2], x = refs[3], w = refs[4], o = refs[5], acc = refs[6];
+    pl_ref rows = refs[7];
     int64_t t = pl_program_id(c, tile_axis(p)), j = pl_program_id(c, col_axis(p));
     int64_t kk = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
     int64_t g = (int64_t)pl_get_at(c, tgr, t), rb = (int64_t)pl_get_at(c, trb, t);
     /* this group's rows within the row block */
     int64_t start = rb * p->bm;
     int64_t lo = max64((int64_t)pl_get_at(c, off, g), start) - start;
-    int64_t hi = min64((int64_t)pl_get_at(c, off, g + 1), start + p->bm) - start;
+    int64_t vm = min64(p->bm, p->m - start); /* the row block's rows inside x (B6 edge) */
     int64_t vk = min64(p->bk, p->k - kk * p->bk), vn = min64(p->bn, p->n - j * p->bn); /* B6 edges */
-    pl_ref a = pl_ds(c, pl_ds(c, acc, 0, lo, hi - lo), 1, 0, vn);
+    pl_ref a = pl_ds(c, pl_ds(c, acc, 0, 0, vm), 1, 0, vn);
     if (kk == 0) pl_fill(c, a, 0.0);
-    pl_ref xr = pl_ds(c, pl_ds(c, x, 0, lo, hi - lo), 1, 0, vk);
+    pl_ref xr = pl_ds(c, pl_ds(c, x, 0, 0, vm), 1, 0, vk);
     pl_ref wr = pl_ds(c, pl_ds(c, w, 0, 0, vk), 1, 0, vn);
     pl_dot(c, a, xr, wr, PL_DOT_ACC);
-    if (kk == nk - 1) pl_copy(c, pl_ds(c, pl_ds(c, o, 0, lo, hi - lo), 1, 0, vn), a); /* only this group's rows */
+    if (kk < nk - 1) return;
+    pl_ref mask = pl_ds(c, pl_ds(c, rows, 0, 0, vm), 1, 0, 1); /* (vm, 1): broadcast along the columns */
+    pl_iota(c, mask, 0, 0);
+    pl_cmp_scalar(c, mask, mask, PL_GE, (double)lo);                      /* row >= lo */
+    pl_store(c, pl_ds(c, pl_ds(c, o, 0, 0, vm), 1, 0, vn), a, &mask); /* this group's rows, and later ones' */
 }
 
 /* ---- the call -------------------------------------------------------------------------- */
@@ -208,8 +220,8 @@ int gm_call(pl_call *call, gm_params *p, const gm_tiles *t, int64_t m, int64_t n
         .in = {PL_BLOCK(PL_MAP_FN(x_map, p), bm, bk), PL_BLOCK(PL_MAP_FN(w_map, p), PL_SQUEEZED, bk, bn)},
         .n_out = 1,
         .out = {PL_BLOCK(PL_MAP_FN(o_map, p), bm, bn)},
-        .n_scratch = 1,
-        .scratch = {PLTPU_VMEM(PL_F32, bm, bn)},
+        .n_scratch = 2,
+        .scratch = {PLTPU_VMEM(PL_F32, bm, bn), PLTPU_VMEM(PL_I32, bm, 128)},
     };
     call->grid[ta] = t->n_tiles;
     call->grid[ca] = cdiv(n, bn);
@@ -224,6 +236,7 @@ int gm_call(pl_call *call, gm_params *p, const gm_tiles *t, int64_t m, int64_t n
     call->in[1].name = "w";
     call->out[0].name = "o";
     call->scratch[0].name = "acc";
+    call->scratch[1].name = "rows";
     return PL_OK;
 }
 
