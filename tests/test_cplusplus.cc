@@ -21,6 +21,7 @@
 #include "../sim/tilesim.h"
 #include "../sim/tilesim_check.h"
 #include "../sim/tilesim_hlo.h"
+#include "../sim/tilesim_memview.h"
 #include "../sim/tilesim_mesh.h"
 
 namespace {
