@@ -71,10 +71,10 @@ static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, cons
     near_shape(op, up, hi, sizeof hi);
     return sim_fail(rep, PL_ETILING,
                     "%s: block %s of %s array %s passes the BlockSpec check (T1) but not the compiler's tiling "
-                    "check: on %s a %s array with %lld rows is laid out in (%lld, 128) tiles, and the block's "
-                    "second-last dimension %lld is neither a multiple of %lld nor the whole dimension %lld; Mosaic "
-                    "rejects it (XLA E2002, CompileTimeMosaicMisalignedBlockAndTiling; rule T8). Nearest legal "
-                    "block shapes: %s%s%s",
+                    "check (XLA E2002, rule T8): on %s a %s array with %lld rows is laid out in (%lld, 128) tiles, "
+                    "and the block's second-last dimension %lld is neither a multiple of %lld nor the whole "
+                    "dimension %lld, so Mosaic rejects it (CompileTimeMosaicMisalignedBlockAndTiling). Nearest "
+                    "legal block shapes: %s%s%s",
                     op->rep->name, blk, pl_dtype_name(a->dtype), shp, plan->chip->name, pl_dtype_name(a->dtype),
                     (long long)rows, (long long)tile, (long long)b, (long long)tile, (long long)rows, lo,
                     *lo ? " or " : "", hi);
