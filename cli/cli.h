@@ -228,6 +228,11 @@ void cli_profile_help(FILE *f);
 extern const cli_cmd cli_memory_cmd;
 int cli_memory(int argc, char **argv);
 void cli_memory_help(FILE *f);
+/* d at v with opt (made cost-only) and the memory viewer's recorder: the view
+ * in mv (pl_memview_free it always); PL_OK or a code, rep->error says why */
+struct pl_memview;
+int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, struct pl_memview *mv,
+                   pl_report *rep);
 
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;

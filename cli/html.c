@@ -15,7 +15,28 @@
 #include <string.h>
 
 #include "../sim/html.h"
+#include "../sim/tilesim_memview.h"
 #include "cli.h"
+
+/* The memory viewer's chart of the configuration as an HTML fragment (an
+ * <svg>), malloc'd; NULL when it cannot be made (the page then says "not
+ * available"). */
+static char *memory_svg(const pl_kernel_def *d, const int64_t *v, const pl_options *given)
+{
+    pl_options opt = *given;
+    opt.trace_path = NULL;
+    pl_memview mv = {0};
+    pl_report *rep = calloc(1, sizeof *rep);
+    char *svg = NULL;
+    size_t n = 0;
+    FILE *f = rep ? open_memstream(&svg, &n) : NULL;
+    int ok = f && cli_memview_of(d, v, &opt, &mv, rep) == PL_OK && pl_memview_svg(&mv, f) == PL_OK;
+    pl_memview_free(&mv);
+    if (f && fclose(f) != 0) ok = 0;
+    free(rep);
+    if (!ok) free(svg);
+    return ok ? svg : NULL;
+}
 
 int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,
              const sim_page_extras *extras, int quiet)
@@ -40,7 +61,11 @@ int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const
             fprintf(stderr, "tilesim %s: --html: cannot write '%s': %s\n", cmd->name, path, strerror(errno));
             status = CLI_EXIT_USAGE;
         } else {
-            int bad = sim_page_write(p, extras, f);
+            sim_page_extras mine = extras ? *extras : (sim_page_extras){0};
+            char *mem = mine.memory_viewer ? NULL : memory_svg(d, v, opt);
+            if (mem) mine.memory_viewer = mem;
+            int bad = sim_page_write(p, &mine, f);
+            free(mem);
             int err = errno;
             if (fclose(f) != 0 || bad) {
                 fflush(stdout);

@@ -93,8 +93,8 @@ static int write_files(const pl_memview *mv, FILE *svg, const char *svg_path, FI
 }
 
 /* Run d at v cost-only with the recorder, then build the view; on failure
- * rep->error says why. */
-static int view(const pl_kernel_def *d, const int64_t *v, pl_options *opt, pl_memview *mv, pl_report *rep)
+ * rep->error says why (the teaching page's memory viewer too: cli/html.c). */
+int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, pl_memview *mv, pl_report *rep)
 {
     opt->cost_only = 1;
     int st = pl_memview_recorder(mv, opt);
@@ -132,7 +132,7 @@ int cli_memory(int argc, char **argv)
     pl_memview mv;
     memset(&mv, 0, sizeof mv);
     if (!rc && !rep) rc = 1, fprintf(stderr, "tilesim memory: out of host memory\n");
-    int st = rc ? PL_OK : view(d, v, &opt, &mv, rep);
+    int st = rc ? PL_OK : cli_memview_of(d, v, &opt, &mv, rep);
     if (!rc && st != PL_OK) {
         char label[512];
         pl_kernel_format(d, v, label, sizeof label);

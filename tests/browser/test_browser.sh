@@ -73,8 +73,9 @@ check "the timeline drew every step" "timeline steps: 16" "$d"
 check "the current step is marked on the timeline" 'class="tstep now" x=' "$d"
 check "a cell marked in flight" 'class="cell inflight"' "$d"
 check "cells carry their rule on hover" 'in flight for the next step (P8)">' "$d"
-check "the tools' places say not available" "not available: 3" "$d"
+check "the tools' places say not available" "not available: 2" "$d"
 check "the places of the other tools" '<section id="memory-viewer"' "$d"
+grep -A3 '<section id="memory-viewer"' "$d" | grep -q '<svg' || fail "the memory viewer's section holds no chart (<svg)"
 n=$(grep -o '<div class="cell[^"]*" id="c' "$d" | wc -l)
 [ "$n" -eq 20 ] || fail "the DOM holds $n block cells, not 20"
 
