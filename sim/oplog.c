@@ -58,22 +58,22 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
 }
 
 
-/* Kernels repeat the same few ops at every step: remember the last times. */
-static double op_seconds(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, double *padded)
+/* Kernels repeat the same few ops at every step: remember the last times,
+ * and each op's row in the profile (its name is a string literal: the
+ * pointer tells ops of one shape apart, pl_add from pl_mul). */
+static const sim_op_memo *op_memo(sim_op_memo *memo, const pl_chip *chip, const kern_op *o)
 {
     unsigned h = (unsigned)(o->kind * 31u + (unsigned)o->m * 7u + (unsigned)o->n * 3u + (unsigned)o->k +
-                            (unsigned)o->elems) % SIM_OP_CACHE;
+                            (unsigned)o->elems + (unsigned)((uintptr_t)o->name >> 3)) % SIM_OP_CACHE;
     sim_op_memo *m = &memo[h];
     if (m->valid && m->op.kind == o->kind && m->op.dtype == o->dtype && m->op.m == o->m && m->op.n == o->n &&
-        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops) {
-        *padded = m->padded;
-        return m->seconds;
-    }
+        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops && m->op.name == o->name)
+        return m;
     m->op = *o;
     m->seconds = sim_op_seconds(chip, o, &m->padded);
     m->valid = 1;
-    *padded = m->padded;
-    return m->seconds;
+    m->prof_row = -1;
+    return m;
 }
 
 /* The compute since the last event (*segment, then reset), then e. */
@@ -90,10 +90,14 @@ static int push_event(sim_coreline *cl, int64_t step, double *segment, sim_keven
 /* Count a compute op's work in the report; returns its time. */
 static double tally_op(sim_op_memo *memo, const pl_chip *chip, const kern_op *o, pl_report *r, double *dot_flops)
 {
-    double padded, t = op_seconds(memo, chip, o, &padded);
-    pl_prof_cat cat = o->kind == KERN_OP_DOT ? PL_PROF_MXU : o->kind == KERN_OP_SCALAR ? PL_PROF_SCALAR
-                      : o->kind == KERN_OP_EUP ? PL_PROF_EUP : PL_PROF_VPU;
-    sim_profile_add(r, cat, o->name, 1, t, o->flops, (double)o->vmem, 0);
+    sim_op_memo *m = (sim_op_memo *)op_memo(memo, chip, o);
+    double padded = m->padded, t = m->seconds;
+    if (m->prof_row < 0) {
+        pl_prof_cat cat = o->kind == KERN_OP_DOT ? PL_PROF_MXU : o->kind == KERN_OP_SCALAR ? PL_PROF_SCALAR
+                          : o->kind == KERN_OP_EUP ? PL_PROF_EUP : PL_PROF_VPU;
+        m->prof_row = sim_profile_add(r, cat, o->name, 0, 0, 0, 0, 0);
+    }
+    sim_profile_add_at(r, m->prof_row, 1, t, o->flops, (double)o->vmem, 0);
     if (o->kind == KERN_OP_DOT) {
         r->mxu_flops += o->flops;
         r->mxu_flops_padded += padded;

@@ -46,6 +46,13 @@ int sim_profile_add(pl_report *r, pl_prof_cat cat, const char *name, int64_t cou
             r->profile[i] = (pl_profile_row){.cat = PL_PROF_OTHER, .name = SIM_PROFILE_OTHER};
         }
     }
+    sim_profile_add_at(r, i, count, busy_s, flops, vmem_bytes, hbm_bytes);
+    return i;
+}
+
+void sim_profile_add_at(pl_report *r, int i, int64_t count, double busy_s, double flops, double vmem_bytes,
+                        double hbm_bytes)
+{
     pl_profile_row *w = &r->profile[i];
     w->count += count;
     w->busy_s += busy_s;
@@ -53,7 +60,6 @@ int sim_profile_add(pl_report *r, pl_prof_cat cat, const char *name, int64_t cou
     w->vmem_bytes += vmem_bytes;
     w->hbm_bytes += hbm_bytes;
     if (w->cat == PL_PROF_OTHER) r->profile_other = w->count;
-    return i;
 }
 
 void sim_profile_merge(pl_report *to, const pl_report *from)
@@ -78,20 +84,28 @@ static void add_copies(sim_exec *x, int c)
     char name[64];
     for (int i = 0; i < cl->n_ops; i++) {
         const sim_opline *l = &cl->op[i];
+        int64_t n[2] = {0};     /* copies in or write-backs; fetch-backs (P5) */
+        double busy[2] = {0}, bytes[2] = {0};
         for (int64_t j = 0; j < l->n; j++) {
             const sim_xfer *t = &l->x[j];
-            snprintf(name, sizeof name, "%s: %s", !l->is_out ? "copy in" : t->fetch ? "fetch-back" : "write-back",
+            n[t->fetch]++, busy[t->fetch] += t->t_done - t->t_issue, bytes[t->fetch] += (double)t->bytes;
+        }
+        for (int f = 0; f < 2; f++) {
+            if (!n[f]) continue;
+            snprintf(name, sizeof name, "%s: %s", !l->is_out ? "copy in" : f ? "fetch-back" : "write-back",
                      x->plan.ops[i].rep->name);
-            sim_profile_add(r, PL_PROF_DMA, name, 1, t->t_done - t->t_issue, 0, 0, (double)t->bytes);
+            sim_profile_add(r, PL_PROF_DMA, name, n[f], busy[f], 0, 0, bytes[f]);
         }
     }
     const pl_report *own = x->cores[c] ? &x->cores[c]->rep : r;
+    int map[PL_MAX_PROFILE]; /* the core's row -> the call's; -2: not looked up yet */
+    for (int k = 0; k < PL_MAX_PROFILE; k++) map[k] = -2;
     for (int64_t j = 0; j < cl->manual.n; j++) {
         const sim_xfer *t = &cl->manual.x[j];
-        int k = t->prof_row < own->n_profile ? t->prof_row : -1;
-        if (k < 0 || cat_of_row(own, k) != PL_PROF_DMA) continue;
-        k = find_row(r, PL_PROF_DMA, own->profile[k].name);
-        if (k >= 0) r->profile[k].busy_s += t->t_done - t->t_issue;
+        int k = t->prof_row;
+        if (k >= own->n_profile || cat_of_row(own, k) != PL_PROF_DMA) continue;
+        if (map[k] == -2) map[k] = find_row(r, PL_PROF_DMA, own->profile[k].name);
+        if (map[k] >= 0) r->profile[map[k]].busy_s += t->t_done - t->t_issue;
     }
 }
 

@@ -19,6 +19,9 @@ struct sim_exec;
  * Returns the row's index. */
 int sim_profile_add(pl_report *r, pl_prof_cat cat, const char *name, int64_t count, double busy_s, double flops,
                     double vmem_bytes, double hbm_bytes);
+/* Add to row i (an index sim_profile_add returned for r). */
+void sim_profile_add_at(pl_report *r, int i, int64_t count, double busy_s, double flops, double vmem_bytes,
+                        double hbm_bytes);
 /* Every row of `from` into `to` (a core's rows into the call's). */
 void sim_profile_merge(pl_report *to, const pl_report *from);
 /* After the replay and sim_analyze: DMA rows, overhead, waits, time_s. */

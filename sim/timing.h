@@ -125,6 +125,7 @@ typedef struct sim_op_memo {
     kern_op op;
     double seconds, padded;
     int valid;
+    int prof_row;  /* the op's row in the core's profile (profile.h); -1: not yet found */
 } sim_op_memo;
 
 /* Price the n ops that step `step` logged (copies numbered from first_copy
