@@ -18,6 +18,62 @@
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) fputs(*s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : (char[2]){*s, 0}, f);
+}
+
+/* The op profile of the page's walk as an HTML table (tilesim profile's
+ * rows, sorted so the ops worth attention come first), malloc'd. */
+static char *profile_table(const pl_report *r)
+{
+    char *html = NULL, t[32];
+    size_t n = 0;
+    FILE *f = open_memstream(&html, &n);
+    if (!f) return NULL;
+    int order[PL_MAX_PROFILE], rows = pl_profile_order(r, order);
+    pl_format_time(r->time_s, t, sizeof t);
+    fprintf(f, "<p>%s: %s in all; the rows but the overlapped copies add up to it.</p>\n<table>\n<tr><th>category"
+            "</th><th>op</th><th>count</th><th>time</th><th>share</th><th>FLOP/s</th><th>of peak</th>"
+            "<th>bandwidth</th><th>of peak</th><th></th></tr>\n", r->call_name, t);
+    for (int i = 0; i < rows; i++) {
+        const pl_profile_row *row = &r->profile[order[i]];
+        pl_profile_rates q = pl_profile_rates_of(r, row);
+        pl_format_time(row->overlapped ? row->busy_s : row->time_s, t, sizeof t);
+        fprintf(f, "<tr><td>%s</td><td>", pl_prof_cat_name(row->cat));
+        html_text(f, row->name);
+        fprintf(f, "</td><td>%lld</td><td>%s</td>", (long long)row->count, t);
+        if (row->overlapped) fprintf(f, "<td>-</td>");
+        else fprintf(f, "<td>%.1f%%</td>", r->time_s > 0 ? 100 * row->time_s / r->time_s : 0);
+        if (q.peak_flops > 0) fprintf(f, "<td>%.3g</td><td>%.0f%%</td>", q.flops_per_s, 100 * q.flops_per_s / q.peak_flops);
+        else fprintf(f, "<td></td><td></td>");
+        if (q.peak_bw > 0) fprintf(f, "<td>%.3g GB/s</td><td>%.0f%%</td>", q.bw / 1e9, 100 * q.bw / q.peak_bw);
+        else fprintf(f, "<td></td><td></td>");
+        fprintf(f, "<td>%s</td></tr>\n", row->overlapped ? "overlapped" : q.vmem_bound ? "VMEM-bound" : "");
+    }
+    fprintf(f, "</table>\n");
+    if (fclose(f) != 0) {
+        free(html);
+        return NULL;
+    }
+    return html;
+}
+
+/* The run's roofline (an <svg>) of the page's walk, malloc'd, or NULL. */
+static char *roofline_svg(const pl_report *r)
+{
+    char *svg = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&svg, &n);
+    if (!f) return NULL;
+    int bad = pl_roofline_run_svg(r, NULL, f);
+    if (fclose(f) != 0 || bad) {
+        free(svg);
+        return NULL;
+    }
+    return svg;
+}
+
 /* The memory viewer's chart of the configuration as an HTML fragment (an
  * <svg>), malloc'd; NULL when it cannot be made (the page then says "not
  * available"). */
@@ -63,9 +119,13 @@ int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const
         } else {
             sim_page_extras mine = extras ? *extras : (sim_page_extras){0};
             char *mem = mine.memory_viewer ? NULL : memory_svg(d, v, opt);
+            char *prof = mine.op_profile ? NULL : profile_table(&p->rep);
+            char *roof = mine.roofline ? NULL : roofline_svg(&p->rep);
             if (mem) mine.memory_viewer = mem;
+            if (prof) mine.op_profile = prof;
+            if (roof) mine.roofline = roof;
             int bad = sim_page_write(p, &mine, f);
-            free(mem);
+            free(mem), free(prof), free(roof);
             int err = errno;
             if (fclose(f) != 0 || bad) {
                 fflush(stdout);
