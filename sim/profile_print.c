@@ -75,9 +75,12 @@ static void print_row(const pl_report *r, const pl_profile_row *w, FILE *f)
         snprintf(bw, sizeof bw, "%.3g GB/s %3.0f%% %s", p.bw / 1e9, pct(p.bw, p.peak_bw),
                  w->cat == PL_PROF_DMA ? "HBM" : "VMEM");
     pl_format_bytes(w->hbm_bytes + w->vmem_bytes, b, sizeof b);
-    fprintf(f, "  %-11s %-30s %9s %10s %6s %10s %18s %10s %22s%s\n", pl_prof_cat_name(w->cat), w->name, count, t,
-            share, fl, rate, w->hbm_bytes + w->vmem_bytes > 0 ? b : "", bw,
-            w->overlapped ? "  overlapped" : p.vmem_bound ? "  VMEM-bound" : "");
+    char line[512];
+    int n = snprintf(line, sizeof line, "  %-11s %-30s %9s %10s %6s %10s %18s %10s %22s%s", pl_prof_cat_name(w->cat),
+                     w->name, count, t, share, fl, rate, w->hbm_bytes + w->vmem_bytes > 0 ? b : "", bw,
+                     w->overlapped ? "  overlapped" : p.vmem_bound ? "  VMEM-bound" : "");
+    while (n > 0 && (size_t)n < sizeof line && line[n - 1] == ' ') line[--n] = '\0'; /* no trailing blanks */
+    fprintf(f, "%s\n", line);
 }
 
 void pl_profile_print(const pl_report *r, FILE *f)
