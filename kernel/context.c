@@ -165,6 +165,7 @@ void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx)
     memcpy(c->idx, idx, (size_t)c->grid_rank * sizeof *idx);
     c->n_ops = 0;
     c->scalar_ops = 0;
+    c->n_ds_count = 0; /* pl_ds calls are counted per step (T9) */
 }
 
 int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs)

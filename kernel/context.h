@@ -155,7 +155,7 @@ typedef struct kern_arg {
     uint8_t warned;              /* a write-protection warning was given (V3) */
 } kern_arg;
 
-#define KERN_DS_SITES 32
+#define KERN_DS_SITES 64
 
 /* What the compiler checks at ops on the chip (rules T8-T10), filled by the
  * simulator from its pl_chip; chip NULL: no chip, no such checks. */
@@ -228,17 +228,24 @@ struct pl_ctx {
     int device, n_devices;
 
     kern_target target;         /* the chip's tiling and MXU (T9, T10); target.chip NULL: none */
-    /* pl_ds call sites that slice a tiled dimension (T9): a site whose start
-     * changes between calls has a dynamic start; the first KERN_DS_SITES */
+    /* pl_ds calls that slice a tiled dimension (T9), told apart by call site
+     * (return address), Ref argument, dimension and how many times that
+     * triple came before in the step: one whose start differs between grid
+     * steps has a dynamic start. The first KERN_DS_SITES of them. */
     struct kern_ds_site {
-        uintptr_t site;         /* the caller's return address */
-        int dim;
+        uintptr_t site;
+        int arg, dim, occ;      /* occ: the how-many-th such call in its step */
         int dynamic;            /* has taken two different starts */
         int64_t first;          /* the first start seen */
         int64_t unaligned;      /* a start off the tile seen here, or -1 */
         int64_t tile;
     } ds_site[KERN_DS_SITES];
     int n_ds_site;
+    struct kern_ds_count {      /* this step's calls per (site, arg, dim); reset by kern_begin_step */
+        uintptr_t site;
+        int arg, dim, n;
+    } ds_count[KERN_DS_SITES];
+    int n_ds_count;
 
     /* fault handling */
     jmp_buf *fault;             /* where a fault returns to; NULL: not inside a kernel */

@@ -77,14 +77,34 @@ int kern_tile_rows(const kern_target *t, int bits, int64_t rows)
     return tile;
 }
 
-/* The call site's record (T9), or NULL when the table is full. */
-static struct kern_ds_site *ds_site(pl_ctx *c, uintptr_t site, int dim, int64_t start, int64_t tile)
+/* How many times this step has sliced (site, arg, dim) before; -1 when the
+ * table is full. */
+static int ds_occurrence(pl_ctx *c, uintptr_t site, int arg, int dim)
 {
-    for (int i = 0; i < c->n_ds_site; i++)
-        if (c->ds_site[i].site == site && c->ds_site[i].dim == dim) return &c->ds_site[i];
+    for (int i = 0; i < c->n_ds_count; i++) {
+        struct kern_ds_count *k = &c->ds_count[i];
+        if (k->site == site && k->arg == arg && k->dim == dim) return k->n++;
+    }
+    if (c->n_ds_count == KERN_DS_SITES) return -1;
+    c->ds_count[c->n_ds_count++] = (struct kern_ds_count){.site = site, .arg = arg, .dim = dim, .n = 1};
+    return 0;
+}
+
+/* The call's record (T9), or NULL when a table is full. A helper that
+ * slices twice per step is two records whether the compiler inlined it or
+ * not, so the verdict does not depend on the build. */
+static struct kern_ds_site *ds_site(pl_ctx *c, uintptr_t site, int arg, int dim, int64_t start, int64_t tile)
+{
+    int occ = ds_occurrence(c, site, arg, dim);
+    if (occ < 0) return NULL;
+    for (int i = 0; i < c->n_ds_site; i++) {
+        struct kern_ds_site *s = &c->ds_site[i];
+        if (s->site == site && s->arg == arg && s->dim == dim && s->occ == occ) return s;
+    }
     if (c->n_ds_site == KERN_DS_SITES) return NULL;
     struct kern_ds_site *s = &c->ds_site[c->n_ds_site++];
-    *s = (struct kern_ds_site){.site = site, .dim = dim, .first = start, .unaligned = -1, .tile = tile};
+    *s = (struct kern_ds_site){.site = site, .arg = arg, .dim = dim, .occ = occ, .first = start, .unaligned = -1,
+                               .tile = tile};
     return s;
 }
 
@@ -94,14 +114,15 @@ static struct kern_ds_site *ds_site(pl_ctx *c, uintptr_t site, int dim, int64_t 
  * Mosaic proves a dynamic start aligned (i * 16, or pl_multiple_of) or
  * rejects it (XLA E2003); a static start may be unaligned (it shifts). C has
  * no static starts, so the simulator calls a start dynamic when the same
- * pl_ds call (its return address) has taken two different starts; a start
- * it saw once passes. Rank-1 Refs are exempt (their tiling is compact). */
+ * pl_ds call (call site, Ref, dimension, and its count in the step) takes
+ * different starts at different grid steps: a start the same at every step
+ * is a constant. Rank-1 Refs are exempt (their tiling is compact). */
 static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t start, int64_t size, uintptr_t site)
 {
     if (!c->target.chip || r->space != PL_VMEM || r->rank < 2 || dim < r->rank - 2) return;
     int rows = dim == r->rank - 2;
     int64_t tile = rows ? kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), r->shape[dim]) : 128;
-    struct kern_ds_site *s = ds_site(c, site, dim, start, tile);
+    struct kern_ds_site *s = ds_site(c, site, r->arg, dim, start, tile);
     if (!s) return;
     if (start % tile != 0 && s->unaligned < 0) s->unaligned = start, s->tile = tile;
     s->dynamic |= start != s->first;
@@ -110,7 +131,7 @@ static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t star
     kern_ref_name(c, r, name, sizeof name);
     kern_fault(c, PL_ETILING,
                "pl_ds(%lld, %lld) on dimension %d of %s (%s, %lld %s): this pl_ds has taken the starts %lld and "
-               "%lld, so its start is dynamic, and %lld is not a multiple of the %lld-%s tile of %s on %s: the "
+               "%lld at different grid steps, so its start is dynamic, and %lld is not a multiple of the %lld-%s tile of %s on %s: the "
                "compiler cannot prove the access aligned (XLA E2003, CompileTimeMosaicUnprovenMemoryAccessAlignment;"
                " rule T9). Keep dynamic starts on multiples of %lld and, where the compiler cannot see it, say so "
                "with pl_multiple_of(c, start, %lld); or mask a whole-tile access instead",

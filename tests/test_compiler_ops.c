@@ -210,3 +210,35 @@ Test(compiler_ops, T9_pl_multiple_of_checks_its_promise)
     rc = run_ds(&k, PL_F32, "v5e", &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pl_multiple_of(0, -1)", "must be >= 1");
 }
+
+/* A helper that slices the same Ref at two constant starts in every step:
+ * both starts are constants, whether the C compiler inlines the helper into
+ * one call site or keeps one (noinline here), so both pass (T9). */
+__attribute__((noinline)) static pl_ref rows_at(pl_ctx *c, pl_ref s, int64_t start)
+{
+    return pl_ds(c, pl_ds(c, s, 0, start, 16), 1, 0, 128);
+}
+
+static void two_constants_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_copy(c, rows_at(c, refs[2], 3), refs[0]);
+    pl_copy(c, rows_at(c, refs[2], 21), rows_at(c, refs[2], 3));
+    pl_copy(c, refs[1], rows_at(c, refs[2], 21));
+}
+
+Test(compiler_ops, T9_one_helper_slicing_at_two_constants_passes)
+{
+    float *x = calloc(64 * 128, 4), *o = calloc(64 * 128, 4);
+    cr_assert(x && o);
+    pl_array in = PL_ARRAY(x, PL_F32, 64, 128), out = PL_ARRAY(o, PL_F32, 64, 128);
+    pl_call call = {
+        .name = "two", .kernel = two_constants_kernel, .grid_rank = 1, .grid = {4},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 16, 128)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 16, 128)},
+        .n_scratch = 1, .scratch = {PLTPU_VMEM(PL_F32, 64, 256)},
+    };
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, &in, &out, NULL, &rep), &rep);
+    free(x);
+    free(o);
+}
