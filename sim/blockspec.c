@@ -290,6 +290,9 @@ static void report_operand(const sim_plan *plan, const sim_operand *op, pl_repor
     or->vmem_bytes = op->pipelined ? sim_laid_out_bytes(op->block, a->rank, a->dtype, op->space, plan->chip) : 0;
 
     or->array_bytes = sim_sat_mul(pl_array_size(a), (int64_t)op->elem_size);
+    or->tile_rows = op->space == PL_VMEM && op->pipelined && a->rank >= 2
+                        ? pl_chip_tile_rows(plan->chip, a->dtype, a->shape[a->rank - 2])
+                        : 0;
     if (op->space == PL_VMEM && op->pipelined)
         sim_warn_padding(rep, or->name, "block", op->block, a->rank, a->dtype, plan->chip, or->vmem_bytes,
                          or->block_bytes);

@@ -58,6 +58,22 @@ static void print_timing(const pl_report *r, FILE *f)
     fprintf(f, "  bound: %s\n", r->bound_msg);
 }
 
+/* The two layers of legality (T1-T5, then T8): a call that ran passed both;
+ * say so, with the memory tile each tiled block matched. */
+static void print_legality(const pl_report *r, FILE *f)
+{
+    fprintf(f, "  legality: passes the BlockSpec check (T1-T5) and the compiler's tiling check on %s (T8)",
+            r->chip ? r->chip->name : "?");
+    const char *sep = ": ";
+    for (int i = 0; i < r->n_operands; i++) {
+        const pl_operand_report *o = &r->op[i];
+        if (!o->tile_rows) continue;
+        fprintf(f, "%s%s %s in (%d, 128) tiles", sep, o->name, pl_dtype_name(o->dtype), o->tile_rows);
+        sep = ", ";
+    }
+    fputc('\n', f);
+}
+
 void pl_report_print(const pl_report *r, FILE *f)
 {
     if (!r || !f) return;
@@ -79,6 +95,7 @@ void pl_report_print(const pl_report *r, FILE *f)
                 (long long)o->skipped, (long long)o->writebacks, pl_format_bytes((double)o->bytes_in, a, sizeof a),
                 pl_format_bytes((double)o->bytes_out, b, sizeof b));
     }
+    print_legality(r, f);
     for (int i = 0; i < r->n_operands; i++)
         if (r->op[i].fetchbacks)
             fprintf(f, "  %s: %lld blocks fetched back from HBM (%s of its HBM in): revisited (RevisitMode.ANY, "
@@ -166,6 +183,7 @@ static void report_members(const pl_report *r, FILE *f)
         fprintf(f, "%s{\"name\":", i ? "," : "");
         pl_json_string(f, o->name);
         fprintf(f, ",\"fetchbacks\":%lld", (long long)o->fetchbacks); /* P5, RevisitMode.ANY */
+        fprintf(f, ",\"tile_rows\":%d", o->tile_rows);                   /* T8: the array's memory tile */
         fprintf(f, ",\"role\":\"%s\",\"space\":\"%s\",\"dtype\":\"%s\",\"block\":", role_name(o->role),
                 pl_memspace_name(o->space), pl_dtype_name(o->dtype));
         json_shape(f, o->block, o->rank);

@@ -403,6 +403,8 @@ typedef struct pl_operand_report {
                                      their bytes count in bytes_in */
     int single_buffered;          /* 1: given one buffer because its block never changes over the grid (P6, P7) */
     int64_t array_bytes;          /* logical bytes of its HBM array: bytes_in beyond it are re-reads */
+    int tile_rows;                /* the rows of its array's (rows, 128) memory tile, which the block passed (T8);
+                                     0: not a tiled VMEM block (rank < 2, SMEM, ANY) */
 } pl_operand_report;
 
 typedef struct pl_scratch_report {

@@ -5,6 +5,8 @@
  * (8, 2048) block of a tall array rejected on v7x and accepted on v5e; an
  * int8 (8, 128) block rejected on every chip with (32, 128) suggested. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sim/tilesim.h"
@@ -170,4 +172,23 @@ Test(compiler_tiling, ETILING_has_a_name)
 {
     cr_assert_str_eq(pl_strerror(PL_ETILING), "rejected by the compiler's tiling check");
     cr_assert_eq(PL_STATUS_MIN, PL_ETILING);
+}
+
+/* A call that passes says so, layer by layer, with each block's tile. */
+Test(compiler_tiling, T8_the_report_says_both_layers_passed)
+{
+    pl_report rep;
+    th_expect_ok(check_copy(PL_BF16, 4096, 2048, 16, 2048, "v7x", &rep), &rep);
+    cr_assert_eq(rep.op[0].tile_rows, 16);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert(f);
+    pl_report_print(&rep, f);
+    fclose(f);
+    cr_assert(strstr(text, "legality: passes the BlockSpec check (T1-T5) and the compiler's tiling check on v7x "
+                           "(T8): in0 bf16 in (16, 128) tiles, out0 bf16 in (16, 128) tiles"), "%s", text);
+    free(text);
+    th_expect_ok(check_copy(PL_I8, 1024, 128, 32, 128, "v5e", &rep), &rep);
+    cr_assert_eq(rep.op[1].tile_rows, 32);
 }
