@@ -238,4 +238,9 @@ int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, st
 extern const cli_cmd cli_hlo_cmd;
 int cli_hlo(int argc, char **argv);
 
+/* review (review.c, review_print.c): the design review of a served model */
+extern const cli_cmd cli_review_cmd;
+int cli_review(int argc, char **argv);
+void cli_review_help(FILE *f);
+
 #endif

@@ -21,7 +21,7 @@ const cli_cmd cli_explain_cmd = {
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {
-    "", "tilesim chips | list | run | verify | sweep | explain | hlo | profile | memory | help [COMMAND]", ""};
+    "", "tilesim chips | list | run | verify | sweep | explain | hlo | profile | memory | review | help [COMMAND]", ""};
 
 static const char *long_help(const cli_cmd *cmd)
 {
@@ -90,6 +90,7 @@ static const char *long_help(const cli_cmd *cmd)
            "  hlo       read one HLO instruction and explain its shape, layout, tiling and memory space\n"
            "  profile   the op profile of one run (XProf's HLO op profile) and its roofline\n"
            "  memory    VMEM over the grid steps, the peak and what is live at it (XProf's memory viewer)\n"
+           "  review    the design review of a served model: devices, quantization, batch, TTFT, TPOT\n"
            "  help      this text; 'tilesim help COMMAND' for one command\n"
            "Exit status: 0 success, 1 nothing legal or a host failure, 2 a bad command line.\n";
 }
@@ -98,7 +99,7 @@ void cli_help(const cli_cmd *cmd, FILE *f)
 {
     if (!cmd) {
         const cli_cmd *all[] = {&cli_chips_cmd, &cli_list_cmd, &cli_run_cmd, &cli_verify_cmd, &cli_sweep_cmd,
-                                &cli_explain_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd};
+                                &cli_explain_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd};
         fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n");
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) /* a second form starts "\n       tilesim" */
             for (const char *s = all[i]->synopsis; *s;) {
@@ -116,6 +117,10 @@ void cli_help(const cli_cmd *cmd, FILE *f)
     }
     if (cmd == &cli_memory_cmd) {
         cli_memory_help(f);
+        return;
+    }
+    if (cmd == &cli_review_cmd) {
+        cli_review_help(f);
         return;
     }
     if (cmd == &cli_list_cmd || cmd == &cli_run_cmd || cmd == &cli_verify_cmd) {
@@ -140,13 +145,13 @@ int cli_fail(const cli_cmd *cmd, const char *fmt, ...)
 static const cli_cmd *find_cmd(const char *name)
 {
     const cli_cmd *all[] = {&cli_chips_cmd, &cli_sweep_cmd, &cli_explain_cmd, &cli_list_cmd, &cli_run_cmd,
-                            &cli_verify_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd};
+                            &cli_verify_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
 }
 
-#define COMMANDS "chips, list, run, verify, sweep, explain, hlo, profile, memory"
+#define COMMANDS "chips, list, run, verify, sweep, explain, hlo, profile, memory, review"
 
 /* `sweep matmul M N K` and `explain matmul M N K BM BN BK`, as documented and
  * scripted against before kernel definitions: 'matmul' followed by a word
@@ -184,6 +189,7 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "hlo") == 0) return cli_hlo(argc - 2, argv + 2);
     if (strcmp(c, "profile") == 0) return cli_profile(argc - 2, argv + 2);
     if (strcmp(c, "memory") == 0) return cli_memory(argc - 2, argv + 2);
+    if (strcmp(c, "review") == 0) return cli_review(argc - 2, argv + 2);
     if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", c);
     return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", c, COMMANDS);
 }

@@ -1,0 +1,169 @@
+/* cli/review.c: `tilesim review`: the design review of a served model
+ * (issue 16, sim/tilesim_review.h). Weighs every (devices, weight dtype,
+ * batch) configuration from simulated kernels (examples/kernels/review_defs.h)
+ * and prints the recommended one, its bottleneck in one sentence and the
+ * table of the others with the reason each lost. Exit 0 with a
+ * recommendation, 1 when no configuration meets the targets, 2 on a bad
+ * command line. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../examples/kernels/review_defs.h"
+#include "cli.h"
+
+const cli_cmd cli_review_cmd = {
+    "review", "tilesim review --model NAME|FILE --chip NAME --prompt P --context C --ttft T --tpot T [options]",
+    "tilesim review --model NAME|FILE [--chip NAME | --chip-file FILE] --prompt P --context C --ttft 500ms "
+    "--tpot 30ms [--quant bf16,int8,fp8] [--chips LIST] [--batch LIST] [--json] [--threads N]"};
+
+void cli_review_help(FILE *f)
+{
+    fprintf(f, "usage: %s\n\n", cli_review_cmd.synopsis);
+    fprintf(f,
+            "Serve a model on a chip: weigh every configuration (devices in a 1 x N ring with tensor parallelism\n"
+            "TP = N, weight dtype, decode batch) from the kernels themselves, each projection, attention and\n"
+            "all-reduce timed cost-only on the chip with tile sizes picked by a sweep (one per distinct shape),\n"
+            "and recommend the one with the most tokens/s/chip that meets both targets and fits HBM.\n"
+            "  --model NAME|FILE  a preset (llama3-70b, llama3-8b) or a model file of 'key = value' lines\n"
+            "  --chip NAME        a preset (default v5e); --chip-file FILE a what-if chip\n"
+            "  --prompt P         prompt tokens (TTFT = their prefill + the first decode step)\n"
+            "  --context C        the longest conversation; the KV cache must hold C tokens per sequence,\n"
+            "                     and TPOT is a decode step at the average context (P + C) / 2\n"
+            "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us\n"
+            "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
+            "  --chips LIST       TP degrees to weigh (default 1,2,4,8)\n"
+            "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,32,64,128,256)\n"
+            "  --json             one JSON object instead of the text\n"
+            "  --threads N        host threads for the sweeps (default: one per core)\n"
+            "A chip is the simulator's device (v7x: 2 devices per chip package); tokens/s/chip counts packages.\n"
+            "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line.\n");
+}
+
+/* "500ms", "0.5s", "800us": seconds into *out */
+static int parse_duration(const cli_cmd *cmd, const char *what, const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double unit = strcmp(end, "s") == 0 ? 1 : strcmp(end, "ms") == 0 ? 1e-3 : strcmp(end, "us") == 0 ? 1e-6 : 0;
+    if (end == s || unit == 0 || !(v > 0) || v * unit > 3600)
+        return cli_fail(cmd, "%s '%s': want a positive time up to an hour with a unit (500ms, 0.5s, 800us)", what, s);
+    *out = v * unit;
+    return 0;
+}
+
+static int parse_quant(const cli_cmd *cmd, const char *s, pl_review_brief *b)
+{
+    b->n_quant = 0;
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        char one[16];
+        snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), p);
+        pl_wdtype w;
+        if (len == 0 || len > 15 || pl_wdtype_parse(one, &w) != PL_OK)
+            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", s);
+        for (int i = 0; i < b->n_quant; i++)
+            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", s, one);
+        b->quant[b->n_quant++] = w;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
+{
+    const pl_model *p = pl_model_find(spec);
+    if (p) return *m = *p, 0;
+    char err[1024];
+    if (!strchr(spec, '/') && !strchr(spec, '.'))
+        return cli_fail(cmd, "--model '%s': not a preset (llama3-70b, llama3-8b) nor a file path", spec);
+    if (pl_model_load(spec, m, err, sizeof err) != PL_OK) return cli_fail(cmd, "--model: %s", err);
+    return 0;
+}
+
+enum { O_MODEL, O_CHIP, O_CHIP_FILE, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT, O_QUANT, O_CHIPS, O_BATCH, O_JSON, O_THREADS };
+static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file", 1}, {"--prompt", 1},
+                                    {"--context", 1}, {"--ttft", 1}, {"--tpot", 1}, {"--quant", 1},
+                                    {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}};
+#define NSPECS ((int)(sizeof specs / sizeof *specs))
+
+static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
+{
+    int rc, n;
+    const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : "1,2,4,8";
+    const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,32,64,128,256";
+    if ((rc = cli_parse_list(cmd, "--chips", chips, 4096, b->chips, &n))) return rc;
+    b->n_chips = n;
+    if ((rc = cli_parse_list(cmd, "--batch", batch, 4096, b->batch, &n))) return rc;
+    b->n_batch = n;
+    if (a->val[O_QUANT]) return parse_quant(cmd, a->val[O_QUANT], b);
+    for (int w = 0; w < PL_W_COUNT; w++) {
+        char why[160];
+        if (pl_review_wdtype_ok(b->chip, (pl_wdtype)w, why, sizeof why)) b->quant[b->n_quant++] = (pl_wdtype)w;
+    }
+    return 0;
+}
+
+static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc, pl_review_brief *b)
+{
+    static const int need[] = {O_MODEL, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT};
+    int rc;
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (!a->val[need[i]]) return cli_fail(cmd, "missing %s", specs[need[i]].name);
+    if (a->npos) return cli_fail(cmd, "unexpected argument '%s'; every input is an option", a->pos[0]);
+    if ((rc = load_model(cmd, a->val[O_MODEL], m))) return rc;
+    if ((rc = cli_select_chip(cmd, a->val[O_CHIP], a->val[O_CHIP_FILE], fc, &b->chip))) return rc;
+    b->model = m;
+    if ((rc = cli_parse_count(cmd, "--prompt", a->val[O_PROMPT], 1 << 20, &b->prompt)) ||
+        (rc = cli_parse_count(cmd, "--context", a->val[O_CONTEXT], 1 << 22, &b->context)) ||
+        (rc = parse_duration(cmd, "--ttft", a->val[O_TTFT], &b->ttft_s)) ||
+        (rc = parse_duration(cmd, "--tpot", a->val[O_TPOT], &b->tpot_s)))
+        return rc;
+    if (b->context < b->prompt)
+        return cli_fail(cmd, "--context %lld is shorter than --prompt %lld: a conversation starts with its prompt",
+                        (long long)b->context, (long long)b->prompt);
+    return lists(cmd, a, b);
+}
+
+/* The bar on stderr, on a terminal only. */
+static void bar(int done, int total, void *user)
+{
+    (void)user;
+    int w = total ? (int)(30.0 * done / total) : 30;
+    fprintf(stderr, "\rreview: [%.*s%*s] %d/%d tilings", w, "##############################", 30 - w, "", done, total);
+    if (done >= total) fprintf(stderr, "\r%*s\r", 60, "");
+    fflush(stderr);
+}
+
+void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
+void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
+
+int cli_review(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_review_cmd;
+    cli_args a;
+    int rc = cli_start(cmd, argc, argv, specs, NSPECS, &a);
+    if (rc >= 0) return rc;
+    pl_model m;
+    pl_chip fc;
+    pl_review_brief b = {0};
+    if ((rc = parse(cmd, &a, &m, &fc, &b))) return rc;
+    pl_review_kernels k = ex_review_kernels();
+    int64_t threads = 0;
+    if (a.val[O_THREADS] && (rc = cli_parse_count(cmd, "--threads", a.val[O_THREADS], 64, &threads))) return rc;
+    k.threads = (int)threads;
+    if (isatty(STDERR_FILENO)) k.progress = bar;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pl_review_result r;
+    char err[1024];
+    if (pl_review_run(&b, &k, &r, err, sizeof err) != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (a.val[O_JSON]) cli_review_json(stdout, &b, &r, wall);
+    else cli_review_print(stdout, &b, &r, wall);
+    int status = r.best >= 0 ? 0 : 1;
+    pl_review_free(&r);
+    return cli_finish_stdout(cmd, status);
+}

@@ -1,0 +1,133 @@
+/* cli/review_print.c: what `tilesim review` prints: the recommendation, its
+ * bottleneck sentence, and every configuration weighed with its verdict
+ * (text), or all of it as one JSON object (--json). */
+#include <string.h>
+
+#include "../sim/tilesim_review.h"
+#include "cli.h"
+
+static const char *ms(double s, char *buf, size_t n)
+{
+    if (s > 0) snprintf(buf, n, "%.2f ms", s * 1e3);
+    else snprintf(buf, n, "-");
+    return buf;
+}
+
+static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result *r)
+{
+    const pl_review_config *c = &r->configs[r->best];
+    char t1[32], t2[32], t3[32], t4[32];
+    int dpc = b->chip->devices_per_chip;
+    fprintf(f, "recommended: %lld device%s (%.1f chip%s of %s) as a 1 x %lld ring, TP %lld, weights %s, KV cache %s, "
+            "batch %lld\n", (long long)c->chips, c->chips == 1 ? "" : "s", (double)c->chips / dpc,
+            c->chips == dpc ? "" : "s", b->chip->name, (long long)c->chips, (long long)c->chips,
+            pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
+    fprintf(f, "  TTFT  %10s  (roofline %s; prefill %s + first decode step %s)\n", ms(c->ttft_s, t1, sizeof t1),
+            ms(c->prefill.roof_s + c->decode.roof_s, t2, sizeof t2), ms(c->prefill.total_s, t3, sizeof t3),
+            ms(c->decode.total_s, t4, sizeof t4));
+    fprintf(f, "  TPOT  %10s  (roofline %s, at the average context %lld)\n", ms(c->tpot_s, t1, sizeof t1),
+            ms(c->decode.roof_s, t2, sizeof t2), (long long)r->avg_context);
+    fprintf(f, "  tokens/s/chip  %.0f  (%lld sequences every %.2f ms on %.1f chips)\n", c->tok_s_chip,
+            (long long)c->batch, c->tpot_s * 1e3, (double)c->chips / dpc);
+    fprintf(f, "  HBM per device: %.1f GB weights + %.1f GB KV cache + %.1f GB activations of %.1f GB\n",
+            c->weight_bytes / 1e9, c->kv_bytes / 1e9, c->act_bytes / 1e9, c->hbm_bytes / 1e9);
+    fprintf(f, "  decode step per layer: projections %s, paged attention %s, all-reduces %s; LM head %s\n",
+            ms(c->decode.proj_s, t1, sizeof t1), ms(c->decode.attn_s, t2, sizeof t2),
+            ms(c->decode.comm_s, t3, sizeof t3), ms(c->decode.head_s, t4, sizeof t4));
+    fprintf(f, "  prefill per layer: projections %s, flash attention (causal) %s, all-reduces %s\n",
+            ms(c->prefill.proj_s, t1, sizeof t1), ms(c->prefill.attn_s, t2, sizeof t2),
+            ms(c->prefill.comm_s, t3, sizeof t3));
+    fprintf(f, "bottleneck: %s\n\n", r->bottleneck);
+}
+
+void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
+{
+    fprintf(f, "review: %s on %s (%.1f GB HBM at %.2f TB/s per device, %d device%s per chip); prompt %lld, "
+            "context %lld; targets TTFT %.0f ms, TPOT %.1f ms\n", b->model->name, b->chip->name,
+            (double)b->chip->hbm_bytes / 1e9, b->chip->hbm_bw / 1e12, b->chip->devices_per_chip,
+            b->chip->devices_per_chip == 1 ? "" : "s", (long long)b->prompt, (long long)b->context,
+            b->ttft_s * 1e3, b->tpot_s * 1e3);
+    fprintf(f, "weighed %d configurations: %d kernel shapes, %d tilings simulated, in %.1f s\n\n", r->n_configs,
+            r->n_jobs, r->kernel_runs, wall_s);
+    if (r->best >= 0) print_best(f, b, r);
+    else fprintf(f, "no configuration meets the targets and fits HBM: see the reasons below\n\n");
+    fprintf(f, "%7s %4s %7s %4s %6s %11s %11s %11s  %s\n", "devices", "TP", "weights", "KV", "batch", "TTFT",
+            "TPOT", "tok/s/chip", "verdict");
+    for (int i = 0; i < r->n_configs; i++) {
+        const pl_review_config *c = &r->configs[i];
+        char t1[32], t2[32], tok[32];
+        snprintf(tok, sizeof tok, c->tok_s_chip > 0 ? "%.0f" : "-", c->tok_s_chip);
+        fprintf(f, "%7lld %4lld %7s %4s %6lld %11s %11s %11s  %s\n", (long long)c->chips, (long long)c->chips,
+                pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch, ms(c->ttft_s, t1, sizeof t1),
+                ms(c->tpot_s, t2, sizeof t2), tok, i == r->best ? "recommended" : c->reason);
+    }
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_parts(FILE *f, const char *name, const pl_review_parts *p)
+{
+    fprintf(f, "\"%s\": {\"proj_s\": ", name);
+    cli_json_number(f, p->proj_s);
+    fprintf(f, ", \"attn_s\": "), cli_json_number(f, p->attn_s);
+    fprintf(f, ", \"comm_s\": "), cli_json_number(f, p->comm_s);
+    fprintf(f, ", \"head_s\": "), cli_json_number(f, p->head_s);
+    fprintf(f, ", \"embed_s\": "), cli_json_number(f, p->embed_s);
+    fprintf(f, ", \"total_s\": "), cli_json_number(f, p->total_s);
+    fprintf(f, ", \"roofline_s\": "), cli_json_number(f, p->roof_s);
+    fprintf(f, ", \"flops\": "), cli_json_number(f, p->flops);
+    fprintf(f, ", \"bytes\": "), cli_json_number(f, p->bytes);
+    fprintf(f, "}");
+}
+
+static void json_config(FILE *f, const pl_review_config *c, int best)
+{
+    fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"mesh\": \"1x%lld\", \"weights\": \"%s\", \"kv\": \"%s\", "
+            "\"batch\": %lld, \"verdict\": ", (long long)c->chips, (long long)c->chips, (long long)c->chips,
+            pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
+    json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
+    fprintf(f, ", \"reason\": "), json_string(f, best ? "" : c->reason);
+    fprintf(f, ", \"ttft_s\": "), cli_json_number(f, c->ttft_s);
+    fprintf(f, ", \"tpot_s\": "), cli_json_number(f, c->tpot_s);
+    fprintf(f, ", \"tokens_per_s_per_chip\": "), cli_json_number(f, c->tok_s_chip);
+    fprintf(f, ", \"weight_bytes\": "), cli_json_number(f, c->weight_bytes);
+    fprintf(f, ", \"kv_bytes\": "), cli_json_number(f, c->kv_bytes);
+    fprintf(f, ", \"act_bytes\": "), cli_json_number(f, c->act_bytes);
+    fprintf(f, ", \"hbm_bytes\": "), cli_json_number(f, c->hbm_bytes);
+    fprintf(f, ", "), json_parts(f, "prefill", &c->prefill);
+    fprintf(f, ", "), json_parts(f, "decode", &c->decode);
+    fprintf(f, "}");
+}
+
+void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
+{
+    fprintf(f, "{\"model\": "), json_string(f, b->model->name);
+    fprintf(f, ", \"chip\": "), json_string(f, b->chip->name);
+    fprintf(f, ", \"prompt\": %lld, \"context\": %lld, \"avg_context\": %lld, \"ttft_target_s\": ",
+            (long long)b->prompt, (long long)b->context, (long long)r->avg_context);
+    cli_json_number(f, b->ttft_s);
+    fprintf(f, ", \"tpot_target_s\": "), cli_json_number(f, b->tpot_s);
+    fprintf(f, ", \"kernel_shapes\": %d, \"tilings_simulated\": %d, \"wall_s\": ", r->n_jobs, r->kernel_runs);
+    cli_json_number(f, wall_s);
+    fprintf(f, ", \"bottleneck\": ");
+    json_string(f, r->best >= 0 ? r->bottleneck : "");
+    fprintf(f, ", \"recommended\": ");
+    if (r->best >= 0) json_config(f, &r->configs[r->best], 1);
+    else fprintf(f, "null");
+    fprintf(f, ", \"configs\": [");
+    for (int i = 0; i < r->n_configs; i++) {
+        fprintf(f, "%s\n  ", i ? "," : "");
+        json_config(f, &r->configs[i], i == r->best);
+    }
+    fprintf(f, "]}\n");
+}
