@@ -1,0 +1,124 @@
+/* tests/test_review_cli.c: `tilesim review` (issue 16): the recommendation
+ * and its bottleneck sentence, the JSON (parsed with jansson) agreeing with
+ * the choice, exit codes (0 a recommendation, 1 none, 2 a bad command
+ * line, each with a message naming what is wrong). This build's command
+ * (tests/run.h). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#define BRIEF8B "review", "--model", "llama3-8b", "--chip", "v6e", "--prompt", "1024", "--context", "4096", \
+                "--ttft", "2s", "--tpot", "50ms", "--chips", "1,2", "--batch", "1,8,64"
+
+Test(review_cli, the_text_names_the_recommendation_its_bottleneck_and_every_configuration)
+{
+    th_run r = TH_RUN(BRIEF8B);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "recommended: ") && strstr(r.out, "as a 1 x "), "%s", r.out);
+    cr_expect(strstr(r.out, "bottleneck: decode is ") && strstr(r.out, "GB of KV cache per device at"), "%s", r.out);
+    cr_expect(strstr(r.out, "TTFT ") && strstr(r.out, "(roofline ") && strstr(r.out, "tokens/s/chip"), "%s", r.out);
+    cr_expect(strstr(r.out, "weighed 12 configurations"), "2 TP x 2 dtypes (bf16, int8) x 3 batches: %s", r.out);
+    cr_expect(strstr(r.out, "fewer tokens/s/chip"), "%s", r.out);
+    cr_expect(strstr(r.err, "review: [") == NULL, "no progress bar when stderr is not a terminal: %s", r.err);
+    th_run_free(&r);
+}
+
+Test(review_cli, json_parses_and_the_recommended_one_has_the_most_tokens_per_chip)
+{
+    th_run r = TH_RUN(BRIEF8B, "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, JSON_REJECT_DUPLICATES, &e);
+    cr_assert(j, "line %d: %s", e.line, e.text);
+    json_t *best = json_object_get(j, "recommended"), *configs = json_object_get(j, "configs"), *c;
+    cr_assert(json_is_object(best) && json_is_array(configs));
+    cr_expect_eq(json_array_size(configs), 12);
+    cr_expect_eq(json_integer_value(json_object_get(j, "avg_context")), (1024 + 4096) / 2);
+    double top = json_number_value(json_object_get(best, "tokens_per_s_per_chip"));
+    size_t i;
+    int recommended = 0;
+    json_array_foreach(configs, i, c) {
+        const char *v = json_string_value(json_object_get(c, "verdict"));
+        cr_assert(v);
+        recommended += strcmp(v, "recommended") == 0;
+        if (strcmp(v, "fewer tokens/s/chip") == 0)
+            cr_expect(json_number_value(json_object_get(c, "tokens_per_s_per_chip")) <= top);
+        json_t *d = json_object_get(c, "decode");
+        if (json_is_object(d) && json_number_value(json_object_get(c, "tpot_s")) > 0)
+            cr_expect(json_number_value(json_object_get(c, "tpot_s")) >=
+                      json_number_value(json_object_get(d, "roofline_s")), "TPOT above its roofline");
+    }
+    cr_expect_eq(recommended, 1);
+    cr_expect(strstr(json_string_value(json_object_get(j, "bottleneck")), "decode is "));
+    json_decref(j);
+    th_run_free(&r);
+}
+
+Test(review_cli, no_configuration_meeting_the_targets_exits_1)
+{
+    th_run r = TH_RUN("review", "--model", "llama3-8b", "--chip", "v5e", "--prompt", "1024", "--context", "2048",
+                      "--ttft", "1us", "--tpot", "50ms", "--chips", "1", "--batch", "1,2");
+    cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "no configuration meets the targets") && strstr(r.out, "misses TTFT"), "%s", r.out);
+    th_run_free(&r);
+}
+
+Test(review_cli, a_model_file_is_read_and_its_errors_name_the_line)
+{
+    char path[64];
+    th_temp_file(path, "name = small\nlayers = 2\nd_model = 256\nheads = 8\nkv_heads = 2\nhead_dim = 128\n"
+                       "ffn = 512\nffn_kind = gelu\nvocab = 1024\nparams = 2.5M\n");
+    th_run r = TH_RUN("review", "--model", path, "--prompt", "256", "--context", "512", "--ttft", "1s", "--tpot",
+                      "1s", "--batch", "1,4", "--chips", "1,2");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "review: small on v5e"), "%s", r.out);
+    th_run_free(&r);
+    th_temp_file(path, "layers = 2\nd_model = lots\n");
+    r = TH_RUN("review", "--model", path, "--prompt", "256", "--context", "512", "--ttft", "1s", "--tpot", "1s");
+    cr_expect_eq(r.status, 2);
+    char want[128];
+    snprintf(want, sizeof want, "%s:2: d_model: 'lots'", path);
+    cr_expect(strstr(r.err, want), "%s", r.err);
+    th_run_free(&r);
+    unlink(path);
+}
+
+Test(review_cli, bad_command_lines_say_what_and_exit_2)
+{
+    static const struct {
+        const char *model, *ttft, *chip, *want;
+    } cases[] = {
+        {"gpt-9", "1s", "v5e", "--model 'gpt-9': not a preset (llama3-70b, llama3-8b) nor a file path"},
+        {"llama3-8b", "500", "v5e", "--ttft '500': want a positive time up to an hour with a unit"},
+        {"llama3-8b", "-1s", "v5e", "--ttft '-1s': want"},
+        {"llama3-8b", "2h", "v5e", "--ttft '2h': want"},
+        {"llama3-8b", "1s", "v9", "v9"},
+        {"./none.model", "1s", "v5e", "./none.model: cannot open"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        th_run r = TH_RUN("review", "--model", cases[i].model, "--chip", cases[i].chip, "--prompt", "8", "--context",
+                          "8", "--ttft", cases[i].ttft, "--tpot", "1s");
+        cr_expect_eq(r.status, 2, "case %zu: %s", i, r.err);
+        cr_expect(strstr(r.err, cases[i].want), "case %zu: got %s", i, r.err);
+        th_run_free(&r);
+    }
+    th_run m = TH_RUN("review", "--prompt", "8", "--context", "8", "--ttft", "1s", "--tpot", "1s");
+    cr_expect(m.status == 2 && strstr(m.err, "missing --model"), "%s", m.err);
+    th_run_free(&m);
+    th_run r = TH_RUN("review", "--model", "llama3-8b", "--prompt", "8", "--context", "4", "--ttft", "1s", "--tpot",
+                      "1s");
+    cr_expect(r.status == 2 && strstr(r.err, "--context 4 is shorter than --prompt 8"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("review", "--model", "llama3-8b", "--prompt", "8", "--context", "8", "--ttft", "1s", "--tpot", "1s",
+               "--quant", "bf16,int4");
+    cr_expect(r.status == 2 && strstr(r.err, "--quant 'bf16,int4': want a list of bf16, int8, fp8"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("help", "review");
+    cr_expect(r.status == 0 && strstr(r.out, "--ttft T, --tpot T"), "%s", r.out);
+    th_run_free(&r);
+}
