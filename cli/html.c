@@ -81,6 +81,8 @@ static char *memory_svg(const pl_kernel_def *d, const int64_t *v, const pl_optio
 {
     pl_options opt = *given;
     opt.trace_path = NULL;
+    opt.on_step = NULL; /* the caller's recorder (explain's narrator) has done its walk; its state is gone */
+    opt.on_step_user = NULL;
     pl_memview mv = {0};
     pl_report *rep = calloc(1, sizeof *rep);
     char *svg = NULL;
