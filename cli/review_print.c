@@ -13,6 +13,21 @@ static const char *ms(double s, char *buf, size_t n)
     return buf;
 }
 
+/* Each kernel of the recommended configuration with the tiling its sweep picked. */
+static void print_kernels(FILE *f, const pl_review_result *r, const pl_review_config *c)
+{
+    static const char *what[] = {"QKV", "output", "MLP up+gate", "MLP down", "attention", "all-reduce", "LM head"};
+    fprintf(f, "kernels (per device, fastest tiling of each shape's sweep):\n");
+    for (int i = 0; i < 14; i++) {
+        if (c->job[i] < 0) continue;
+        const pl_review_job *j = &r->jobs[c->job[i]];
+        char t[32];
+        fprintf(f, "  %-7s %-11s %10s  %s\n", i < 7 ? "prefill" : "decode", what[i % 7], ms(j->time_s, t, sizeof t),
+                j->label);
+    }
+    fprintf(f, "\n");
+}
+
 static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result *r)
 {
     const pl_review_config *c = &r->configs[r->best];
@@ -37,7 +52,8 @@ static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result
     fprintf(f, "  prefill per layer: projections %s, flash attention (causal) %s, all-reduces %s\n",
             ms(c->prefill.proj_s, t1, sizeof t1), ms(c->prefill.attn_s, t2, sizeof t2),
             ms(c->prefill.comm_s, t3, sizeof t3));
-    fprintf(f, "bottleneck: %s\n\n", r->bottleneck);
+    fprintf(f, "bottleneck: %s\n", r->bottleneck);
+    print_kernels(f, r, c);
 }
 
 void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
@@ -90,7 +106,24 @@ static void json_parts(FILE *f, const char *name, const pl_review_parts *p)
     fprintf(f, "}");
 }
 
-static void json_config(FILE *f, const pl_review_config *c, int best)
+/* the recommended configuration's kernels with their tilings */
+static void json_kernels(FILE *f, const pl_review_result *r, const pl_review_config *c)
+{
+    static const char *what[] = {"qkv", "output", "mlp_up_gate", "mlp_down", "attention", "allreduce", "lm_head"};
+    fprintf(f, ", \"kernels\": [");
+    for (int i = 0, n = 0; i < 14; i++) {
+        if (c->job[i] < 0) continue;
+        const pl_review_job *j = &r->jobs[c->job[i]];
+        fprintf(f, "%s{\"step\": \"%s\", \"kernel\": \"%s\", \"time_s\": ", n++ ? ", " : "",
+                i < 7 ? "prefill" : "decode", what[i % 7]);
+        cli_json_number(f, j->time_s);
+        fprintf(f, ", \"tiling\": "), json_string(f, j->label);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]");
+}
+
+static void json_config(FILE *f, const pl_review_result *r, const pl_review_config *c, int best)
 {
     fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"mesh\": \"1x%lld\", \"weights\": \"%s\", \"kv\": \"%s\", "
             "\"batch\": %lld, \"verdict\": ", (long long)c->chips, (long long)c->chips, (long long)c->chips,
@@ -106,6 +139,7 @@ static void json_config(FILE *f, const pl_review_config *c, int best)
     fprintf(f, ", \"hbm_bytes\": "), cli_json_number(f, c->hbm_bytes);
     fprintf(f, ", "), json_parts(f, "prefill", &c->prefill);
     fprintf(f, ", "), json_parts(f, "decode", &c->decode);
+    if (best == 1) json_kernels(f, r, c);
     fprintf(f, "}");
 }
 
@@ -122,12 +156,12 @@ void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *
     fprintf(f, ", \"bottleneck\": ");
     json_string(f, r->best >= 0 ? r->bottleneck : "");
     fprintf(f, ", \"recommended\": ");
-    if (r->best >= 0) json_config(f, &r->configs[r->best], 1);
+    if (r->best >= 0) json_config(f, r, &r->configs[r->best], 1);
     else fprintf(f, "null");
     fprintf(f, ", \"configs\": [");
     for (int i = 0; i < r->n_configs; i++) {
         fprintf(f, "%s\n  ", i ? "," : "");
-        json_config(f, &r->configs[i], i == r->best);
+        json_config(f, r, &r->configs[i], i == r->best ? 2 : 0); /* 2: no kernels again */
     }
     fprintf(f, "]}\n");
 }

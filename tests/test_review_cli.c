@@ -54,6 +54,21 @@ Test(review_cli, json_parses_and_the_recommended_one_has_the_most_tokens_per_chi
                       json_number_value(json_object_get(d, "roofline_s")), "TPOT above its roofline");
     }
     cr_expect_eq(recommended, 1);
+    /* its decode kernels add up to its TPOT: 32 layers of projections, attention and two all-reduces, plus
+     * the LM head and the embedding gather */
+    json_t *kernels = json_object_get(best, "kernels"), *kk;
+    double layer = 0, head = 0;
+    json_array_foreach(kernels, i, kk) {
+        const char *step = json_string_value(json_object_get(kk, "step"));
+        const char *what = json_string_value(json_object_get(kk, "kernel"));
+        double t = json_number_value(json_object_get(kk, "time_s"));
+        if (strcmp(step, "decode") != 0) continue;
+        if (strcmp(what, "lm_head") == 0) head += t;
+        else layer += strcmp(what, "allreduce") == 0 ? 2 * t : t;
+    }
+    double embed = json_number_value(json_object_get(json_object_get(best, "decode"), "embed_s"));
+    double tpot = json_number_value(json_object_get(best, "tpot_s")), sum = 32 * layer + head + embed;
+    cr_expect(tpot > 0 && sum > 0.999999 * tpot && sum < 1.000001 * tpot, "kernels %.9g vs TPOT %.9g", sum, tpot);
     cr_expect(strstr(json_string_value(json_object_get(j, "bottleneck")), "decode is "));
     json_decref(j);
     th_run_free(&r);
