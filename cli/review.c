@@ -34,7 +34,7 @@ void cli_review_help(FILE *f)
             "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us\n"
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
             "  --chips LIST       TP degrees to weigh (default 1,2,4,8)\n"
-            "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,32,64,128,256)\n"
+            "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
             "  --json             one JSON object instead of the text\n"
             "  --threads N        host threads for the sweeps (default: one per core)\n"
             "A chip is the simulator's device (v7x: 2 devices per chip package); tokens/s/chip counts packages.\n"
@@ -92,7 +92,7 @@ static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
 {
     int rc, n;
     const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : "1,2,4,8";
-    const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,32,64,128,256";
+    const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,24,32,48,64,96,128,192,256";
     if ((rc = cli_parse_list(cmd, "--chips", chips, 4096, b->chips, &n))) return rc;
     b->n_chips = n;
     if ((rc = cli_parse_list(cmd, "--batch", batch, 4096, b->batch, &n))) return rc;

@@ -17,7 +17,10 @@
 
 #include "review.h"
 
-#define CHUNK 256 /* configurations per pl_kernel_sweep: 256 reports of ~32 KB */
+/* configurations per pl_kernel_sweep: 1024 reports of ~32 KB. Few, large
+ * sweeps: a sweep that reports progress polls every 100 ms (sim/sweep.c),
+ * so each one costs up to a tick of waiting at its end. */
+#define CHUNK 1024
 
 int rv_job(pl_review_result *r, int kind, int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4)
 {
@@ -127,7 +130,8 @@ static int sweep_kind(pl_review_result *r, const pl_review_brief *b, const pl_re
     pl_report *reps = calloc(CHUNK, sizeof *reps);
     if (!reps) return PL_ENOMEM;
     pl_options opt = {.chip_spec = b->chip, .cost_only = 1};
-    pl_sweep_options so = {.threads = k->threads, .progress = progress, .progress_user = pr};
+    /* no progress callback unless asked: without one, pl_sweep never polls */
+    pl_sweep_options so = {.threads = k->threads, .progress = k->progress ? progress : NULL, .progress_user = pr};
     int rc = PL_OK;
     for (int at = 0; at < s->n_rows && rc == PL_OK; at += CHUNK) {
         int cnt = s->n_rows - at < CHUNK ? s->n_rows - at : CHUNK;
