@@ -415,7 +415,7 @@ static void decode(fz_reader *r, fz_case *k)
 
 static void check_report(int rc, const pl_report *rp, int same_status)
 {
-    if (rc > 0 || rc < PL_ESEMAPHORE) abort();              /* a status code pallas.h does not list */
+    if (rc > 0 || rc < PL_STATUS_MIN) abort();              /* a status code pallas.h does not list */
     if (same_status && rp->status != rc) abort();           /* report.status is what the call returned */
     if (!memchr(rp->error, '\0', sizeof rp->error)) abort(); /* messages stay inside their buffer */
     if (rc != PL_OK && !rp->error[0]) abort();              /* every error says what and where */
