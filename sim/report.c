@@ -116,6 +116,9 @@ void pl_report_print(const pl_report *r, FILE *f)
                 pl_dtype_name(r->scratch[i].dtype));
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             pl_format_bytes((double)r->hbm_bytes, a, sizeof a));
+    char est[160];
+    pl_cost_estimate(r, est, sizeof est);
+    fprintf(f, "  cost estimate for the real call: %s\n", est);
     /* transcendental ops and element loops, only when the kernel has them */
     if (r->eup_elems) fprintf(f, "  EUP: %lld elements through it (their time is VPU time)\n", (long long)r->eup_elems);
     if (r->scalar_ops)
@@ -217,6 +220,8 @@ static void report_members(const pl_report *r, FILE *f)
             r->slowest_core, r->core_compute_s, r->core_exposed_s, r->core_overhead_s);
     fprintf(f, ",\"scalar_ops\":%lld,\"scalar_s\":%.9g,\"eup_elems\":%lld", (long long)r->scalar_ops, r->scalar_s,
             (long long)r->eup_elems);
+    fprintf(f, ",\"cost_estimate\":{\"flops\":%.0f,\"transcendentals\":%lld,\"bytes_accessed\":%lld}",
+            r->mxu_flops + r->vpu_flops, (long long)r->eup_elems, (long long)r->hbm_bytes);
     fprintf(f, ",\"ici_copies\":%lld,\"ici_bytes\":%lld,\"remote_wait_s\":%.9g", (long long)r->ici_copies,
             (long long)r->ici_bytes, r->remote_wait_s);
     fprintf(f, ",\"warnings\":[");
@@ -231,6 +236,13 @@ static void report_members(const pl_report *r, FILE *f)
         w += len + (nl ? 1 : 0);
     }
     fprintf(f, "]");
+}
+
+int pl_cost_estimate(const pl_report *r, char *buf, size_t n)
+{
+    if (!r) return buf && n ? (buf[0] = '\0', 0) : 0;
+    return snprintf(buf, buf ? n : 0, "pl.CostEstimate(flops=%.0f, transcendentals=%lld, bytes_accessed=%lld)",
+                    r->mxu_flops + r->vpu_flops, (long long)r->eup_elems, (long long)r->hbm_bytes);
 }
 
 void pl_report_json(const pl_report *r, FILE *f) { pl_report_json_with(r, NULL, f); }

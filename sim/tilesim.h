@@ -528,6 +528,14 @@ struct pl_report {
  * simulated time and what bounds it; a failed call's report prints its
  * error. r or f NULL: nothing. Reads r->chip (see pl_report). Any thread. */
 void pl_report_print(const pl_report *r, FILE *f);
+/* The line to paste into the real pallas_call's cost_estimate= from what
+ * the run counted: "pl.CostEstimate(flops=F, transcendentals=T,
+ * bytes_accessed=B)", F = MXU FLOPs (2mnk per pl_dot) + VPU element ops,
+ * T = elements through the EUP, B = HBM bytes moved (pipeline copies,
+ * write-backs and manual DMA: re-fetches count, as on the chip). XLA
+ * schedules around the call by it. Into buf (n bytes, always terminated);
+ * returns the length it needs, as snprintf. */
+int pl_cost_estimate(const pl_report *r, char *buf, size_t n);
 /* The same as one JSON object (and a newline). r or f NULL: nothing. */
 void pl_report_json(const pl_report *r, FILE *f);
 
