@@ -93,7 +93,7 @@ static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
     int rc, n;
     const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : "1,2,4,8";
     const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,24,32,48,64,96,128,192,256";
-    if ((rc = cli_parse_list(cmd, "--chips", chips, 4096, b->chips, &n))) return rc;
+    if ((rc = cli_parse_list(cmd, "--chips", chips, 256, b->chips, &n))) return rc;
     b->n_chips = n;
     if ((rc = cli_parse_list(cmd, "--batch", batch, 4096, b->batch, &n))) return rc;
     b->n_batch = n;

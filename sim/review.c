@@ -259,7 +259,7 @@ static int check_brief(const pl_review_brief *b, const pl_review_kernels *k, cha
         b->n_quant > PL_W_COUNT || b->n_batch > PL_REVIEW_MAX_LIST)
         return snprintf(err, n, "review: empty or too long a list of chips, quantizations or batches"), PL_EINVAL;
     for (int i = 0; i < b->n_chips; i++)
-        if (b->chips[i] < 1 || b->chips[i] > 4096) return snprintf(err, n, "review: chips must be 1 to 4096"), PL_EINVAL;
+        if (b->chips[i] < 1 || b->chips[i] > 256) return snprintf(err, n, "review: chips must be 1 to 256"), PL_EINVAL;
     for (int i = 0; i < b->n_batch; i++)
         if (b->batch[i] < 1 || b->batch[i] > 4096) return snprintf(err, n, "review: batch must be 1 to 4096"), PL_EINVAL;
     return PL_OK;

@@ -66,6 +66,12 @@ static const char *const names[RV_ALLREDUCE][8] = {
     {"batch", "heads", "dim", "max_len", "page", "dtype", NULL, NULL},
 };
 
+/* A tiling with more grid steps (or pages) than this is not simulated: a
+ * few seconds of host time each at most, whatever the model file says. */
+#define MAX_STEPS ((double)(1 << 19))
+
+static double cdiv_d(int64_t a, int64_t b) { return (double)(a / b + (a % b != 0)); }
+
 static int add_row(rv_sweep *s, int job, const int64_t *set, int nset)
 {
     if (s->n_rows == s->cap) {
@@ -97,16 +103,19 @@ static int job_rows(rv_sweep *s, int kind, int j, const pl_review_job *job)
         for (int x = 0; x < na; x++)
             for (int y = 0; y < nb; y++)
                 for (int z = 0; z < nc && rc == PL_OK; z++)
-                    rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], a[x], b[y], c[z], d[3]}, 7);
+                    if (cdiv_d(d[0], a[x]) * cdiv_d(d[1], b[y]) * cdiv_d(d[2], c[z]) <= MAX_STEPS)
+                        rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], a[x], b[y], c[z], d[3]}, 7);
     } else if (kind == RV_FLASH) {
         na = blocks(d[1], fa, 4, a);
         for (int x = 0; x < na; x++)
             for (int y = 0; y < na && rc == PL_OK; y++)
-                rc = add_row(s, j, (int64_t[]){d[0], d[1], d[1], d[2], a[x], a[y], d[3], PL_BF16}, 8);
+                if ((double)d[0] * cdiv_d(d[1], a[x]) * cdiv_d(d[1], a[y]) <= MAX_STEPS)
+                    rc = add_row(s, j, (int64_t[]){d[0], d[1], d[1], d[2], a[x], a[y], d[3], PL_BF16}, 8);
     } else {
         na = blocks(d[3], pg, 5, a);
         for (int x = 0; x < na && rc == PL_OK; x++)
-            rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], d[3], a[x], d[4]}, 6);
+            if ((double)d[0] * cdiv_d(d[3], a[x]) <= MAX_STEPS)
+                rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], d[3], a[x], d[4]}, 6);
     }
     return rc;
 }
@@ -155,6 +164,13 @@ static int sweep_kind(pl_review_result *r, const pl_review_brief *b, const pl_re
     return rc;
 }
 
+/* A job none of whose tilings was simulated says why. */
+static void too_big(pl_review_job *job)
+{
+    snprintf(job->error, sizeof job->error, "every tiling of this shape has more than %.0f grid steps or pages; "
+             "the review does not simulate it", MAX_STEPS);
+}
+
 static int prepare(rv_sweep *s, int kind, const pl_kernel_def *d, char *err, size_t n)
 {
     memset(s, 0, sizeof *s);
@@ -176,7 +192,11 @@ int rv_jobs_run(pl_review_result *r, const pl_review_brief *b, const pl_review_k
     for (kind = 0; kind < RV_ALLREDUCE && rc == PL_OK; kind++) {
         if ((rc = prepare(&s[kind], kind, defs[kind], err, n))) break;
         for (int j = 0; j < r->n_jobs && rc == PL_OK; j++)
-            if (r->jobs[j].kind == kind) rc = job_rows(&s[kind], kind, j, &r->jobs[j]);
+            if (r->jobs[j].kind == kind) {
+                int before = s[kind].n_rows;
+                rc = job_rows(&s[kind], kind, j, &r->jobs[j]);
+                if (s[kind].n_rows == before) too_big(&r->jobs[j]);
+            }
         pr.total += s[kind].n_rows;
     }
     for (int i = 0; i < kind && rc == PL_OK; i++) rc = sweep_kind(r, b, k, &s[i], &pr);

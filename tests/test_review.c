@@ -205,3 +205,24 @@ Test(review, a_bad_brief_is_refused_with_a_message)
     cr_expect(strstr(err, "has no parameter"), "%s", err);
     cr_expect_eq(pl_review_run(NULL, &k, &r, err, sizeof err), PL_EINVAL);
 }
+
+Test(review, a_shape_too_large_to_simulate_is_refused_not_run_for_hours)
+{
+    /* a 4 M-wide FFN on a 1 M-wide model: every tiling of its MLP matmuls has over 2^19 grid steps */
+    static const pl_model wide = {.name = "wide", .layers = 1, .d_model = 1 << 20, .heads = 8, .kv_heads = 8,
+                                  .head_dim = 128, .ffn = 1 << 22, .ffn_kind = PL_FFN_GELU, .vocab = 1024,
+                                  .params = 1e6};
+    pl_review_brief b = brief_of(&wide, "v5e", 256, 256);
+    pl_review_result r = run_ok(&b);
+    cr_assert_eq(r.n_configs, 1);
+    cr_expect_eq(r.configs[0].verdict, PL_RV_ILLEGAL, "%s", r.configs[0].reason);
+    cr_expect(strstr(r.configs[0].reason, "grid steps or pages"), "%s", r.configs[0].reason);
+    cr_expect_eq(r.best, -1);
+    pl_review_free(&r);
+    b = brief_of(&tiny, "v5e", 256, 512);
+    b.chips[0] = 512;
+    pl_review_kernels k = ex_review_kernels();
+    char err[256];
+    cr_expect_eq(pl_review_run(&b, &k, &r, err, sizeof err), PL_EINVAL, "a 512-device ring is refused");
+    cr_expect(strstr(err, "chips must be 1 to 256"), "%s", err);
+}
