@@ -18,7 +18,8 @@
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--strict] [--seed N] [--host-threads N]"};
+                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--vmem-report] [--strict] [--seed N] "
+                             "[--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
                                 "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N]"};
@@ -42,6 +43,8 @@ static const kopt table[] = {
     {{"trace", 1, 0, 't'}, K_TRACE, "FILE", "write a Chrome trace-event JSON (open it in Perfetto)"},
     {{"html", 1, 0, 'w'}, K_HTML, "FILE", "write the teaching page: the grid walk step by step, the timeline "
                                           "(one self-contained HTML file)"},
+    {{"vmem-report", 0, 0, 'V'}, K_VMEM_REPORT, NULL, "list the scoped VMEM allocations as XLA does when a "
+                                                       "program runs out of VMEM (always printed when it does)"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
     {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
     {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
@@ -116,6 +119,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'v' + 256: o->csv = 1; break;
     case 't': o->trace = arg; break;
     case 'w': o->html = arg; break;
+    case 'V': o->vmem_report = 1; break;
     case 'S': o->strict = 1; break;
     case 'g': o->svg = arg; break;
     case 'H': o->heatmap = arg; break;

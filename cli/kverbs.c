@@ -22,6 +22,10 @@ static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *lab
 {
     fflush(stdout);
     fprintf(stderr, "tilesim %s: %s %s: %s\n", cmd->name, d->name, label, rep->error);
+    if (rep->status == PL_EVMEM && rep->chip) { /* the listing XLA prints on hardware */
+        fprintf(stderr, "\n");
+        pl_vmem_report(rep, stderr);
+    }
 }
 
 /* ---- run ------------------------------------------------------------------------- */
@@ -90,6 +94,7 @@ int cli_run(int argc, char **argv)
         fprintf(stdout, "run: %s %s on %s%s\n\n", d->name, label, opt.chip_spec->name,
                 opt.cost_only ? " (cost only: no data, outputs not checked)" : "");
         pl_report_print(rep, stdout);
+        if (o.vmem_report) fprintf(stdout, "\n"), pl_vmem_report(rep, stdout);
         if (vlen) fprintf(stdout, "\nreference check (V5):\n%s", verdicts);
         if (st == PL_EVERIFY) fprintf(stdout, "\nFAIL: %s\n", rep->error);
         else if (checked) fprintf(stdout, "\nPASS\n");

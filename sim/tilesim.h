@@ -412,6 +412,8 @@ typedef struct pl_scratch_report {
     pl_memspace space;
     pl_dtype dtype;
     int64_t bytes;                /* as laid out in tiles */
+    int rank;                     /* its shape, as declared */
+    int64_t shape[PL_MAX_RANK];
 } pl_scratch_report;
 
 /* ---- the op profile (XProf's HLO op profile, for a simulated run) ----------------
@@ -536,6 +538,17 @@ void pl_report_print(const pl_report *r, FILE *f);
  * schedules around the call by it. Into buf (n bytes, always terminated);
  * returns the length it needs, as snprintf. */
 int pl_cost_estimate(const pl_report *r, char *buf, size_t n);
+/* The call's scoped VMEM as XLA lists it when a TPU program runs out of
+ * VMEM, so that the listing met on hardware reads the same here: the total
+ * against the scoped limit ("Ran out of memory in memory space vmem. Used
+ * 33.00M of 16.00M vmem. ..." when over it), then every scoped allocation,
+ * largest first: its size with tile padding, what it is (an operand's block
+ * times its buffers, or a scratch buffer), its shape with layout and tiling
+ * (f32[2,512,1024]{2,1,0:T(8,128)}, bf16[...]{...:T(16,128)(2,1)} on v7x),
+ * its unpadded size and the padding's extra bytes. r must hold the call's
+ * operands (any report past validation, failed with PL_EVMEM too). PL_OK,
+ * or PL_EINVAL (NULL argument, no chip). Any thread. */
+int pl_vmem_report(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). r or f NULL: nothing. */
 void pl_report_json(const pl_report *r, FILE *f);
 

@@ -150,6 +150,8 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
         else snprintf(sr->name, sizeof sr->name, "scratch%d", i);
         sr->space = s->space;
         sr->dtype = s->dtype;
+        sr->rank = s->rank > 0 && s->rank <= PL_MAX_RANK ? s->rank : 0;
+        memcpy(sr->shape, s->shape, (size_t)sr->rank * sizeof *sr->shape);
         if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
             return sim_fail(rep, PL_EINVAL, "%s: scratch cannot live in memory space %s (rule M2)", sr->name,
                             pl_memspace_name(s->space));
