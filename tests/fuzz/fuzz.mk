@@ -2,7 +2,7 @@
 #
 #   make fuzz                  build the harnesses, run each for FUZZ_SECONDS (default 60)
 #   make fuzz FUZZ_SECONDS=600 longer
-#   make fuzz-build            build only: build/fuzz/fuzz_{chip_parse,pallas_call,cli,mesh_parse,mesh_call,hlo}
+#   make fuzz-build            build only: build/fuzz/fuzz_{chip_parse,pallas_call,cli,mesh_parse,mesh_call,hlo,model_parse}
 #
 # The library, the example kernels and the CLI are compiled again with clang
 # and -fsanitize=fuzzer-no-link,address,undefined into FUZZ_BUILD, so that
@@ -20,7 +20,7 @@ FUZZ_SAVED_GOAL := $(.DEFAULT_GOAL)
 FUZZ_BUILD   ?= build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_NAMES   := chip_parse pallas_call cli mesh_parse mesh_call hlo
+FUZZ_NAMES   := chip_parse pallas_call cli mesh_parse mesh_call hlo model_parse
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread -MMD -MP $(FUZZ_SAN)
 FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
@@ -76,6 +76,9 @@ $(FUZZ_BUILD)/fuzz_mesh_parse: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_mesh_parse.o $(
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ $(FUZZ_PKG_LIBS) -o $@
 
 $(FUZZ_BUILD)/fuzz_hlo: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_hlo.o $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ $(FUZZ_PKG_LIBS) -o $@
+
+$(FUZZ_BUILD)/fuzz_model_parse: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_model_parse.o $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ $(FUZZ_PKG_LIBS) -o $@
 
 $(FUZZ_BUILD)/fuzz_cli: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_cli.o $(FUZZ_CLI_OBJ) $(FUZZ_LIB)

@@ -6,9 +6,8 @@
  * PL_EINVAL with a message naming where, and never reads or writes out of
  * bounds, also with an error buffer too small for the message.
  *
- * Not in fuzz.mk's FUZZ_NAMES yet; build and run it alone with
- *   clang -O1 -g -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_model_parse.c sim/model.c -lm -o fm
- *   ./fm -max_total_time=60 */
+ * `make fuzz` runs it with the others (tests/fuzz/fuzz.mk), from the seeds
+ * in tests/fuzz/corpus/model_parse (the two model presets). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
