@@ -183,34 +183,15 @@ static const chip_key keys[] = {
 
 /* s for a message: bytes outside printable ASCII as \xNN, so that a
  * binary or mis-encoded file cannot put control characters on a terminal. */
-static const char *esc(const char *s, char *buf, size_t n)
-{
-    size_t at = 0;
-    for (; *s && at + 5 < n; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch >= 0x20 && ch < 0x7f) buf[at++] = (char)ch;
-        else at += (size_t)snprintf(buf + at, n - at, "\\x%02x", ch);
-    }
-    buf[at] = '\0';
-    return buf;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
-    return s;
-}
 
 static int set_key(pl_chip *c, const char *key, const char *val, const char *where, int line, int first,
                    char *err, size_t errlen)
 {
     char ek[96], ev[96];
     if (strcmp(key, "name") == 0) {
-        if (!*val || strlen(val) >= sizeof c->name || strcmp(esc(val, ev, sizeof ev), val) != 0) {
+        if (!*val || strlen(val) >= sizeof c->name || strcmp(sim_text_escape(val, ev, sizeof ev), val) != 0) {
             snprintf(err, errlen, "%s:%d: name must be 1 to %zu printable characters, got '%s'", where, line,
-                     sizeof c->name - 1, esc(val, ev, sizeof ev));
+                     sizeof c->name - 1, sim_text_escape(val, ev, sizeof ev));
             return PL_EINVAL;
         }
         snprintf(c->name, sizeof c->name, "%s", val);
@@ -224,7 +205,7 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         }
         if (!b) {
             snprintf(err, errlen, "%s:%d: base = %s is not a preset (v4, v5e, v5p, v6e, v7x)", where, line,
-                     esc(val, ev, sizeof ev));
+                     sim_text_escape(val, ev, sizeof ev));
             return PL_EINVAL;
         }
         *c = *b;
@@ -237,10 +218,10 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         char *end;
         errno = 0;
         double v = strtod(val, &end);
-        if (end == val || *trim(end) || errno || !(v >= k->min && v <= k->max) ||
+        if (end == val || *sim_text_trim(end) || errno || !(v >= k->min && v <= k->max) ||
             (k->kind == K_INT && v != (double)(int)v)) {
             snprintf(err, errlen, "%s:%d: %s = '%s' is not %s from %g to %g%s%s", where, line, key,
-                     esc(val, ev, sizeof ev),
+                     sim_text_escape(val, ev, sizeof ev),
                      k->kind == K_INT ? "a whole number" : "a number", k->min, k->max, *k->unit ? " " : "", k->unit);
             return PL_EINVAL;
         }
@@ -251,7 +232,7 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         return PL_OK;
     }
     size_t at = (size_t)snprintf(err, errlen, "%s:%d: unknown key '%s'; known keys: name, base", where, line,
-                                 esc(key, ek, sizeof ek));
+                                 sim_text_escape(key, ek, sizeof ek));
     for (size_t i = 0; i < sizeof keys / sizeof *keys && at < errlen; i++)
         at += (size_t)snprintf(err + at, errlen - at, ", %s", keys[i].key);
     return PL_EINVAL;
@@ -283,18 +264,18 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
         text += len + (nl ? 1 : 0);
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
-        char *s = trim(line);
+        char *s = sim_text_trim(line);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
             char es[160];
-            snprintf(err, errlen, "%s:%d: expected 'key = value', got '%s'", where, lineno, esc(s, es, sizeof es));
+            snprintf(err, errlen, "%s:%d: expected 'key = value', got '%s'", where, lineno, sim_text_escape(s, es, sizeof es));
             return PL_EINVAL;
         }
         *eq = '\0';
-        char *key = trim(s);
+        char *key = sim_text_trim(s);
         based |= strcmp(key, "base") == 0;
-        int rc = set_key(&c, key, trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
+        int rc = set_key(&c, key, sim_text_trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
         if (rc) return rc;
     }
     if (!c.name[0]) snprintf(c.name, sizeof c.name, "custom");

@@ -1,4 +1,5 @@
 /* sim/common.c: helpers shared by every stage of sim/ (see common.h). */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,4 +145,24 @@ void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx)
         step /= size;
         idx[a] = x->perm[a] ? x->perm[a][pos] : pos;
     }
+}
+
+const char *sim_text_escape(const char *s, char *buf, size_t n)
+{
+    size_t at = 0;
+    for (; *s && at + 5 < n; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch >= 0x20 && ch < 0x7f) buf[at++] = (char)ch;
+        else at += (size_t)snprintf(buf + at, n - at, "\\x%02x", ch);
+    }
+    if (n) buf[at] = '\0';
+    return buf;
+}
+
+char *sim_text_trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
 }

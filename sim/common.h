@@ -80,4 +80,11 @@ int sim_grid_iter_next(sim_grid_iter *it);
  * what the walk records per step for traces of split grids. */
 void sim_grid_point(int rank, const int64_t *grid, int64_t linear, int64_t *idx);
 
+/* The lines of a `key = value` file (chip files, model files): s for a
+ * message, bytes outside printable ASCII as \xNN so that a binary or
+ * mis-encoded file cannot put control characters on a terminal (n >= 6);
+ * and s without its leading and trailing white space (in place). */
+const char *sim_text_escape(const char *s, char *buf, size_t n);
+char *sim_text_trim(char *s);
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common.h"
 #include "tilesim_review.h"
 
 static const pl_model models[] = {
@@ -48,25 +49,6 @@ static const model_key keys[] = {
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
 
-static const char *esc(const char *s, char *buf, size_t n)
-{
-    size_t at = 0;
-    for (; *s && at + 5 < n; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch >= 0x20 && ch < 0x7f) buf[at++] = (char)ch;
-        else at += (size_t)snprintf(buf + at, n - at, "\\x%02x", ch);
-    }
-    buf[at] = '\0';
-    return buf;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
-    return s;
-}
 
 /* "70.55e9", "70.55B", "8M": a positive parameter count */
 static int parse_params(const char *val, double *out)
@@ -86,25 +68,25 @@ static int set_key(pl_model *m, int k, const char *key, const char *val, const c
 {
     char ev[96];
     if (strcmp(key, "name") == 0) {
-        if (!*val || strlen(val) >= sizeof m->name || strcmp(esc(val, ev, sizeof ev), val) != 0)
+        if (!*val || strlen(val) >= sizeof m->name || strcmp(sim_text_escape(val, ev, sizeof ev), val) != 0)
             return snprintf(err, n, "%s: name: must be 1 to %zu printable characters, got '%s'", at,
-                            sizeof m->name - 1, esc(val, ev, sizeof ev)), PL_EINVAL;
+                            sizeof m->name - 1, sim_text_escape(val, ev, sizeof ev)), PL_EINVAL;
         snprintf(m->name, sizeof m->name, "%s", val);
     } else if (strcmp(key, "ffn_kind") == 0) {
         if (strcmp(val, "swiglu") == 0) m->ffn_kind = PL_FFN_SWIGLU;
         else if (strcmp(val, "gelu") == 0) m->ffn_kind = PL_FFN_GELU;
-        else return snprintf(err, n, "%s: ffn_kind: '%s' is not swiglu or gelu", at, esc(val, ev, sizeof ev)), PL_EINVAL;
+        else return snprintf(err, n, "%s: ffn_kind: '%s' is not swiglu or gelu", at, sim_text_escape(val, ev, sizeof ev)), PL_EINVAL;
     } else if (strcmp(key, "params") == 0) {
         if (parse_params(val, &m->params))
             return snprintf(err, n, "%s: params: '%s' is not a parameter count from 1 to 1e16 (70.55e9 or 70.55B)",
-                            at, esc(val, ev, sizeof ev)), PL_EINVAL;
+                            at, sim_text_escape(val, ev, sizeof ev)), PL_EINVAL;
     } else {
         char *end;
         errno = 0;
         long long v = strtoll(val, &end, 10);
         if (end == val || *end || errno || v < 1 || v > keys[k].max)
             return snprintf(err, n, "%s: %s: '%s' is not a whole number from 1 to %lld", at, key,
-                            esc(val, ev, sizeof ev), (long long)keys[k].max), PL_EINVAL;
+                            sim_text_escape(val, ev, sizeof ev), (long long)keys[k].max), PL_EINVAL;
         *(int64_t *)((char *)m + keys[k].offset) = v;
     }
     return PL_OK;
@@ -117,19 +99,19 @@ static int parse_line(pl_model *m, char *s, const char *where, int lineno, unsig
     snprintf(at, sizeof at, "%s:%d", where, lineno);
     char *hash = strchr(s, '#');
     if (hash) *hash = '\0';
-    s = trim(s);
+    s = sim_text_trim(s);
     if (!*s) return PL_OK;
     char *eq = strchr(s, '=');
-    if (!eq) return snprintf(err, n, "%s: expected 'key = value', got '%s'", at, esc(s, ek, sizeof ek)), PL_EINVAL;
+    if (!eq) return snprintf(err, n, "%s: expected 'key = value', got '%s'", at, sim_text_escape(s, ek, sizeof ek)), PL_EINVAL;
     *eq = '\0';
-    char *key = trim(s), *val = trim(eq + 1);
+    char *key = sim_text_trim(s), *val = sim_text_trim(eq + 1);
     for (size_t k = 0; k < N_KEYS; k++) {
         if (strcmp(key, keys[k].key) != 0) continue;
         if (*seen & (1u << k)) return snprintf(err, n, "%s: %s: given twice", at, key), PL_EINVAL;
         *seen |= 1u << k;
         return set_key(m, (int)k, key, val, at, err, n);
     }
-    size_t w = (size_t)snprintf(err, n, "%s: %s: unknown key; known keys:", at, esc(key, ek, sizeof ek));
+    size_t w = (size_t)snprintf(err, n, "%s: %s: unknown key; known keys:", at, sim_text_escape(key, ek, sizeof ek));
     for (size_t k = 0; k < N_KEYS && w < n; k++)
         w += (size_t)snprintf(err + w, n - w, "%s %s", k ? "," : "", keys[k].key);
     return PL_EINVAL;
