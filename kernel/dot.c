@@ -74,17 +74,33 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
                "accumulator, rule T10)", what, name);
 }
 
+static int is_fp8(pl_dtype t) { return t == PL_F8E4M3 || t == PL_F8E5M2; }
+
 /* T10, the MXU's dtype table as Mosaic applies it: float x float into a
  * float accumulator; int8 x int8 into int32 only where the chip's MXU has an
  * int8 path (not v7x); a float x int mix converts the int operand to f32
- * first, into a float accumulator. Everything else is rejected (XLA E2001).
+ * first, into a float accumulator; fp8 x fp8 into a float accumulator only
+ * where the MXU has an fp8 path (v7x), fp8 x another float by widening the
+ * fp8 operand. Everything else is rejected (XLA E2001).
  * Returns the dtype the MXU runs at (the cost model's rate). */
 static pl_dtype check_mxu_dtypes(pl_ctx *c, const pl_ref *acc, const pl_ref *a, const pl_ref *b)
 {
     int fa = pl_dtype_is_float(a->dtype), fb = pl_dtype_is_float(b->dtype), facc = pl_dtype_is_float(acc->dtype);
     const char *why = NULL;
-    if (fa && fb && facc) return a->dtype;
-    if (!fa && !fb) {
+    if (is_fp8(a->dtype) && is_fp8(b->dtype)) {
+        if (!facc)
+            why = "fp8 x fp8 accumulates in f32: give a float accumulator";
+        else if (c->target.chip && !c->target.mxu_fp8)
+            why = "this chip's MXU has no fp8 path (v7x has one); quantize to int8 or multiply in bf16";
+        else
+            return a->dtype; /* timed at the fp8 rate */
+    } else if (fa && fb && facc) {
+        /* fp8 x another float: the fp8 operand widened to the other's type */
+        return is_fp8(a->dtype) ? b->dtype : a->dtype;
+    }
+    if (why) {
+        /* fp8 refused above */
+    } else if (!fa && !fb) {
         if (acc->dtype != PL_I32)
             why = "int8 x int8 accumulates in int32: give an int32 accumulator";
         else if (c->target.chip && !c->target.mxu_int8)

@@ -2,7 +2,11 @@
  *
  * bf16 and f16 are stored as uint16_t. Conversions from f32 round to nearest
  * even, as XLA's astype does on TPU, so that a kernel's results here match the
- * chip bit for bit where the chip is deterministic.
+ * chip bit for bit where the chip is deterministic. fp8 (e4m3fn, e5m2) is
+ * one byte converted as ml_dtypes does; int4 is storage only, two per byte
+ * with element 2k in the low nibble (XLA's s4 packing): a byte address per
+ * element does not exist, so pl_dtype_size is 0 for it and arrays of it are
+ * refused (sim/validate.c); pl_i4_load/store read and write packed buffers.
  */
 #include <math.h>
 #include <string.h>
@@ -16,12 +20,14 @@ static const struct {
 } dtypes[PL_DTYPE_COUNT] = {
     [PL_F32] = {"f32", 4, 1},  [PL_BF16] = {"bf16", 2, 1}, [PL_F16] = {"f16", 2, 1},
     [PL_I32] = {"i32", 4, 0},  [PL_I8] = {"i8", 1, 0},    [PL_I16] = {"i16", 2, 0},
+    [PL_F8E4M3] = {"f8e4m3", 1, 1}, [PL_F8E5M2] = {"f8e5m2", 1, 1},
+    [PL_I4] = {"i4", 0, 0}, /* half a byte: the size is 0 so nothing allocates it by mistake */
 };
 
 static int valid(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT; }
 
 size_t pl_dtype_size(pl_dtype t) { return valid(t) ? dtypes[t].size : 0; }
-int pl_dtype_bits(pl_dtype t) { return (int)pl_dtype_size(t) * 8; }
+int pl_dtype_bits(pl_dtype t) { return t == PL_I4 ? 4 : (int)pl_dtype_size(t) * 8; }
 const char *pl_dtype_name(pl_dtype t) { return valid(t) ? dtypes[t].name : "?"; }
 int pl_dtype_is_float(pl_dtype t) { return valid(t) && dtypes[t].is_float; }
 
@@ -39,6 +45,9 @@ int pl_dtype_parse(const char *s, pl_dtype *out)
     if (s && strcmp(s, "int32") == 0) return *out = PL_I32, PL_OK;
     if (s && strcmp(s, "int8") == 0) return *out = PL_I8, PL_OK;
     if (s && strcmp(s, "int16") == 0) return *out = PL_I16, PL_OK;
+    if (s && strcmp(s, "float8_e4m3fn") == 0) return *out = PL_F8E4M3, PL_OK;
+    if (s && strcmp(s, "float8_e5m2") == 0) return *out = PL_F8E5M2, PL_OK;
+    if (s && strcmp(s, "int4") == 0) return *out = PL_I4, PL_OK;
     return PL_EINVAL;
 }
 
@@ -104,6 +113,74 @@ float pl_f16_to_f32(uint16_t x)
     return float_of(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
 
+/* ---- fp8 (float8_e4m3fn, float8_e5m2) and int4 ----------------------------- */
+
+/* One 8-bit float format: exponent bias, mantissa bits, largest finite
+ * value, and whether it has infinities (e5m2) or turns an overflow into NaN
+ * (e4m3fn, whose only NaN is S.1111.111). */
+typedef struct f8_format {
+    int bias, mbits;
+    double max;
+    int has_inf;
+    uint8_t nan; /* the NaN code a conversion makes (sign added) */
+} f8_format;
+
+static const f8_format E4M3 = {7, 3, 448.0, 0, 0x7f};
+static const f8_format E5M2 = {15, 2, 57344.0, 1, 0x7e};
+
+/* Round |x| to the format by scaling to its quantum at x's exponent (the
+ * subnormal quantum below the smallest normal) and rounding once, to
+ * nearest even (the FPU's default mode): then check the rounded value
+ * against the largest finite one, as ml_dtypes does (464 -> 448 in e4m3fn,
+ * 465 -> NaN). x is a double so pl_store_elem rounds only once. */
+static uint8_t f8_encode(const f8_format *f, double x)
+{
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    double a = fabs(x);
+    if (isnan(x)) return sign | f->nan;
+    if (a == 0) return sign;
+    if (isinf(a)) return sign | (f->has_inf ? 0x7c : f->nan);
+    int emin = 1 - f->bias, e = ilogb(a);
+    if (e < emin) e = emin;
+    double q = ldexp(1.0, e - f->mbits);
+    double r = nearbyint(a / q) * q;
+    if (r > f->max) return sign | (f->has_inf ? 0x7c : f->nan);
+    if (r < ldexp(1.0, emin)) return sign | (uint8_t)(r / ldexp(1.0, emin - f->mbits)); /* subnormal or 0 */
+    int re = ilogb(r);
+    int mant = (int)(r / ldexp(1.0, re - f->mbits)) - (1 << f->mbits);
+    return sign | (uint8_t)(((re + f->bias) << f->mbits) | mant);
+}
+
+static float f8_decode(const f8_format *f, uint8_t c)
+{
+    int ebits = 7 - f->mbits, emask = (1 << ebits) - 1, mmask = (1 << f->mbits) - 1;
+    int e = (c >> f->mbits) & emask, m = c & mmask;
+    float s = (c & 0x80) ? -1.0f : 1.0f;
+    if (f->has_inf && e == emask) return copysignf(m ? NAN : INFINITY, s); /* a NaN keeps its sign */
+    if (!f->has_inf && e == emask && m == mmask) return copysignf(NAN, s);
+    if (e == 0) return s * ldexpf((float)m, 1 - f->bias - f->mbits);
+    return s * ldexpf((float)(m | (1 << f->mbits)), e - f->bias - f->mbits);
+}
+
+uint8_t pl_f32_to_f8e4m3(float x) { return f8_encode(&E4M3, x); }
+float pl_f8e4m3_to_f32(uint8_t x) { return f8_decode(&E4M3, x); }
+uint8_t pl_f32_to_f8e5m2(float x) { return f8_encode(&E5M2, x); }
+float pl_f8e5m2_to_f32(uint8_t x) { return f8_decode(&E5M2, x); }
+
+int pl_i4_load(const void *packed, int64_t i)
+{
+    int nib = (((const uint8_t *)packed)[i / 2] >> (i % 2 ? 4 : 0)) & 0xf;
+    return nib >= 8 ? nib - 16 : nib;
+}
+
+void pl_i4_store(void *packed, int64_t i, int v)
+{
+    uint8_t *b = (uint8_t *)packed + i / 2;
+    unsigned nib = (unsigned)(v < -8 ? -8 : v > 7 ? 7 : v) & 0xfu;
+    int shift = i % 2 ? 4 : 0;
+    *b = (uint8_t)((*b & ~(0xfu << shift)) | (nib << shift));
+}
+
 /* ---- generic element access ---------------------------------------------- */
 
 static double to_int_range(double v, double lo, double hi)
@@ -122,7 +199,9 @@ double pl_load_elem(const void *p, pl_dtype t)
     case PL_I32: { int32_t i; memcpy(&i, p, 4); return i; }
     case PL_I8: return *(const int8_t *)p;
     case PL_I16: { int16_t i; memcpy(&i, p, 2); return i; }
-    default: return 0;
+    case PL_F8E4M3: return pl_f8e4m3_to_f32(*(const uint8_t *)p);
+    case PL_F8E5M2: return pl_f8e5m2_to_f32(*(const uint8_t *)p);
+    default: return 0; /* int4 has no byte address: pl_i4_load */
     }
 }
 
@@ -135,6 +214,8 @@ void pl_store_elem(void *p, pl_dtype t, double v)
     case PL_I32: { int32_t i = (int32_t)to_int_range(v, INT32_MIN, INT32_MAX); memcpy(p, &i, 4); break; }
     case PL_I8: *(int8_t *)p = (int8_t)to_int_range(v, INT8_MIN, INT8_MAX); break;
     case PL_I16: { int16_t i = (int16_t)to_int_range(v, INT16_MIN, INT16_MAX); memcpy(p, &i, 2); break; }
-    default: break;
+    case PL_F8E4M3: *(uint8_t *)p = f8_encode(&E4M3, v); break;
+    case PL_F8E5M2: *(uint8_t *)p = f8_encode(&E5M2, v); break;
+    default: break; /* int4: pl_i4_store */
     }
 }

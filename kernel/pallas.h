@@ -95,11 +95,15 @@ typedef enum pl_dtype {
     PL_I32,     /* int32_t */
     PL_I8,      /* int8_t */
     PL_I16,     /* int16_t (scalar-prefetch tables, M5) */
+    PL_F8E4M3,  /* float8_e4m3fn, one byte: no infinity, NaN = S.1111.111, max 448 */
+    PL_F8E5M2,  /* float8_e5m2, one byte: IEEE-like, with infinities and NaNs */
+    PL_I4,      /* int4, storage only: two per byte, element 2k in the low nibble
+                 * (pl_i4_load/store); arrays and Refs of it are refused */
     PL_DTYPE_COUNT
 } pl_dtype;
 
-size_t pl_dtype_size(pl_dtype t);      /* bytes per element; 0 if invalid */
-int pl_dtype_bits(pl_dtype t);         /* bits per element */
+size_t pl_dtype_size(pl_dtype t);      /* bytes per element; 0 if invalid or int4 (half a byte) */
+int pl_dtype_bits(pl_dtype t);         /* bits per element (4 for int4) */
 const char *pl_dtype_name(pl_dtype t); /* "f32", "bf16", ...; "?" if invalid */
 int pl_dtype_is_float(pl_dtype t);
 int pl_dtype_parse(const char *s, pl_dtype *out); /* PL_OK or PL_EINVAL */
@@ -110,6 +114,18 @@ uint16_t pl_f32_to_bf16(float x);
 float pl_bf16_to_f32(uint16_t x);
 uint16_t pl_f32_to_f16(float x);
 float pl_f16_to_f32(uint16_t x);
+/* fp8 as ml_dtypes converts (non-saturating): round to nearest even; e4m3fn
+ * has no infinity, so a value past 464 in magnitude, an infinity or a NaN
+ * becomes NaN (0x7f, with the sign); e5m2 overflows to infinity. Serving
+ * stacks clip to the max (448, 57344) before they cast. fp8 -> f32 is exact. */
+uint8_t pl_f32_to_f8e4m3(float x);
+float pl_f8e4m3_to_f32(uint8_t x);
+uint8_t pl_f32_to_f8e5m2(float x);
+float pl_f8e5m2_to_f32(uint8_t x);
+/* int4 element i of a packed buffer (element 2k in the low nibble of byte
+ * k, 2k+1 in the high one, as XLA packs s4); a store saturates to -8..7. */
+int pl_i4_load(const void *packed, int64_t i);
+void pl_i4_store(void *packed, int64_t i, int v);
 double pl_load_elem(const void *p, pl_dtype t);        /* one element as double */
 void pl_store_elem(void *p, pl_dtype t, double v);     /* one element, converted */
 

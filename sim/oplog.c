@@ -23,6 +23,7 @@ double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t)
 {
     if (t == PL_F32) return chip->bf16_flops * chip->f32_fraction;
     if (t == PL_I8 && chip->int8_ops > 0) return chip->int8_ops;
+    if ((t == PL_F8E4M3 || t == PL_F8E5M2) && chip->fp8_ops > 0) return chip->fp8_ops;
     return chip->bf16_flops; /* bf16, f16, and int8 where the chip has no int8 path */
 }
 
