@@ -163,6 +163,7 @@ typedef struct kern_target {
     const char *chip;  /* its name, for messages */
     int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
+    int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
 } kern_target;
 
 /* The (rows, 128) memory tile of a `bits`-wide type in a buffer whose

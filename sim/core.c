@@ -77,7 +77,7 @@ static void init_context(sim_core *k)
     const pl_chip *chip = x->plan.chip; /* what the compiler checks at ops (T9, T10) */
     kern_target target = {0};
     if (chip)
-        target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0,
+        target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0, .mxu_fp8 = chip->fp8_ops > 0,
                                .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit}};
     kern_setup s = {.grid_rank = call->grid_rank, .grid = call->grid, .user = call->user,
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
