@@ -26,6 +26,7 @@ const pl_kernel_def *ex_kernel_find(const char *name);
 extern const pl_kernel_def ex_def_matmul, ex_def_matmul_tb, ex_def_matmul_bias_relu;
 extern const pl_kernel_def ex_def_block_sparse, ex_def_grouped, ex_def_flash, ex_def_paged;
 extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_def_add;
+extern const pl_kernel_def ex_def_quant_matmul;
 
 /* The builds of two definitions with their tables given rather than drawn
  * from a parameter, for the example programs that take them on the command
