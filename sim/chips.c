@@ -50,7 +50,7 @@
  *     divisible", E2002) confirm 16 there.
  *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v4
  *     to v6e; v7x has none); fp8 only on v7x (fp8_ops, 4614 TFLOP/s per chip,
- *     half per device); no fp8 dtype exists yet, the field is the table.
+ *     half per device): fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32 there only.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -567,7 +567,7 @@ struct pl_chip {
     double bf16_flops;           /* MXU peak, bf16, FLOP/s */
     double int8_ops;             /* MXU peak, int8, OP/s; 0: no int8 MXU path: an int8 x int8 pl_dot is an error
                                     (rule T10, XLA E2001) */
-    double fp8_ops;              /* MXU peak, fp8, FLOP/s; 0: no fp8 path (T10; the table is ready, no fp8 dtype yet) */
+    double fp8_ops;              /* MXU peak, fp8, FLOP/s; 0: no fp8 path: an fp8 x fp8 pl_dot is an error (T10) */
     double f32_fraction;         /* f32 matmul rate / bf16 rate (bf16_3x passes: 1/3) */
     double vpu_flops;            /* VPU elementwise rate, FLOP/s (f32) */
     int mxu_count;               /* MXUs per TensorCore */
