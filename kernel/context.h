@@ -164,6 +164,10 @@ typedef struct kern_target {
     int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
     int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
+    /* pl_run_scoped and pltpu_emit_pipeline (kernel/scoped.c, rules K3, K4): the scoped VMEM limit left
+     * after the call's own buffers (M4), and a grid step's overhead (P9) in scalar-unit cycles */
+    int64_t vmem_free;
+    int64_t step_scalar_ops;
 } kern_target;
 
 /* The (rows, 128) memory tile of a `bits`-wide type in a buffer whose
@@ -248,6 +252,10 @@ struct pl_ctx {
     } ds_count[KERN_DS_SITES];
     int n_ds_count;
 
+    /* run_scoped VMEM live in the kernel (kernel/scoped.c): freed on scope exit, or by kern_ctx_free after a fault */
+    struct kern_scoped *scoped;
+    int64_t scoped_bytes;       /* their laid-out bytes, counted against target.vmem_free (K4) */
+
     /* fault handling */
     jmp_buf *fault;             /* where a fault returns to; NULL: not inside a kernel */
     int fault_code;
@@ -293,6 +301,8 @@ typedef struct kern_setup {
 /* Set c up (it is zeroed first); kern_ctx_free releases what it allocates. */
 void kern_ctx_init(pl_ctx *c, const kern_setup *s);
 void kern_ctx_free(pl_ctx *c);
+/* Free every run_scoped allocation still live (after a fault left its scope). */
+void kern_scoped_free_all(pl_ctx *c);
 /* A TensorCore starts its grid: no copies in flight; its copies are numbered
  * from first_dma on (numbers run on across the cores of a call). */
 void kern_core_start(pl_ctx *c, int core, int64_t first_dma);

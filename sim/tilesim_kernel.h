@@ -1,0 +1,98 @@
+/* sim/tilesim_kernel.h: the kernel-first Pallas of the TPU quickstart:
+ * pl.kernel over a TensorCoreMesh, sync_copy, emit_pipeline and run_scoped
+ * (rules K1-K4 of docs/PALLAS.md).
+ *
+ *     // Python: @pl.kernel(out_type=..., mesh=pltpu.TensorCoreMesh(axis_name='core'),
+ *     //                    scratch_types=dict(o_vmem=pltpu.VMEM((8, 128), jnp.float32)))
+ *     static void fill_42(pl_ctx *c, pl_ref *refs) {   // refs: outputs (HBM), then scratch
+ *         pl_fill(c, refs[1], 42.0);
+ *         pltpu_sync_copy(c, refs[1], refs[0]);     // VMEM -> HBM, blocks until it lands
+ *     }
+ *     pl_kernel_spec k = {.name = "fill_42", .body = fill_42, .n_out = 1,
+ *                         .n_scratch = 1, .scratch = {PLTPU_VMEM(PL_F32, 8, 128)}};
+ *     int rc = pl_kernel(&k, NULL, &out, NULL, &rep);
+ *
+ * pl_kernel runs the body once per TensorCore of the device (K1): the chip's
+ * cores_per_device (2 on v4 and v5p, 1 on v5e, v6e; each v7x device has 1).
+ * SparseCores (v5p, v6e, v7x) are not modelled: a kernel never runs on one.
+ * It is a pallas_call with grid (cores,) marked parallel whose operands all
+ * stay in HBM (PL_ANY): validated, run, checked and timed by the same code,
+ * and its report reads the same.
+ */
+#ifndef TILESIM_KERNEL_H
+#define TILESIM_KERNEL_H
+
+#include "../kernel/pltpu.h"
+#include "tilesim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- pl.kernel on a TensorCore mesh (K1) ---------------------------------- */
+
+typedef struct pl_kernel_spec {
+    const char *name;                   /* for messages; NULL: "kernel" */
+    pl_kernel_fn body;                  /* refs: inputs, outputs (all HBM, ANY), then scratch */
+    void *user;                         /* pl_kernel_user() in the body */
+    int n_in, n_out;                    /* arrays, each at most PL_MAX_OPERANDS */
+    const char *in_names[PL_MAX_OPERANDS], *out_names[PL_MAX_OPERANDS]; /* NULL: "in0", "out0" */
+    int n_scratch;                      /* scratch_types: VMEM, SMEM, semaphores (M2) */
+    pl_scratch scratch[PL_MAX_SCRATCH];
+    int64_t vmem_limit_bytes;           /* 0: the chip's default (M4) */
+} pl_kernel_spec;
+
+/* Run k->body once on every TensorCore of the device (opt->chip); ins and
+ * outs as pl_pallas_call's args and outs. Returns PL_OK or a PL_E* code with
+ * report->error naming what and where (also pl_last_error()). */
+int pl_kernel(const pl_kernel_spec *k, const pl_array *ins, pl_array *outs, const pl_options *opt,
+              pl_report *report);
+
+/* lax.axis_index('core'): the TensorCore running the body, 0 .. cores - 1
+ * (inside a pallas_call kernel: the core its grid point runs on, G4). */
+int pl_core_index(const pl_ctx *c);
+
+/* pltpu.sync_copy(src, dst): an async copy started and waited at once on a
+ * DMA semaphore of its own; checked as pltpu_async_copy (M7, K2) and timed
+ * as one (the core stalls until it lands). */
+void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst);
+
+/* ---- run_scoped (K4) ------------------------------------------------------- */
+
+/* pl.run_scoped(body, *types): VMEM buffers (and DMA or regular semaphores)
+ * that live while body runs, counted with the call's buffers against the
+ * scoped VMEM limit (M4): what does not fit is PL_EVMEM naming the
+ * allocation. scoped[i] is types[i] (n at most PL_MAX_SCRATCH); VMEM starts
+ * as poison (V1), semaphores at 0, and must be 0 again at the end (M10). */
+typedef void (*pl_scoped_fn)(pl_ctx *c, pl_ref *scoped, void *user);
+void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body, void *user);
+
+/* ---- emit_pipeline (K3) ------------------------------------------------------ */
+
+/* The body of a nested pipeline: refs are the VMEM blocks of the inputs,
+ * then of the outputs, at the inner grid point idx. */
+typedef void (*pltpu_pipeline_body)(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user);
+
+typedef struct pltpu_pipeline {
+    int grid_rank;                      /* 1 .. PL_MAX_GRID */
+    int64_t grid[PL_MAX_GRID];
+    int n_in, n_out;                    /* each at most PL_MAX_OPERANDS / 2 */
+    pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; no squeezed or
+                                                                         Element dims; PL_MAP or PL_MAP_FN */
+} pltpu_pipeline;
+
+/* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):
+ * walk p's grid in order, each block of ins and outs (refs the kernel holds,
+ * usually HBM) double-buffered in run_scoped VMEM with manual copies: an
+ * input block is copied in when it changes (the next one while the body
+ * runs), an output block written back when it changes and after the last
+ * step. Blocks are checked as a BlockSpec is (T1, and in bounds: B2) and the
+ * buffers against the VMEM limit (M4); every step costs a grid step's
+ * overhead (P9) on the scalar unit. */
+void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
+                         pltpu_pipeline_body body, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
