@@ -102,7 +102,8 @@ void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst)
     _Alignas(8) int64_t cell = 0;
     pl_ref sem = {.data = &cell, .dtype = PL_I32, .space = PL_SEMAPHORE, .arg = -1, .role = PL_ROLE_SCRATCH,
                   .sem_kind = PL_SEM_DMA};
-    pltpu_copy cp = pltpu_async_copy(c, src, dst, sem);
+    pltpu_copy cp = {.src = src, .dst = dst, .sem = sem,
+                     .bytes = kern_copy_check(c, &src, &dst, "pltpu_sync_copy", "rules M7, K2")};
     pltpu_copy_start(c, &cp);
     pltpu_copy_wait(c, &cp);
 }

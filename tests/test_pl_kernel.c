@@ -109,7 +109,7 @@ Test(pl_kernel, K2_sync_copy_of_different_shapes_is_an_error)
                         .scratch = {PLTPU_VMEM(PL_F32, ROWS, COLS)}};
     pl_report rep;
     int rc = pl_kernel(&k, NULL, &out, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_ESHAPE, "shapes differ", "(4, 128)", "(8, 128)");
+    TH_EXPECT_ERROR(rc, rep, PL_ESHAPE, "pltpu_sync_copy", "shapes differ", "(4, 128)", "(8, 128)", "K2");
     free(o);
 }
 
