@@ -212,3 +212,65 @@ Test(emit_pipeline, K3_an_output_block_never_written_reads_as_poison_V1)
     cr_assert(io.out[BR * C] != io.out[BR * C], "block 1 was never written: NaN poison, got %g", io.out[BR * C]);
     th_io_free(&io);
 }
+
+Test(emit_pipeline, K3_cost_only_times_the_matmul_as_the_real_run_without_data, .timeout = 120)
+{
+    int64_t s = 1024, t = 256;
+    float *a = th_f32_fill(s * s, 0.5f), *b = th_f32_fill(s * s, 0.25f), *o = th_f32_fill(s * s, 0);
+    pl_array ins[2] = {PL_ARRAY(a, PL_F32, s, s), PL_ARRAY(b, PL_F32, s, s)};
+    pl_array out = PL_ARRAY(o, PL_F32, s, s);
+    mme_params p;
+    pl_kernel_spec k;
+    mme_spec(&k, &p, s, s, s, t, t, t);
+    pl_options opt = {.chip = "v5p"};
+    pl_report real, cost;
+    th_expect_ok(pl_kernel(&k, ins, &out, &opt, &real), &real);
+    pl_array none[2] = {PL_ARRAY(NULL, PL_F32, s, s), PL_ARRAY(NULL, PL_F32, s, s)};
+    pl_array none_out = PL_ARRAY(NULL, PL_F32, s, s);
+    opt.cost_only = 1;
+    th_expect_ok(pl_kernel(&k, none, &none_out, &opt, &cost), &cost);
+    cr_assert_eq(cost.time_s, real.time_s, "cost-only %g s vs %g s", cost.time_s, real.time_s);
+    cr_assert_eq(cost.dma_copies, real.dma_copies);
+    free(a), free(b), free(o);
+}
+
+/* A function index map: the transpose of a (2, 2)-block array, block (j, i) into block (i, j). */
+static void swap_map(const int64_t *g, const pl_ref *pf, int64_t *bi, void *u)
+{
+    (void)pf, (void)u;
+    bi[0] = g[1];
+    bi[1] = g[0];
+}
+
+static void unset_map(const int64_t *g, const pl_ref *pf, int64_t *bi, void *u)
+{
+    (void)pf, (void)u;
+    bi[0] = g[0];
+}
+
+static int fn_map_case(pl_index_map_fn in_map, pl_report *rep, th_io *io)
+{
+    copy_case k = tiles(R / 2, C / 2);
+    k.pipe.in[0].map = PL_MAP_FN(in_map, NULL);
+    pl_call call = copy_call(&k);
+    return pl_pallas_call(&call, &io->a, &io->o, NULL, rep);
+}
+
+Test(emit_pipeline, K3_function_index_maps_select_blocks_B2)
+{
+    th_io io = th_io_2d(R, C);
+    pl_report rep;
+    th_expect_ok(fn_map_case(swap_map, &rep, &io), &rep);
+    /* out block (i, j) holds in block (j, i): element (0, C/2) comes from in (R/2, 0) */
+    cr_assert_eq(io.out[C / 2], io.in[(R / 2) * C], "%g vs %g", io.out[C / 2], io.in[(R / 2) * C]);
+    th_io_free(&io);
+}
+
+Test(emit_pipeline, K3_an_index_map_that_leaves_a_dimension_unset_is_an_error_B2)
+{
+    th_io io = th_io_2d(R, C);
+    pl_report rep;
+    int rc = fn_map_case(unset_map, &rep, &io);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in_specs[0]", "left dimension 1 unset", "(0, 0)", "B2", "K3");
+    th_io_free(&io);
+}
