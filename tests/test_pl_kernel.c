@@ -218,3 +218,30 @@ Test(pl_kernel, K4_a_copy_still_in_flight_when_its_scope_ends_is_an_error_M10)
     TH_EXPECT_ERROR(rc, rep, PL_ESEMAPHORE, "still in flight", "run_scoped", "M10", "K4");
     free(o);
 }
+
+Test(pl_kernel, K1_a_null_spec_is_an_error_not_a_crash)
+{
+    float *o = th_f32_fill(ROWS * COLS, 0);
+    pl_array out = PL_ARRAY(o, PL_F32, ROWS, COLS);
+    pl_report rep;
+    int rc = pl_kernel(NULL, NULL, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "spec is NULL");
+    free(o);
+}
+
+static void null_body_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_pipeline p = {.grid_rank = 1, .grid = {1}};
+    pltpu_emit_pipeline(c, &p, refs, refs, NULL, NULL);
+}
+
+Test(pl_kernel, K3_emit_pipeline_without_a_body_is_an_error)
+{
+    float *o = th_f32_fill(ROWS * COLS, 0);
+    pl_array out = PL_ARRAY(o, PL_F32, ROWS, COLS);
+    pl_kernel_spec k = {.name = "nobody", .body = null_body_kernel, .n_out = 1};
+    pl_report rep;
+    int rc = pl_kernel(&k, NULL, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pltpu_emit_pipeline", "the body is NULL", "K3");
+    free(o);
+}
