@@ -274,3 +274,40 @@ Test(emit_pipeline, K3_an_index_map_that_leaves_a_dimension_unset_is_an_error_B2
     TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in_specs[0]", "left dimension 1 unset", "(0, 0)", "B2", "K3");
     th_io_free(&io);
 }
+
+/* The "1-D pallas_call over row panels" form: emit_pipeline inside a pallas_call kernel. */
+static void panels_within_10_percent(const char *chip)
+{
+    int64_t s = 1024, t = 256;
+    float *a = th_f32_seq(s * s), *b = th_f32_seq(s * s), *c1 = th_f32_fill(s * s, 0), *c2 = th_f32_fill(s * s, 0);
+    for (int64_t i = 0; i < s * s; i++) a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f, b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+    pl_array ins[2] = {PL_ARRAY(a, PL_F32, s, s), PL_ARRAY(b, PL_F32, s, s)};
+    pl_array o1 = PL_ARRAY(c1, PL_F32, s, s), o2 = PL_ARRAY(c2, PL_F32, s, s);
+    pl_options opt = {.chip = chip};
+    mme_params p;
+    mm_params mp;
+    pl_call panels, grid;
+    mme_call(&panels, &p, s, s, s, t, t, t);
+    mm_call(&grid, &mp, s, s, s, t, t, t);
+    pl_report r1, r2;
+    th_expect_ok(pl_pallas_call(&panels, ins, &o1, &opt, &r1), &r1);
+    th_expect_ok(pl_pallas_call(&grid, ins, &o2, &opt, &r2), &r2);
+    pl_check chk;
+    cr_assert_eq(pl_check_matmul(&ins[0], &ins[1], &o1, &chk, NULL), PL_OK);
+    cr_assert_eq(chk.verdict, PL_PASS, "%s: norm error %g", chip, chk.norm_err);
+    printf("matmul %lld^3 in %lld-tiles on %s: pallas_call over panels + emit_pipeline %.2f us, grid %.2f us (%+.1f %%)\n",
+           (long long)s, (long long)t, chip, r1.time_s * 1e6, r2.time_s * 1e6, 100.0 * (r1.time_s / r2.time_s - 1));
+    cr_assert(r1.time_s <= 1.10 * r2.time_s && r1.time_s >= 0.90 * r2.time_s, "%s: %g vs %g s", chip, r1.time_s,
+              r2.time_s);
+    free(a), free(b), free(c1), free(c2);
+}
+
+Test(emit_pipeline, K3_a_pallas_call_over_row_panels_times_like_the_grid_v5e, .timeout = 120)
+{
+    panels_within_10_percent("v5e");
+}
+
+Test(emit_pipeline, K3_a_pallas_call_over_row_panels_times_like_the_grid_v5p, .timeout = 120)
+{
+    panels_within_10_percent("v5p");
+}

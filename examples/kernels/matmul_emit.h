@@ -29,4 +29,9 @@ void mme_kernel(pl_ctx *c, pl_ref *refs);
 void mme_spec(pl_kernel_spec *k, mme_params *p, int64_t m, int64_t n, int64_t kk, int64_t bm, int64_t bn,
               int64_t bk);
 
+/* The same as a pallas_call: grid (M/bm,) parallel over the row panels, operands in HBM (ANY), the
+ * kernel (mme_panel_kernel) running the nested pipeline of its panel. */
+void mme_panel_kernel(pl_ctx *c, pl_ref *refs);
+void mme_call(pl_call *call, mme_params *p, int64_t m, int64_t n, int64_t kk, int64_t bm, int64_t bn, int64_t bk);
+
 #endif
