@@ -10,6 +10,7 @@
 #include "../examples/kernels/matmul.h"
 #include "../examples/kernels/matmul_emit.h"
 #include "helpers.h"
+#include "test_mesh_helpers.h"
 
 /* ---- a copy through a nested pipeline, inside a pallas_call kernel ------------ */
 
@@ -310,4 +311,17 @@ Test(emit_pipeline, K3_a_pallas_call_over_row_panels_times_like_the_grid_v5e, .t
 Test(emit_pipeline, K3_a_pallas_call_over_row_panels_times_like_the_grid_v5p, .timeout = 120)
 {
     panels_within_10_percent("v5p");
+}
+
+/* On every device of a mesh (pl_mesh_call): each device's nested pipeline copies its own shard. */
+Test(emit_pipeline, K3_runs_on_every_device_of_a_mesh)
+{
+    mh_run r;
+    mh_alloc(&r, "ring:2", R, C, R, C);
+    copy_case k = tiles(BR, BC);
+    pl_call call = copy_call(&k);
+    int rc = mh_call(&r, &call, NULL);
+    cr_assert_eq(rc, PL_OK, "%d: %s", rc, r.reps[0].error);
+    for (int64_t i = 0; i < 2 * R * C; i++) cr_assert_eq(r.o[i], r.x[i], "element %lld", (long long)i);
+    mh_free(&r);
 }
