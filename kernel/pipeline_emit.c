@@ -129,6 +129,7 @@ static void step(pl_ctx *c, const pltpu_pipeline *p, pipe_op *ops, int n, int64_
                  const int64_t *idx, const int64_t *nidx, pltpu_pipeline_body body, void *user)
 {
     pl_ref refs[MAX_PIPE_OPS];
+    for (int i = n; i < MAX_PIPE_OPS; i++) refs[i] = (pl_ref){.arg = (int16_t)(KERN_ARG_MISSING - i)};
     for (int i = 0; i < n; i++) {
         pipe_op *o = &ops[i];
         int rank = o->hbm.rank, changed = s == 0;

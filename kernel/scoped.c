@@ -154,6 +154,8 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
         kern_fault(c, PL_EINVAL, "pl_run_scoped: %s (rule K4)", !body ? "body is NULL"
                    : n < 0 || n > PL_MAX_SCRATCH ? "n must be 0 to PL_MAX_SCRATCH (16)" : "types is NULL");
     pl_ref refs[PL_MAX_SCRATCH];
+    for (int i = n; i < PL_MAX_SCRATCH; i++) /* past the last: an error that says so when used, not garbage */
+        refs[i] = (pl_ref){.arg = (int16_t)(KERN_ARG_MISSING - i)};
     for (int i = 0; i < n; i++) {
         const pl_scratch *t = &types[i];
         check_type(c, t, i);

@@ -245,3 +245,27 @@ Test(pl_kernel, K3_emit_pipeline_without_a_body_is_an_error)
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pltpu_emit_pipeline", "the body is NULL", "K3");
     free(o);
 }
+
+static void use_missing(pl_ctx *c, pl_ref *scoped, void *user)
+{
+    (void)user;
+    pl_fill(c, scoped[1], 0.0); /* only scoped[0] was asked for */
+}
+
+static void missing_body(pl_ctx *c, pl_ref *refs)
+{
+    (void)refs;
+    pl_scratch t = PLTPU_VMEM(PL_F32, ROWS, COLS);
+    pl_run_scoped(c, &t, 1, use_missing, NULL);
+}
+
+Test(pl_kernel, K4_a_scoped_ref_past_the_last_is_an_error_not_garbage)
+{
+    float *o = th_f32_fill(ROWS * COLS, 0);
+    pl_array out = PL_ARRAY(o, PL_F32, ROWS, COLS);
+    pl_kernel_spec k = {.name = "missing", .body = missing_body, .n_out = 1};
+    pl_report rep;
+    int rc = pl_kernel(&k, NULL, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pl_fill", "does not exist");
+    free(o);
+}
