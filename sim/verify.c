@@ -30,6 +30,8 @@ static double unit_roundoff(pl_dtype t)
     switch (t) {
     case PL_BF16: return ldexp(1.0, -8);
     case PL_F16: return ldexp(1.0, -11);
+    case PL_F8E4M3: return ldexp(1.0, -4);
+    case PL_F8E5M2: return ldexp(1.0, -3);
     default: return ldexp(1.0, -24);
     }
 }
@@ -206,6 +208,8 @@ static void default_tolerance(pl_dtype t, double *rtol, double *atol)
     case PL_BF16: *rtol = 1.6e-2, *atol = 1e-2; break;
     case PL_F16: *rtol = 2e-3, *atol = 1e-3; break;
     case PL_F32: *rtol = 1e-5, *atol = 1e-6; break;
+    case PL_F8E4M3: *rtol = 0.125, *atol = 0x1p-9; break; /* an ulp (3 mantissa bits), the least subnormal */
+    case PL_F8E5M2: *rtol = 0.25, *atol = 0x1p-16; break;  /* 2 mantissa bits */
     default: *rtol = 0, *atol = 0; break; /* integers: exact */
     }
 }
@@ -215,6 +219,7 @@ int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol,
 {
     pl_check r = {.worst_row = -1, .worst_col = -1};
     int same = got && want && got->data && want->data && got->rank == want->rank;
+    same = same && got->dtype != PL_I4 && want->dtype != PL_I4; /* no byte per element to read */
     for (int d = 0; same && d < got->rank; d++) same = got->shape[d] == want->shape[d];
     if (!same) {
         *out = r;
@@ -254,7 +259,8 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
 {
     pl_check r;
     if (sim_allclose_errors(got, want, &rtol, &atol, NULL, &r) != PL_OK) {
-        if (f) fprintf(f, "pl_allclose: the arrays must have data and the same shape\n");
+        if (f) fprintf(f, "pl_allclose: the arrays must have data, the same shape and a byte or more per element "
+                          "(not int4)\n");
         if (out) *out = r;
         return PL_ESHAPE;
     }

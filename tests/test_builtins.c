@@ -48,7 +48,8 @@ static void run_pass(const char *name, const char *const *set, int n)
 
 Test(builtins, registry_lists_every_kernel)
 {
-    static const char *const names[] = {"matmul",         "matmul_tb",       "matmul_bias_relu", "block_sparse_matmul",
+    static const char *const names[] = {"matmul",         "matmul_tb",       "matmul_bias_relu", "quant_matmul",
+                                        "block_sparse_matmul",
                                         "grouped_matmul", "flash_attention", "paged_attention",  "rmsnorm",
                                         "layernorm",      "softmax",         "add"};
     int n = (int)(sizeof names / sizeof names[0]);

@@ -248,3 +248,45 @@ Test(fp8, T10_fp8_matmul_is_rejected_before_v7x_and_into_int32)
     free(b);
     free(o);
 }
+
+/* ---- checking fp8 and int4 results ------------------------------------------------------ */
+
+/* pl_allclose's default tolerance is a few units in the last place of the
+ * dtype (V5): one fp8 step passes, a wrong value does not. */
+Test(fp8, allclose_defaults_to_a_few_fp8_ulps)
+{
+    static const pl_dtype ts[] = {PL_F8E4M3, PL_F8E5M2};
+    for (int t = 0; t < 2; t++) {
+        uint8_t got[4], want[4];
+        for (int i = 0; i < 4; i++) want[i] = enc(ts[t], 1.0f + (float)i);
+        memcpy(got, want, 4);
+        got[2] = (uint8_t)(want[2] + 1); /* the next code up: one ulp */
+        pl_array g = PL_ARRAY(got, ts[t], 1, 4), w = PL_ARRAY(want, ts[t], 1, 4);
+        pl_check chk;
+        cr_assert_eq(pl_allclose(&g, &w, 0, 0, &chk, NULL), PL_OK, "%s", pl_dtype_name(ts[t]));
+        cr_assert_eq(chk.verdict, PL_PASS, "%s: one ulp off passes (norm err %g)", pl_dtype_name(ts[t]), chk.norm_err);
+        got[2] = enc(ts[t], -3.0f);
+        pl_allclose(&g, &w, 0, 0, &chk, NULL);
+        cr_assert_eq(chk.verdict, PL_FAIL, "%s: a wrong sign fails", pl_dtype_name(ts[t]));
+    }
+}
+
+Test(fp8, allclose_refuses_int4_arrays_rather_than_reading_them_wrong)
+{
+    uint8_t a[4] = {0x12, 0x34, 0, 0}, b[4] = {0x21, 0x43, 0, 0};
+    pl_array g = PL_ARRAY(a, PL_I4, 1, 4), w = PL_ARRAY(b, PL_I4, 1, 4);
+    pl_check chk;
+    cr_assert_neq(pl_allclose(&g, &w, 0, 0, &chk, NULL), PL_OK, "int4 has no byte per element to compare");
+}
+
+Test(fp8, int4_scratch_is_refused_too)
+{
+    pl_array a = PL_ARRAY(NULL, PL_F32, 64, 128), o = PL_ARRAY(NULL, PL_F32, 64, 128);
+    pl_call call = th_copy_call_2d(64, 128, 64, 128);
+    call.n_scratch = 1;
+    call.scratch[0] = PLTPU_VMEM(PL_I4, 64, 128);
+    pl_options opt = {.cost_only = 1};
+    pl_report rep;
+    int rc = pl_validate(&call, &a, &o, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "int4", "two per byte");
+}
