@@ -53,7 +53,7 @@ BENCHES   := $(BENCH_SRC:%.c=$(BUILD)/%)
 # every object of this build directory: their .d files, and only theirs, are read
 ALL_OBJ   := $(LIB_OBJ) $(KER_OBJ) $(TEST_OBJ) $(CLI_OBJ) $(EX_SRC:%.c=$(BUILD)/%.o) $(BENCH_SRC:%.c=$(BUILD)/%.o)
 # the installed headers: the public ones and every project header they include
-PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h sim/tilesim_check.h sim/kdef.h sim/tilesim_mesh.h sim/tilesim_hlo.h sim/tilesim_memview.h sim/tilesim_review.h
+PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h sim/tilesim_check.h sim/kdef.h sim/tilesim_mesh.h sim/tilesim_hlo.h sim/tilesim_memview.h sim/tilesim_review.h sim/tilesim_kernel.h
 # kernel plugins (sim/kdef.h): examples/plugin/NAME.c -> BUILD/examples/plugin/NAME.so
 PLUGIN_SRC := $(wildcard examples/plugin/*.c)
 PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)

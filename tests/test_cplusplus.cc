@@ -23,6 +23,7 @@
 #include "../sim/tilesim_hlo.h"
 #include "../sim/tilesim_memview.h"
 #include "../sim/tilesim_review.h"
+#include "../sim/tilesim_kernel.h"
 #include "../sim/tilesim_mesh.h"
 
 namespace {
