@@ -35,7 +35,9 @@ static pl_hlo_dtype hlo_dtype(pl_dtype t)
     case PL_I32: return PL_HLO_S32;
     case PL_I8: return PL_HLO_S8;
     case PL_I16: return PL_HLO_S16;
-    default: return PL_HLO_F32;
+    case PL_F8E4M3: return PL_HLO_F8E4M3FN;
+    case PL_F8E5M2: return PL_HLO_F8E5M2;
+    default: return PL_HLO_F32; /* int4 arrays are refused before a report exists */
     }
 }
 

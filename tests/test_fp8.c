@@ -290,3 +290,26 @@ Test(fp8, int4_scratch_is_refused_too)
     int rc = pl_validate(&call, &a, &o, &opt, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "int4", "two per byte");
 }
+
+/* ---- the VMEM report names fp8 as XLA does ----------------------------------------------- */
+
+static void noop(pl_ctx *c, pl_ref *refs) { (void)c, (void)refs; }
+
+Test(fp8, vmem_report_shows_fp8_layouts_as_xla_names_them)
+{
+    pl_call call = {.name = "q", .kernel = noop, .grid_rank = 1, .grid = {4},
+                    .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 256, 512)},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 256, 512)}};
+    pl_array in = PL_ARRAY(NULL, PL_F8E4M3, 1024, 512), out = PL_ARRAY(NULL, PL_F8E5M2, 1024, 512);
+    pl_options opt = {.cost_only = 1, .chip = "v7x"};
+    pl_report rep;
+    cr_assert_eq(pl_validate(&call, &in, &out, &opt, &rep), PL_OK, "%s", rep.error);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_eq(pl_vmem_report(&rep, f), PL_OK);
+    fclose(f);
+    cr_expect(strstr(text, "f8e4m3fn[2,256,512]{2,1,0:T(32,128)(4,1)}"), "%s", text);
+    cr_expect(strstr(text, "f8e5m2[2,256,512]{2,1,0:T(32,128)(4,1)}"), "%s", text);
+    free(text);
+}
