@@ -143,7 +143,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
 
 void kern_ctx_free(pl_ctx *c)
 {
-    kern_scoped_free_all(c);
+    if (c->scoped_release) c->scoped_release(c); /* run_scoped VMEM a fault left live (kernel/scoped.c) */
     free(c->ops);
     free(c->tmp);
     free(c->dma);

@@ -254,6 +254,9 @@ struct pl_ctx {
 
     /* run_scoped VMEM live in the kernel (kernel/scoped.c): freed on scope exit, or by kern_ctx_free after a fault */
     struct kern_scoped *scoped;
+    /* set by kernel/scoped.c with its first allocation: frees what is still live. A hook, so that this
+     * layer (kern_ctx_free) does not call up into scoped.c, which calls down into it (tools/layering.sh) */
+    void (*scoped_release)(pl_ctx *c);
     int64_t scoped_bytes;       /* their laid-out bytes, counted against target.vmem_free (K4) */
 
     /* fault handling */

@@ -57,6 +57,7 @@ void *kern_scoped_push(pl_ctx *c, size_t bytes, int64_t counted, const char *wha
     s->counted = counted;
     s->bytes = bytes;
     c->scoped = s;
+    c->scoped_release = kern_scoped_free_all; /* kern_ctx_free calls it after a fault */
     c->scoped_bytes += counted;
     return scoped_data(s);
 }
