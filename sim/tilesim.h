@@ -101,7 +101,8 @@ typedef struct pl_array {
  * saturating at INT64_MAX. a must not be NULL. Pure: any thread. */
 int64_t pl_array_size(const pl_array *a);
 /* Bytes of a's data: pl_array_size times the dtype's size (0 for an invalid
- * dtype). a must not be NULL. Pure: any thread. */
+ * dtype; for int4, half the elements rounded up: packed two per byte). a
+ * must not be NULL. Pure: any thread. */
 size_t pl_array_bytes(const pl_array *a);
 
 /* ---- index maps (rule B2) ---------------------------------------------- */

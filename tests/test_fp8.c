@@ -313,3 +313,12 @@ Test(fp8, vmem_report_shows_fp8_layouts_as_xla_names_them)
     cr_expect(strstr(text, "f8e5m2[2,256,512]{2,1,0:T(32,128)(4,1)}"), "%s", text);
     free(text);
 }
+
+/* An int4 array's bytes are its packed bytes, half its elements rounded up,
+ * so a caller that allocates pl_array_bytes gets room for pl_i4_store. */
+Test(fp8, int4_array_bytes_are_the_packed_bytes)
+{
+    pl_array a = PL_ARRAY(NULL, PL_I4, 3, 5), b = PL_ARRAY(NULL, PL_F8E5M2, 3, 5);
+    cr_assert_eq(pl_array_bytes(&a), 8, "15 nibbles take 8 bytes");
+    cr_assert_eq(pl_array_bytes(&b), 15);
+}
