@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../sim/tilesim.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,19 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * pl_chip_load refuses more than 64 KiB anyway. */
 #define MAX_TEXT (1 << 16)
 
-static void check_message(const char *err, size_t cap)
-{
-    /* the message must be terminated inside its buffer and say something */
-    if (!memchr(err, '\0', cap) || !err[0]) abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > MAX_TEXT) return 0;
-    char *text = malloc(size + 1);
+    char *text = fz_text(data, size, MAX_TEXT);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
 
     pl_chip chip;
     char err[512];
@@ -45,13 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!(pl_chip_mxu_rate(&chip, (pl_dtype)t) > 0)) abort();
     } else {
         if (rc != PL_EINVAL) abort();
-        check_message(err, sizeof err);
+        fz_check_message(err, sizeof err);
     }
     /* a tiny error buffer must be cut, never overrun */
     char small[7];
     memset(small, 0x5a, sizeof small);
     if (pl_chip_parse(text, "fuzz.chip", &chip, small, sizeof small) != rc) abort();
-    if (rc != PL_OK) check_message(small, sizeof small);
+    if (rc != PL_OK) fz_check_message(small, sizeof small);
     free(text);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../sim/tilesim_hlo.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,11 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static FILE *null;
     if (!null) null = fopen("/dev/null", "w");
-    if (size > 8192 || !null) return 0;
-    char *text = malloc(size + 1);
+    if (!null) return 0;
+    char *text = fz_text(data, size, 8192);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     size_t len = strlen(text); /* an input with a NUL byte is read up to it */
     char msg[512];
     memset(msg, 0x5a, sizeof msg);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../sim/ici.h"
+#include "fuzz_text.h"
 #include "../../sim/tilesim.h"
 #include "../../sim/tilesim_mesh.h"
 
@@ -39,11 +40,8 @@ static void check_mesh(const pl_mesh *m)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 4096) return 0;
-    char *text = malloc(size + 1);
+    char *text = fz_text(data, size, 4096);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     pl_mesh m;
     char msg[256];
     memset(msg, 0x5a, sizeof msg);

@@ -13,23 +13,16 @@
 #include <string.h>
 
 #include "../../sim/tilesim_review.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_TEXT (1 << 16)
 
-static void check_message(const char *err, size_t cap)
-{
-    if (!memchr(err, '\0', cap) || !err[0]) abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > MAX_TEXT) return 0;
-    char *text = malloc(size + 1);
+    char *text = fz_text(data, size, MAX_TEXT);
     if (!text) return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     pl_model m;
     char err[512];
     memset(err, 0x5a, sizeof err);
@@ -41,12 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     } else {
         if (rc != PL_EINVAL) abort();
-        check_message(err, sizeof err);
+        fz_check_message(err, sizeof err);
     }
     char small[7];
     memset(small, 0x5a, sizeof small);
     if (pl_model_parse(text, "fuzz.model", &m, small, sizeof small) != rc) abort();
-    if (rc != PL_OK) check_message(small, sizeof small);
+    if (rc != PL_OK) fz_check_message(small, sizeof small);
     free(text);
     return 0;
 }
