@@ -1,8 +1,8 @@
 /* sim/profile.c: the op profile's rows (sim/profile.h).
  *
  * A row is found by its category and name: ops are named by string
- * literals (kern_op.name), so the pointer is compared before the text and a
- * step's ops find their rows in a few comparisons. The timeline adds the
+ * literals (kern_op.name); the op memo (oplog.c) remembers each op's row,
+ * so a step's repeated ops do not look theirs up again. The timeline adds the
  * rows only it knows after the replay: each copy's time in flight (DMA rows,
  * overlapped with compute, so they add nothing to the total), the per-step
  * overhead, the waits; and every row's part of time_s, taken from the core
@@ -67,8 +67,7 @@ void sim_profile_merge(pl_report *to, const pl_report *from)
     for (int i = 0; i < from->n_profile; i++) {
         const pl_profile_row *f = &from->profile[i];
         int k = sim_profile_add(to, f->cat, f->name, f->count, f->busy_s, f->flops, f->vmem_bytes, f->hbm_bytes);
-        to->profile[k].time_s += f->time_s;
-        to->profile[k].overlapped = f->overlapped;
+        to->profile[k].time_s += f->time_s; /* overlapped is the row's own: set with it, by its category */
     }
 }
 
@@ -94,7 +93,9 @@ static void add_copies(sim_exec *x, int c)
             if (!n[f]) continue;
             snprintf(name, sizeof name, "%s: %s", !l->is_out ? "copy in" : f ? "fetch-back" : "write-back",
                      x->plan.ops[i].rep->name);
-            sim_profile_add(r, PL_PROF_DMA, name, n[f], busy[f], 0, 0, bytes[f]);
+            int k = sim_profile_add(r, PL_PROF_DMA, name, n[f], 0, 0, 0, bytes[f]);
+            if (r->profile[k].cat == PL_PROF_DMA) r->profile[k].busy_s += busy[f]; /* in flight, overlapped: not
+                                                                          into the "(other ops)" row's time */
         }
     }
     const pl_report *own = x->cores[c] ? &x->cores[c]->rep : r;
@@ -155,15 +156,15 @@ void sim_profile_finish(sim_exec *x)
     compute_times(x);
     if (r->overhead_s > 0) {
         int k = sim_profile_add(r, PL_PROF_OVERHEAD, "step overhead (P9)", r->steps, r->overhead_s, 0, 0, 0);
-        r->profile[k].time_s = r->core_overhead_s;
+        r->profile[k].time_s += r->core_overhead_s; /* += : a full table shares one row */
     }
     double dma_all = r->dma_exposed_s - remote_all, dma_last = r->core_exposed_s - remote_last;
     if (dma_all > 0 || dma_last > 0) {
         int k = sim_profile_add(r, PL_PROF_DMA_WAIT, "waiting for DMA", 0, dma_all > 0 ? dma_all : 0, 0, 0, 0);
-        r->profile[k].time_s = dma_last > 0 ? dma_last : 0;
+        r->profile[k].time_s += dma_last > 0 ? dma_last : 0;
     }
     if (remote_all > 0) {
         int k = sim_profile_add(r, PL_PROF_REMOTE_WAIT, "waiting for other devices", 0, remote_all, 0, 0, 0);
-        r->profile[k].time_s = remote_last;
+        r->profile[k].time_s += remote_last;
     }
 }

@@ -161,6 +161,30 @@ Test(profile, rows_past_the_cap_share_the_last_row)
     free(to);
 }
 
+/* A full table's "(other ops)" row is compute time, which adds up to the
+ * total: an overlapped copy merged into it must not mark it overlapped
+ * (its time would drop out of the sum). */
+Test(profile, a_copy_past_the_cap_does_not_make_the_other_row_overlapped)
+{
+    pl_report *to = calloc(1, sizeof *to), *from = calloc(1, sizeof *from);
+    char name[32];
+    for (int i = 0; i < PL_MAX_PROFILE + 1; i++) {
+        snprintf(name, sizeof name, "pl_op%d", i);
+        sim_profile_add(to, PL_PROF_VPU, name, 1, 1e-6, 1, 0, 0);
+    }
+    int other = PL_MAX_PROFILE - 1;
+    cr_assert_str_eq(to->profile[other].name, SIM_PROFILE_OTHER);
+    to->profile[other].time_s = 2e-6;
+    sim_profile_add(from, PL_PROF_DMA, "copy in: x", 4, 5e-6, 0, 0, 4096);
+    cr_assert(from->profile[0].overlapped, "a copy row is overlapped");
+    sim_profile_merge(to, from);
+    cr_expect_eq(to->n_profile, PL_MAX_PROFILE);
+    cr_expect_not(to->profile[other].overlapped, "the (other ops) row still counts towards the total");
+    cr_expect_float_eq(to->profile[other].time_s, 2e-6, 1e-15);
+    free(to);
+    free(from);
+}
+
 /* Sorted for a reader: the longest first, overlapped copies last. */
 Test(profile, order_puts_the_longest_first_and_copies_last)
 {
