@@ -43,6 +43,10 @@ static void check_spec(pl_ctx *c, const pltpu_pipeline *p, pipe_op *o)
             kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block dimension %d is %lld: emit_pipeline "
                        "takes whole block sizes >= 1 (no squeezed or Element dimensions) (rule K3)", o->name, d,
                        (long long)s->block[d]);
+        if (s->block[d] > r->shape[d]) /* here, once: the buffers' sizes below are then bounded by the ref's */
+            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: blocks of %lld along dimension %d do not fit in "
+                       "a ref of %lld; emit_pipeline's blocks must lie inside the ref (rules B2, K3)", o->name,
+                       (long long)s->block[d], d, (long long)r->shape[d]);
         if (!s->map.fn && s->map.axis[d] != PL_ZERO && (s->map.axis[d] < 0 || s->map.axis[d] >= p->grid_rank))
             kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: index map entry %d names grid axis %d of a "
                        "%d-axis grid (rules B2, K3)", o->name, d, s->map.axis[d], p->grid_rank);
@@ -64,14 +68,14 @@ static void block_at(pl_ctx *c, const pipe_op *o, const int64_t *idx, int rank, 
                                                                            : idx[s->map.axis[d]];
     if (s->map.fn) s->map.fn(idx, NULL, bi, s->map.user);
     for (int d = 0; d < o->hbm.rank; d++) {
+        int unset = bi[d] == INT64_MIN, outside = bi[d] < 0 || bi[d] > (o->hbm.shape[d] - s->block[d]) / s->block[d];
+        if (!unset && !outside) continue; /* the point is formatted only for a message (every inner step comes here) */
         char pt[128];
         kern_format_point(idx, rank, pt, sizeof pt);
-        if (bi[d] == INT64_MIN)
+        if (unset)
             kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: the index map left dimension %d unset at inner "
                        "grid point %s (rules B2, K3)", o->name, d, pt);
-        if (bi[d] < 0 || bi[d] > (o->hbm.shape[d] - s->block[d]) / s->block[d] ||
-            o->hbm.shape[d] < s->block[d])
-            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: block index %lld along dimension %d at inner "
+        kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: block index %lld along dimension %d at inner "
                        "grid point %s: blocks of %lld do not fit there in a ref of %lld; emit_pipeline's blocks "
                        "must lie inside the ref (rules B2, K3)", o->name, (long long)bi[d], d, pt,
                        (long long)s->block[d], (long long)o->hbm.shape[d]);
@@ -195,11 +199,16 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
         o->spec = o->out ? &p->out[i - p->n_in] : &p->in[i];
         snprintf(o->name, sizeof o->name, "%s[%d]", o->out ? "out_specs" : "in_specs", o->out ? i - p->n_in : i);
         check_spec(c, p, o);
-        int64_t e = 1;
-        for (int d = 0; d < o->hbm.rank; d++) e *= o->spec->block[d];
-        o->slot_bytes = (e * (int64_t)pl_dtype_size(o->hbm.dtype) + 63) / 64 * 64;
+        int64_t e = 1, laid = kern_laid_out_bytes(c, o->spec->block, o->hbm.rank, o->hbm.dtype), bytes;
+        int over = laid > INT64_MAX / 4 - counted; /* Buffered(2), and room for the sums below */
+        for (int d = 0; d < o->hbm.rank && !over; d++) over = __builtin_mul_overflow(e, o->spec->block[d], &e);
+        if (over || __builtin_mul_overflow(e, (int64_t)pl_dtype_size(o->hbm.dtype), &bytes) ||
+            bytes > INT64_MAX / 4 - host)
+            kern_fault(c, PL_EVMEM, "pltpu_emit_pipeline: %s: two buffers of its block do not fit in VMEM (rules "
+                       "M4, K4)", o->name);
+        o->slot_bytes = (bytes + 63) / 64 * 64;
         host += 2 * o->slot_bytes + 2 * KERN_SEM_STRIDE * 4;
-        counted += 2 * kern_laid_out_bytes(c, o->spec->block, o->hbm.rank, o->hbm.dtype); /* Buffered(2) */
+        counted += 2 * laid;
     }
     char *mem = kern_scoped_push(c, (size_t)host, counted, "pltpu_emit_pipeline: its double buffers");
     for (int i = 0; i < n; i++) {
