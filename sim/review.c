@@ -131,10 +131,11 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
     const pl_model *m = b->model;
     for (int i = 0; i < 16; i++) c->job[i] = -1;
     c->kv = PL_BF16;
-    if (m->kv_heads % c->chips) {
+    if (m->kv_heads % c->chips || m->ffn % c->chips) { /* each device its equal share of heads and FFN */
         c->verdict = PL_RV_ILLEGAL;
-        snprintf(c->reason, sizeof c->reason, "illegal: TP %lld does not divide the %lld KV heads",
-                 (long long)c->chips, (long long)m->kv_heads);
+        snprintf(c->reason, sizeof c->reason, "illegal: TP %lld does not divide the %lld %s",
+                 (long long)c->chips, (long long)(m->kv_heads % c->chips ? m->kv_heads : m->ffn),
+                 m->kv_heads % c->chips ? "KV heads" : "FFN columns");
         return;
     }
     if (!pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {

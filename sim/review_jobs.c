@@ -46,6 +46,7 @@ int rv_job(pl_review_result *r, int kind, int64_t d0, int64_t d1, int64_t d2, in
 static int blocks(int64_t n, const int64_t *list, int k, int64_t *out)
 {
     int c = 0;
+    if (n < 1) return 0; /* an empty dimension has no tiling (a job of it adds no rows) */
     for (int i = 0; i < k; i++)
         if (list[i] <= n) out[c++] = list[i];
     if (c == 0) out[c++] = n;
