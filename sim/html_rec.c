@@ -186,13 +186,15 @@ static void cut_trace(sim_page *p, const recorder *r)
     int seen[SIM_MAX_CORES] = {0};
     for (int c = 0; c < SIM_MAX_CORES; c++) /* a core with no embedded step: none of its events */
         cutoff[c] = r->ran[c] && !r->per_core[c] ? -1 : 1e300;
-    for (char *l = p->trace; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
-        /* a kernel step: "step (i, j, k)" ("step overhead (P9)" shares its track) */
-        if (strncmp(l, "{\"name\":\"step (", 15) != 0 || !strstr(l, "\"tid\":0,")) continue;
-        int pid = (int)field(l, "\"pid\":", -1);
-        if (pid < 0 || pid >= SIM_MAX_CORES) continue;
-        if (++seen[pid] == r->per_core[pid] && r->per_core[pid] < r->ran[pid])
+    for (char *l = p->trace, *end; l && *l; l = end ? end + 1 : l + strlen(l)) {
+        /* a kernel step: "step (i, j, k)" ("step overhead (P9)" shares its track); each search stays in its
+         * line (the line ends here for a moment): searching to the trace's end made the page quadratic */
+        if ((end = strchr(l, '\n'))) *end = '\0';
+        int pid = strncmp(l, "{\"name\":\"step (", 15) == 0 && strstr(l, "\"tid\":0,") ? (int)field(l, "\"pid\":", -1)
+                                                                                     : -1;
+        if (pid >= 0 && pid < SIM_MAX_CORES && ++seen[pid] == r->per_core[pid] && r->per_core[pid] < r->ran[pid])
             cutoff[pid] = field(l, "\"ts\":", 0) + field(l, "\"dur\":", 0) + 1e-9;
+        if (end) *end = '\n';
     }
     char *out = p->trace, *w = p->trace;
     int kept = 0;
@@ -202,9 +204,12 @@ static void cut_trace(sim_page *p, const recorder *r)
         char *next = end ? end + 1 : l + len;
         int event = l[0] == '{' && strncmp(l, "{\"displayTimeUnit\"", 18) != 0;
         if (event) {
+            if (end) *end = '\0'; /* the searches stay in this line */
             int pid = (int)field(l, "\"pid\":", -1);
             int meta = strstr(l, "\"ph\":\"M\"") != NULL;
-            if (!meta && pid >= 0 && pid < SIM_MAX_CORES && field(l, "\"ts\":", 0) > cutoff[pid]) {
+            int cut = !meta && pid >= 0 && pid < SIM_MAX_CORES && field(l, "\"ts\":", 0) > cutoff[pid];
+            if (end) *end = '\n';
+            if (cut) {
                 p->trace_cut = 1;
                 l = next;
                 continue;
