@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../sim/tilesim_review.h"
+#include "../sim/json.h"
 #include "cli.h"
 
 static const char *ms(double s, char *buf, size_t n)
@@ -79,18 +80,6 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
     }
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static void json_parts(FILE *f, const char *name, const pl_review_parts *p)
 {
     fprintf(f, "\"%s\": {\"proj_s\": ", name);
@@ -117,7 +106,7 @@ static void json_kernels(FILE *f, const pl_review_result *r, const pl_review_con
         fprintf(f, "%s{\"step\": \"%s\", \"kernel\": \"%s\", \"time_s\": ", n++ ? ", " : "",
                 i < 7 ? "prefill" : "decode", what[i % 7]);
         cli_json_number(f, j->time_s);
-        fprintf(f, ", \"tiling\": "), json_string(f, j->label);
+        fprintf(f, ", \"tiling\": "), pl_json_string(f, j->label);
         fprintf(f, "}");
     }
     fprintf(f, "]");
@@ -128,8 +117,8 @@ static void json_config(FILE *f, const pl_review_result *r, const pl_review_conf
     fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"mesh\": \"1x%lld\", \"weights\": \"%s\", \"kv\": \"%s\", "
             "\"batch\": %lld, \"verdict\": ", (long long)c->chips, (long long)c->chips, (long long)c->chips,
             pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
-    json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
-    fprintf(f, ", \"reason\": "), json_string(f, best ? "" : c->reason);
+    pl_json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
+    fprintf(f, ", \"reason\": "), pl_json_string(f, best ? "" : c->reason);
     fprintf(f, ", \"ttft_s\": "), cli_json_number(f, c->ttft_s);
     fprintf(f, ", \"tpot_s\": "), cli_json_number(f, c->tpot_s);
     fprintf(f, ", \"tokens_per_s_per_chip\": "), cli_json_number(f, c->tok_s_chip);
@@ -145,8 +134,8 @@ static void json_config(FILE *f, const pl_review_result *r, const pl_review_conf
 
 void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
 {
-    fprintf(f, "{\"model\": "), json_string(f, b->model->name);
-    fprintf(f, ", \"chip\": "), json_string(f, b->chip->name);
+    fprintf(f, "{\"model\": "), pl_json_string(f, b->model->name);
+    fprintf(f, ", \"chip\": "), pl_json_string(f, b->chip->name);
     fprintf(f, ", \"prompt\": %lld, \"context\": %lld, \"avg_context\": %lld, \"ttft_target_s\": ",
             (long long)b->prompt, (long long)b->context, (long long)r->avg_context);
     cli_json_number(f, b->ttft_s);
@@ -154,7 +143,7 @@ void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *
     fprintf(f, ", \"kernel_shapes\": %d, \"tilings_simulated\": %d, \"wall_s\": ", r->n_jobs, r->kernel_runs);
     cli_json_number(f, wall_s);
     fprintf(f, ", \"bottleneck\": ");
-    json_string(f, r->best >= 0 ? r->bottleneck : "");
+    pl_json_string(f, r->best >= 0 ? r->bottleneck : "");
     fprintf(f, ", \"recommended\": ");
     if (r->best >= 0) json_config(f, r, &r->configs[r->best], 1);
     else fprintf(f, "null");

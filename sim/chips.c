@@ -181,8 +181,6 @@ static const chip_key keys[] = {
     KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (the run's roofline; 0: none)"),
 };
 
-/* s for a message: bytes outside printable ASCII as \xNN, so that a
- * binary or mis-encoded file cannot put control characters on a terminal. */
 
 static int set_key(pl_chip *c, const char *key, const char *val, const char *where, int line, int first,
                    char *err, size_t errlen)
