@@ -109,15 +109,31 @@ void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst)
     pltpu_copy_wait(c, &cp);
 }
 
-/* One run_scoped type checked: a VMEM, SMEM or semaphore buffer of a valid shape. */
+int kern_scratch_rules(const pl_scratch *s, const char *who, char *msg, size_t n)
+{
+    if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
+        return snprintf(msg, n, "%s: scratch cannot live in memory space %s (rule M2)", who,
+                        pl_memspace_name(s->space)), PL_EINVAL;
+    if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank != 1 ||
+                                     (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
+        return snprintf(msg, n, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or PLTPU_SEMAPHORE_DMA(n) "
+                        "(rule M2)", who), PL_EINVAL;
+    if (s->space == PL_SEMAPHORE && (s->shape[0] < 1 || s->shape[0] > 65536))
+        return snprintf(msg, n, "%s: %lld semaphores; an array holds 1 to 65536 (rule M2)", who,
+                        (long long)s->shape[0]), PL_EINVAL;
+    if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
+        return snprintf(msg, n, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", who, pl_dtype_name(s->dtype)),
+               PL_EDTYPE;
+    return PL_OK;
+}
+
+/* One run_scoped type checked: scratch's rules (kern_scratch_rules), a valid shape. */
 static void check_type(pl_ctx *c, const pl_scratch *t, int i)
 {
-    int ok_space = t->space == PL_VMEM || t->space == PL_SMEM ||
-                   (t->space == PL_SEMAPHORE && (t->sem_kind == PL_SEM_DMA || t->sem_kind == PL_SEM_REGULAR));
-    if (!ok_space)
-        kern_fault(c, PL_ESPACE, "pl_run_scoped: types[%d] is in %s: a scoped buffer is VMEM, SMEM or a "
-                   "semaphore array (PLTPU_SEMAPHORE, PLTPU_SEMAPHORE_DMA) (rules M1, K4)", i,
-                   pl_memspace_name(t->space));
+    char who[64], msg[256];
+    snprintf(who, sizeof who, "pl_run_scoped: types[%d]", i);
+    int rc = kern_scratch_rules(t, who, msg, sizeof msg);
+    if (rc) kern_fault(c, rc, "%s", msg);
     if (pl_dtype_size(t->dtype) == 0 || t->rank < 0 || t->rank > PL_MAX_RANK)
         kern_fault(c, PL_EINVAL, "pl_run_scoped: types[%d] has an invalid dtype or rank %d (rule K4)", i, t->rank);
     for (int d = 0; d < t->rank; d++)

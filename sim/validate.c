@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../kernel/scoped.h"
 #include "plan.h"
 
 /* ---- arrays -------------------------------------------------------------------- */
@@ -156,23 +157,14 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
         sr->dtype = s->dtype;
         sr->rank = s->rank > 0 && s->rank <= PL_MAX_RANK ? s->rank : 0;
         memcpy(sr->shape, s->shape, (size_t)sr->rank * sizeof *sr->shape);
-        if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
-            return sim_fail(rep, PL_EINVAL, "%s: scratch cannot live in memory space %s (rule M2)", sr->name,
-                            pl_memspace_name(s->space));
-        if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank != 1 ||
-                                         (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
-            return sim_fail(rep, PL_EINVAL, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or "
-                            "PLTPU_SEMAPHORE_DMA(n) (rule M2)", sr->name);
-        if (s->space == PL_SEMAPHORE && (s->shape[0] < 1 || s->shape[0] > 65536))
-            return sim_fail(rep, PL_EINVAL, "%s: %lld semaphores; an array holds 1 to 65536 (rule M2)", sr->name,
-                            (long long)s->shape[0]);
+        char msg[256];
+        int rule = kern_scratch_rules(s, sr->name, msg, sizeof msg); /* the rules run_scoped checks too */
+        if (rule == PL_EINVAL) return sim_fail(rep, rule, "%s", msg);
         pl_array shape = {.data = sr, .dtype = s->dtype, .rank = s->rank};
         memcpy(shape.shape, s->shape, sizeof shape.shape);
         int rc = check_array(&shape, sr->name, 0, rep);
         if (rc) return rc;
-        if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
-            return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", sr->name,
-                            pl_dtype_name(s->dtype));
+        if (rule) return sim_fail(rep, rule, "%s", msg); /* SMEM's 32 bits (M1), after the shape's own checks */
         /* semaphores live in their own memory, outside the VMEM and SMEM budgets */
         sr->bytes =
             s->space == PL_SEMAPHORE ? 0 : sim_laid_out_bytes(s->shape, s->rank, s->dtype, s->space, plan->chip);

@@ -169,6 +169,32 @@ Test(pl_kernel, K4_run_scoped_over_the_scoped_vmem_limit_is_an_error_M4)
     free(o);
 }
 
+static void noop_scoped(pl_ctx *c, pl_ref *scoped, void *user) { (void)c, (void)scoped, (void)user; }
+
+static void scoped_of(pl_ctx *c, pl_ref *refs)
+{
+    (void)refs;
+    pl_run_scoped(c, (const pl_scratch *)pl_kernel_user(c), 1, noop_scoped, NULL);
+}
+
+/* run_scoped keeps pallas_call's scratch rules: a semaphore array of 1 to
+ * 65536 (a billion took 8 GB of host memory), SMEM of 32-bit scalars. */
+Test(pl_kernel, K4_run_scoped_types_follow_the_scratch_rules_M1_M2)
+{
+    pl_scratch types[2] = {PLTPU_SEMAPHORE(1000000000), PLTPU_SMEM(PL_BF16, 8)};
+    int want[2] = {PL_EINVAL, PL_EDTYPE};
+    const char *says[2] = {"1 to 65536", "32-bit"};
+    for (int i = 0; i < 2; i++) {
+        float *o = th_f32_fill(ROWS * COLS, 0);
+        pl_array out = PL_ARRAY(o, PL_F32, ROWS, COLS);
+        pl_kernel_spec k = {.name = "scoped", .body = scoped_of, .user = &types[i], .n_out = 1};
+        pl_report rep;
+        int rc = pl_kernel(&k, NULL, &out, NULL, &rep);
+        TH_EXPECT_ERROR(rc, rep, want[i], "pl_run_scoped: types[0]", says[i]);
+        free(o);
+    }
+}
+
 static void leave_signal(pl_ctx *c, pl_ref *scoped, void *user)
 {
     (void)user;
