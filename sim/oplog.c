@@ -146,8 +146,10 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
             if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
             if (o->k) r->ici_copies++, r->ici_bytes += o->elems; /* k: to another device (M11) */
             double b = (double)o->elems; /* its time in flight comes after the replay (profile.c) */
-            x->prof_row = (uint8_t)sim_profile_add(r, PL_PROF_DMA, o->name, 1, 0, 0, o->m || o->k ? 0 : b,
-                                                   o->m || o->k ? b : 0);
+            sim_op_memo *mm = (sim_op_memo *)op_memo(memo, chip, o); /* its row found once, as for compute */
+            if (mm->prof_row < 0) mm->prof_row = sim_profile_add(r, PL_PROF_DMA, o->name, 0, 0, 0, 0, 0);
+            sim_profile_add_at(r, mm->prof_row, 1, 0, 0, o->m || o->k ? 0 : b, o->m || o->k ? b : 0);
+            x->prof_row = (uint8_t)mm->prof_row;
         }
         sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
                         .xfer = o->dma - first_copy};
