@@ -298,29 +298,10 @@ int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
         snprintf(err, errlen, "pl_chip_load: no path or no chip to fill");
         return PL_EINVAL;
     }
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* fopen would take a directory, or block on a FIFO */
-        snprintf(err, errlen, "%s: %s, not a chip file", path,
-                 S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
-        return PL_EINVAL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return PL_EINVAL;
-    }
-    char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int too_long = !feof(f);
-    fclose(f);
-    if (too_long) {
-        snprintf(err, errlen, "%s: larger than %zu bytes; a chip file is a few lines", path, sizeof buf - 1);
-        return PL_EINVAL;
-    }
-    buf[n] = '\0';
-    if (memchr(buf, '\0', n)) {
-        snprintf(err, errlen, "%s: not a text file", path);
-        return PL_EINVAL;
-    }
-    return pl_chip_parse(buf, path, out, err, errlen);
+    int rc;
+    char *buf = sim_text_load(path, "chip", err, errlen, &rc);
+    if (!buf) return rc;
+    rc = pl_chip_parse(buf, path, out, err, errlen);
+    free(buf);
+    return rc;
 }

@@ -1,5 +1,8 @@
 /* sim/common.c: helpers shared by every stage of sim/ (see common.h). */
 #include <ctype.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -170,4 +173,28 @@ char *sim_text_trim(char *s)
     char *e = s + strlen(s);
     while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
     return s;
+}
+
+char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc)
+{
+    enum { MAX = (1 << 16) - 1 };
+    struct stat st;
+    *rc = PL_EINVAL;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* fopen would take a directory, or block on a FIFO */
+        snprintf(err, n, "%s: %s, not a %s file", path, S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file",
+                 kind);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) return snprintf(err, n, "%s: cannot open: %s", path, strerror(errno)), NULL;
+    char *buf = malloc(MAX + 1);
+    if (!buf) return fclose(f), snprintf(err, n, "%s: out of host memory", path), *rc = PL_ENOMEM, NULL;
+    size_t got = fread(buf, 1, MAX, f);
+    int too_long = !feof(f);
+    fclose(f);
+    if (too_long) snprintf(err, n, "%s: larger than %d bytes; a %s file is a few lines", path, MAX, kind);
+    else if (memchr(buf, '\0', got)) snprintf(err, n, "%s: not a text file", path);
+    else return buf[got] = '\0', *rc = PL_OK, buf;
+    free(buf);
+    return NULL;
 }

@@ -86,5 +86,9 @@ void sim_grid_point(int rank, const int64_t *grid, int64_t linear, int64_t *idx)
  * and s without its leading and trailing white space (in place). */
 const char *sim_text_escape(const char *s, char *buf, size_t n);
 char *sim_text_trim(char *s);
+/* Such a file's text (at most 64 KiB - 1, no NUL bytes), malloc'd; NULL with
+ * *rc (PL_EINVAL, PL_ENOMEM) and err saying why, naming path and kind
+ * ("chip", "model"): not a regular file, cannot open, too long, binary. */
+char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc);
 
 #endif

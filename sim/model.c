@@ -164,21 +164,10 @@ int pl_model_load(const char *path, pl_model *out, char *err, size_t n)
     char unused[8];
     if (!err || !n) err = unused, n = sizeof unused;
     if (!path || !out) return snprintf(err, n, "pl_model_load: no path or no model to fill"), PL_EINVAL;
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return snprintf(err, n, "%s: %s, not a model file", path,
-                        S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file"), PL_EINVAL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return snprintf(err, n, "%s: cannot open: %s", path, strerror(errno)), PL_EINVAL;
-    char *buf = malloc(1 << 16);
-    if (!buf) return fclose(f), snprintf(err, n, "%s: out of host memory", path), PL_ENOMEM;
-    size_t got = fread(buf, 1, (1 << 16) - 1, f);
-    int too_long = !feof(f);
-    fclose(f);
-    int rc = PL_EINVAL;
-    if (too_long) snprintf(err, n, "%s: larger than %d bytes; a model file is a few lines", path, (1 << 16) - 1);
-    else if (memchr(buf, '\0', got)) snprintf(err, n, "%s: not a text file", path);
-    else buf[got] = '\0', rc = pl_model_parse(buf, path, out, err, n);
+    int rc;
+    char *buf = sim_text_load(path, "model", err, n, &rc);
+    if (!buf) return rc;
+    rc = pl_model_parse(buf, path, out, err, n);
     free(buf);
     return rc;
 }
