@@ -85,6 +85,8 @@ static int is_nan_bits(const char *p, pl_dtype t)
     case PL_F32: memcpy(&u, p, 4); return (u & 0x7fffffffu) > 0x7f800000u;
     case PL_BF16: memcpy(&h, p, 2); return (h & 0x7fffu) > 0x7f80u;
     case PL_F16: memcpy(&h, p, 2); return (h & 0x7fffu) > 0x7c00u;
+    case PL_F8E4M3: return (*(const uint8_t *)p & 0x7fu) == 0x7fu; /* e4m3fn: S.1111.111 only */
+    case PL_F8E5M2: return (*(const uint8_t *)p & 0x7fu) > 0x7cu;  /* exponent all ones, mantissa not 0 */
     default: return 0;
     }
 }
@@ -128,8 +130,9 @@ static int find_nan(const sim_operand *op, const sim_window *w, const char *buf,
         const char *row = buf + (size_t)off * es;
         int64_t n = rank ? count[rank - 1] : 1;
         /* a branch-free pass first (it vectorizes); the position only when needed */
-        uint32_t any = op->arr->dtype == PL_F32 ? any_nan_f32((const uint32_t *)row, n)
-                                                 : any_nan_16((const uint16_t *)row, n, op->arr->dtype);
+        uint32_t any = es == 4 ? any_nan_f32((const uint32_t *)row, n)
+                       : es == 2 ? any_nan_16((const uint16_t *)row, n, op->arr->dtype)
+                                 : 1; /* 8-bit floats: element by element below (16-bit reads ran past the row) */
         if (any)
             for (int64_t i = 0; i < n; i++)
                 if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {

@@ -322,3 +322,26 @@ Test(fp8, int4_array_bytes_are_the_packed_bytes)
     cr_assert_eq(pl_array_bytes(&a), 8, "15 nibbles take 8 bytes");
     cr_assert_eq(pl_array_bytes(&b), 15);
 }
+
+/* V1 for fp8: a scratch's poison (NaN in both formats) copied into an output
+ * reaches HBM, which strict mode refuses. The write-back's NaN scan read
+ * 16-bit values over 8-bit rows (a heap overflow fuzz_pallas_call found). */
+static void copy_scratch(pl_ctx *c, pl_ref *refs) { pl_copy(c, refs[1], refs[2]); }
+
+Test(fp8, V1_poison_in_an_fp8_output_is_found_by_the_write_back)
+{
+    pl_dtype types[2] = {PL_F8E4M3, PL_F8E5M2};
+    for (int i = 0; i < 2; i++) {
+        static uint8_t x[32 * 128], o[32 * 128];
+        pl_call call = {.name = "poison8", .kernel = copy_scratch, .grid_rank = 1, .grid = {1},
+                        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 32, 128)},
+                        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 32, 128)},
+                        .n_scratch = 1, .scratch = {PLTPU_VMEM(types[i], 32, 128)}};
+        pl_array in = PL_ARRAY(x, types[i], 32, 128), out = PL_ARRAY(o, types[i], 32, 128);
+        pl_options opt = {.strict = 1};
+        pl_report rep;
+        int rc = pl_pallas_call(&call, &in, &out, &opt, &rep);
+        cr_expect_eq(rc, PL_EPOISON, "%s: %d %s", pl_dtype_name(types[i]), rc, rep.error);
+        cr_expect(strstr(rep.error, "V1"), "%s", rep.error);
+    }
+}
