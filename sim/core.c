@@ -65,6 +65,16 @@ static int alloc_buffers(sim_core *k)
     return PL_OK;
 }
 
+/* A grid step's overhead in scalar-unit cycles (the cost estimate counts
+ * it). A what-if chip whose overhead is NaN, infinite or negative is refused
+ * by the timing (exec.c) after the run; until then it counts as none, since
+ * converting NaN to an integer is undefined (FINDINGS F7). */
+static int64_t step_scalar_ops(const pl_chip *chip)
+{
+    double ops = chip->step_overhead_s / sim_scalar_seconds(chip, 1.0);
+    return ops >= 0 && ops < 1e15 ? (int64_t)(ops + 0.5) : 0;
+}
+
 /* The kernel's context: names for messages (M3), options, the checks' table. */
 static void init_context(sim_core *k)
 {
@@ -80,8 +90,7 @@ static void init_context(sim_core *k)
         target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0, .mxu_fp8 = chip->fp8_ops > 0,
                                .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit},
                                .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes,
-                               .step_scalar_ops = (int64_t)(chip->step_overhead_s /
-                                                            sim_scalar_seconds(chip, 1.0) + 0.5)};
+                               .step_scalar_ops = step_scalar_ops(chip)};
     kern_setup s = {.grid_rank = call->grid_rank, .grid = call->grid, .user = call->user,
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,

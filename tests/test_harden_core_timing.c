@@ -177,3 +177,20 @@ Test(harden_core, a_chip_with_a_bad_rate_names_the_figure, .timeout = 30)
         TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip.name, figure[f]);
     }
 }
+
+/* A what-if chip whose step overhead is NaN, infinite or negative: an error
+ * naming the figure. The cost estimate converted overhead / cycle to an
+ * integer before the timing refused the chip, undefined for NaN (UBSan under
+ * make check-asan; make fuzz found it, FINDINGS F7). */
+Test(harden_core, a_chip_with_a_bad_step_overhead_names_the_figure, .timeout = 30)
+{
+    const double bad[] = {NAN, INFINITY, -1e-6};
+    for (int f = 0; f < 3; f++) {
+        pl_chip chip = *pl_chip_find("v5e");
+        snprintf(chip.name, sizeof chip.name, "overhead%d", f);
+        chip.step_overhead_s = bad[f];
+        pl_report rep;
+        int rc = one_byte_steps(4, NULL, &chip, &rep);
+        TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip.name, "step_overhead_s");
+    }
+}

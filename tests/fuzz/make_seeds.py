@@ -152,6 +152,11 @@ SEEDS = {
     "insane_chip": call(options(chip=7, extreme=(1, 7, 2)), grid([2]), [],
                         [(array("f32", [16, 128]), spec([8, 128], [0]))],
                         [(array("f32", [16, 128]), spec([8, 128], [0]))], scratch(), program(("copy", 1, 0))),
+    # a chip with a NaN step overhead (insane figure 6, value 2): the cost estimate's
+    # step count in scalar cycles converted NaN to an integer (FINDINGS F7)
+    "insane_overhead": call(options(chip=7, extreme=(1, 6, 2)), grid([2]), [],
+                            [(array("f32", [16, 128]), spec([8, 128], [0]))],
+                            [(array("f32", [16, 128]), spec([8, 128], [0]))], scratch(), program(("copy", 1, 0))),
     # many small steps: one i8 row per step, grid (128,), trace on
     "tiny_blocks": call(options(trace=1), grid([128]), [],
                         [(array("i8", [128, 1, 128]), spec(["squeezed", "full", "full"], [0, -1, -1]))],
