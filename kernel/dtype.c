@@ -7,6 +7,8 @@
  * with element 2k in the low nibble (XLA's s4 packing): a byte address per
  * element does not exist, so pl_dtype_size is 0 for it and arrays of it are
  * refused (sim/validate.c); pl_i4_load/store read and write packed buffers.
+ * fp4 (float4_e2m1fn) is storage only the same way, packed as int4, and
+ * converts as ml_dtypes does (pl_f4_load/store).
  */
 #include <math.h>
 #include <string.h>
@@ -22,12 +24,13 @@ static const struct {
     [PL_I32] = {"i32", 4, 0},  [PL_I8] = {"i8", 1, 0},    [PL_I16] = {"i16", 2, 0},
     [PL_F8E4M3] = {"f8e4m3", 1, 1}, [PL_F8E5M2] = {"f8e5m2", 1, 1},
     [PL_I4] = {"i4", 0, 0}, /* half a byte: the size is 0 so nothing allocates it by mistake */
+    [PL_F4E2M1] = {"f4e2m1", 0, 1}, /* half a byte, as int4 */
 };
 
 static int valid(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT; }
 
 size_t pl_dtype_size(pl_dtype t) { return valid(t) ? dtypes[t].size : 0; }
-int pl_dtype_bits(pl_dtype t) { return t == PL_I4 ? 4 : (int)pl_dtype_size(t) * 8; }
+int pl_dtype_bits(pl_dtype t) { return t == PL_I4 || t == PL_F4E2M1 ? 4 : (int)pl_dtype_size(t) * 8; }
 const char *pl_dtype_name(pl_dtype t) { return valid(t) ? dtypes[t].name : "?"; }
 int pl_dtype_is_float(pl_dtype t) { return valid(t) && dtypes[t].is_float; }
 
@@ -48,6 +51,7 @@ int pl_dtype_parse(const char *s, pl_dtype *out)
     if (s && strcmp(s, "float8_e4m3fn") == 0) return *out = PL_F8E4M3, PL_OK;
     if (s && strcmp(s, "float8_e5m2") == 0) return *out = PL_F8E5M2, PL_OK;
     if (s && strcmp(s, "int4") == 0) return *out = PL_I4, PL_OK;
+    if (s && strcmp(s, "float4_e2m1fn") == 0) return *out = PL_F4E2M1, PL_OK;
     return PL_EINVAL;
 }
 
@@ -181,6 +185,48 @@ void pl_i4_store(void *packed, int64_t i, int v)
     *b = (uint8_t)((*b & ~(0xfu << shift)) | (nib << shift));
 }
 
+/* ---- fp4 (float4_e2m1fn): 1 sign, 2 exponent bits (bias 1), 1 mantissa bit ---- */
+
+/* Round |x| at the quantum of its binade (0.5 below 2: the subnormal 0.5
+ * and the binade [1, 2) share it), to nearest even by the FPU's default
+ * mode, then clamp: ml_dtypes' float4_e2m1fn has no infinity, and its
+ * overflow (kSaturate off) returns infinity(), which is the largest value 6.
+ * A NaN returns quiet_NaN(), the code 0x8, negated by the NaN's sign bit. */
+static uint8_t f4_encode(double x)
+{
+    uint8_t sign = signbit(x) ? 0x8 : 0;
+    if (isnan(x)) return (uint8_t)(0x8 ^ sign);
+    double a = fabs(x);
+    if (a >= 6) return sign | 0x7; /* 7 ties to 8, past 6: saturates as well */
+    int e = a < 2 ? 0 : ilogb(a); /* 0 for both the subnormal and [1, 2): quantum 0.5 */
+    double q = ldexp(1.0, e - 1), r = nearbyint(a / q) * q;
+    if (r < 1) return sign | (uint8_t)(r * 2); /* 0 or 0.5: exponent field 0 */
+    int re = ilogb(r); /* r in [1, 6], a multiple of its binade's quantum */
+    int mant = (int)(r / ldexp(1.0, re - 1)) - 2;
+    return sign | (uint8_t)(((re + 1) << 1) | mant);
+}
+
+uint8_t pl_f32_to_f4e2m1(float x) { return f4_encode(x); }
+
+float pl_f4e2m1_to_f32(uint8_t code)
+{
+    int e = (code >> 1) & 3, m = code & 1;
+    float v = e ? ldexpf((float)(2 + m), e - 2) : 0.5f * (float)m;
+    return (code & 0x8) ? -v : v;
+}
+
+float pl_f4_load(const void *packed, int64_t i)
+{
+    return pl_f4e2m1_to_f32((uint8_t)((((const uint8_t *)packed)[i / 2] >> (i % 2 ? 4 : 0)) & 0xf));
+}
+
+void pl_f4_store(void *packed, int64_t i, float v)
+{
+    uint8_t *b = (uint8_t *)packed + i / 2;
+    int shift = i % 2 ? 4 : 0;
+    *b = (uint8_t)((*b & ~(0xfu << shift)) | ((unsigned)f4_encode(v) << shift));
+}
+
 /* ---- generic element access ---------------------------------------------- */
 
 static double to_int_range(double v, double lo, double hi)
@@ -201,7 +247,7 @@ double pl_load_elem(const void *p, pl_dtype t)
     case PL_I16: { int16_t i; memcpy(&i, p, 2); return i; }
     case PL_F8E4M3: return pl_f8e4m3_to_f32(*(const uint8_t *)p);
     case PL_F8E5M2: return pl_f8e5m2_to_f32(*(const uint8_t *)p);
-    default: return 0; /* int4 has no byte address: pl_i4_load */
+    default: return 0; /* int4, fp4 have no byte address: pl_i4_load, pl_f4_load */
     }
 }
 
@@ -216,6 +262,6 @@ void pl_store_elem(void *p, pl_dtype t, double v)
     case PL_I16: { int16_t i = (int16_t)to_int_range(v, INT16_MIN, INT16_MAX); memcpy(p, &i, 2); break; }
     case PL_F8E4M3: *(uint8_t *)p = f8_encode(&E4M3, v); break;
     case PL_F8E5M2: *(uint8_t *)p = f8_encode(&E5M2, v); break;
-    default: break; /* int4: pl_i4_store */
+    default: break; /* int4, fp4: pl_i4_store, pl_f4_store */
     }
 }

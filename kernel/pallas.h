@@ -99,11 +99,13 @@ typedef enum pl_dtype {
     PL_F8E5M2,  /* float8_e5m2, one byte: IEEE-like, with infinities and NaNs */
     PL_I4,      /* int4, storage only: two per byte, element 2k in the low nibble
                  * (pl_i4_load/store); arrays and Refs of it are refused */
+    PL_F4E2M1,  /* float4_e2m1fn, storage only as int4: two per byte, element 2k in the
+                 * low nibble (pl_f4_load/store); arrays and Refs of it are refused */
     PL_DTYPE_COUNT
 } pl_dtype;
 
-size_t pl_dtype_size(pl_dtype t);      /* bytes per element; 0 if invalid or int4 (half a byte) */
-int pl_dtype_bits(pl_dtype t);         /* bits per element (4 for int4) */
+size_t pl_dtype_size(pl_dtype t);      /* bytes per element; 0 if invalid, int4 or fp4 (half a byte) */
+int pl_dtype_bits(pl_dtype t);         /* bits per element (4 for int4 and fp4) */
 const char *pl_dtype_name(pl_dtype t); /* "f32", "bf16", ...; "?" if invalid */
 int pl_dtype_is_float(pl_dtype t);
 int pl_dtype_parse(const char *s, pl_dtype *out); /* PL_OK or PL_EINVAL */
@@ -126,6 +128,17 @@ float pl_f8e5m2_to_f32(uint8_t x);
  * k, 2k+1 in the high one, as XLA packs s4); a store saturates to -8..7. */
 int pl_i4_load(const void *packed, int64_t i);
 void pl_i4_store(void *packed, int64_t i, int v);
+/* float4_e2m1fn: codes 0..15 (sign, 2 exponent bits, 1 mantissa bit, bias
+ * 1), values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; no infinity,
+ * no NaN. From f32 as ml_dtypes converts: round to nearest even, saturate
+ * to +-6 (infinities too); a NaN becomes ml_dtypes' quiet_NaN(), the code
+ * 0x8 (-0), negated by the NaN's sign bit (so +NaN -> -0, -NaN -> +0).
+ * fp4 -> f32 is exact. pl_f4_load/store address a packed buffer as int4:
+ * element 2k in the low nibble of byte k, 2k+1 in the high one. */
+uint8_t pl_f32_to_f4e2m1(float x);
+float pl_f4e2m1_to_f32(uint8_t code);
+float pl_f4_load(const void *packed, int64_t i);
+void pl_f4_store(void *packed, int64_t i, float v);
 double pl_load_elem(const void *p, pl_dtype t);        /* one element as double */
 void pl_store_elem(void *p, pl_dtype t, double v);     /* one element, converted */
 

@@ -84,7 +84,7 @@ int64_t pl_array_size(const pl_array *a)
 size_t pl_array_bytes(const pl_array *a)
 {
     int64_t n = pl_array_size(a);
-    if (a->dtype == PL_I4) return (size_t)(n / 2 + n % 2); /* packed two per byte */
+    if (pl_dtype_bits(a->dtype) == 4) return (size_t)(n / 2 + n % 2); /* int4, fp4: packed two per byte */
     return (size_t)n * pl_dtype_size(a->dtype);
 }
 

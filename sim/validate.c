@@ -28,10 +28,13 @@ static int check_array(const pl_array *a, const char *what, int allow_null, pl_r
         return sim_fail(rep, PL_EINVAL, "%s: data is NULL (allowed only in cost-only mode)", what);
     if ((unsigned)a->dtype >= PL_DTYPE_COUNT)
         return sim_fail(rep, PL_EINVAL, "%s: unknown dtype %d", what, (int)a->dtype);
-    if (a->dtype == PL_I4) /* half a byte: every Ref, DMA and op here addresses whole bytes per element */
-        return sim_fail(rep, PL_EDTYPE, "%s: int4 is a storage dtype packed two per byte, and tilesim's arrays "
+    if (pl_dtype_bits(a->dtype) == 4) { /* int4, fp4: every Ref, DMA and op here addresses whole bytes */
+        int i4 = a->dtype == PL_I4;
+        return sim_fail(rep, PL_EDTYPE, "%s: %s is a storage dtype packed two per byte, and tilesim's arrays "
                         "and Refs hold whole bytes per element; pass the packed bytes as an int8 array and read "
-                        "them with pl_i4_load (element 2k in the low nibble), or widen to int8", what);
+                        "them with %s (element 2k in the low nibble), or widen to %s", what,
+                        i4 ? "int4" : "float4_e2m1fn", i4 ? "pl_i4_load" : "pl_f4_load", i4 ? "int8" : "fp8 or bf16");
+    }
     if (a->rank < 0 || a->rank > PL_MAX_RANK)
         return sim_fail(rep, PL_EINVAL, "%s: rank %d is outside 0..%d", what, a->rank, PL_MAX_RANK);
     for (int d = 0; d < a->rank; d++)

@@ -219,7 +219,7 @@ int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol,
 {
     pl_check r = {.worst_row = -1, .worst_col = -1};
     int same = got && want && got->data && want->data && got->rank == want->rank;
-    same = same && got->dtype != PL_I4 && want->dtype != PL_I4; /* no byte per element to read */
+    same = same && pl_dtype_bits(got->dtype) != 4 && pl_dtype_bits(want->dtype) != 4; /* int4, fp4: no byte each */
     for (int d = 0; same && d < got->rank; d++) same = got->shape[d] == want->shape[d];
     if (!same) {
         *out = r;
@@ -260,7 +260,7 @@ int pl_allclose(const pl_array *got, const pl_array *want, double rtol, double a
     pl_check r;
     if (sim_allclose_errors(got, want, &rtol, &atol, NULL, &r) != PL_OK) {
         if (f) fprintf(f, "pl_allclose: the arrays must have data, the same shape and a byte or more per element "
-                          "(not int4)\n");
+                          "(not int4 or fp4)\n");
         if (out) *out = r;
         return PL_ESHAPE;
     }

@@ -1,0 +1,139 @@
+/* tests/test_fp4.c: float4_e2m1fn (PL_F4E2M1), a storage-only dtype like
+ * int4: two per byte with element 2k in the low nibble, values {0, 0.5, 1,
+ * 1.5, 2, 3, 4, 6} and their negatives, no infinity or NaN; a conversion
+ * rounds to nearest even and saturates to +-6, as ml_dtypes does (T10).
+ * Arrays, scratch and refs of it are refused as int4's are. Then the
+ * built-in quant_matmul with fp4 weights on v7x (issue 15), and the x scale
+ * that it now computes once per row block, not at every reduction step. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../examples/kernels/registry.h"
+#include "../sim/tilesim_check.h"
+#include "helpers.h"
+
+/* ---- the code table: every one of the 16 codes ---------------------------------------- */
+
+static const float f4_values[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+
+Test(fp4, every_code_decodes_bit_exact)
+{
+    for (int c = 0; c < 16; c++) {
+        uint8_t buf[1] = {(uint8_t)(c | (15 - c) << 4)};
+        float lo = pl_f4_load(buf, 0), hi = pl_f4_load(buf, 1);
+        cr_assert_eq(memcmp(&lo, &f4_values[c], 4), 0, "code 0x%x decodes to %g, not %g", c, lo, f4_values[c]);
+        cr_assert_eq(memcmp(&hi, &f4_values[15 - c], 4), 0, "code 0x%x (high nibble) decodes to %g", 15 - c, hi);
+        cr_assert_eq(pl_f32_to_f4e2m1(f4_values[c]), c, "%g encodes to its own code 0x%x", f4_values[c], c);
+        float v = pl_f4e2m1_to_f32((uint8_t)c);
+        cr_assert_eq(memcmp(&v, &f4_values[c], 4), 0, "pl_f4e2m1_to_f32(0x%x) = %g", c, v);
+    }
+}
+
+/* Ties go to the even code (mantissa bit 0), as ml_dtypes' float4_e2m1fn. */
+Test(fp4, ties_round_to_even)
+{
+    static const struct { float in, out; } k[] = {
+        {0.25f, 0},    {0.75f, 1},  {1.25f, 1},    {1.75f, 2},   {2.5f, 2},    {3.5f, 4},  {5, 4},
+        {0.26f, 0.5f}, {2.51f, 3},  {4.99f, 4},    {5.01f, 6},   {-0.25f, -0.0f}, {-2.5f, -2}, {-5, -4},
+        {-0.3f, -0.5f}, {-2.9f, -3}, {0.1f, 0},    {1e-30f, 0},  {-1e-30f, -0.0f},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        float got = pl_f4e2m1_to_f32(pl_f32_to_f4e2m1(k[i].in));
+        cr_assert_eq(memcmp(&got, &k[i].out, 4), 0, "%g rounds to %g, not %g", k[i].in, got, k[i].out);
+    }
+}
+
+/* No infinity: everything at or past 6 (7, the tie with the next binade,
+ * too) saturates to +-6; NaN becomes ml_dtypes' quiet_NaN(), the code 0x8
+ * (-0), negated by the NaN's sign bit. */
+Test(fp4, saturates_to_six_and_nan_becomes_zero)
+{
+    static const float big[] = {6, 6.5f, 7, 8, 1000, 3e38f, INFINITY};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+        cr_assert_eq(pl_f32_to_f4e2m1(big[i]), 0x7, "%g saturates to 6", big[i]);
+        cr_assert_eq(pl_f32_to_f4e2m1(-big[i]), 0xf, "-%g saturates to -6", big[i]);
+    }
+    cr_assert_eq(pl_f32_to_f4e2m1(NAN), 0x8, "NaN -> ml_dtypes' quiet_NaN(), the code of -0");
+    cr_assert_eq(pl_f32_to_f4e2m1(-NAN), 0x0, "-NaN -> -quiet_NaN(), +0");
+    cr_assert_eq(pl_f32_to_f4e2m1(-0.0f), 0x8, "the sign of zero is kept");
+}
+
+/* Element 2k in the low nibble of byte k, 2k+1 in the high one (as PL_I4);
+ * a store leaves the other nibble alone and rounds as the conversion. */
+Test(fp4, packs_two_per_byte_low_nibble_first)
+{
+    uint8_t buf[3] = {0, 0, 0xaa};
+    pl_f4_store(buf, 0, 1.5f);  /* 0x3 */
+    pl_f4_store(buf, 1, -4.0f); /* 0xe */
+    pl_f4_store(buf, 2, 6.0f);  /* 0x7 */
+    pl_f4_store(buf, 3, -0.5f); /* 0x9 */
+    cr_assert_eq(buf[0], 0xe3, "0x%02x", buf[0]);
+    cr_assert_eq(buf[1], 0x97, "0x%02x", buf[1]);
+    cr_assert_eq(buf[2], 0xaa, "the next byte is untouched");
+    cr_assert_eq(pl_f4_load(buf, 0), 1.5f);
+    cr_assert_eq(pl_f4_load(buf, 1), -4.0f);
+    cr_assert_eq(pl_f4_load(buf, 2), 6.0f);
+    cr_assert_eq(pl_f4_load(buf, 3), -0.5f);
+    pl_f4_store(buf, 1, 100.0f);
+    cr_assert_eq(buf[0], 0x73, "a store saturates and keeps the low nibble: 0x%02x", buf[0]);
+    pl_f4_store(buf, 2, 2.5f);
+    cr_assert_eq(buf[1], 0x94, "2.5 rounds to 2 (even, code 0x4) and keeps the high nibble: 0x%02x", buf[1]);
+}
+
+/* ---- the dtype's name, size and width ------------------------------------------------- */
+
+Test(fp4, name_size_bits_and_parse)
+{
+    pl_dtype p = PL_F32;
+    cr_assert_str_eq(pl_dtype_name(PL_F4E2M1), "f4e2m1");
+    cr_assert_eq(pl_dtype_size(PL_F4E2M1), 0, "half a byte: nothing allocates it per element");
+    cr_assert_eq(pl_dtype_bits(PL_F4E2M1), 4);
+    cr_assert_eq(pl_dtype_is_float(PL_F4E2M1), 1);
+    cr_assert_eq(pl_dtype_parse("f4e2m1", &p), PL_OK);
+    cr_assert_eq(p, PL_F4E2M1);
+    p = PL_F32;
+    cr_assert_eq(pl_dtype_parse("float4_e2m1fn", &p), PL_OK, "the jnp name");
+    cr_assert_eq(p, PL_F4E2M1);
+    pl_array a = PL_ARRAY(NULL, PL_F4E2M1, 3, 5);
+    cr_assert_eq(pl_array_bytes(&a), 8, "15 nibbles take 8 bytes");
+    for (int i = 0; i < pl_chip_count(); i++)
+        cr_assert_eq(pl_chip_tile_rows(pl_chip_at(i), PL_F4E2M1, 4096), 64, "T8: 4-bit rows tile by 64");
+}
+
+/* ---- refused where int4 is: arrays, scratch, allclose -------------------------------- */
+
+Test(fp4, arrays_are_refused_with_a_clear_message)
+{
+    uint8_t *a = calloc(64 * 128, 1), *o = calloc(64 * 128, 1);
+    cr_assert(a && o);
+    pl_array in = PL_ARRAY(a, PL_I8, 64, 128), out = PL_ARRAY(o, PL_F4E2M1, 64, 128);
+    pl_call call = th_copy_call_2d(64, 128, 64, 128);
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &in, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "out0", "float4_e2m1fn", "two per byte", "pl_f4_load");
+    cr_assert_null(strstr(rep.error, "int4"), "the message names fp4, not int4: %s", rep.error);
+    free(a);
+    free(o);
+}
+
+Test(fp4, scratch_is_refused_too)
+{
+    pl_array a = PL_ARRAY(NULL, PL_F32, 64, 128), o = PL_ARRAY(NULL, PL_F32, 64, 128);
+    pl_call call = th_copy_call_2d(64, 128, 64, 128);
+    call.n_scratch = 1;
+    call.scratch[0] = PLTPU_VMEM(PL_F4E2M1, 64, 128);
+    pl_options opt = {.cost_only = 1};
+    pl_report rep;
+    int rc = pl_validate(&call, &a, &o, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "scratch0", "float4_e2m1fn", "two per byte");
+}
+
+Test(fp4, allclose_refuses_fp4_arrays_rather_than_reading_them_wrong)
+{
+    uint8_t a[4] = {0x12, 0x34, 0, 0}, b[4] = {0x21, 0x43, 0, 0};
+    pl_array g = PL_ARRAY(a, PL_F4E2M1, 1, 4), w = PL_ARRAY(b, PL_F4E2M1, 1, 4);
+    pl_check chk;
+    cr_assert_neq(pl_allclose(&g, &w, 0, 0, &chk, NULL), PL_OK, "fp4 has no byte per element to compare");
+}
