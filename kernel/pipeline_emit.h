@@ -1,0 +1,61 @@
+/* kernel/pipeline_emit.h: what pltpu_emit_pipeline (kernel/pipeline_emit.c,
+ * rule K3) shares with its checks (kernel/pipeline_emit_check.c). Not part
+ * of the public API. */
+#ifndef TILESIM_KERNEL_PIPELINE_EMIT_H
+#define TILESIM_KERNEL_PIPELINE_EMIT_H
+
+#include "scoped.h"
+
+enum { KERN_EMIT_MAX_OPS = PL_MAX_OPERANDS }; /* inputs plus outputs */
+
+/* One operand: its HBM ref, spec, two VMEM slots and their copies. */
+typedef struct kern_emit_op {
+    pl_ref hbm;
+    const pl_block_spec *spec;
+    int out;
+    char name[24];                  /* "in_specs[0]" */
+    int64_t block[PL_MAX_RANK];     /* elements per dimension: the spec's, 1 where squeezed (B4) */
+    uint8_t squeezed[PL_MAX_RANK];  /* dropped from the body's ref; its index is an element index (B4) */
+    int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6) */
+    char *buf;                      /* two slots of block bytes */
+    int64_t *sems;                  /* one DMA semaphore per slot, KERN_SEM_STRIDE cells each */
+    int64_t slot_bytes;
+    int cur;                        /* the slot holding the current block */
+    int pending[2];                 /* a copy into (inputs) or out of (outputs) the slot is in flight */
+    pltpu_copy cp[2];
+    int64_t now[PL_MAX_RANK], next[PL_MAX_RANK], prev_block[PL_MAX_RANK];
+} kern_emit_op;
+
+/* The pipeline's own arguments: grid, operand counts, body (G2, K3). */
+void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
+                              pltpu_pipeline_body body);
+/* One operand's spec against its ref, as pallas_call checks a BlockSpec
+ * (B1, B2, B4, T1, T2, T8, P5); fills o's block, squeezed and nblocks. */
+void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o);
+/* The block o selects at inner grid point idx into bi, checked in range (B2, B4, B6). */
+void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, int64_t *bi);
+
+/* P5: the output blocks written back so far, and after which inner step.
+ * The table lives in the pipeline's scoped allocation (freed after a fault
+ * too); it remembers the first KERN_EMIT_REVISITS write-backs of a call. */
+enum { KERN_EMIT_REVISITS = 1 << 16 };
+typedef struct kern_emit_written {
+    int64_t block[PL_MAX_RANK];
+    int64_t step;
+    int32_t op;                     /* the operand's position among inputs and outputs */
+    int32_t used;
+} kern_emit_written;
+typedef struct kern_emit_revisits {
+    kern_emit_written *slot;
+    int64_t cap, n;                 /* cap: a power of two, or 0 for no outputs */
+} kern_emit_revisits;
+/* Entries for a pipeline of `steps` inner steps and n_out outputs. */
+int64_t kern_emit_revisit_cap(int64_t steps, int n_out);
+/* Output o (operand `op`) selects its block o->now at step s: fault with PL_EREVISIT when that block was
+ * written back at an earlier step (the block changed and came back). */
+void kern_emit_revisit_check(pl_ctx *c, const kern_emit_revisits *t, const pltpu_pipeline *p, const kern_emit_op *o,
+                             int op, int64_t s);
+/* Its write-back after step s. */
+void kern_emit_revisit_put(kern_emit_revisits *t, const kern_emit_op *o, int op, int64_t s);
+
+#endif

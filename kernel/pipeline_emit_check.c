@@ -1,0 +1,242 @@
+/* kernel/pipeline_emit_check.c: pltpu_emit_pipeline's checks (rule K3), the
+ * rules pallas_call applies to a BlockSpec applied to each inner block:
+ * its rank and sizes (B1), squeezed dimensions (B4), ragged edge blocks and
+ * the range of block indices (B2, B6), the (8,128) rule and its rank-1 form
+ * (T1, T2), the compiler's tiling check with the chip's dtype table (T8),
+ * and outputs revisited after their write-back (P5). Messages name the
+ * operand ("in_specs[0]") and the inner grid point, as pallas_call's name
+ * the operand and the grid point. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline_emit.h"
+
+void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
+                              pltpu_pipeline_body body)
+{
+    if (!p || !body)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s is NULL (rule K3)", !p ? "the pipeline" : "the body");
+    if (p->grid_rank < 1 || p->grid_rank > PL_MAX_GRID)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: grid of %d axes; 1 to %d (rules G2, K3)", p->grid_rank,
+                   PL_MAX_GRID);
+    for (int a = 0; a < p->grid_rank; a++)
+        if (p->grid[a] < 1)
+            kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: grid axis %d has %lld points; each needs >= 1 (rules "
+                       "G2, K3)", a, (long long)p->grid[a]);
+    if (p->n_in < 0 || p->n_out < 0 || p->n_in > PL_MAX_OPERANDS / 2 || p->n_out > PL_MAX_OPERANDS / 2 ||
+        (p->n_in && !ins) || (p->n_out && !outs))
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %d inputs and %d outputs (each 0 to %d, with their refs) "
+                   "(rule K3)", p->n_in, p->n_out, PL_MAX_OPERANDS / 2);
+}
+
+/* ---- the block's shape --------------------------------------------------------- */
+
+/* The block as pallas_call's messages print it: "(squeezed, 64, 128)"; with
+ * the second-last size replaced by rows when rows >= 0. */
+static void format_block(const kern_emit_op *o, int64_t rows, char *buf, size_t n)
+{
+    int r = o->hbm.rank;
+    size_t at = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < r && at < n; d++) {
+        const char *sep = d ? ", " : "";
+        if (o->squeezed[d]) at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
+        else at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep,
+                                    (long long)(d == r - 2 && rows >= 0 ? rows : o->block[d]));
+    }
+    if (at < n) snprintf(buf + at, n - at, ")");
+}
+
+static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* T1 on a block of rank 2 or more (a squeezed dimension counts as 1), T2 on a rank-1 one. */
+static void check_t1_t2(pl_ctx *c, const kern_emit_op *o)
+{
+    const pl_ref *r = &o->hbm;
+    int n = r->rank;
+    if (n == 1) {
+        int64_t b = o->block[0], min = 128 * (32 / pl_dtype_bits(r->dtype));
+        if (b == r->shape[0] || b % 1024 == 0 || (is_pow2(b) && b >= min)) return;
+        kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: rank-1 block (%lld) of a %s ref (%lld) must equal "
+                   "the ref's size, be a multiple of 1024, or be a power of two >= %lld (rules T2, K3)", o->name,
+                   (long long)b, pl_dtype_name(r->dtype), (long long)r->shape[0], (long long)min);
+    }
+    int64_t lane = o->block[n - 1], sub = o->block[n - 2];
+    if ((lane % 128 && lane != r->shape[n - 1]) || (sub % 8 && sub != r->shape[n - 2]))
+        kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block (..., %lld, %lld) of a ref (..., %lld, "
+                   "%lld) breaks the (8,128) rule: the last two dimensions must be multiples of 8 and 128 or "
+                   "equal the ref's (a squeezed dimension counts as 1) (rules T1, K3)", o->name, (long long)sub,
+                   (long long)lane, (long long)r->shape[n - 2], (long long)r->shape[n - 1]);
+}
+
+/* T8, as pallas_call applies it (sim/blockspec.c, check_memory_tiling): the
+ * ref lives in (rows, 128) tiles from the chip's table for its dtype
+ * (kern_tile_rows, what pl_chip_tile_rows reads), and Mosaic copies whole
+ * tiles, so a second-last block size that is neither a multiple of the rows
+ * nor the whole dimension is PL_ETILING, with the words pallas_call uses.
+ * Without a chip there is no table, and no check (as T9, T10). */
+static void check_t8(pl_ctx *c, const kern_emit_op *o)
+{
+    const pl_ref *r = &o->hbm;
+    int n = r->rank;
+    if (!c->target.chip || n < 2 || o->squeezed[n - 2]) return;
+    int64_t b = o->block[n - 2], rows = r->shape[n - 2];
+    int64_t tile = kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), rows);
+    if (b == rows || b % tile == 0) return;
+    int64_t down = b / tile * tile, up = down + tile < rows ? down + tile : rows;
+    char blk[128], shp[128], lo[128] = "", hi[128];
+    format_block(o, -1, blk, sizeof blk);
+    kern_format_point(r->shape, n, shp, sizeof shp);
+    if (down > 0) format_block(o, down, lo, sizeof lo);
+    format_block(o, up, hi, sizeof hi);
+    const char *dt = pl_dtype_name(r->dtype);
+    kern_fault(c, PL_ETILING,
+               "pltpu_emit_pipeline: %s: block %s of %s array %s passes the BlockSpec check (T1) but not the "
+               "compiler's tiling check (XLA E2002, rule T8): on %s a %s array with %lld rows is laid out in (%lld, "
+               "128) tiles, and the block's second-last dimension %lld is neither a multiple of %lld nor the whole "
+               "dimension %lld, so Mosaic rejects it (CompileTimeMosaicMisalignedBlockAndTiling). Nearest legal "
+               "block shapes: %s%s%s (rules T8, K3)",
+               o->name, blk, dt, shp, c->target.chip, dt, (long long)rows, (long long)tile, (long long)b,
+               (long long)tile, (long long)rows, lo, *lo ? " or " : "", hi);
+}
+
+/* B1, B4, B5, B6: each dimension's size, squeezed or not, and its index range. */
+static void check_dims(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
+{
+    const pl_block_spec *s = o->spec;
+    const pl_ref *r = &o->hbm;
+    for (int d = 0; d < r->rank; d++) {
+        if (s->element[d])
+            kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block dimension %d is an Element dimension; "
+                       "emit_pipeline takes block sizes >= 1 or PL_SQUEEZED, not Element dimensions (rules B5, K3)",
+                       o->name, d);
+        if (s->block[d] < 1 && s->block[d] != PL_SQUEEZED)
+            kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block dimension %d is %lld; sizes must be >= 1 "
+                       "or PL_SQUEEZED (rules B1, K3)", o->name, d, (long long)s->block[d]);
+        o->squeezed[d] = s->block[d] == PL_SQUEEZED;
+        o->block[d] = o->squeezed[d] ? 1 : s->block[d];
+        /* ceil without overflow for a huge block; a squeezed index is an element index (B4) */
+        o->nblocks[d] = o->squeezed[d] ? r->shape[d] : r->shape[d] / o->block[d] + (r->shape[d] % o->block[d] != 0);
+        if (!s->map.fn && s->map.axis[d] != PL_ZERO && (s->map.axis[d] < 0 || s->map.axis[d] >= p->grid_rank))
+            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: index map entry %d names grid axis %d of a "
+                       "%d-axis grid (rules B2, K3)", o->name, d, s->map.axis[d], p->grid_rank);
+    }
+}
+
+void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
+{
+    const pl_block_spec *s = o->spec;
+    const pl_ref *r = &o->hbm;
+    kern_check_ref(c, r, "pltpu_emit_pipeline");
+    if (r->space == PL_SEMAPHORE || r->rank < 1)
+        kern_fault(c, PL_ESPACE, "pltpu_emit_pipeline: %s: its ref is %s of rank %d, not an array (rule K3)",
+                   o->name, pl_memspace_name(r->space), r->rank);
+    if (s->rank != r->rank)
+        kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block of rank %d for a ref of rank %d (rules B1, "
+                   "K3)", o->name, s->rank, r->rank);
+    if (!s->map.fn && s->map.n != r->rank)
+        kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: index map of %d entries for a ref of rank %d (rules "
+                   "B2, K3)", o->name, s->map.n, r->rank);
+    if (s->revisit != PL_REVISIT_IMMEDIATE)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s: revisit = %d%s; emit_pipeline takes only "
+                   "PL_REVISIT_IMMEDIATE (0, the default): it never fetches a written-back block back, so "
+                   "RevisitMode.ANY has no meaning here; visit each output block in consecutive inner grid points "
+                   "(rules P5, K3)", o->name, (int)s->revisit, s->revisit == PL_REVISIT_ANY ? " (PL_REVISIT_ANY)" : "");
+    check_dims(c, p, o);
+    check_t1_t2(c, o);
+    check_t8(c, o);
+}
+
+/* ---- the block of an inner grid point -------------------------------------------- */
+
+void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, int64_t *bi)
+{
+    const pl_block_spec *s = o->spec;
+    for (int d = 0; d < o->hbm.rank; d++) bi[d] = s->map.fn ? INT64_MIN : s->map.axis[d] == PL_ZERO ? 0
+                                                                           : idx[s->map.axis[d]];
+    if (s->map.fn) s->map.fn(idx, NULL, bi, s->map.user);
+    for (int d = 0; d < o->hbm.rank; d++) {
+        int unset = bi[d] == INT64_MIN, outside = bi[d] < 0 || bi[d] >= o->nblocks[d];
+        if (!unset && !outside) continue; /* the point is formatted only for a message (every inner step comes here) */
+        char pt[128];
+        kern_format_point(idx, rank, pt, sizeof pt);
+        if (unset)
+            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: the index map left dimension %d unset at inner "
+                       "grid point %s (rules B2, K3)", o->name, d, pt);
+        if (o->squeezed[d])
+            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: element index %lld along squeezed dimension %d "
+                       "at inner grid point %s lies outside a ref of %lld (rules B4, B2, K3)", o->name,
+                       (long long)bi[d], d, pt, (long long)o->hbm.shape[d]);
+        kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: block index %lld along dimension %d at inner "
+                   "grid point %s: a ref of %lld holds %lld blocks of %lld (indices 0 to %lld%s) (rules B2, K3)",
+                   o->name, (long long)bi[d], d, pt, (long long)o->hbm.shape[d], (long long)o->nblocks[d],
+                   (long long)o->block[d], (long long)o->nblocks[d] - 1,
+                   o->hbm.shape[d] % o->block[d] ? ", the last one ragged, B6" : "");
+    }
+}
+
+/* ---- revisits (P5) ---------------------------------------------------------------- */
+
+int64_t kern_emit_revisit_cap(int64_t steps, int n_out)
+{
+    if (n_out <= 0) return 0;
+    int64_t want = steps > KERN_EMIT_REVISITS / n_out ? KERN_EMIT_REVISITS : steps * n_out, cap = 16;
+    while (cap < 2 * want) cap *= 2; /* at most half full: probes stay short */
+    return cap;
+}
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+}
+
+/* The entry of (op, block), or the empty one where it would go. */
+static kern_emit_written *find(const kern_emit_revisits *t, const int64_t *block, int rank, int op)
+{
+    uint64_t h = mix((uint64_t)op + 0x9e3779b97f4a7c15ULL);
+    for (int d = 0; d < rank; d++) h = mix(h ^ (uint64_t)block[d]) + 0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1);
+    for (uint64_t i = h & (uint64_t)(t->cap - 1);; i = (i + 1) & (uint64_t)(t->cap - 1)) {
+        kern_emit_written *w = &t->slot[i];
+        if (!w->used || (w->op == op && memcmp(w->block, block, (size_t)rank * sizeof *block) == 0)) return w;
+    }
+}
+
+static void point_of_step(const pltpu_pipeline *p, int64_t s, int64_t *idx)
+{
+    for (int a = p->grid_rank - 1; a >= 0; a--) {
+        idx[a] = s % p->grid[a];
+        s /= p->grid[a];
+    }
+}
+
+void kern_emit_revisit_check(pl_ctx *c, const kern_emit_revisits *t, const pltpu_pipeline *p, const kern_emit_op *o,
+                             int op, int64_t s)
+{
+    if (!t->cap || !t->n) return;
+    const kern_emit_written *w = find(t, o->now, o->hbm.rank, op);
+    if (!w->used) return;
+    int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
+    char a[128], b[128], blk[128];
+    point_of_step(p, w->step, then);
+    point_of_step(p, s, now);
+    kern_format_point(then, p->grid_rank, a, sizeof a);
+    kern_format_point(now, p->grid_rank, b, sizeof b);
+    kern_format_point(o->now, o->hbm.rank, blk, sizeof blk);
+    kern_fault(c, PL_EREVISIT, "pltpu_emit_pipeline: %s: inner grid point %s selects output block %s again, but "
+               "that block was written back to HBM after inner grid point %s; on hardware the earlier result is "
+               "lost. Visit each output block in consecutive inner grid points (put the reduction axis last) "
+               "(rules P5, K3)", o->name, b, blk, a);
+}
+
+void kern_emit_revisit_put(kern_emit_revisits *t, const kern_emit_op *o, int op, int64_t s)
+{
+    if (!t->cap || 2 * (t->n + 1) > t->cap) return; /* full: later write-backs go unremembered */
+    kern_emit_written *w = find(t, o->now, o->hbm.rank, op);
+    if (!w->used) t->n++;
+    memcpy(w->block, o->now, (size_t)o->hbm.rank * sizeof *o->now);
+    w->step = s;
+    w->op = op;
+    w->used = 1;
+}

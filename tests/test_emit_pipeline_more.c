@@ -1,0 +1,296 @@
+/* tests/test_emit_pipeline_more.c: pltpu_emit_pipeline (rule K3) as complete
+ * as Pallas's pltpu.emit_pipeline (issue 15): ragged edge blocks (B6),
+ * squeezed dimensions (B4), the compiler's tiling check with the chip's
+ * dtype table (T8) and output revisits (P5), each against a host reference
+ * where data flows and with its message where it is refused. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/tilesim_kernel.h"
+#include "helpers.h"
+
+/* ---- one nested pipeline inside a one-step pallas_call over ANY refs ----------- */
+
+typedef struct emit_case {
+    pltpu_pipeline pipe;
+    pltpu_pipeline_body body;
+    int seen_rank;                 /* the rank of refs[0] the body saw */
+    int64_t seen_shape[PL_MAX_RANK];
+} emit_case;
+
+static void emit_kernel(pl_ctx *c, pl_ref *refs)
+{
+    emit_case *k = pl_kernel_user(c);
+    pltpu_emit_pipeline(c, &k->pipe, &refs[0], &refs[k->pipe.n_in], k->body, k);
+}
+
+static int run(emit_case *k, const pl_array *in, pl_array *out, const char *chip, pl_report *rep)
+{
+    pl_call call = {.name = "emit_more", .kernel = emit_kernel, .user = k, .n_in = 1, .in = {{.space = PL_ANY}},
+                    .n_out = 1, .out = {{.space = PL_ANY}}};
+    pl_options opt = {.chip = chip};
+    return pl_pallas_call(&call, in, out, chip ? &opt : NULL, rep);
+}
+
+static void copy_body(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user)
+{
+    (void)idx;
+    emit_case *k = user;
+    k->seen_rank = refs[0].rank;
+    memcpy(k->seen_shape, refs[0].shape, sizeof k->seen_shape);
+    pl_copy(c, refs[1], refs[0]);
+}
+
+static emit_case copy_2d(int64_t grid0, int64_t grid1, int64_t br, int64_t bc)
+{
+    emit_case k = {.pipe = {.grid_rank = 2, .grid = {grid0, grid1}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(0, 1), br, bc)}, .out = {PL_BLOCK(PL_MAP(0, 1), br, bc)}},
+                   .body = copy_body};
+    return k;
+}
+
+/* ---- 1. ragged edge blocks (B6) ------------------------------------------------------ */
+
+enum { RR = 200, RC = 384, RBR = 64, RBC = 128, TAIL = 1024 };
+
+Test(emit_pipeline_more, K3_ragged_edge_blocks_copy_a_200x384_ref_exactly_B6)
+{
+    /* the output array ends before a sentinel tail: a write-back past the ref would land there */
+    float *in = th_f32_seq(RR * RC), *out = th_f32_fill(RR * RC + TAIL, TH_SENTINEL);
+    pl_array a = PL_ARRAY(in, PL_F32, RR, RC), o = PL_ARRAY(out, PL_F32, RR, RC);
+    emit_case k = copy_2d(4, 3, RBR, RBC); /* cdiv(200, 64) = 4 row blocks, the last of 8 rows */
+    pl_report rep;
+    th_expect_ok(run(&k, &a, &o, NULL, &rep), &rep);
+    cr_assert_eq(th_f32_diff(in, out, RR * RC), 0, "the output must equal the input");
+    for (int64_t i = 0; i < TAIL; i++)
+        cr_assert_eq(out[RR * RC + i], TH_SENTINEL, "element %lld past the output was written", (long long)i);
+    cr_assert_eq(k.seen_rank, 2);
+    cr_assert(k.seen_shape[0] == RBR && k.seen_shape[1] == RBC, "the body sees the full block, edge or not");
+    cr_assert_eq(rep.dma_copies, 2 * 4 * 3, "one copy in and one write-back per block: %lld",
+                 (long long)rep.dma_copies);
+    cr_assert_eq(rep.dma_bytes, 2 * (int64_t)RR * RC * 4, "the copies move only the bytes inside the ref: %lld",
+                 (long long)rep.dma_bytes);
+    free(in), free(out);
+}
+
+Test(emit_pipeline_more, K3_ragged_copies_are_timed_by_the_bytes_they_move_B6)
+{
+    float *in = th_f32_seq(256 * RC), *out = th_f32_fill(256 * RC, 0);
+    pl_array small_in = PL_ARRAY(in, PL_F32, RR, RC), small_out = PL_ARRAY(out, PL_F32, RR, RC);
+    pl_array full_in = PL_ARRAY(in, PL_F32, 256, RC), full_out = PL_ARRAY(out, PL_F32, 256, RC);
+    emit_case k = copy_2d(4, 3, RBR, RBC);
+    pl_report ragged, full;
+    th_expect_ok(run(&k, &small_in, &small_out, "v5e", &ragged), &ragged);
+    th_expect_ok(run(&k, &full_in, &full_out, "v5e", &full), &full);
+    cr_assert_eq(full.dma_bytes, 2 * (int64_t)256 * RC * 4);
+    cr_assert(ragged.time_s < full.time_s, "200 rows copy faster than 256: %g vs %g s", ragged.time_s, full.time_s);
+    free(in), free(out);
+}
+
+Test(emit_pipeline_more, K3_a_block_index_past_cdiv_is_refused_B2)
+{
+    th_io io = th_io_2d(RR, RC);
+    emit_case k = copy_2d(5, 3, RBR, RBC); /* block index 4 along rows: cdiv(200, 64) = 4 */
+    pl_report rep;
+    int rc = run(&k, &io.a, &io.o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "pltpu_emit_pipeline", "in_specs[0]", "block index 4", "(4, 0)", "B2",
+                    "K3");
+    th_io_free(&io);
+}
+
+/* The body copies rows 0..7 and rows 56..63 of each (64, 128) input block into a
+ * (16, 128) output block. The last input block holds rows 192..199 of 200: its
+ * rows 56..63 lie past the ref, and the slot had held block 1 before. */
+static void edge_body(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user)
+{
+    (void)idx, (void)user;
+    pl_copy(c, pl_ds(c, refs[1], 0, 0, 8), pl_ds(c, refs[0], 0, 0, 8));
+    pl_copy(c, pl_ds(c, refs[1], 0, 8, 8), pl_ds(c, refs[0], 0, 56, 8));
+}
+
+Test(emit_pipeline_more, K3_a_body_that_reads_past_the_ref_reads_poison_V1_B6)
+{
+    float *in = th_f32_seq(RR * 128), *out = th_f32_fill(64 * 128, TH_SENTINEL);
+    pl_array a = PL_ARRAY(in, PL_F32, RR, 128), o = PL_ARRAY(out, PL_F32, 64, 128);
+    emit_case k = {.pipe = {.grid_rank = 1, .grid = {4}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 64, 128)},
+                            .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 16, 128)}},
+                   .body = edge_body};
+    pl_report rep;
+    th_expect_ok(run(&k, &a, &o, NULL, &rep), &rep);
+    for (int b = 0; b < 4; b++)
+        for (int r = 0; r < 16; r++)
+            for (int l = 0; l < 128; l++) {
+                int64_t src = (int64_t)b * 64 + (r < 8 ? r : 56 + r - 8);
+                float got = out[((int64_t)b * 16 + r) * 128 + l];
+                if (src < RR)
+                    cr_assert_eq(got, in[src * 128 + l], "block %d row %d lane %d: %g", b, r, l, got);
+                else
+                    cr_assert(got != got, "block %d row %d lane %d read row %lld past the ref: poison (NaN), "
+                              "got %g", b, r, l, (long long)src, got);
+            }
+    free(in), free(out);
+}
+
+/* ---- 2. squeezed dimensions (B4) ----------------------------------------------------- */
+
+enum { SB = 4, SR = 64, SC = 256 };
+
+static emit_case squeezed_case(int64_t grid0)
+{
+    emit_case k = {.pipe = {.grid_rank = 2, .grid = {grid0, SC / 128}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(0, PL_ZERO, 1), PL_SQUEEZED, SR, 128)},
+                            .out = {PL_BLOCK(PL_MAP(0, PL_ZERO, 1), PL_SQUEEZED, SR, 128)}},
+                   .body = copy_body};
+    return k;
+}
+
+Test(emit_pipeline_more, K3_a_squeezed_dimension_is_dropped_from_the_bodys_ref_B4)
+{
+    float *in = th_f32_seq(SB * SR * SC), *out = th_f32_fill(SB * SR * SC, TH_SENTINEL);
+    pl_array a = PL_ARRAY(in, PL_F32, SB, SR, SC), o = PL_ARRAY(out, PL_F32, SB, SR, SC);
+    emit_case k = squeezed_case(SB);
+    pl_report rep;
+    th_expect_ok(run(&k, &a, &o, NULL, &rep), &rep);
+    cr_assert_eq(k.seen_rank, 2, "the squeezed dimension is gone: rank %d", k.seen_rank);
+    cr_assert(k.seen_shape[0] == SR && k.seen_shape[1] == 128, "(%lld, %lld)", (long long)k.seen_shape[0],
+              (long long)k.seen_shape[1]);
+    cr_assert_eq(th_f32_diff(in, out, SB * SR * SC), 0, "the output must equal the input");
+    cr_assert_eq(rep.dma_bytes, 2 * (int64_t)SB * SR * SC * 4);
+    free(in), free(out);
+}
+
+Test(emit_pipeline_more, K3_a_squeezed_index_past_the_ref_is_refused_B4)
+{
+    float *in = th_f32_seq(SB * SR * SC), *out = th_f32_fill(SB * SR * SC, TH_SENTINEL);
+    pl_array a = PL_ARRAY(in, PL_F32, SB, SR, SC), o = PL_ARRAY(out, PL_F32, SB, SR, SC);
+    emit_case k = squeezed_case(SB + 1);
+    pl_report rep;
+    int rc = run(&k, &a, &o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "in_specs[0]", "index 4", "squeezed", "(4, 0)", "B4", "K3");
+    free(in), free(out);
+}
+
+Test(emit_pipeline_more, K3_element_dimensions_stay_refused)
+{
+    th_io io = th_io_2d(64, 256);
+    emit_case k = copy_2d(4, 2, 16, 128);
+    k.pipe.in[0].element[0] = 1;
+    pl_report rep;
+    int rc = run(&k, &io.a, &io.o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in_specs[0]", "Element", "K3");
+    th_io_free(&io);
+}
+
+/* ---- 3. the compiler's tiling check (T8) with the chip's dtype table ----------------- */
+
+static void i8_copy_pipeline(emit_case *k)
+{
+    *k = (emit_case){.pipe = {.grid_rank = 1, .grid = {256 / 8}, .n_in = 1, .n_out = 1,
+                              .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+                              .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}},
+                     .body = copy_body};
+}
+
+Test(emit_pipeline_more, K3_an_int8_8x128_block_is_refused_as_pallas_call_refuses_it_T8)
+{
+    int8_t *in = calloc(256 * 128, 1), *out = calloc(256 * 128, 1);
+    pl_array a = PL_ARRAY(in, PL_I8, 256, 128), o = PL_ARRAY(out, PL_I8, 256, 128);
+    emit_case k;
+    i8_copy_pipeline(&k);
+    pl_report rep;
+    int rc = run(&k, &a, &o, "v5e", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "pltpu_emit_pipeline", "in_specs[0]", "i8", "v5e", "(32, 128) tiles",
+                    "(32, 128)", "E2002", "T8", "K3");
+    /* the same block in a pallas_call: the same words after the operand's name */
+    char emit_msg[sizeof rep.error];
+    snprintf(emit_msg, sizeof emit_msg, "%s", rep.error);
+    pl_call call = th_copy_call_2d(256, 128, 8, 128);
+    pl_options opt = {.chip = "v5e"};
+    rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
+    cr_assert_eq(rc, PL_ETILING, "%s", rep.error);
+    const char *want = strstr(rep.error, "block (8, 128)"), *got = strstr(emit_msg, "block (8, 128)");
+    cr_assert(want && got, "pallas_call: %s\nemit_pipeline: %s", rep.error, emit_msg);
+    cr_assert(strncmp(got, want, strlen(want)) == 0 || strstr(got, want), "pallas_call: %s\nemit_pipeline: %s",
+              want, got);
+    free(in), free(out);
+}
+
+/* bf16 (8, 256) blocks of a (64, 256) ref: 8-row tiles on v5e, 16-row ones on v7x. */
+Test(emit_pipeline_more, K3_the_tile_comes_from_the_chips_dtype_table_T8)
+{
+    uint16_t *in = calloc(64 * 256, 2), *out = calloc(64 * 256, 2);
+    for (int i = 0; i < 64 * 256; i++) in[i] = (uint16_t)(0x3f80 + i % 64); /* bf16 1.0 and neighbours */
+    pl_array a = PL_ARRAY(in, PL_BF16, 64, 256), o = PL_ARRAY(out, PL_BF16, 64, 256);
+    emit_case k = copy_2d(8, 1, 8, 256);
+    pl_report rep;
+    th_expect_ok(run(&k, &a, &o, "v5e", &rep), &rep);
+    cr_assert_eq(memcmp(in, out, 64 * 256 * 2), 0, "v5e: the copy must equal the input");
+    int rc = run(&k, &a, &o, "v7x", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "in_specs[0]", "bf16", "v7x", "(16, 128) tiles", "(16, 256)", "T8",
+                    "K3");
+    free(in), free(out);
+}
+
+/* ---- 4. output revisits (P5) --------------------------------------------------------- */
+
+/* Output block 0 over inner points (0, 0) and (0, 1), block 1 at (0, 2), block 0 again at (1, 0). */
+static void revisit_map(const int64_t *g, const pl_ref *pf, int64_t *bi, void *u)
+{
+    (void)pf, (void)u;
+    bi[0] = 0;
+    bi[1] = g[1] < 2 ? 0 : 1;
+}
+
+static void accumulate_body(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user)
+{
+    (void)idx, (void)user;
+    pl_copy(c, refs[1], refs[0]);
+}
+
+Test(emit_pipeline_more, K3_an_output_block_revisited_after_its_write_back_is_refused_P5)
+{
+    th_io io = th_io_2d(64, 256);
+    emit_case k = {.pipe = {.grid_rank = 2, .grid = {2, 3}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 64, 128)},
+                            .out = {PL_BLOCK(PL_MAP_FN(revisit_map, NULL), 64, 128)}},
+                   .body = accumulate_body};
+    pl_report rep;
+    int rc = run(&k, &io.a, &io.o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EREVISIT, "pltpu_emit_pipeline", "out_specs[0]", "inner grid point (1, 0)",
+                    "block (0, 0)", "after inner grid point (0, 1)", "P5", "K3");
+    th_io_free(&io);
+}
+
+Test(emit_pipeline_more, K3_an_input_block_may_come_back_and_outputs_may_stay_P5)
+{
+    /* the input alternates between its two column blocks; each output block is visited in one run */
+    th_io io = th_io_2d(64, 256);
+    emit_case k = {.pipe = {.grid_rank = 2, .grid = {2, 2}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(PL_ZERO, 1), 64, 128)},
+                            .out = {PL_BLOCK(PL_MAP(PL_ZERO, 0), 64, 128)}},
+                   .body = accumulate_body};
+    pl_report rep;
+    th_expect_ok(run(&k, &io.a, &io.o, NULL, &rep), &rep);
+    /* output block j holds the input block of the last inner step that selected it: input block 1 */
+    for (int64_t r = 0; r < 64; r++)
+        for (int64_t l = 0; l < 128; l++) {
+            cr_assert_eq(io.out[r * 256 + l], io.in[r * 256 + 128 + l]);
+            cr_assert_eq(io.out[r * 256 + 128 + l], io.in[r * 256 + 128 + l]);
+        }
+    th_io_free(&io);
+}
+
+Test(emit_pipeline_more, K3_revisit_mode_any_is_refused_P5)
+{
+    th_io io = th_io_2d(64, 256);
+    emit_case k = copy_2d(4, 2, 16, 128);
+    k.pipe.out[0].revisit = PL_REVISIT_ANY;
+    pl_report rep;
+    int rc = run(&k, &io.a, &io.o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "out_specs[0]", "PL_REVISIT_ANY", "P5", "K3");
+    th_io_free(&io);
+}
