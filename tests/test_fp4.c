@@ -137,3 +137,111 @@ Test(fp4, allclose_refuses_fp4_arrays_rather_than_reading_them_wrong)
     pl_check chk;
     cr_assert_neq(pl_allclose(&g, &w, 0, 0, &chk, NULL), PL_OK, "fp4 has no byte per element to compare");
 }
+
+/* ---- the built-in quant_matmul (issue 15) ----------------------------------------------- */
+
+static const pl_kernel_def *qmm(void)
+{
+    const pl_kernel_def *d = ex_kernel_find("quant_matmul");
+    cr_assert(d, "quant_matmul is a built-in kernel");
+    return d;
+}
+
+/* Run quant_matmul with "name=value" settings on chip (cost_only: no data). */
+static int qmm_run(const char *chip, const char *const *sets, int n_sets, int cost_only, pl_report *rep,
+                   pl_check *chk)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(qmm(), v);
+    for (int i = 0; i < n_sets; i++) cr_assert_eq(pl_kernel_set(qmm(), v, sets[i], msg, sizeof msg), PL_OK, "%s", msg);
+    pl_options opt = {.chip = chip, .cost_only = cost_only};
+    return pl_kernel_run(qmm(), v, &opt, rep, chk, NULL);
+}
+
+static const pl_profile_row *profile_row(const pl_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->n_profile; i++)
+        if (strcmp(rep->profile[i].name, name) == 0) return &rep->profile[i];
+    return NULL;
+}
+
+/* x's per-row inverse scale qmax / absmax depends on the row block only: it
+ * is computed at the first reduction step (k == 0) of each output block into
+ * the inv scratch and reused by the later steps, not recomputed at each of
+ * the grid's 4 reduction steps (default sizes: grid (2, 4, 4)). */
+Test(fp4, quant_matmul_computes_the_x_scale_once_per_output_block_not_per_step)
+{
+    static const char *const sets[][1] = {{"wdtype=i8"}, {"wdtype=f8e4m3"}};
+    static const char *const chips[] = {"v6e", "v7x"};
+    for (int t = 0; t < 2; t++) {
+        pl_report rep;
+        pl_check chk[PL_MAX_OPERANDS];
+        int rc = qmm_run(chips[t], sets[t], 1, 0, &rep, chk);
+        cr_assert_eq(rc, PL_OK, "%s", rep.error);
+        cr_assert_eq(chk[0].verdict, PL_PASS, "%s: max abs err %g", chips[t], chk[0].max_abs_err);
+        const pl_profile_row *div = profile_row(&rep, "pl_div_col");
+        cr_assert(div, "%s: the scale is computed with pl_div_col", chips[t]);
+        cr_assert_eq(div->count, 2 * 4, "%s: once per (i, j) block of the (2, 4, 4) grid, not %lld times",
+                     chips[t], (long long)div->count);
+    }
+}
+
+/* fp4 weights on v7x (issue 15): packed bytes in HBM, unpacked to fp8 in
+ * VMEM by VPU ops, multiplied fp8 x fp8 (T10), verified against the host
+ * reference over the same fp4 weights. */
+Test(fp4, quant_matmul_fp4_weights_run_and_verify_on_v7x_at_the_fp8_rate)
+{
+    static const char *sets[] = {"wdtype=f4e2m1"};
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    int rc = qmm_run("v7x", sets, 1, 0, &rep, chk);
+    cr_assert_eq(rc, PL_OK, "%s", rep.error);
+    cr_assert_eq(chk[0].verdict, PL_PASS, "max abs err %g", chk[0].max_abs_err);
+    cr_assert_eq(rep.mxu_dtype, PL_F8E4M3, "the MXU multiplies the unpacked fp8 weights (T10)");
+    cr_assert_eq(rep.n_findings, 0, "no findings: the strided unpack writes every lane of wu (V1)");
+    const pl_profile_row *cmp = profile_row(&rep, "pl_cmp_scalar");
+    cr_assert(cmp, "the unpack's sign test is VPU work in the profile");
+    cr_assert_eq(cmp->cat, PL_PROF_VPU);
+    cr_assert_eq(cmp->count, 2 * 32, "two nibbles per byte at each of the 32 steps");
+}
+
+/* The jnp name selects it too; a chip without fp8 has no path for it. */
+Test(fp4, quant_matmul_fp4_weights_are_rejected_before_v7x_E2001)
+{
+    static const char *sets[] = {"wdtype=float4_e2m1fn"};
+    pl_report rep;
+    int rc = qmm_run("v6e", sets, 1, 0, &rep, NULL);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "no fp8 path", "E2001", "rule T10");
+}
+
+/* The HBM bytes of the weights are half fp8's: the report's copy-in row of
+ * w_q, and the total by that difference. */
+Test(fp4, quant_matmul_fp4_weights_move_half_the_hbm_bytes_of_fp8)
+{
+    static const char *f8[] = {"wdtype=f8e4m3"}, *f4[] = {"wdtype=f4e2m1"};
+    pl_report r8, r4;
+    cr_assert_eq(qmm_run("v7x", f8, 1, 1, &r8, NULL), PL_OK, "%s", r8.error);
+    cr_assert_eq(qmm_run("v7x", f4, 1, 1, &r4, NULL), PL_OK, "%s", r4.error);
+    const pl_profile_row *w8 = profile_row(&r8, "copy in: w_q"), *w4 = profile_row(&r4, "copy in: w_q");
+    cr_assert(w8 && w4, "a copy-in row for w_q");
+    cr_assert_gt(w4->hbm_bytes, 0);
+    cr_assert_eq(w4->hbm_bytes * 2, w8->hbm_bytes, "fp4 %g bytes, fp8 %g", w4->hbm_bytes, w8->hbm_bytes);
+    cr_assert_eq(r8.hbm_bytes - r4.hbm_bytes, (int64_t)(w8->hbm_bytes / 2), "the rest is the same");
+}
+
+/* An odd bi cannot hold whole bytes of fp4 weights: refused by name. */
+Test(fp4, quant_matmul_fp4_with_an_odd_block_is_refused_by_name)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(qmm(), v);
+    cr_assert_eq(pl_kernel_set(qmm(), v, "wdtype=f4e2m1", msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pl_kernel_set(qmm(), v, "in=999", msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pl_kernel_set(qmm(), v, "bi=333", msg, sizeof msg), PL_OK, "%s", msg);
+    pl_report rep;
+    pl_options opt = {.chip = "v7x", .cost_only = 1};
+    int rc = pl_kernel_run(qmm(), v, &opt, &rep, NULL, NULL);
+    cr_assert_eq(rc, PL_EINVAL, "%s", rep.error);
+    cr_assert(strstr(rep.error, "bi = 333") && strstr(rep.error, "two per byte"), "%s", rep.error);
+}

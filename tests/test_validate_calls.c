@@ -71,7 +71,7 @@ Test(validate, call_NULL_output_data) { bad_call(null_out_data, PL_EINVAL, S("ou
 Test(validate, call_unknown_chip) { bad_call(bad_chip, PL_EINVAL, S("unknown chip 'v99'", "v5e", "v7x")); }
 Test(validate, call_unknown_uninit_option) { bad_call(bad_uninit, PL_EINVAL, S("uninit = 5", "rule V1")); }
 Test(validate, call_unknown_input_dtype) { bad_call(bad_in_dtype, PL_EINVAL, S("in0", "unknown dtype 42")); }
-Test(validate, call_unknown_output_dtype) { bad_call(bad_out_dtype, PL_EINVAL, S("out0", "unknown dtype 9")); }
+Test(validate, call_unknown_output_dtype) { bad_call(bad_out_dtype, PL_EINVAL, S("out0", "unknown dtype 10")); }
 Test(validate, call_unknown_scratch_dtype) { bad_call(bad_scratch_dtype, PL_EINVAL, S("scratch0", "unknown dtype -1")); }
 Test(validate, call_array_dimension_0) { bad_call(in_dim_0, PL_EINVAL, S("in0", "dimension 1 has size 0")); }
 Test(validate, call_array_rank_above_max) { bad_call(in_rank_7, PL_EINVAL, S("in0", "rank 7")); }
