@@ -53,7 +53,9 @@ int sim_matmul_args(const pl_array *a, const pl_array *b, const pl_array *c)
 {
     const pl_array *all[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
-        if (!all[i] || !all[i]->data || all[i]->rank != 2 || !pl_dtype_is_float(all[i]->dtype)) return PL_EINVAL;
+        if (!all[i] || !all[i]->data || all[i]->rank != 2 || !pl_dtype_is_float(all[i]->dtype) ||
+            pl_dtype_bits(all[i]->dtype) == 4) /* fp4: packed, no byte per element to read */
+            return PL_EINVAL;
     if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1]) return PL_ESHAPE;
     return PL_OK;
 }

@@ -138,6 +138,19 @@ Test(fp4, allclose_refuses_fp4_arrays_rather_than_reading_them_wrong)
     cr_assert_neq(pl_allclose(&g, &w, 0, 0, &chk, NULL), PL_OK, "fp4 has no byte per element to compare");
 }
 
+/* pl_check_matmul (and its heatmap) refuses fp4 operands as it refuses
+ * int4: they have no byte per element to read (it read them as zeros). */
+Test(fp4, check_matmul_refuses_fp4_operands)
+{
+    static uint8_t a[8 * 128], b[128 * 128];
+    static float o[8 * 128];
+    pl_array x = PL_ARRAY(a, PL_F4E2M1, 8, 128), y = PL_ARRAY(b, PL_F4E2M1, 128, 128), z = PL_ARRAY(o, PL_F32, 8, 128);
+    pl_check chk;
+    cr_assert_eq(pl_check_matmul(&x, &y, &z, &chk, NULL), PL_EINVAL, "fp4 a and b");
+    pl_array xi = PL_ARRAY(a, PL_I4, 8, 128), yi = PL_ARRAY(b, PL_I4, 128, 128);
+    cr_assert_eq(pl_check_matmul(&xi, &yi, &z, &chk, NULL), PL_EINVAL, "int4, as before");
+}
+
 /* ---- the built-in quant_matmul (issue 15) ----------------------------------------------- */
 
 static const pl_kernel_def *qmm(void)
