@@ -77,8 +77,8 @@ typedef struct pltpu_pipeline {
     int grid_rank;                      /* 1 .. PL_MAX_GRID */
     int64_t grid[PL_MAX_GRID];
     int n_in, n_out;                    /* each at most PL_MAX_OPERANDS / 2 */
-    pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; no squeezed or
-                                                                         Element dims; PL_MAP or PL_MAP_FN */
+    pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; sizes or
+                                                                         PL_SQUEEZED, no Element dims */
 } pltpu_pipeline;
 
 /* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):
@@ -86,9 +86,10 @@ typedef struct pltpu_pipeline {
  * usually HBM) double-buffered in run_scoped VMEM with manual copies: an
  * input block is copied in when it changes (the next one while the body
  * runs), an output block written back when it changes and after the last
- * step. Blocks are checked as a BlockSpec is (T1, and in bounds: B2) and the
- * buffers against the VMEM limit (M4); every step costs a grid step's
- * overhead (P9) on the scalar unit. */
+ * step. Blocks are checked as a BlockSpec is (B1-B4, T1, T2, T8, P5); an
+ * edge block may hang over its ref (B6: only its part inside is copied, the
+ * rest reads as poison); the buffers count against the VMEM limit (M4);
+ * every step costs a grid step's overhead (P9) on the scalar unit. */
 void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
                          pltpu_pipeline_body body, void *user);
 
