@@ -17,7 +17,9 @@
 
 /* KERN_OP_EUP: a transcendental op, timed as VPU work at its weight and
  * also counted in the report's eup_elems. KERN_OP_SCALAR: pl_get / pl_set
- * accesses (elems of them) since the previous op, timed on the scalar unit. */
+ * accesses (elems of them) since the previous op, timed on the scalar unit.
+ * KERN_OP_OVERHEAD: elems steps of a nested pipeline (emit_pipeline, K3),
+ * each a grid step's overhead (P9): timed on the core, reported as overhead. */
 /* On a mesh, waits and signals between devices are logged too, so that the
  * timing model makes a device wait for another (sim/timing.c):
  * KERN_OP_RECV_WAIT (cell, elems bytes landed from other devices),
@@ -25,7 +27,7 @@
  * device, cell there, elems the increment). */
 typedef enum kern_op_kind {
     KERN_OP_DOT, KERN_OP_VPU, KERN_OP_COPY, KERN_OP_DMA_START, KERN_OP_DMA_WAIT, KERN_OP_EUP, KERN_OP_SCALAR,
-    KERN_OP_RECV_WAIT, KERN_OP_SEM_WAIT, KERN_OP_SEM_SIGNAL
+    KERN_OP_RECV_WAIT, KERN_OP_SEM_WAIT, KERN_OP_SEM_SIGNAL, KERN_OP_OVERHEAD
 } kern_op_kind;
 
 /* One block op as the cost model sees it. */
@@ -47,6 +49,9 @@ typedef struct kern_op {
  * legal. Each semaphore takes two i32 cells (stride 2, 8-byte aligned);
  * kernel/dma.c reads and writes the count as an int64_t. */
 #define KERN_SEM_STRIDE 2
+
+/* run_scoped allocations live at the scoped VMEM peak that a report lists (pl_vmem_report) */
+#define KERN_SCOPED_PEAK 8
 
 /* Copies one core may have in flight (started, not yet waited), a model
  * choice: a TensorCore's DMA engine queues a bounded number of descriptors,
@@ -165,9 +170,8 @@ typedef struct kern_target {
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
     int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
     /* pl_run_scoped and pltpu_emit_pipeline (kernel/scoped.c, rules K3, K4): the scoped VMEM limit left
-     * after the call's own buffers (M4), and a grid step's overhead (P9) in scalar-unit cycles */
+     * after the call's own buffers (M4) */
     int64_t vmem_free;
-    int64_t step_scalar_ops;
 } kern_target;
 
 /* The (rows, 128) memory tile of a `bits`-wide type in a buffer whose
@@ -258,6 +262,10 @@ struct pl_ctx {
      * layer (kern_ctx_free) does not call up into scoped.c, which calls down into it (tools/layering.sh) */
     void (*scoped_release)(pl_ctx *c);
     int64_t scoped_bytes;       /* their laid-out bytes, counted against target.vmem_free (K4) */
+    int64_t scoped_peak;        /* the most scoped_bytes has been (the report's scoped_peak_bytes) */
+    int n_scoped_peak;          /* the allocations live at that peak, oldest first (at most KERN_SCOPED_PEAK) */
+    char scoped_peak_what[KERN_SCOPED_PEAK][64];
+    int64_t scoped_peak_bytes[KERN_SCOPED_PEAK];
 
     /* fault handling */
     jmp_buf *fault;             /* where a fault returns to; NULL: not inside a kernel */

@@ -13,8 +13,26 @@ typedef struct kern_scoped {
     struct kern_scoped *prev;
     int64_t counted;
     size_t bytes;
+    char what[64]; /* for the VMEM report's listing at the peak */
 } kern_scoped;
-enum { SCOPED_HEADER = 64 };
+enum { SCOPED_HEADER = 128 };
+_Static_assert(sizeof(kern_scoped) <= SCOPED_HEADER, "the header holds the allocation's record");
+
+/* A new scoped VMEM peak: remember what is live, oldest first, for the report (K4). */
+static void note_peak(pl_ctx *c)
+{
+    c->scoped_peak = c->scoped_bytes;
+    int n = 0;
+    for (const kern_scoped *s = c->scoped; s; s = s->prev) n++;
+    int skip = n > KERN_SCOPED_PEAK ? n - KERN_SCOPED_PEAK : 0; /* the newest are kept */
+    c->n_scoped_peak = n - skip;
+    int i = c->n_scoped_peak;
+    for (const kern_scoped *s = c->scoped; s && i > 0; s = s->prev) {
+        i--;
+        snprintf(c->scoped_peak_what[i], sizeof c->scoped_peak_what[i], "%s", s->what);
+        c->scoped_peak_bytes[i] = s->counted;
+    }
+}
 
 static char *scoped_data(kern_scoped *s) { return (char *)s + SCOPED_HEADER; }
 
@@ -58,7 +76,9 @@ void *kern_scoped_push(pl_ctx *c, size_t bytes, int64_t counted, const char *wha
     s->bytes = bytes;
     c->scoped = s;
     c->scoped_release = kern_scoped_free_all; /* kern_ctx_free calls it after a fault */
+    snprintf(s->what, sizeof s->what, "%s", what);
     c->scoped_bytes += counted;
+    if (c->scoped_bytes > c->scoped_peak) note_peak(c);
     return scoped_data(s);
 }
 

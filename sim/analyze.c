@@ -240,7 +240,7 @@ void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops
         snprintf(r->bound_msg, sizeof r->bound_msg,
                  "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (rule P9); fewer, larger blocks "
                  "amortize it",
-                 (long long)(r->steps / r->cores), chip->step_overhead_s * 1e6, pl_format_time(over, a, sizeof a),
+                 (long long)((r->steps + r->nested_steps) / r->cores), chip->step_overhead_s * 1e6, pl_format_time(over, a, sizeof a),
                  pl_format_time(r->time_s, b, sizeof b));
     } else if (r->scalar_s > r->vpu_s && r->scalar_s > r->mxu_s) {
         r->bound = PL_BOUND_SCALAR; /* element loops: one access per scalar-unit cycle (sim/timing.c) */

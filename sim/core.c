@@ -65,16 +65,6 @@ static int alloc_buffers(sim_core *k)
     return PL_OK;
 }
 
-/* A grid step's overhead in scalar-unit cycles (the cost estimate counts
- * it). A what-if chip whose overhead is NaN, infinite or negative is refused
- * by the timing (exec.c) after the run; until then it counts as none, since
- * converting NaN to an integer is undefined (FINDINGS F7). */
-static int64_t step_scalar_ops(const pl_chip *chip)
-{
-    double ops = chip->step_overhead_s / sim_scalar_seconds(chip, 1.0);
-    return ops >= 0 && ops < 1e15 ? (int64_t)(ops + 0.5) : 0;
-}
-
 /* The kernel's context: names for messages (M3), options, the checks' table. */
 static void init_context(sim_core *k)
 {
@@ -89,8 +79,7 @@ static void init_context(sim_core *k)
     if (chip)
         target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0, .mxu_fp8 = chip->fp8_ops > 0,
                                .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit},
-                               .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes,
-                               .step_scalar_ops = step_scalar_ops(chip)};
+                               .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes};
     kern_setup s = {.grid_rank = call->grid_rank, .grid = call->grid, .user = call->user,
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
@@ -145,6 +134,14 @@ void sim_core_free_buffers(sim_core *k)
         sim_vmem_free(k->x->cost_only, k->scratch_mem[i], k->scratch_bytes[i]);
         k->scratch_mem[i] = NULL;
     }
+    if (k->ctx.scoped_peak > k->rep.scoped_peak_bytes) { /* K4: the core's peak, and what was live at it */
+        k->rep.scoped_peak_bytes = k->ctx.scoped_peak;
+        k->rep.n_scoped_peak = k->ctx.n_scoped_peak;
+        for (int i = 0; i < k->ctx.n_scoped_peak; i++) {
+            snprintf(k->rep.scoped_peak[i].what, sizeof k->rep.scoped_peak[i].what, "%s", k->ctx.scoped_peak_what[i]);
+            k->rep.scoped_peak[i].bytes = k->ctx.scoped_peak_bytes[i];
+        }
+    }
     kern_ctx_free(&k->ctx);
 }
 
@@ -180,6 +177,12 @@ static void append_warnings(pl_report *rep, const char *text)
 static void add_counts(pl_report *to, const pl_report *from)
 {
     to->steps += from->steps;
+    to->nested_steps += from->nested_steps;
+    if (from->scoped_peak_bytes > to->scoped_peak_bytes) { /* the core that needed most */
+        to->scoped_peak_bytes = from->scoped_peak_bytes;
+        to->n_scoped_peak = from->n_scoped_peak;
+        memcpy(to->scoped_peak, from->scoped_peak, sizeof to->scoped_peak);
+    }
     to->mxu_flops += from->mxu_flops;
     to->mxu_flops_padded += from->mxu_flops_padded;
     to->mxu_s += from->mxu_s;

@@ -55,6 +55,7 @@ static void put_line(sim_buf *b, const sim_coreline *c)
     put_array(b, c->kev, c->n_kev, sizeof *c->kev);
     put_array(b, c->step_kev, c->cap_step_kev, sizeof *c->step_kev);
     put_array(b, c->step_s, c->steps, sizeof *c->step_s);
+    sim_buf_put(b, &c->nested_overhead_s, sizeof c->nested_overhead_s);
     put_array(b, c->step_point, c->steps, sizeof *c->step_point);
 }
 
@@ -131,6 +132,7 @@ static void get_line(reader *r, sim_coreline *c)
     c->cap_step_kev = n;
     c->step_s = get_array(r, sizeof *c->step_s, &n);
     c->steps = c->cap = n;
+    get(r, &c->nested_overhead_s, sizeof c->nested_overhead_s);
     c->step_point = get_array(r, sizeof *c->step_point, &n);
 }
 

@@ -46,6 +46,10 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
         *padded = (double)op->elems;
         return sim_scalar_seconds(chip, (double)op->elems);
     }
+    if (op->kind == KERN_OP_OVERHEAD) { /* a nested pipeline's steps, each a grid step's overhead (P9, K3) */
+        *padded = 0;
+        return (double)op->elems * chip->step_overhead_s;
+    }
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
         return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
@@ -93,6 +97,10 @@ static double tally_op(sim_op_memo *memo, const pl_chip *chip, const kern_op *o,
 {
     sim_op_memo *m = (sim_op_memo *)op_memo(memo, chip, o);
     double padded = m->padded, t = m->seconds;
+    if (o->kind == KERN_OP_OVERHEAD) { /* the profile's one overhead row takes it (profile.c) */
+        r->nested_steps += o->elems;
+        return t;
+    }
     if (m->prof_row < 0) {
         pl_prof_cat cat = o->kind == KERN_OP_DOT ? PL_PROF_MXU : o->kind == KERN_OP_SCALAR ? PL_PROF_SCALAR
                           : o->kind == KERN_OP_EUP ? PL_PROF_EUP : PL_PROF_VPU;
@@ -131,6 +139,7 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
         }
         if (o->kind != KERN_OP_DMA_START && o->kind != KERN_OP_DMA_WAIT) {
             double t = tally_op(memo, chip, o, r, dot_flops);
+            if (o->kind == KERN_OP_OVERHEAD) cl->nested_overhead_s += t;
             seconds += t;
             segment += t;
             continue;

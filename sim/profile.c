@@ -155,7 +155,9 @@ void sim_profile_finish(sim_exec *x)
     }
     compute_times(x);
     if (r->overhead_s > 0) {
-        int k = sim_profile_add(r, PL_PROF_OVERHEAD, "step overhead (P9)", r->steps, r->overhead_s, 0, 0, 0);
+        /* a nested pipeline's steps (K3) pay it too: one row, its count every step that paid */
+        int k = sim_profile_add(r, PL_PROF_OVERHEAD, "step overhead (P9)", r->steps + r->nested_steps, r->overhead_s,
+                                0, 0, 0);
         r->profile[k].time_s += r->core_overhead_s; /* += : a full table shares one row */
     }
     double dma_all = r->dma_exposed_s - remote_all, dma_last = r->core_exposed_s - remote_last;

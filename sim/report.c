@@ -114,6 +114,13 @@ void pl_report_print(const pl_report *r, FILE *f)
         fprintf(f, "    %-10s 1 x %s (%s scratch, %s)\n", r->scratch[i].name,
                 pl_format_bytes((double)r->scratch[i].bytes, a, sizeof a), pl_memspace_name(r->scratch[i].space),
                 pl_dtype_name(r->scratch[i].dtype));
+    if (r->scoped_peak_bytes > 0) /* K4: inside the kernel, on top of the call's own buffers above */
+        fprintf(f, "    run_scoped inside the kernel: %s at most (of the %s the call's buffers leave)\n",
+                pl_format_bytes((double)r->scoped_peak_bytes, a, sizeof a),
+                pl_format_bytes((double)(r->vmem_limit - r->vmem_bytes), b, sizeof b));
+    if (r->nested_steps > 0)
+        fprintf(f, "  nested pipelines: %lld emit_pipeline steps, each with a grid step's overhead (rules K3, P9)\n",
+                (long long)r->nested_steps);
     fprintf(f, "  work: %.4g MXU FLOPs, %.4g VPU element ops, %s HBM traffic\n", r->mxu_flops, r->vpu_flops,
             pl_format_bytes((double)r->hbm_bytes, a, sizeof a));
     char est[160];
@@ -180,7 +187,8 @@ static void report_members(const pl_report *r, FILE *f)
     pl_json_string(f, r->chip ? r->chip->name : "");
     fprintf(f, ",\"grid\":");
     json_shape(f, r->grid, r->grid_rank);
-    fprintf(f, ",\"steps\":%lld,\"operands\":[", (long long)r->steps);
+    fprintf(f, ",\"steps\":%lld,\"nested_steps\":%lld,\"scoped_peak_bytes\":%lld,\"operands\":[", (long long)r->steps,
+            (long long)r->nested_steps, (long long)r->scoped_peak_bytes);
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         fprintf(f, "%s{\"name\":", i ? "," : "");

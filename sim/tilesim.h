@@ -368,6 +368,14 @@ typedef enum pl_finding_kind {
     PL_FIND_RACE,         /* parallel grid points share an output block: a race on megacore chips (V4) */
 } pl_finding_kind;
 
+/* One run_scoped allocation live at the kernel's scoped VMEM peak (K4): what made it ("pl_run_scoped:
+ * types[0] (VMEM f32 acc)", "pltpu_emit_pipeline: its double buffers") and the bytes it took, laid out. */
+#define PL_MAX_SCOPED_PEAK 8
+typedef struct pl_scoped_alloc {
+    char what[64];
+    int64_t bytes;
+} pl_scoped_alloc;
+
 typedef struct pl_finding {
     pl_finding_kind kind;
     char rule[8];                /* "V1", "P4", ... */
@@ -471,11 +479,16 @@ struct pl_report {
     int grid_rank;
     int64_t grid[PL_MAX_GRID];
     int64_t steps;                /* grid points run */
+    int64_t nested_steps;         /* steps of nested pipelines (pltpu_emit_pipeline, K3), each a step's overhead */
     int n_operands;               /* prefetch + inputs + outputs */
     pl_operand_report op[PL_MAX_CALL_OPERANDS];
     int n_scratch;
     pl_scratch_report scratch[PL_MAX_SCRATCH];
     int64_t vmem_bytes;           /* blocks x buffers + VMEM scratch */
+    int64_t scoped_peak_bytes;    /* run_scoped VMEM live at once inside the kernel, at most (K4; emit_pipeline's
+                                     buffers are run_scoped), on the core that needed most */
+    int n_scoped_peak;            /* the allocations live at that peak (the newest PL_MAX_SCOPED_PEAK) */
+    pl_scoped_alloc scoped_peak[PL_MAX_SCOPED_PEAK];
     int64_t vmem_limit;           /* the scoped limit checked against */
     int64_t smem_bytes;
     double mxu_flops;             /* 2mnk summed over pl_dot */

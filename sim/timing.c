@@ -262,11 +262,13 @@ static int bad_chip(const pl_chip *chip)
 /* One core's sums into its device's result. */
 static void core_result(const core_state *c, sim_time_result *out, int i)
 {
-    out->compute_s += c->compute;
-    out->overhead_s += c->overhead;
-    out->core_compute_s[i] = c->compute;
-    out->core_overhead_s[i] = c->overhead;
-    double busy = c->compute + c->overhead, exposed = out->core_end_s[i] - busy;
+    /* a nested pipeline's steps ran as part of the kernel's time, but are overhead (P9, K3) */
+    double nested = c->cl->nested_overhead_s, compute = c->compute - nested, overhead = c->overhead + nested;
+    out->compute_s += compute;
+    out->overhead_s += overhead;
+    out->core_compute_s[i] = compute;
+    out->core_overhead_s[i] = overhead;
+    double busy = compute + overhead, exposed = out->core_end_s[i] - busy;
     out->exposed_s += exposed > 0 ? exposed : 0;
     if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
 }

@@ -73,6 +73,7 @@ typedef struct sim_coreline {
     int64_t *step_kev;   /* per step: its first event in kev, or -1 (one compute block); NULL: no manual copies */
     int64_t cap_step_kev;
     double *step_s;   /* compute time of each step */
+    double nested_overhead_s; /* of which the overhead of nested pipelines' steps (K3, P9): reported as overhead */
     int64_t steps, cap;
     int64_t *step_point; /* linear grid point of each step (for traces of split grids); NULL: = step */
     /* filled by sim_time_run when kernel_t is set (tracing) */

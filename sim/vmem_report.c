@@ -101,6 +101,9 @@ static int collect(const pl_report *r, vmem_alloc *v)
         for (int d = 0; d < s->rank; d++) logical *= s->shape[d];
         v[n++] = (vmem_alloc){s->name, "scratch", 1, s->dtype, s->rank, s->shape, s->bytes, logical};
     }
+    /* what the kernel allocated itself, live at its peak: known only once it has run (K4); no shape kept */
+    for (int i = 0; i < r->n_scoped_peak && i < PL_MAX_SCOPED_PEAK; i++)
+        v[n++] = (vmem_alloc){r->scoped_peak[i].what, NULL, 1, PL_F32, 0, NULL, r->scoped_peak[i].bytes, 0};
     qsort(v, (size_t)n, sizeof *v, by_size);
     return n;
 }
@@ -108,7 +111,7 @@ static int collect(const pl_report *r, vmem_alloc *v)
 int pl_vmem_report(const pl_report *r, FILE *f)
 {
     if (!r || !f || !r->chip) return PL_EINVAL;
-    vmem_alloc v[PL_MAX_CALL_OPERANDS + PL_MAX_SCRATCH];
+    vmem_alloc v[PL_MAX_CALL_OPERANDS + PL_MAX_SCRATCH + PL_MAX_SCOPED_PEAK];
     int n = collect(r, v);
     int64_t used = 0;
     for (int i = 0; i < n; i++) used += v[i].padded;
@@ -123,6 +126,12 @@ int pl_vmem_report(const pl_report *r, FILE *f)
     fprintf(f, "\nProgram vmem requirement %s:\n    scoped %16s\n\n  Largest program allocations in vmem:\n",
             xla_bytes(used, a, sizeof a), xla_bytes(used, b, sizeof b));
     for (int i = 0; i < n; i++) {
+        if (!v[i].what) {
+            fprintf(f, "\n  %d. Size: %s\n     Operator: pallas_call %s, inside the kernel: %s\n     Shape: (run_scoped "
+                    "while the kernel ran, rule K4)\n     Allocation type: scoped\n     ==========================\n",
+                    i + 1, xla_bytes(v[i].padded, a, sizeof a), r->call_name, v[i].name);
+            continue;
+        }
         shape_text(&v[i], r->chip, shape, sizeof shape);
         fprintf(f, "\n  %d. Size: %s\n     Operator: pallas_call %s, %s '%s'", i + 1, xla_bytes(v[i].padded, a, sizeof a),
                 r->call_name, v[i].what, v[i].name);
