@@ -169,6 +169,8 @@ typedef struct kern_target {
     int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
     int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
+    int subcores;      /* a SparseCore vector-subcore mesh (K5): subcores per SparseCore (core = this core / it,
+                          subcore = this core % it), and no MXU; 0: TensorCores */
     /* pl_run_scoped and pltpu_emit_pipeline (kernel/scoped.c, rules K3, K4): the scoped VMEM limit left
      * after the call's own buffers (M4) */
     int64_t vmem_free;

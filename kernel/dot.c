@@ -199,6 +199,9 @@ static void sgemm_span(const float *p, int64_t rows, int64_t cols, int ld, const
 
 void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
 {
+    if (c->target.subcores > 0)
+        kern_fault(c, PL_EINVAL, "pl_dot on %s: a SparseCore subcore has no MXU (rule K5); run the matmul in a "
+                   "TensorCore kernel (pl_kernel's default mesh)", c->target.chip ? c->target.chip : "a subcore");
     check_operand(c, &acc, "accumulator");
     check_operand(c, &a, "left operand");
     check_operand(c, &b, "right operand");

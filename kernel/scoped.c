@@ -36,7 +36,8 @@ static void note_peak(pl_ctx *c)
 
 static char *scoped_data(kern_scoped *s) { return (char *)s + SCOPED_HEADER; }
 
-int pl_core_index(const pl_ctx *c) { return c->core; }
+/* on a vector-subcore mesh (K5) the cores of the call are its subcores, SparseCore by SparseCore */
+int pl_core_index(const pl_ctx *c) { return c->target.subcores > 0 ? c->core / c->target.subcores : c->core; }
 
 void kern_kernel_trampoline(pl_ctx *c, pl_ref *refs)
 {

@@ -48,6 +48,11 @@
  *     T(16,128)(2,1), T(32,128)(4,1)). Compile errors quoted from v7x users
  *     ("has tiling (16, 128), but its block shape (..., 8, 256) is not
  *     divisible", E2002) confirm 16 there.
+ *   - SparseCores (rule K5; JAX's jax/_src/pallas/mosaic/tpu_info.py,
+ *     SparseCoreInfo): v5p 4 per device, v6e 2, v7x 2 per device (4 per
+ *     chip); 16 vector subcores each; 8 f32 lanes (16 on v7x); 512 KiB VMEM
+ *     per vector subcore (256 KiB on v6e); DMA granule 32 B (not modelled).
+ *     v4 and v5e: none in that table (sc_cores 0).
  *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v4
  *     to v6e; v7x has none); fp8 only on v7x (fp8_ops, 4614 TFLOP/s per chip,
  *     half per device): fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32 there only.
@@ -96,14 +101,16 @@ static const pl_chip chips[] = {
     {.name = "v5p", .bf16_flops = 459 * TERA / 2, .int8_ops = 918 * TERA / 2, .vpu_flops = 459 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON},
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON,
+     .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
      * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
      * 256x256; clock not published; 4 ICI links at 90 GB/s. */
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
      .mxu_width = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON},
+     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON,
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
      * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): an
@@ -115,7 +122,8 @@ static const pl_chip chips[] = {
      .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
      .mxu_width = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
-     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON},
+     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON,
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
 };
 
 int pl_chip_count(void) { return (int)(sizeof chips / sizeof *chips); }
@@ -179,6 +187,10 @@ static const chip_key keys[] = {
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
     KEY_D("ici_latency_us", ici_latency_s, 1e-6, 0, 1e6, "microseconds per ICI hop"),
     KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (the run's roofline; 0: none)"),
+    KEY_I("sc_cores", sc_cores, 0, SIM_MAX_CORES),           /* SparseCores per device, 0: none (K5) */
+    KEY_I("sc_subcores", sc_subcores, 1, SIM_MAX_CORES),     /* vector subcores per SparseCore */
+    KEY_I("sc_lanes", sc_lanes, 1, 1024),                    /* f32 lanes of a vector subcore */
+    KEY_B("sc_vmem_kib", sc_vmem_bytes, KiB, 1, 1e6, "KiB per vector subcore"),
 };
 
 
@@ -280,6 +292,20 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
     if (c.vmem_default_limit > c.vmem_bytes) {
         snprintf(err, errlen, "%s: vmem_limit_mib (%lld MiB) exceeds vmem_mib (%lld MiB) (rule M4)", where,
                  (long long)(c.vmem_default_limit / MiB), (long long)(c.vmem_bytes / MiB));
+        return PL_EINVAL;
+    }
+    /* a base without SparseCores (v4, v5e) leaves the other three figures at 0 */
+    if (c.sc_cores > 0 && (c.sc_subcores < 1 || c.sc_lanes < 1 || c.sc_vmem_bytes < 1)) {
+        snprintf(err, errlen, "%s: sc_cores = %d needs sc_subcores, sc_lanes and sc_vmem_kib too (rule K5); "
+                 "have %d, %d and %lld KiB", where, c.sc_cores, c.sc_subcores, c.sc_lanes,
+                 (long long)(c.sc_vmem_bytes / KiB));
+        return PL_EINVAL;
+    }
+    /* the subcore mesh runs as that many cores of one device (K5, G4) */
+    if (c.sc_cores > 0 && (int64_t)c.sc_cores * c.sc_subcores > SIM_MAX_CORES) {
+        snprintf(err, errlen, "%s: sc_cores (%d) x sc_subcores (%d) = %lld vector subcores; a device has at most "
+                 "%d (rule K5)", where, c.sc_cores, c.sc_subcores, (long long)c.sc_cores * c.sc_subcores,
+                 SIM_MAX_CORES);
         return PL_EINVAL;
     }
     *out = c;

@@ -79,7 +79,8 @@ static void init_context(sim_core *k)
     if (chip)
         target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0, .mxu_fp8 = chip->fp8_ops > 0,
                                .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit},
-                               .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes};
+                               .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes,
+                               .subcores = chip->sc_view ? chip->sc_subcores : 0};
     kern_setup s = {.grid_rank = call->grid_rank, .grid = call->grid, .user = call->user,
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,

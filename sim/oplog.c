@@ -58,7 +58,7 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
      * for exp and the other EUP ops, more for tanh and gelu, every element a
      * reduction reads) are its work */
     double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
-    *padded = pad(work, 1024);
+    *padded = pad(work, chip->sc_view && chip->sc_lanes > 0 ? chip->sc_lanes : 1024); /* a subcore's vreg (K5) */
     return *padded / chip->vpu_flops;
 }
 

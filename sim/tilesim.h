@@ -608,6 +608,15 @@ struct pl_chip {
     double dma_latency_s;        /* from issuing a DMA to its first byte */
     double ici_latency_s; /* one hop of an inter-chip link */
     double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s (the run's roofline; 0: none) */
+    /* SparseCores of one device (JAX's jax/_src/pallas/mosaic/tpu_info.py, SparseCoreInfo; rule K5):
+       where pl_kernel's PL_MESH_VECTOR_SUBCORES runs. sc_cores 0: none (v4, v5e) */
+    int sc_cores;                /* SparseCores per device: 4 on v5p, 2 on v6e and on a v7x device */
+    int sc_subcores;             /* vector subcores per SparseCore: 16 */
+    int sc_lanes;                /* f32 lanes of a vector subcore: 8, 16 on v7x */
+    int sc_view;                 /* 1: this chip is the vector-subcore mesh pl_kernel derives from a chip: each
+                                    of its cores_per_device "TensorCores" is a vector subcore, with no MXU (K5);
+                                    0 on presets and chip files */
+    int64_t sc_vmem_bytes;       /* VMEM per vector subcore: 512 KiB (256 KiB on v6e) */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The

@@ -14,8 +14,9 @@
  *
  * pl_kernel runs the body once per TensorCore of the device (K1): the chip's
  * cores_per_device (2 on v4 and v5p, 1 on v5e, v6e; each v7x device has 1).
- * SparseCores (v5p, v6e, v7x) are not modelled: a kernel never runs on one.
- * It is a pallas_call with grid (cores,) marked parallel whose operands all
+ * With .mesh = PL_MESH_VECTOR_SUBCORES it runs once per vector subcore of
+ * every SparseCore instead (K5; v5p, v6e, v7x). It is a pallas_call
+ * with grid (cores,) marked parallel whose operands all
  * stay in HBM (PL_ANY): validated, run, checked and timed by the same code,
  * and its report reads the same.
  */
@@ -31,6 +32,12 @@ extern "C" {
 
 /* ---- pl.kernel on a TensorCore mesh (K1) ---------------------------------- */
 
+/* Where pl_kernel runs its body (the mesh= of pl.kernel). */
+typedef enum pl_kernel_mesh {
+    PL_MESH_TENSORCORES = 0,     /* pltpu.TensorCoreMesh: once per TensorCore (K1) */
+    PL_MESH_VECTOR_SUBCORES = 1, /* plsc.VectorSubcoreMesh: once per vector subcore of every SparseCore (K5) */
+} pl_kernel_mesh;
+
 typedef struct pl_kernel_spec {
     const char *name;                   /* for messages; NULL: "kernel" */
     pl_kernel_fn body;                  /* refs: inputs, outputs (all HBM, ANY), then scratch */
@@ -39,18 +46,46 @@ typedef struct pl_kernel_spec {
     const char *in_names[PL_MAX_OPERANDS], *out_names[PL_MAX_OPERANDS]; /* NULL: "in0", "out0" */
     int n_scratch;                      /* scratch_types: VMEM, SMEM, semaphores (M2) */
     pl_scratch scratch[PL_MAX_SCRATCH];
-    int64_t vmem_limit_bytes;           /* 0: the chip's default (M4) */
+    int64_t vmem_limit_bytes;           /* 0: the chip's default (M4); subcore mesh: its VMEM (K5) */
+    pl_kernel_mesh mesh;                /* 0 (PL_MESH_TENSORCORES): once per TensorCore (K1);
+                                           PL_MESH_VECTOR_SUBCORES: once per SparseCore vector subcore (K5) */
 } pl_kernel_spec;
 
-/* Run k->body once on every TensorCore of the device (opt->chip); ins and
- * outs as pl_pallas_call's args and outs. Returns PL_OK or a PL_E* code with
- * report->error naming what and where (also pl_last_error()). */
+/* Run k->body once on every TensorCore of the device (opt->chip), or with
+ * k->mesh = PL_MESH_VECTOR_SUBCORES once on every vector subcore of its
+ * SparseCores (K5: a chip without SparseCores, v4 and v5e, is PL_EINVAL);
+ * ins and outs as pl_pallas_call's args and outs. Returns PL_OK or a PL_E*
+ * code with report->error naming what and where (also pl_last_error()).
+ * On a subcore mesh report->chip is the subcore view of the chip (its name
+ * says so: "v5p SparseCore 4x16 subcores"), which lives for the process. */
 int pl_kernel(const pl_kernel_spec *k, const pl_array *ins, pl_array *outs, const pl_options *opt,
               pl_report *report);
 
 /* lax.axis_index('core'): the TensorCore running the body, 0 .. cores - 1
- * (inside a pallas_call kernel: the core its grid point runs on, G4). */
+ * (inside a pallas_call kernel: the core its grid point runs on, G4). On a
+ * vector-subcore mesh (K5): the SparseCore, 0 .. sc_cores - 1. */
 int pl_core_index(const pl_ctx *c);
+
+/* lax.axis_index('subcore') on a vector-subcore mesh (K5): the vector
+ * subcore of its SparseCore running the body, 0 .. sc_subcores - 1; 0 on a
+ * TensorCore. Body number flat = core * sc_subcores + subcore. Each subcore
+ * takes its own share, so no two write the same rows:
+ *
+ *     // Python: mesh = plsc.VectorSubcoreMesh(core_axis_name='core',
+ *     //                                       subcore_axis_name='subcore', num_cores=4)
+ *     static void body(pl_ctx *c, pl_ref *refs) {      // refs: in, out (HBM), then VMEM scratch
+ *         int w = pl_core_index(c) * pl_subcore_count(c) + pl_subcore_index(c);
+ *         pltpu_sync_copy(c, pl_ds(c, refs[0], 0, w * 8, 8), refs[2]);
+ *         pl_mul_scalar(c, refs[2], refs[2], 2.0);
+ *         pltpu_sync_copy(c, refs[2], pl_ds(c, refs[1], 0, w * 8, 8));
+ *     }
+ *     pl_kernel_spec k = {.body = body, .n_in = 1, .n_out = 1, .n_scratch = 1,
+ *                         .scratch = {PLTPU_VMEM(PL_F32, 8, 128)}, .mesh = PL_MESH_VECTOR_SUBCORES};
+ */
+int pl_subcore_index(const pl_ctx *c);
+/* lax.axis_size('subcore'): vector subcores per SparseCore on a subcore
+ * mesh (16 on the presets); 1 on a TensorCore. */
+int pl_subcore_count(const pl_ctx *c);
 
 /* pltpu.sync_copy(src, dst): an async copy started and waited at once on a
  * DMA semaphore of its own; checked as pltpu_async_copy (M7, K2) and timed
