@@ -67,7 +67,7 @@ static int run(const char *chip, pl_kernel_mesh mesh, pl_array *ins, float *o, d
                     (long long)(i / DIM), (long long)(i % DIM), o[i]);
             return 1;
         }
-    printf("  %-30s %2d bodies %8.2f us\n", rep.chip->name, workers, rep.time_s * 1e6);
+    printf("  %-30s %2d worker%s %8.2f us\n", rep.chip->name, workers, workers > 1 ? "s" : " ", rep.time_s * 1e6);
     *seconds = rep.time_s;
     return 0;
 }

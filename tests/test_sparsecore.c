@@ -284,3 +284,32 @@ Test(sparsecore, K5_zero_sparsecores_in_a_chip_file_means_none)
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "nosc", "no SparseCores");
     free(o);
 }
+
+/* The report's chip name keeps the mesh's part whole: a long what-if name is cut instead. */
+Test(sparsecore, K5_a_long_chip_name_is_cut_to_keep_the_subcore_mesh_in_the_name)
+{
+    pl_chip chip;
+    char err[512];
+    cr_assert_eq(pl_chip_parse("base = v5p\nname = abcdefghijklmnopqrstuvwxyz01234\n", "t.chip", &chip, err,
+                               sizeof err), PL_OK, "%s", err);
+    float *o = th_f32_fill(8 * COLS, 0);
+    pl_array out = PL_ARRAY(o, PL_F32, 8, COLS);
+    pl_kernel_spec k = {.body = th_noop_kernel, .n_out = 1, .mesh = PL_MESH_VECTOR_SUBCORES};
+    pl_options opt = {.chip_spec = &chip};
+    pl_report rep;
+    th_expect_ok(pl_kernel(&k, NULL, &out, &opt, &rep), &rep);
+    cr_assert_str_eq(rep.chip->name, "abcdef SparseCore 4x16 subcores"); /* 31 characters, the most a name holds */
+    free(o);
+}
+
+Test(sparsecore, K5_an_unknown_chip_is_named_as_pallas_call_names_it)
+{
+    float *o = th_f32_fill(8 * COLS, 0);
+    pl_array out = PL_ARRAY(o, PL_F32, 8, COLS);
+    pl_kernel_spec k = {.body = th_noop_kernel, .n_out = 1, .mesh = PL_MESH_VECTOR_SUBCORES};
+    pl_options opt = {.chip = "v9z"};
+    pl_report rep;
+    int rc = pl_kernel(&k, NULL, &out, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "unknown chip 'v9z'");
+    free(o);
+}
