@@ -88,6 +88,17 @@ static void c_mxu_dtypes(const pl_chip *c, char *b, size_t n)
     int i8 = c->int8_ops > 0, f8 = c->fp8_ops > 0;
     snprintf(b, n, "%s", i8 && f8 ? "int8,fp8" : i8 ? "int8" : f8 ? "fp8" : "none");
 }
+/* K5: SparseCores x vector subcores x f32 lanes, and each subcore's VMEM */
+static void c_sc(const pl_chip *c, char *b, size_t n)
+{
+    if (c->sc_cores > 0) snprintf(b, n, "%dx%dx%d", c->sc_cores, c->sc_subcores, c->sc_lanes);
+    else snprintf(b, n, "none");
+}
+static void c_sc_vmem(const pl_chip *c, char *b, size_t n)
+{
+    if (c->sc_cores > 0) snprintf(b, n, "%lld", (long long)(c->sc_vmem_bytes / 1024));
+    else snprintf(b, n, "-");
+}
 static void c_mxu(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %d", c->mxu_count, c->mxu_width); }
 static void c_ici(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %.0f", c->ici_links, c->ici_bw / 1e9); }
 static void c_clock(const pl_chip *c, char *b, size_t n)
@@ -117,6 +128,8 @@ static const struct {
     {"tile rows 32/16/8/4-bit (T8)", c_tiles},
     {"TensorCores per device", c_cores},
     {"devices per chip", c_devs},
+    {"SparseCores x subcores x lanes", c_sc},
+    {"SparseCore subcore VMEM, KiB", c_sc_vmem},
     {"ICI links x GB/s (one way)", c_ici},
     {"ICI hop latency, us", c_ici_lat},
     {"clock, GHz", c_clock},
@@ -167,13 +180,15 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"vmem_bytes\":%lld,\"vmem_default_limit\":%lld,\"smem_bytes\":%lld,\"sublanes_16bit\":%d,"
                 "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
                 "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
-                "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d}",
+                "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d,\"sc_cores\":%d,"
+                "\"sc_subcores\":%d,\"sc_lanes\":%d,\"sc_vmem_bytes\":%lld}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
                 c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw,
-                c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit);
+                c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit, c->sc_cores, c->sc_subcores, c->sc_lanes,
+                (long long)c->sc_vmem_bytes);
     }
     fprintf(f, "\n]}\n");
 }

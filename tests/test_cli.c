@@ -58,6 +58,7 @@ Test(cli, chips_table_lists_every_preset)
     for (int i = 0; i < 5; i++) expect_has(r.out, names[i], "chips");
     expect_has(r.out, "critical intensity", "chips");
     expect_has(r.out, "v5e is the default", "chips");
+    expect_has(r.out, "4x16x8", "chips: v5p's SparseCores (K5)");
     cr_expect_str_empty(r.err);
     th_run_free(&r);
 }
@@ -71,6 +72,11 @@ Test(cli, chips_json_and_chip_file)
     cr_assert(json_is_array(chips), "no \"chips\" array:\n%s", r.out);
     cr_assert_eq((int)json_array_size(chips), pl_chip_count());
     cr_assert_str_eq(th_json_str(json_array_get(chips, json_array_size(chips) - 1), "name"), "v7x");
+    /* K5: the SparseCore figures pl_kernel's subcore mesh uses (v7x: 2 x 16 subcores of 16 lanes, 512 KiB) */
+    json_t *v7x = json_array_get(chips, json_array_size(chips) - 1);
+    cr_assert_eq(json_integer_value(json_object_get(v7x, "sc_cores")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(v7x, "sc_lanes")), 16);
+    cr_assert_eq(json_integer_value(json_object_get(v7x, "sc_vmem_bytes")), 512 * 1024);
     json_decref(doc);
     th_run_free(&r);
 
