@@ -1,7 +1,10 @@
 /* kernel/pipeline_emit.c: pltpu_emit_pipeline (rule K3), a nested grid
  * walked inside a kernel with the outer pipeline's buffering (P1-P3, P8)
  * made of manual copies (M7), so that the DMA engine, the copies' overlap
- * with the body and the waits are timed as any kernel's copies are.
+ * with the body and the waits are timed as any kernel's copies are. Each
+ * operand has its spec's Buffered(n) slots (P6; default 2), used as a ring:
+ * one overlaps nothing, three or more fetch inputs ahead into every free
+ * slot (Pallas's lookahead) and keep n - 1 write-backs in flight.
  *
  * As Pallas's pltpu.emit_pipeline, a block may hang over the end of its ref
  * (B6): only its part inside the ref is copied in or written back (and
@@ -114,6 +117,43 @@ static void finish(pl_ctx *c, pipe_op *o, int slot)
 
 static int same(const int64_t *a, const int64_t *b, int n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
 
+/* An input's copies ahead (P1, P2, P6): into each free slot, the next block that differs from the last one
+ * started. With two slots or fewer it looks one step ahead, as the outer pipeline does (P8); with more it
+ * looks as far ahead as the slots allow, skipping steps whose block stays (Pallas's Buffered(n,
+ * use_lookahead=True), the only way a third slot helps an input). */
+static void fetch_ahead(pl_ctx *c, const emit_run *run, pipe_op *o, int64_t s)
+{
+    int rank = o->hbm.rank;
+    int64_t reach = o->nbuf > 2 || s + 1 >= run->steps ? run->steps - 1 : s + 1, b[PL_MAX_RANK], at[PL_MAX_GRID];
+    while (o->ahead < o->nbuf - 1 && o->fetch_step < reach) {
+        if (++o->fetch_step == s + 1) memcpy(b, o->next, sizeof b); /* the map already ran there */
+        else {
+            kern_emit_point(run->p, o->fetch_step, at);
+            kern_emit_block_at(c, o, at, run->p->grid_rank, b);
+        }
+        if (same(b, o->fetch_blk, rank)) continue;
+        memcpy(o->fetch_blk, b, sizeof b);
+        o->ahead++;
+        start(c, o, (o->cur + o->ahead) % o->nbuf, b);
+    }
+}
+
+/* An input at step s, its block changed (or s is 0): the next slot holds it, copied ahead; with one slot
+ * nothing was, so it is copied now and waited at once (Buffered(1) overlaps nothing). */
+static void input_turn(pl_ctx *c, pipe_op *o, int64_t s, int changed)
+{
+    if (!changed) return;
+    if (s > 0) o->cur = (o->cur + 1) % o->nbuf;
+    if (s > 0 && o->ahead > 0) {
+        o->ahead--;
+        return;
+    }
+    start(c, o, o->cur, o->now); /* P1 */
+    o->fetch_step = s;
+    memcpy(o->fetch_blk, o->now, sizeof o->now);
+    if (o->nbuf == 1) finish(c, o, o->cur);
+}
+
 /* One inner grid step s at idx: the outer pipeline's order (P1-P3, P8) with
  * manual copies: prefetch the inputs' next blocks, wait for the current
  * ones, run the body, start the write-back of outputs whose block changes. */
@@ -133,11 +173,11 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
             changed = !same(o->now, o->prev_block, rank);
         }
         if (o->out && changed) kern_emit_revisit_check(c, &run->written, p, o, i, s); /* P5 */
-        if (changed && s > 0) o->cur = 1 - o->cur;
+        if (o->out && changed && s > 0) o->cur = (o->cur + 1) % o->nbuf;
         if (s + 1 < steps) kern_emit_block_at(c, o, nidx, p->grid_rank, o->next);
         if (!o->out) {
-            if (s == 0) start(c, o, o->cur, o->now);                          /* P1 */
-            if (s + 1 < steps && !same(o->next, o->now, rank)) start(c, o, 1 - o->cur, o->next); /* prefetch */
+            input_turn(c, o, s, changed);
+            fetch_ahead(c, run, o, s);
         }
         memcpy(o->prev_block, o->now, sizeof o->now);
         refs[i] = body_ref(o, o->cur);
@@ -147,22 +187,25 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     kern_op over = {.kind = KERN_OP_OVERHEAD, .elems = 1, .name = "pltpu_emit_pipeline"};
     if (over.elems > 0) kern_record(c, &over);
     /* inputs: the current block has landed (a skipped copy waits nothing, P2); outputs: the write-back
-     * that last used this slot has landed (P8; none when the block stays) */
+     * that last used this slot, nbuf blocks ago, has landed (P8; none when the block stays) */
     for (int i = 0; i < n; i++) finish(c, &run->ops[i], run->ops[i].cur);
     run->body(c, refs, idx, run->user);
     for (int i = 0; i < n; i++) {
         pipe_op *o = &run->ops[i];
         if (!o->out || !(s + 1 == steps || !same(o->next, o->now, o->hbm.rank))) continue;
         start(c, o, o->cur, o->now); /* P3 */
+        if (o->nbuf == 1) finish(c, o, o->cur); /* one slot: the next block needs it back */
         kern_emit_revisit_put(&run->written, o, i, s);
     }
 }
 
-/* Check each operand and size its two slots: host bytes into *host, laid-out VMEM bytes into *counted. */
+/* Check each operand and size its slots: host bytes (slots, semaphores, copies) into *host, laid-out VMEM
+ * bytes into *counted; *all_two: every operand takes the default two. */
 static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs, pipe_op *ops,
-                     int64_t *host, int64_t *counted)
+                     int64_t *host, int64_t *counted, int *all_two)
 {
     *host = *counted = 0;
+    *all_two = 1;
     for (int i = 0; i < p->n_in + p->n_out; i++) {
         pipe_op *o = &ops[i];
         memset(o, 0, sizeof *o);
@@ -171,17 +214,38 @@ static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, cons
         o->spec = o->out ? &p->out[i - p->n_in] : &p->in[i];
         snprintf(o->name, sizeof o->name, "%s[%d]", o->out ? "out_specs" : "in_specs", o->out ? i - p->n_in : i);
         kern_emit_check_spec(c, p, o);
+        *all_two &= o->nbuf == 2;
         int64_t e = 1, laid = kern_laid_out_bytes(c, o->block, o->hbm.rank, o->hbm.dtype), bytes;
-        int over = laid > INT64_MAX / 4 - *counted; /* Buffered(2), and room for the sums below */
+        /* nbuf <= 8 slots, and room for the sums below */
+        int over = laid > INT64_MAX / (4 * KERN_EMIT_MAX_BUFFERS) - *counted;
         for (int d = 0; d < o->hbm.rank && !over; d++) over = __builtin_mul_overflow(e, o->block[d], &e);
         if (over || __builtin_mul_overflow(e, (int64_t)pl_dtype_size(o->hbm.dtype), &bytes) ||
-            bytes > INT64_MAX / 4 - *host)
-            kern_fault(c, PL_EVMEM, "pltpu_emit_pipeline: %s: two buffers of its block do not fit in VMEM (rules "
-                       "M4, K4)", o->name);
+            bytes > INT64_MAX / (4 * KERN_EMIT_MAX_BUFFERS) - *host)
+            kern_fault(c, PL_EVMEM, "pltpu_emit_pipeline: %s: %d buffers of its block do not fit in VMEM (rules "
+                       "M4, K4, P6)", o->name, o->nbuf);
         o->slot_bytes = (bytes + 63) / 64 * 64;
-        *host += 2 * o->slot_bytes + 2 * KERN_SEM_STRIDE * 4;
-        *counted += 2 * laid;
+        *host += o->nbuf * (o->slot_bytes + KERN_SEM_STRIDE * 4 + (int64_t)sizeof(pltpu_copy));
+        *counted += o->nbuf * laid;
     }
+}
+
+/* Carve the scoped allocation: each operand's slots (multiples of 64 bytes), then its semaphores and copies
+ * (multiples of 8); returns what follows, 8-byte aligned. */
+static char *carve(pl_ctx *c, pipe_op *ops, int n, char *mem)
+{
+    for (int i = 0; i < n; i++) {
+        ops[i].buf = mem;
+        mem += ops[i].nbuf * ops[i].slot_bytes;
+        if (ops[i].out) /* an output block starts as garbage (P4): poison, V1 */
+            for (int k = 0; k < ops[i].nbuf; k++) poison_slot(c, &ops[i], k);
+    }
+    for (int i = 0; i < n; i++) {
+        ops[i].sems = (int64_t *)mem;
+        mem += ops[i].nbuf * KERN_SEM_STRIDE * 4;
+        ops[i].cp = (pltpu_copy *)mem;
+        mem += ops[i].nbuf * sizeof(pltpu_copy);
+    }
+    return mem;
 }
 
 void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
@@ -193,22 +257,14 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
     for (int a = 0; a < p->grid_rank; a++)
         run.steps = run.steps > INT64_MAX / p->grid[a] ? INT64_MAX : run.steps * p->grid[a];
     int64_t host, counted;
-    plan_ops(c, p, ins, outs, ops, &host, &counted);
+    int all_two;
+    plan_ops(c, p, ins, outs, ops, &host, &counted, &all_two);
     run.written.cap = kern_emit_revisit_cap(run.steps, p->n_out);
     /* the P5 table is host memory only: it takes no VMEM (counted) */
     char *mem = kern_scoped_push(c, (size_t)host + (size_t)run.written.cap * sizeof *run.written.slot, counted,
-                                 "pltpu_emit_pipeline: its double buffers");
-    for (int i = 0; i < run.n; i++) {
-        ops[i].buf = mem;
-        mem += 2 * ops[i].slot_bytes;
-        if (ops[i].out) /* an output block starts as garbage (P4): poison, V1 */
-            poison_slot(c, &ops[i], 0), poison_slot(c, &ops[i], 1);
-    }
-    for (int i = 0; i < run.n; i++) {
-        ops[i].sems = (int64_t *)mem;
-        mem += 2 * KERN_SEM_STRIDE * 4;
-    }
-    run.written.slot = (kern_emit_written *)mem; /* 8-byte aligned: slots are multiples of 64, semaphores of 16 */
+                                 all_two ? "pltpu_emit_pipeline: its double buffers"
+                                         : "pltpu_emit_pipeline: its Buffered(n) buffers");
+    run.written.slot = (kern_emit_written *)carve(c, ops, run.n, mem);
     int64_t idx[PL_MAX_GRID] = {0}, nidx[PL_MAX_GRID] = {0};
     for (int64_t s = 0; s < run.steps; s++) {
         memcpy(nidx, idx, sizeof idx); /* the next point, row-major (G1) */
@@ -219,9 +275,7 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
         step(c, &run, s, idx, nidx);
         memcpy(idx, nidx, sizeof idx);
     }
-    for (int i = 0; i < run.n; i++) {
-        finish(c, &ops[i], 0);
-        finish(c, &ops[i], 1);
-    }
+    for (int i = 0; i < run.n; i++)
+        for (int k = 0; k < ops[i].nbuf; k++) finish(c, &ops[i], k);
     kern_scoped_pop(c, "pltpu_emit_pipeline");
 }

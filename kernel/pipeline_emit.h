@@ -7,8 +7,12 @@
 #include "scoped.h"
 
 enum { KERN_EMIT_MAX_OPS = PL_MAX_OPERANDS }; /* inputs plus outputs */
+/* pl_block_spec.buffers: 0 is the default 2; Pallas sizes no limit, 8 slots
+ * already hide any copy latency the chip table holds (P6). */
+enum { KERN_EMIT_MAX_BUFFERS = 8 };
 
-/* One operand: its HBM ref, spec, two VMEM slots and their copies. */
+/* One operand: its HBM ref, spec, its Buffered(n) VMEM slots, used as a ring,
+ * and their copies. */
 typedef struct kern_emit_op {
     pl_ref hbm;
     const pl_block_spec *spec;
@@ -17,23 +21,31 @@ typedef struct kern_emit_op {
     int64_t block[PL_MAX_RANK];     /* elements per dimension: the spec's, 1 where squeezed (B4) */
     uint8_t squeezed[PL_MAX_RANK];  /* dropped from the body's ref; its index is an element index (B4) */
     int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6) */
-    char *buf;                      /* two slots of block bytes */
+    int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6) */
+    char *buf;                      /* nbuf slots of block bytes */
     int64_t *sems;                  /* one DMA semaphore per slot, KERN_SEM_STRIDE cells each */
+    pltpu_copy *cp;                 /* one copy per slot (in the scoped allocation: 16 x 8 would crowd the stack) */
     int64_t slot_bytes;
     int cur;                        /* the slot holding the current block */
-    int pending[2];                 /* a copy into (inputs) or out of (outputs) the slot is in flight */
-    pltpu_copy cp[2];
+    int pending[KERN_EMIT_MAX_BUFFERS]; /* a copy into (inputs) or out of (outputs) the slot is in flight */
     int64_t now[PL_MAX_RANK], next[PL_MAX_RANK], prev_block[PL_MAX_RANK];
+    /* inputs: blocks started into the slots after cur (ring order), the last inner step looked at for them
+     * and the block started last (or the current one) */
+    int ahead;
+    int64_t fetch_step, fetch_blk[PL_MAX_RANK];
 } kern_emit_op;
 
 /* The pipeline's own arguments: grid, operand counts, body (G2, K3). */
 void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
                               pltpu_pipeline_body body);
 /* One operand's spec against its ref, as pallas_call checks a BlockSpec
- * (B1, B2, B4, T1, T2, T8, P5); fills o's block, squeezed and nblocks. */
+ * (B1, B2, B4, T1, T2, T8, P5) and its buffer count (P6); fills o's block,
+ * squeezed, nblocks and nbuf. */
 void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o);
 /* The block o selects at inner grid point idx into bi, checked in range (B2, B4, B6). */
 void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, int64_t *bi);
+/* The inner grid point of step s, row-major (G1). */
+void kern_emit_point(const pltpu_pipeline *p, int64_t s, int64_t *idx);
 
 /* P5: the output blocks written back so far, and after which inner step.
  * The table lives in the pipeline's scoped allocation (freed after a fault

@@ -141,6 +141,12 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
                    "PL_REVISIT_IMMEDIATE (0, the default): it never fetches a written-back block back, so "
                    "RevisitMode.ANY has no meaning here; visit each output block in consecutive inner grid points "
                    "(rules P5, K3)", o->name, (int)s->revisit, s->revisit == PL_REVISIT_ANY ? " (PL_REVISIT_ANY)" : "");
+    /* Pallas's emit_pipeline takes any pl.Buffered(n); past 8 slots no chip's copy latency is left to hide */
+    if (s->buffers < 0 || s->buffers > KERN_EMIT_MAX_BUFFERS)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s: buffers = %d (pipeline_mode=Buffered(%d)); "
+                   "emit_pipeline takes 1 to %d buffers, or 0 for the default 2 (rules P6, K3)", o->name,
+                   s->buffers, s->buffers, (int)KERN_EMIT_MAX_BUFFERS);
+    o->nbuf = s->buffers ? s->buffers : 2;
     check_dims(c, p, o);
     check_t1_t2(c, o);
     check_t8(c, o);
@@ -203,7 +209,7 @@ static kern_emit_written *find(const kern_emit_revisits *t, const int64_t *block
     }
 }
 
-static void point_of_step(const pltpu_pipeline *p, int64_t s, int64_t *idx)
+void kern_emit_point(const pltpu_pipeline *p, int64_t s, int64_t *idx)
 {
     for (int a = p->grid_rank - 1; a >= 0; a--) {
         idx[a] = s % p->grid[a];
@@ -219,8 +225,8 @@ void kern_emit_revisit_check(pl_ctx *c, const kern_emit_revisits *t, const pltpu
     if (!w->used) return;
     int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
     char a[128], b[128], blk[128];
-    point_of_step(p, w->step, then);
-    point_of_step(p, s, now);
+    kern_emit_point(p, w->step, then);
+    kern_emit_point(p, s, now);
     kern_format_point(then, p->grid_rank, a, sizeof a);
     kern_format_point(now, p->grid_rank, b, sizeof b);
     kern_format_point(o->now, o->hbm.rank, blk, sizeof blk);
