@@ -125,20 +125,24 @@ Test(emit_buffered, K3_P6_a_revisited_input_block_is_fetched_again_exactly_for_1
 enum { STEPS = 33, LB = 8, LC = 128 };
 #define LAT_S 50e-6
 
-static void latency_run(int n, int lat, pl_report *rep)
+static void latency_run_out(int n, int lat, int moving_out, pl_report *rep)
 {
     pl_chip chip = *pl_chip_find("v5e");
     if (lat) chip.dma_latency_s = LAT_S;
     pl_options opt = {.chip_spec = &chip, .cost_only = 1};
-    pl_array a = PL_ARRAY(NULL, PL_F32, STEPS * LB, LC), o = PL_ARRAY(NULL, PL_F32, LB, LC);
+    pl_array a = PL_ARRAY(NULL, PL_F32, STEPS * LB, LC), o = PL_ARRAY(NULL, PL_F32, moving_out ? STEPS * LB : LB, LC);
     buf_case k = {.pipe = {.grid_rank = 1, .grid = {STEPS}, .n_in = 1, .n_out = 1,
                            .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), LB, LC)},
                            .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), LB, LC)}},
                   .body = copy_body};
+    if (moving_out) k.pipe.out[0] = PL_BLOCK(PL_MAP(0, PL_ZERO), LB, LC); /* one write-back per step */
     set_buffers(&k, n);
     th_expect_ok(run(&k, &a, &o, &opt, rep), rep);
-    cr_assert_eq(rep->dma_copies, STEPS + 1, "Buffered(%d): copies %lld", n, (long long)rep->dma_copies);
+    int64_t want = moving_out ? 2 * STEPS : STEPS + 1;
+    cr_assert_eq(rep->dma_copies, want, "Buffered(%d): copies %lld", n, (long long)rep->dma_copies);
 }
+
+static void latency_run(int n, int lat, pl_report *rep) { latency_run_out(n, lat, 0, rep); }
 
 Test(emit_buffered, K3_P6_more_buffers_hide_more_copy_latency_but_never_more_than_n_minus_1_ahead)
 {
@@ -165,12 +169,12 @@ Test(emit_buffered, K3_P6_more_buffers_hide_more_copy_latency_but_never_more_tha
 
 Test(emit_buffered, K3_P6_one_buffer_overlaps_nothing_its_time_is_the_sum_of_its_parts)
 {
-    for (int lat = 0; lat <= 1; lat++) {
+    for (int lat = 0; lat < 4; lat++) { /* the chip's latency or 50 us; one output block or one per step */
         pl_report one, two;
-        latency_run(1, lat, &one);
-        latency_run(2, lat, &two);
+        latency_run_out(1, lat & 1, lat >> 1, &one);
+        latency_run_out(2, lat & 1, lat >> 1, &two);
         const pl_chip *v5e = pl_chip_find("v5e");
-        double l = lat ? LAT_S : v5e->dma_latency_s;
+        double l = lat & 1 ? LAT_S : v5e->dma_latency_s;
         double serial = (double)one.dma_copies * l + (double)one.dma_bytes / v5e->hbm_bw;
         cr_assert(fabs(one.dma_exposed_s - serial) <= 1e-6 * serial,
                   "Buffered(1): every copy is waited whole: exposed %g us, copies in series %g us",
