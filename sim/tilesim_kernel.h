@@ -118,13 +118,15 @@ typedef struct pltpu_pipeline {
 
 /* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):
  * walk p's grid in order, each block of ins and outs (refs the kernel holds,
- * usually HBM) double-buffered in run_scoped VMEM with manual copies: an
- * input block is copied in when it changes (the next one while the body
- * runs), an output block written back when it changes and after the last
- * step. Blocks are checked as a BlockSpec is (B1-B4, T1, T2, T8, P5); an
- * edge block may hang over its ref (B6: only its part inside is copied, the
- * rest reads as poison); the buffers count against the VMEM limit (M4);
- * every step costs a grid step's overhead (P9) on the scalar unit. */
+ * usually HBM) buffered in run_scoped VMEM with manual copies: an input
+ * block is copied in when it changes (the next one while the body runs), an
+ * output block written back when it changes and after the last step. A
+ * spec's .buffers is pipeline_mode=pl.Buffered(n): 0 the default 2, 1 no
+ * overlap, 3 to 8 copies up to n - 1 changed blocks ahead (use_lookahead).
+ * Blocks are checked as a BlockSpec is (B1-B4, T1, T2, T8, P5); an edge
+ * block may hang over its ref (B6: only its part inside is copied, the rest
+ * reads as poison); the buffers count against the VMEM limit (M4); every
+ * step costs a grid step's overhead (P9), reported as step overhead. */
 void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
                          pltpu_pipeline_body body, void *user);
 
