@@ -182,6 +182,20 @@ typedef struct kern_target {
  * 8, else the smallest power of two >= rows and >= 32 / bits. */
 int kern_tile_rows(const kern_target *t, int bits, int64_t rows);
 
+/* A block as messages print it, "(squeezed, 64, 128)"; with its
+ * second-last size replaced by rows when rows >= 0. */
+void kern_format_block(const int64_t *block, const uint8_t *squeezed, int rank, int64_t rows, char *buf,
+                       size_t n);
+
+/* The compiler's tiling check (T8, XLA E2002) on a block of rank >= 2 whose
+ * array's second-last dimension lies in (tile, 128) tiles: 0 when the block
+ * passes; else 1 with msg saying why and the nearest legal shapes, for the
+ * caller to prefix with the operand's name. One text for pallas_call's
+ * BlockSpecs (sim/blockspec.c) and emit_pipeline's (K3). blk and shp are the
+ * block and array as the caller prints them. */
+int kern_check_t8(const char *chip, pl_dtype dtype, int rank, const int64_t *block, const uint8_t *squeezed,
+                  const int64_t *shape, int64_t tile, const char *blk, const char *shp, char *msg, size_t n);
+
 struct pl_ctx {
     /* the running grid point */
     int grid_rank;

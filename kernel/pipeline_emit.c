@@ -184,8 +184,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     }
     /* the loop's own work, a grid step's overhead (P9), while the copies just started fly, as the outer
      * pipeline issues its copies before its step overhead */
-    kern_op over = {.kind = KERN_OP_OVERHEAD, .elems = 1, .name = "pltpu_emit_pipeline"};
-    if (over.elems > 0) kern_record(c, &over);
+    kern_record(c, &(kern_op){.kind = KERN_OP_OVERHEAD, .elems = 1, .name = "pltpu_emit_pipeline"});
     /* inputs: the current block has landed (a skipped copy waits nothing, P2); outputs: the write-back
      * that last used this slot, nbuf blocks ago, has landed (P8; none when the block stays) */
     for (int i = 0; i < n; i++) finish(c, &run->ops[i], run->ops[i].cur);

@@ -31,21 +31,6 @@ void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *
 
 /* ---- the block's shape --------------------------------------------------------- */
 
-/* The block as pallas_call's messages print it: "(squeezed, 64, 128)"; with
- * the second-last size replaced by rows when rows >= 0. */
-static void format_block(const kern_emit_op *o, int64_t rows, char *buf, size_t n)
-{
-    int r = o->hbm.rank;
-    size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < r && at < n; d++) {
-        const char *sep = d ? ", " : "";
-        if (o->squeezed[d]) at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
-        else at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep,
-                                    (long long)(d == r - 2 && rows >= 0 ? rows : o->block[d]));
-    }
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
 static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /* T1 on a block of rank 2 or more (a squeezed dimension counts as 1), T2 on a rank-1 one. */
@@ -68,35 +53,20 @@ static void check_t1_t2(pl_ctx *c, const kern_emit_op *o)
                    (long long)lane, (long long)r->shape[n - 2], (long long)r->shape[n - 1]);
 }
 
-/* T8, as pallas_call applies it (sim/blockspec.c, check_memory_tiling): the
- * ref lives in (rows, 128) tiles from the chip's table for its dtype
- * (kern_tile_rows, what pl_chip_tile_rows reads), and Mosaic copies whole
- * tiles, so a second-last block size that is neither a multiple of the rows
- * nor the whole dimension is PL_ETILING, with the words pallas_call uses.
- * Without a chip there is no table, and no check (as T9, T10). */
+/* T8 by the check pallas_call's BlockSpecs get (kern_check_t8): the ref
+ * lives in (rows, 128) tiles from the chip's table for its dtype. Without a
+ * chip there is no table, and no check (as T9, T10). */
 static void check_t8(pl_ctx *c, const kern_emit_op *o)
 {
     const pl_ref *r = &o->hbm;
     int n = r->rank;
     if (!c->target.chip || n < 2 || o->squeezed[n - 2]) return;
-    int64_t b = o->block[n - 2], rows = r->shape[n - 2];
-    int64_t tile = kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), rows);
-    if (b == rows || b % tile == 0) return;
-    int64_t down = b / tile * tile, up = down + tile < rows ? down + tile : rows;
-    char blk[128], shp[128], lo[128] = "", hi[128];
-    format_block(o, -1, blk, sizeof blk);
+    char blk[128], shp[128], msg[PL_MSG_MAX];
+    kern_format_block(o->block, o->squeezed, n, -1, blk, sizeof blk);
     kern_format_point(r->shape, n, shp, sizeof shp);
-    if (down > 0) format_block(o, down, lo, sizeof lo);
-    format_block(o, up, hi, sizeof hi);
-    const char *dt = pl_dtype_name(r->dtype);
-    kern_fault(c, PL_ETILING,
-               "pltpu_emit_pipeline: %s: block %s of %s array %s passes the BlockSpec check (T1) but not the "
-               "compiler's tiling check (XLA E2002, rule T8): on %s a %s array with %lld rows is laid out in (%lld, "
-               "128) tiles, and the block's second-last dimension %lld is neither a multiple of %lld nor the whole "
-               "dimension %lld, so Mosaic rejects it (CompileTimeMosaicMisalignedBlockAndTiling). Nearest legal "
-               "block shapes: %s%s%s (rules T8, K3)",
-               o->name, blk, dt, shp, c->target.chip, dt, (long long)rows, (long long)tile, (long long)b,
-               (long long)tile, (long long)rows, lo, *lo ? " or " : "", hi);
+    if (kern_check_t8(c->target.chip, r->dtype, n, o->block, o->squeezed, r->shape,
+                      kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), r->shape[n - 2]), blk, shp, msg, sizeof msg))
+        kern_fault(c, PL_ETILING, "pltpu_emit_pipeline: %s: %s (rules T8, K3)", o->name, msg);
 }
 
 /* B1, B4, B5, B6: each dimension's size, squeezed or not, and its index range. */

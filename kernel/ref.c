@@ -77,6 +77,39 @@ int kern_tile_rows(const kern_target *t, int bits, int64_t rows)
     return tile;
 }
 
+void kern_format_block(const int64_t *block, const uint8_t *squeezed, int rank, int64_t rows, char *buf,
+                       size_t n)
+{
+    size_t at = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < rank && at < n; d++) {
+        const char *sep = d ? ", " : "";
+        if (squeezed[d]) at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
+        else at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep,
+                                    (long long)(d == rank - 2 && rows >= 0 ? rows : block[d]));
+    }
+    if (at < n) snprintf(buf + at, n - at, ")");
+}
+
+int kern_check_t8(const char *chip, pl_dtype dtype, int rank, const int64_t *block, const uint8_t *squeezed,
+                  const int64_t *shape, int64_t tile, const char *blk, const char *shp, char *msg, size_t n)
+{
+    int64_t b = block[rank - 2], rows = shape[rank - 2];
+    if (b == rows || b % tile == 0) return 0;
+    int64_t down = b / tile * tile, up = down + tile < rows ? down + tile : rows;
+    char lo[128] = "", hi[128];
+    if (down > 0) kern_format_block(block, squeezed, rank, down, lo, sizeof lo);
+    kern_format_block(block, squeezed, rank, up, hi, sizeof hi);
+    const char *dt = pl_dtype_name(dtype);
+    snprintf(msg, n,
+             "block %s of %s array %s passes the BlockSpec check (T1) but not the compiler's tiling check (XLA "
+             "E2002, rule T8): on %s a %s array with %lld rows is laid out in (%lld, 128) tiles, and the block's "
+             "second-last dimension %lld is neither a multiple of %lld nor the whole dimension %lld, so Mosaic "
+             "rejects it (CompileTimeMosaicMisalignedBlockAndTiling). Nearest legal block shapes: %s%s%s",
+             blk, dt, shp, chip, dt, (long long)rows, (long long)tile, (long long)b, (long long)tile,
+             (long long)rows, lo, *lo ? " or " : "", hi);
+    return 1;
+}
+
 /* How many times this step has sliced (site, arg, dim) before; -1 when the
  * table is full. */
 static int ds_occurrence(pl_ctx *c, uintptr_t site, int arg, int dim)

@@ -37,19 +37,6 @@ static void format_block(const pl_block_spec *s, char *buf, size_t n)
 
 static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/* The block with its second-last size replaced by rows, for a message. */
-static void near_shape(const sim_operand *op, int64_t rows, char *buf, size_t n)
-{
-    int r = op->arr->rank;
-    size_t at = (size_t)snprintf(buf, n, "(");
-    for (int d = 0; d < r && at < n; d++) {
-        const char *sep = d ? ", " : "";
-        if (op->squeezed[d]) at += (size_t)snprintf(buf + at, n - at, "%ssqueezed", sep);
-        else at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep, (long long)(d == r - 2 ? rows : op->block[d]));
-    }
-    if (at < n) snprintf(buf + at, n - at, ")");
-}
-
 /* T8, the compiler's layer after T1: the array lives in HBM in (rows, 128)
  * tiles that depend on its dtype and the chip (pl_chip_tile_rows), and
  * Mosaic copies a block only as whole tiles; a second-last block size that
@@ -62,22 +49,11 @@ static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, cons
     const pl_array *a = op->arr;
     int r = a->rank;
     if (op->space != PL_VMEM || op->element[r - 2] || op->squeezed[r - 2]) return PL_OK;
-    int64_t b = op->block[r - 2], rows = a->shape[r - 2];
-    int64_t tile = pl_chip_tile_rows(plan->chip, a->dtype, rows);
-    if (b == rows || b % tile == 0) return PL_OK;
-    int64_t down = b / tile * tile, up = down + tile < rows ? down + tile : rows;
-    char lo[128] = "", hi[128];
-    if (down > 0) near_shape(op, down, lo, sizeof lo);
-    near_shape(op, up, hi, sizeof hi);
-    return sim_fail(rep, PL_ETILING,
-                    "%s: block %s of %s array %s passes the BlockSpec check (T1) but not the compiler's tiling "
-                    "check (XLA E2002, rule T8): on %s a %s array with %lld rows is laid out in (%lld, 128) tiles, "
-                    "and the block's second-last dimension %lld is neither a multiple of %lld nor the whole "
-                    "dimension %lld, so Mosaic rejects it (CompileTimeMosaicMisalignedBlockAndTiling). Nearest "
-                    "legal block shapes: %s%s%s",
-                    op->rep->name, blk, pl_dtype_name(a->dtype), shp, plan->chip->name, pl_dtype_name(a->dtype),
-                    (long long)rows, (long long)tile, (long long)b, (long long)tile, (long long)rows, lo,
-                    *lo ? " or " : "", hi);
+    char msg[PL_MSG_MAX];
+    if (!kern_check_t8(plan->chip->name, a->dtype, r, op->block, op->squeezed, a->shape,
+                       pl_chip_tile_rows(plan->chip, a->dtype, a->shape[r - 2]), blk, shp, msg, sizeof msg))
+        return PL_OK;
+    return sim_fail(rep, PL_ETILING, "%s: %s", op->rep->name, msg);
 }
 
 /* T1 / T2: the (8,128) rule on a VMEM (or partial SMEM) block; blk and shp
