@@ -225,6 +225,19 @@ static void finish(sim_exec *x, pl_report *report)
     if (report) *report = x->rep;
 }
 
+int sim_exec_refuse(pl_report *report, const char *call_name, const pl_chip *chip, int code, const char *msg)
+{
+    snprintf(last_error, sizeof last_error, "%s", msg);
+    if (report) {
+        memset(report, 0, sizeof *report);
+        snprintf(report->call_name, sizeof report->call_name, "%s", call_name);
+        snprintf(report->error, sizeof report->error, "%s", msg);
+        report->chip = chip;
+        report->status = code;
+    }
+    return code;
+}
+
 int pl_validate(const pl_call *call, const pl_array *args, const pl_array *outs, const pl_options *opt,
                 pl_report *report)
 {

@@ -75,6 +75,10 @@ void sim_exec_finish_mesh(sim_exec **xs, int n, const struct pl_mesh *mesh, sim_
 struct pl_mesh_report;
 void sim_mesh_report(struct pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_link_stats *st);
 void sim_exec_delete(sim_exec *x, pl_report *report);
+/* A call refused before it becomes a pallas_call (pl_kernel's mesh, K5):
+ * report (if any) and pl_last_error() say msg, as a failed call's do.
+ * Returns code. */
+int sim_exec_refuse(pl_report *report, const char *call_name, const pl_chip *chip, int code, const char *msg);
 
 /* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),
  * the first size % cores chunks one index longer (exec.c). */

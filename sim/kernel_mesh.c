@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "../kernel/scoped.h"
-#include "exec.h" /* a refusal goes through sim_exec_delete, which sets pl_last_error() as pallas_call does */
+#include "exec.h" /* sim_exec_refuse: a refusal sets pl_last_error() as pallas_call does */
 #include "tilesim_kernel.h"
 
 /* The chip the options name, or NULL when unknown (pallas_call reports it). */
@@ -37,22 +37,15 @@ static int mesh_cores(const pl_options *opt)
 }
 
 /* Fail the way pallas_call fails: report and pl_last_error() hold the
- * message. chip (the options' one) goes into the report. */
+ * message; chip (the options' one) goes into the report. */
 static int refuse(const char *name, const pl_chip *chip, pl_report *report, int code, const char *fmt, ...)
 {
-    pl_call none = {.name = name}; /* fails its validation at once: no kernel */
-    sim_exec *x = sim_exec_new(&none, NULL, NULL, NULL, NULL);
-    if (!x) return PL_ENOMEM;
-    memset(&x->rep, 0, sizeof x->rep);
-    snprintf(x->rep.call_name, sizeof x->rep.call_name, "%s", name);
-    x->rep.chip = chip;
+    char msg[PL_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->rep.error, sizeof x->rep.error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    x->rep.status = code;
-    sim_exec_delete(x, report);
-    return code;
+    return sim_exec_refuse(report, name, chip, code, msg);
 }
 
 /* "v5p, v6e, v7x": the presets that have SparseCores. */

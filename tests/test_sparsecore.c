@@ -172,6 +172,8 @@ static void expect_refused(const char *chip)
     pl_report rep;
     int rc = pl_kernel(&k, NULL, &out, &opt, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, chip, "no SparseCores", "v5p, v6e, v7x", "K5");
+    cr_assert_str_eq(pl_last_error(), rep.error, "pl_last_error() says what the report says");
+    cr_assert_str_eq(rep.call_name, "sc");
     for (int i = 0; i < 8 * COLS; i++) cr_assert_eq(o[i], 0.0f, "the output was written");
     free(o);
 }
