@@ -57,6 +57,9 @@ PUB_HDR   := kernel/pallas.h kernel/pltpu.h sim/tilesim.h sim/tilesim_check.h si
 # kernel plugins (sim/kdef.h): examples/plugin/NAME.c -> BUILD/examples/plugin/NAME.so
 PLUGIN_SRC := $(wildcard examples/plugin/*.c)
 PLUGINS   := $(PLUGIN_SRC:%.c=$(BUILD)/%.so)
+# plugins that misbehave on purpose, for the suite (tests/plugins/NAME.c -> BUILD/tests/plugins/NAME.so)
+TPLUGIN_SRC := $(wildcard tests/plugins/*.c)
+PLUGINS   += $(TPLUGIN_SRC:%.c=$(BUILD)/%.so)
 # Programs that load plugins export the library to them: every symbol of
 # libtilesim.a (a plugin may call one the program never does) in the
 # dynamic symbol table.
@@ -118,6 +121,10 @@ $(BUILD)/examples/plugin/%.so: examples/plugin/%.c sim/kdef.h sim/tilesim.h kern
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -I. $(EXTRA_CFLAGS) $< -o $@
 
+$(BUILD)/tests/plugins/%.so: tests/plugins/%.c sim/kdef.h sim/tilesim.h kernel/pallas.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -I. $(EXTRA_CFLAGS) $< -o $@
+
 # linked by the C++ driver: a test is C++ (its runtime, and the sanitizers' C++ parts)
 $(TESTS): $(TEST_OBJ) $(KERNELS) $(LIB)
 	$(CXX) $(filter-out -std=%,$(CFLAGS)) $(TEST_OBJ) $(KERNELS) $(WHOLE_LIB) $(LDFLAGS) $(PKG_LIBS) $(TEST_LIBS) -o $@
@@ -158,7 +165,8 @@ SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=al
 # directory (tests/test_cli.c), so those are built with the sanitizers too.
 check-asan: deps
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(SAN)" EXTRA_LDFLAGS="$(SAN)" \
-	  build/asan/tests/tilesim_tests build/asan/tilesim $(EX_SRC:%.c=build/asan/%) $(PLUGIN_SRC:%.c=build/asan/%.so)
+	  build/asan/tests/tilesim_tests build/asan/tilesim $(EX_SRC:%.c=build/asan/%) \
+	  $(PLUGIN_SRC:%.c=build/asan/%.so) $(TPLUGIN_SRC:%.c=build/asan/%.so)
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OPENBLAS_NUM_THREADS=1 \
 	  timeout -k 10 $(SUITE_TIMEOUT) build/asan/tests/tilesim_tests -j2 --timeout 300
 	OPENBLAS_NUM_THREADS=1 build/asan/examples/matmul 300 200 260 128 128 128 f32 >/dev/null
@@ -170,7 +178,7 @@ check-asan: deps
 check-clang: deps fuzz-deps
 	$(MAKE) BUILD=build/clang CC=clang CXX=clang++ CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" EXTRA_CFLAGS="$(SAN)" \
 	  EXTRA_LDFLAGS="$(SAN)" build/clang/tests/tilesim_tests build/clang/tilesim $(EX_SRC:%.c=build/clang/%) \
-	  $(PLUGIN_SRC:%.c=build/clang/%.so)
+	  $(PLUGIN_SRC:%.c=build/clang/%.so) $(TPLUGIN_SRC:%.c=build/clang/%.so)
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OPENBLAS_NUM_THREADS=1 \
 	  timeout -k 10 $(SUITE_TIMEOUT) build/clang/tests/tilesim_tests -j2 --timeout 300
 

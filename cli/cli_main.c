@@ -5,7 +5,11 @@
  * every rank: a sweep splits its configurations between the ranks
  * (sim/ranks.h), and rank 0 alone prints. Every rank must be given the same
  * command line (checked: a rank that differs stops all of them), and every
- * rank exits with the worst code any rank had. */
+ * rank exits with the worst code any rank had.
+ *
+ * Exit status (README "Exit status"): 0 success, 1 a wrong result or
+ * nothing to report, 2 a user error or a rejected call, 3 the kernel
+ * crashed (PL_EXIT_KERNEL_CRASHED). */
 #include "cli.h"
 
 #ifdef TILESIM_MPI
@@ -51,6 +55,7 @@ int main(int argc, char **argv)
         if (rank != 0) { /* rank 0 speaks for all */
             if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
         }
+        pl_guard_kernels("tilesim-mpi"); /* a plugin kernel's crash is reported, not silent */
         rc = tilesim_main(argc, argv);
     }
     int worst = rc;
@@ -59,5 +64,13 @@ int main(int argc, char **argv)
     return worst;
 }
 #else
-int main(int argc, char **argv) { return tilesim_main(argc, argv); }
+int main(int argc, char **argv)
+{
+    /* A plugin's kernel is the user's C code in this process: its crash,
+     * exit() or pthread_exit() is reported with the grid point and exits
+     * PL_EXIT_KERNEL_CRASHED (sim/tilesim.h). Here, not in tilesim_main:
+     * the fuzz harness calls that in-process and must see a crash as one. */
+    pl_guard_kernels("tilesim");
+    return tilesim_main(argc, argv);
+}
 #endif

@@ -305,7 +305,7 @@ static int explain_build(const pl_kernel_def *d, const int64_t *v, pl_kernel_bui
         if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
             rc = PL_ENOMEM;
     if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = d->inputs ? d->inputs(v, b, 0) : pl_kernel_fill_inputs(v, b, 0);
+        rc = sim_kdef_call_inputs(d, v, b, 0);
     if (rc != PL_OK && !msg[0]) snprintf(msg, n, "%s", pl_strerror(rc));
     return rc;
 }

@@ -151,7 +151,7 @@ static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
         if (rc) snprintf(msg, sizeof msg, "out of host memory for the kernel's arrays");
     }
     if (rc == PL_OK) {
-        rc = d->inputs ? d->inputs(v, &s->b, opt->seed) : pl_kernel_fill_inputs(v, &s->b, opt->seed);
+        rc = sim_kdef_call_inputs(d, v, &s->b, opt->seed);
         if (rc) snprintf(msg, sizeof msg, "kernel '%s': its inputs function failed: %s", d->name, pl_strerror(rc));
     }
     if (rc != PL_OK) {
@@ -159,7 +159,7 @@ static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
         return s->rep.status = rc < 0 ? rc : PL_EINVAL;
     }
     if ((rc = pl_pallas_call(&s->b.call, s->b.args, s->b.outs, opt, &s->rep)) != PL_OK) return rc;
-    if ((rc = d->reference(v, &s->b, s->want)) != PL_OK) {
+    if ((rc = sim_kdef_call_reference(d, v, &s->b, s->want)) != PL_OK) {
         snprintf(s->rep.error, sizeof s->rep.error, "kernel '%s': its reference failed: %s", d->name, pl_strerror(rc));
         return s->rep.status = rc < 0 ? rc : PL_EINVAL;
     }

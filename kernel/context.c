@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "guard.h"
 
 /* ---- faults ----------------------------------------------------------------- */
 
@@ -79,6 +80,7 @@ static void append_op(pl_ctx *c, const kern_op *op)
         c->cap_ops = cap;
     }
     c->ops[c->n_ops++] = *op;
+    c->last_op = op->name;
 }
 
 void kern_flush_scalar(pl_ctx *c)
@@ -173,11 +175,14 @@ int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs)
 {
     jmp_buf jb;
     c->fault = &jb;
+    pl_ctx *prev = kern_guard_enter(c); /* a crash inside the kernel names it (kernel/guard.h) */
     if (setjmp(jb)) {
+        kern_guard_leave(prev);
         c->fault = NULL;
         return c->fault_code;
     }
     kernel(c, refs);
+    kern_guard_leave(prev);
     kern_flush_scalar(c); /* element accesses after the last block op */
     c->fault = NULL;
     return PL_OK;

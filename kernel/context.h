@@ -242,6 +242,7 @@ struct pl_ctx {
      * access cheap; kern_record and kern_flush_scalar turn it into one
      * KERN_OP_SCALAR op, so it stays in order with DMA starts and waits */
     int64_t scalar_ops;
+    const char *last_op;        /* the name of the last op logged, for a crash report (kernel/guard.c) */
 
     /* host scratch for conversions, reused across steps (owned by executor) */
     float *tmp;

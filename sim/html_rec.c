@@ -281,7 +281,7 @@ int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *
         if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
             rc = PL_ENOMEM;
     if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = d->inputs ? d->inputs(v, b, opt->seed) : pl_kernel_fill_inputs(v, b, opt->seed);
+        rc = sim_kdef_call_inputs(d, v, b, opt->seed);
     pl_options vopt = *opt;
     vopt.cost_only = 1;
     if (rc == PL_OK && pl_validate(&b->call, b->args, b->outs, &vopt, &page->rep) != PL_OK)

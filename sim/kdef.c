@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kdef_internal.h"
+#include "../kernel/guard.h"
 
 static void say(char *msg, size_t n, const char *fmt, ...)
 {
@@ -156,7 +157,7 @@ int pl_kernel_fill_inputs(const int64_t *v, pl_kernel_build *b, uint64_t seed)
 int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed,
                     const unsigned char *owned)
 {
-    if (d->inputs) return d->inputs(v, b, seed);
+    if (d->inputs) return sim_kdef_call_inputs(d, v, b, seed);
     void *kept[PL_KDEF_MAX_ARGS];
     for (int a = 0; a < b->n_args; a++) {
         kept[a] = b->args[a].data;
@@ -164,6 +165,25 @@ int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b
     }
     int rc = pl_kernel_fill_inputs(v, b, seed);
     for (int a = 0; a < b->n_args; a++) b->args[a].data = kept[a];
+    return rc;
+}
+
+#define KDEF_ZONE "kernel definition"
+
+int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed)
+{
+    if (!d->inputs) return pl_kernel_fill_inputs(v, b, seed);
+    kern_guard_zone(KDEF_ZONE, d->name, "inputs callback");
+    int rc = d->inputs(v, b, seed);
+    kern_guard_zone(NULL, NULL, NULL);
+    return rc;
+}
+
+int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want)
+{
+    kern_guard_zone(KDEF_ZONE, d->name, "reference callback");
+    int rc = d->reference(v, b, want);
+    kern_guard_zone(NULL, NULL, NULL);
     return rc;
 }
 
@@ -186,8 +206,11 @@ int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
         return PL_EINVAL;
     }
     msg[0] = '\0';
+    kern_guard_zone(KDEF_ZONE, name, "check callback");
     int rc = d->check ? d->check(v, msg, n) : PL_OK;
+    kern_guard_zone(KDEF_ZONE, name, "build callback");
     if (rc == PL_OK) rc = d->build(v, b, msg, n);
+    kern_guard_zone(NULL, NULL, NULL);
     if (rc > 0) rc = PL_EINVAL; /* a callback returning 1 for "no" still fails */
     if (rc == PL_OK && (b->n_args < 0 || b->n_args > PL_KDEF_MAX_ARGS || b->n_outs < 0 ||
                         b->n_outs > PL_MAX_OPERANDS)) {

@@ -15,4 +15,11 @@ int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
 int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed,
                     const unsigned char *owned);
 
+/* The definition's own callbacks, each run as a zone of kernel/guard.h, so
+ * that a crash inside one names the definition and the callback:
+ * d->inputs (or pl_kernel_fill_inputs over every array without data's
+ * owner check, as the tools that call it want) and d->reference. */
+int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed);
+int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want);
+
 #endif

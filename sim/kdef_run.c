@@ -91,7 +91,7 @@ static int verify(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, 
         if (!want[o].data) rc = fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
     }
     if (rc == PL_OK) {
-        int r = d->reference(v, b, want);
+        int r = sim_kdef_call_reference(d, v, b, want);
         if (r != PL_OK) {
             char m[256];
             snprintf(m, sizeof m, "kernel '%s': its reference failed: %s", d->name ? d->name : "?", pl_strerror(r));

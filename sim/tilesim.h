@@ -763,6 +763,23 @@ const char *pl_format_bytes(double bytes, char *buf, size_t n);
 /* 2.1e-6 -> "2.10 us": how reports print times; as pl_format_bytes. */
 const char *pl_format_time(double seconds, char *buf, size_t n);
 
+/* Crash reports (kernel/guard.c). A kernel is your C code running in the
+ * program's process: when it segfaults, calls abort(), exit() or
+ * pthread_exit(), the process cannot go on. After pl_guard_kernels, such
+ * an end inside a kernel (or inside a kernel definition's build, inputs or
+ * reference callback, sim/kdef.h) prints on stderr the signal or call, the
+ * kernel, its grid point, step, core (and device on a mesh) and the last
+ * pl_ op it called, and ends the process with PL_EXIT_KERNEL_CRASHED.
+ * Crashes outside the user's code keep their usual signal. Opt-in, once per
+ * process (the tilesim command calls it; later calls do nothing): it
+ * installs handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS
+ * and SIGTRAP (on an alternate stack per thread that runs a kernel) and an
+ * on_exit handler. prog prefixes the message ("tilesim"). Returns 0, or -1
+ * when a handler could not be installed. */
+#define PL_EXIT_KERNEL_CRASHED 3
+/* Install the crash reports above; see there. 0, or -1 when a handler could not be installed. */
+int pl_guard_kernels(const char *prog);
+
 /* Host memory (host.c). A real run keeps its arrays and the simulated VMEM
  * in host memory; Linux lets malloc succeed far beyond it and kills the
  * process later. pl_host_memory_check says whether `bytes` more can be had

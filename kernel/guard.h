@@ -1,0 +1,41 @@
+/* kernel/guard.h: which user code is running on this thread, so that a
+ * crash inside it can be reported (pl_guard_kernels in sim/tilesim.h).
+ *
+ * A kernel is the user's C code running in tilesim's process; when it
+ * segfaults, calls abort(), exit() or pthread_exit(), the process cannot
+ * go on, but the user still needs to know where. kern_run marks the
+ * kernel it runs (kern_guard_enter / kern_guard_leave), and the kernel-
+ * definition drivers mark the callbacks of a definition they call (build,
+ * inputs, reference, a plugin's tilesim_kernels): zones. Once a program has
+ * called pl_guard_kernels, a fatal signal, exit() or pthread_exit() inside
+ * a zone prints what was running (the signal, the kernel, its grid point
+ * and the last pl_ op it called) and ends the process with
+ * PL_EXIT_KERNEL_CRASHED. Outside a zone nothing changes: tilesim's own
+ * crashes keep their signal (and a sanitizer's report).
+ *
+ *     pl_ctx *prev = kern_guard_enter(c);
+ *     kernel(c, refs);
+ *     kern_guard_leave(prev);
+ *
+ * Marking costs a thread-local store; nothing is installed until
+ * pl_guard_kernels is called, so the library's behaviour is unchanged for
+ * programs that do not ask.
+ */
+#ifndef TILESIM_KERNEL_GUARD_H
+#define TILESIM_KERNEL_GUARD_H
+
+#include "pallas.h"
+
+/* Mark c's kernel as running on this thread; returns the kernel it
+ * replaces (NULL, or an outer one), for kern_guard_leave. */
+pl_ctx *kern_guard_enter(pl_ctx *c);
+void kern_guard_leave(pl_ctx *prev);
+
+/* Mark a callback of a kernel definition as running on this thread: kind
+ * and owner name whose it is ("kernel definition", "rmsnorm"; "plugin",
+ * "x.so"), what is the callback ("build callback", "tilesim_kernels
+ * function"). All are kept as pointers: string literals or strings that
+ * outlive the zone. kern_guard_zone(NULL, NULL, NULL) ends it. */
+void kern_guard_zone(const char *kind, const char *owner, const char *what);
+
+#endif

@@ -1,0 +1,201 @@
+/* tests/test_plugin_guard.c: a plugin must not take tilesim down without
+ * saying why (issue 21). The plugin tests/plugins/hostile.c misbehaves on
+ * purpose: its kernel segfaults, aborts, calls exit(7) or pthread_exit, or
+ * overflows its stack at grid point (at, 1); its callbacks do the same; its
+ * tilesim_kernels returns garbage (TILESIM_HOSTILE_LOADER).
+ *
+ * Every verb that runs a kernel must then say which signal or call, which
+ * kernel, which grid point and which pl_ op came last, and exit with
+ * PL_EXIT_KERNEL_CRASHED (3), never be killed by the signal, exit 7, exit
+ * 0 in silence or hang; and the loader must refuse what it cannot trust
+ * before any tool reads it (exit 2, naming the plugin and the field).
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "../sim/kdef.h"
+#include "run.h"
+
+static const char *hostile(void)
+{
+    static char path[PATH_MAX];
+    th_build_path("tests/plugins/hostile.so", path, sizeof path);
+    cr_assert(access(path, R_OK) == 0, "%s is missing: `make` builds tests/plugins/*.c", path);
+    return path;
+}
+
+/* The crash report's words, each checked, and the status. */
+static void expect_crash(th_run *r, const char *how, const char *where)
+{
+    cr_assert_eq(r->status, PL_EXIT_KERNEL_CRASHED, "status %d, stderr: %s", r->status, r->err);
+    cr_assert(strstr(r->err, how), "'%s' missing from: %s", how, r->err);
+    cr_assert(strstr(r->err, where), "'%s' missing from: %s", where, r->err);
+    cr_assert(strstr(r->err, "exit status 3"), "the code is not explained: %s", r->err);
+}
+
+static void expect_kernel_crash(th_run *r, const char *how)
+{
+    expect_crash(r, how, "kernel 'hostile'");
+    cr_assert(strstr(r->err, "at grid point (2, 1) of grid (4, 2)"), "no grid point: %s", r->err);
+    cr_assert(strstr(r->err, "the last tilesim op it called: pl_mul"), "no last op: %s", r->err);
+}
+
+Test(plugin_guard, a_correct_kernel_still_passes)
+{
+    th_run r = TH_RUN("run", hostile());
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "PASS"));
+    th_run_free(&r);
+}
+
+Test(plugin_guard, a_segfault_names_the_signal_kernel_grid_point_and_last_op)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=1");
+    expect_kernel_crash(&r, "crashed with SIGSEGV");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, abort_is_reported_as_sigabrt)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=2");
+    expect_kernel_crash(&r, "crashed with SIGABRT");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, exit_7_is_reported_and_exits_3_not_7)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=3");
+    expect_kernel_crash(&r, "called exit(7)");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, pthread_exit_is_reported_not_a_silent_exit_0)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=4");
+    expect_kernel_crash(&r, "called pthread_exit()");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, pthread_exit_on_a_megacore_host_thread_is_reported_not_a_wrong_result)
+{
+    /* v5p: two TensorCores, each walked on a host thread of its own; row 3
+     * of a (4, 2) PARALLEL grid is core 1's */
+    th_run r = TH_RUN("run", hostile(), "--chip", "v5p", "--host-threads", "2", "--set", "how=4", "--set", "at=3");
+    expect_crash(&r, "called pthread_exit()", "kernel 'hostile'");
+    cr_assert(strstr(r.err, "at grid point (3, 1)"), "%s", r.err);
+    cr_assert(strstr(r.err, "on core 1"), "%s", r.err);
+    cr_assert(!strstr(r.out, "FAIL"), "reported as a wrong result: %s", r.out);
+    th_run_free(&r);
+}
+
+Test(plugin_guard, a_stack_overflow_is_reported_on_the_alternate_stack)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=5");
+    expect_kernel_crash(&r, "crashed with SIGSEGV");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, every_verb_that_runs_the_kernel_reports_its_crash)
+{
+    const char *verbs[] = {"run", "verify", "sweep", "profile", "memory", "explain"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        /* a sweep tries br = 8, 16, 32: at=1 is a grid row in each */
+        th_run r = TH_RUN(verbs[i], hostile(), "--set", "how=1", "--set", "at=1");
+        cr_assert_eq(r.status, PL_EXIT_KERNEL_CRASHED, "%s: status %d, stderr: %s", verbs[i], r.status, r.err);
+        cr_assert(strstr(r.err, "kernel 'hostile' crashed with SIGSEGV"), "%s: %s", verbs[i], r.err);
+        cr_assert(strstr(r.err, "at grid point (1, 1)"), "%s: %s", verbs[i], r.err);
+        th_run_free(&r);
+    }
+}
+
+Test(plugin_guard, a_crash_in_a_definition_callback_names_the_callback)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=1", "--set", "where=1");
+    expect_crash(&r, "its build callback crashed with SIGSEGV", "kernel definition 'hostile'");
+    th_run_free(&r);
+    r = TH_RUN("verify", hostile(), "--set", "how=3", "--set", "where=2");
+    expect_crash(&r, "its reference callback called exit(7)", "kernel definition 'hostile'");
+    th_run_free(&r);
+}
+
+/* ---- the loader: nothing a plugin returns is used before it is checked ------- */
+
+static void expect_refused(const char *how, const char *words)
+{
+    setenv("TILESIM_HOSTILE_LOADER", how, 1);
+    th_run r = TH_RUN("list", hostile());
+    cr_assert_eq(r.status, 2, "%s: status %d, stderr: %s", how, r.status, r.err);
+    cr_assert(strstr(r.err, "hostile.so"), "%s: the plugin is not named: %s", how, r.err);
+    cr_assert(strstr(r.err, words), "%s: '%s' missing from: %s", how, words, r.err);
+    th_run_free(&r);
+    /* run and sweep load it the same way */
+    r = TH_RUN("sweep", hostile());
+    cr_assert_eq(r.status, 2, "%s (sweep): status %d, stderr: %s", how, r.status, r.err);
+    th_run_free(&r);
+}
+
+Test(plugin_guard, a_garbage_definitions_pointer_is_refused_not_read)
+{
+    expect_refused("garbage", "not readable memory");
+}
+
+Test(plugin_guard, candidates_null_with_a_count_is_refused_before_list_prints_them)
+{
+    expect_refused("null_candidates", "parameter 'br' has n_candidates = 3 but candidates is NULL");
+}
+
+Test(plugin_guard, a_negative_candidate_count_is_refused)
+{
+    expect_refused("negative_candidates", "n_candidates = -1");
+}
+
+Test(plugin_guard, a_name_without_a_nul_within_64_bytes_is_refused)
+{
+    expect_refused("long_name", "over 64 characters or not NUL-terminated");
+}
+
+Test(plugin_guard, an_unknown_parameter_kind_is_refused)
+{
+    expect_refused("bad_kind", "parameter 'how' has kind 7");
+}
+
+Test(plugin_guard, a_build_pointer_outside_any_loaded_object_is_refused)
+{
+    expect_refused("bad_build", "its build is not a function of a loaded object");
+}
+
+Test(plugin_guard, two_definitions_of_one_name_are_refused)
+{
+    expect_refused("duplicate", "the name is used twice");
+}
+
+Test(plugin_guard, a_huge_definition_count_is_refused)
+{
+    expect_refused("huge_count", "1073741824 definitions (at most 4096)");
+}
+
+Test(plugin_guard, a_null_definition_is_refused)
+{
+    expect_refused("null_def", "definition 0: it is NULL");
+}
+
+Test(plugin_guard, a_crash_inside_tilesim_kernels_names_the_plugin)
+{
+    setenv("TILESIM_HOSTILE_LOADER", "crash", 1);
+    th_run r = TH_RUN("list", hostile());
+    expect_crash(&r, "its tilesim_kernels function crashed with SIGSEGV", "plugin '");
+    th_run_free(&r);
+}
+
+/* The C API keeps its documented behaviour: the loader's refusals are
+ * PL_EINVAL with the message, in-process. */
+Test(plugin_guard, pl_plugin_load_refuses_garbage_in_process)
+{
+    setenv("TILESIM_HOSTILE_LOADER", "garbage", 1);
+    const pl_kernel_def *const *defs = NULL;
+    char msg[512];
+    cr_assert_eq(pl_plugin_load(hostile(), &defs, msg, sizeof msg), PL_EINVAL, "%s", msg);
+    cr_assert(strstr(msg, "not readable memory"), "%s", msg);
+    cr_assert_null(defs);
+}
