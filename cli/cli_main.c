@@ -5,12 +5,15 @@
  * every rank: a sweep splits its configurations between the ranks
  * (sim/ranks.h), and rank 0 alone prints. Every rank must be given the same
  * command line (checked: a rank that differs stops all of them), and every
- * rank exits with the worst code any rank had.
+ * rank exits with the worst code any rank had. A rank that stops answering
+ * (--rank-timeout SECONDS, default 60) ends the job (rank_watchdog.h).
  *
  * Exit status (README "Exit status"): 0 success, 1 a wrong result or
  * nothing to report, 2 a user error or a rejected call, 3 the kernel
- * crashed (PL_EXIT_KERNEL_CRASHED). */
+ * crashed (PL_EXIT_KERNEL_CRASHED), 4 a rank stopped answering
+ * (CLI_EXIT_RANK_TIMEOUT). */
 #include "cli.h"
+#include "rank_watchdog.h"
 
 #ifdef TILESIM_MPI
 #include <limits.h>
@@ -29,10 +32,10 @@ static uint64_t argv_hash(int argc, char **argv)
     return h;
 }
 
-/* The first rank whose command line differs from rank 0's, or -1. */
-static int differing_rank(int argc, char **argv, int rank)
+/* The first rank whose command line (its hash: mine) differs from rank 0's, or -1. */
+static int differing_rank(unsigned long long mine, int rank)
 {
-    unsigned long long mine = argv_hash(argc, argv), root = mine;
+    unsigned long long root = mine;
     MPI_Bcast(&root, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
     int bad = mine != root ? rank : INT_MAX, first;
     MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -42,15 +45,25 @@ static int differing_rank(int argc, char **argv, int rank)
 int main(int argc, char **argv)
 {
     int rank = 0, rc;
-    int provided = 0; /* a mesh run moves its messages on this thread while devices run on others */
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    /* a mesh run moves its messages on this thread while devices run on
+     * others (FUNNELED would do); the watchdog's thread needs MULTIPLE */
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int differs = differing_rank(argc, argv, rank);
+    unsigned long long hash = argv_hash(argc, argv); /* the whole command line, --rank-timeout too */
+    double timeout;
+    int bad_timeout = cli_rank_timeout_option(&argc, argv, &timeout, rank == 0);
+    if (provided >= MPI_THREAD_MULTIPLE) cli_watchdog_start(timeout);
+    else if (rank == 0)
+        fprintf(stderr, "tilesim-mpi: this MPI library gives no MPI_THREAD_MULTIPLE: no --rank-timeout watchdog\n");
+    int differs = differing_rank(hash, rank);
     if (differs >= 0) {
         if (rank == 0)
             fprintf(stderr, "tilesim-mpi: rank %d was given another command line than rank 0: every rank must run "
                     "the same command (mpirun -n R tilesim-mpi ...)\n", differs);
         rc = 2;
+    } else if (bad_timeout) {
+        rc = bad_timeout;
     } else {
         if (rank != 0) { /* rank 0 speaks for all */
             if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
@@ -60,6 +73,7 @@ int main(int argc, char **argv)
     }
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    cli_watchdog_stop();
     MPI_Finalize();
     return worst;
 }

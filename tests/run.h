@@ -92,6 +92,34 @@ static inline th_run th_run_tilesim(const char *const *args)
 /* TH_RUN("sweep", "add", "--csv"): th_run_tilesim over the words given. */
 #define TH_RUN(...) th_run_tilesim((const char *const[]){__VA_ARGS__, NULL})
 
+/* BUILD/examples/NAME for the BUILD this test binary was built in; the
+ * environment's UX_EXAMPLES_DIR wins (to run these tests against another
+ * build of the examples). A missing program fails the test saying how to
+ * build it. */
+static inline const char *th_example_path(const char *name, char *buf, size_t n)
+{
+    const char *dir = getenv("UX_EXAMPLES_DIR");
+    if (dir) {
+        snprintf(buf, n, "%s/%s", dir, name);
+        return buf;
+    }
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "examples/%s", name);
+    th_build_path(rel, buf, n);
+    cr_assert_eq(access(buf, X_OK), 0, "%s is not built: make BUILD=... %s", buf, buf);
+    return buf;
+}
+
+/* Run example NAME with a NULL-terminated argument list. */
+static inline th_run th_run_example(const char *name, const char *const *args)
+{
+    char path[PATH_MAX + 64];
+    return th_run_argv(th_example_path(name, path, sizeof path), args);
+}
+
+/* TH_RUN_EX("matmul", "--help"): th_run_example over the words given. */
+#define TH_RUN_EX(name, ...) th_run_example(name, (const char *const[]){__VA_ARGS__, NULL})
+
 /* The plugin template's path, BUILD/examples/plugin/rmsnorm.so. */
 static inline const char *th_plugin(void)
 {

@@ -336,31 +336,7 @@ Test(harden_ux, chip_errors_escape_nonprintable_bytes)
 
 /* ---- the example programs (issue 8, items 2 and 4) --------------------------------- */
 
-/* BUILD/examples/NAME for the BUILD this test binary was built in; the
- * environment's UX_EXAMPLES_DIR wins (to run these tests against another
- * build of the examples). */
-static void example_path(const char *name, char *buf, size_t n)
-{
-    const char *dir = getenv("UX_EXAMPLES_DIR");
-    if (dir) {
-        snprintf(buf, n, "%s/%s", dir, name);
-        return;
-    }
-    char rel[PATH_MAX];
-    snprintf(rel, sizeof rel, "examples/%s", name);
-    th_build_path(rel, buf, n);
-    cr_assert_eq(access(buf, X_OK), 0, "%s is not built: make BUILD=... %s", buf, buf);
-}
-
-/* Run example NAME with a NULL-terminated argument list. */
-static th_run run_example(const char *name, const char *const *args)
-{
-    char path[PATH_MAX + 64];
-    example_path(name, path, sizeof path);
-    return th_run_argv(path, args);
-}
-
-#define RUN_EX(name, ...) run_example(name, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_EX TH_RUN_EX
 
 static int count_of(const char *hay, const char *needle)
 {

@@ -14,6 +14,7 @@
  *     verbs (run, verify, sweep/explain KERNEL) with a number above 1024 or
  *     numbers whose product passes 2^30, nor anything with more than 2
  *     threads.
+ * The scratch directory is under $TMPDIR and removed at exit (fuzz_tmp.h).
  * The command writes to stdout and stderr: the harness points the stdio
  * globals at /dev/null around the call. libFuzzer and the sanitizers keep
  * the real stderr (libFuzzer holds its own FILE pointer, the sanitizers write
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "../../cli/cli.h"
+#include "fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -36,22 +38,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 #define SWEEP_MAX_STEPS (1LL << 21) /* cli/sweep.c runs no configuration with more steps */
 #define MAX_SIZE (1LL << 24)        /* cli/sweep.c's bound on sizes and blocks */
 
-static char scratch[64];
+static char scratch[512];
 static FILE *devnull;
 
 static void put_file(const char *name, const char *text)
 {
-    char path[128];
+    char path[sizeof scratch + 32];
     snprintf(path, sizeof path, "%s/%s", scratch, name);
     FILE *f = fopen(path, "w");
     if (f) fputs(text, f), fclose(f);
 }
 
+/* at exit: the scratch directory and whatever the command wrote there */
+static void remove_scratch(void) { fz_remove_tree(scratch); }
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    snprintf(scratch, sizeof scratch, "/tmp/tilesim_fuzz_cli_XXXXXX");
+    fz_tmp_path(scratch, sizeof scratch, "tilesim_fuzz_cli_XXXXXX");
     if (!mkdtemp(scratch)) abort();
+    atexit(remove_scratch);
     devnull = fopen("/dev/null", "w");
     if (!devnull) abort();
     put_file("a.chip", "base = v5p\nname = what-if\nhbm_gbps = 4000\n");

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "fuzz_pallas.h"
+#include "fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -38,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 static fz_case fc;
 static pl_report rep;
 static FILE *devnull;
-static char trace_path[64];
+static char trace_path[512];
 static int avoid_known, dump;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -46,7 +47,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc, (void)argv;
     devnull = fopen("/dev/null", "w");
     if (!devnull) abort();
-    snprintf(trace_path, sizeof trace_path, "/tmp/tilesim_fuzz_trace_%d.json", (int)getpid());
+    char name[64];
+    snprintf(name, sizeof name, "tilesim_fuzz_trace_%d.json", (int)getpid());
+    fz_tmp_path(trace_path, sizeof trace_path, name);
     const char *k = getenv("TILESIM_FUZZ_AVOID_KNOWN");
     avoid_known = k && k[0] == '1';
     const char *d = getenv("TILESIM_FUZZ_DUMP"); /* print each decoded call: for reading crash inputs */
@@ -461,6 +464,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decode(&r, &fc);
     if (dump) fz_dump(&fc, stderr);
     run(&fc);
+    unlink(trace_path); /* whether or not this call wrote it: nothing is left behind, even after a crash later */
     for (int i = 0; i < fc.n_mem; i++) free(fc.mem[i]);
     return 0;
 }

@@ -14,7 +14,11 @@
 #      reported within 5 s; CASES (tests/mpi/mesh_cases.c) prints the same
 #      on 1 to 4 ranks (races, M10, a fault, a deadlock every rank reports,
 #      and a trace file, compared byte for byte);
-#   5. every run ends within its time limit: nothing hangs.
+#   5. every run ends within its time limit: nothing hangs;
+#   6. the watchdog (--rank-timeout): a rank stopped with SIGSTOP is named
+#      by rank 0 (or, when rank 0 is the one stopped, by rank 1) and the job
+#      ends with exit 4 within seconds; a long computation with a short
+#      timeout is not mistaken for a stop; a bad value is a usage error.
 # CI runs as root: Open MPI refuses that unless told (--allow-run-as-root).
 # More ranks than cores: --oversubscribe. In containers the shared-memory
 # transport's single-copy mechanism may be forbidden: switched off.
@@ -23,7 +27,8 @@ single=$1 mpi=$2 cases=$3
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none"
 export OPENBLAS_NUM_THREADS=1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+stopped= # a rank's process this script stopped: continued and killed at exit, whatever happens
+trap 'if [ -n "$stopped" ]; then kill -CONT $stopped; kill -KILL $stopped; fi 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 check() { if [ "$1" = 0 ]; then echo "test-mpi: ok: $2"; else echo "test-mpi: FAIL: $2" >&2; fail=1; fi; }
 
@@ -115,5 +120,44 @@ for n in 2 3 4; do
     [ "${k:-0}" -gt 0 ]
     check $? "the ring all-reduce's copies crossed between the $n ranks ($k messages)"
 done
+
+# 6. the watchdog
+timeout 60 $MPIRUN -n 2 "$mpi" --rank-timeout 0 chips >"$tmp/out" 2>&1
+rc=$?
+n=$(grep -c "tilesim-mpi: --rank-timeout: '0' is not a number of seconds" "$tmp/out")
+[ $rc = 2 ] && [ "$n" = 1 ]
+check $? "--rank-timeout 0: one message ($n), exit 2 ($rc)"
+
+start=$(date +%s.%N)
+timeout 120 $MPIRUN -n 2 "$mpi" --rank-timeout 0.5 sweep matmul 16384 16384 16384 --csv >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 0 ] && ! grep -q "has not" "$tmp/out"
+check $? "a sweep computing for seconds with --rank-timeout 0.5 is not stopped (exit $rc, $(elapsed $start) s)"
+
+stop_rank() { # VICTIM WORDS: SIGSTOP rank VICTIM of a long 2-rank job; the others must end it
+    victim=$1 words=$2
+    rm -f "$tmp"/pid.*
+    start=$(date +%s.%N)
+    # each rank writes its pid (exec keeps it) before it becomes tilesim-mpi
+    timeout 60 $MPIRUN -n 2 sh -c "echo \$\$ >$tmp/pid.\$OMPI_COMM_WORLD_RANK; exec $mpi --rank-timeout 2 \
+        sweep matmul 16384 16384 16384 --csv" >"$tmp/out" 2>&1 &
+    job=$!
+    i=0
+    while [ ! -s "$tmp/pid.$victim" ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+    sleep 1 # into the sweep, which takes seconds
+    stopped=$(cat "$tmp/pid.$victim" 2>/dev/null)
+    [ -n "$stopped" ] && kill -STOP "$stopped" 2>/dev/null
+    wait $job
+    rc=$?
+    t=$(elapsed $start)
+    if [ -n "$stopped" ]; then kill -CONT "$stopped"; kill -KILL "$stopped"; fi 2>/dev/null
+    stopped=
+    n=$(grep -F -c "tilesim-mpi: $words for 2 s (stopped or hung?); stopping every rank" "$tmp/out")
+    [ $rc = 4 ] && [ "$n" = 1 ] && awk -v t="$t" 'BEGIN { exit !(t < 30) }'
+    check $? "rank $victim stopped (SIGSTOP): \"$words\" ($n), exit 4 ($rc) in $t s"
+    [ $rc = 4 ] || head -5 "$tmp/out" >&2
+}
+stop_rank 1 "rank 1 has not answered"
+stop_rank 0 "rank 1 has not heard from rank 0"
 
 exit $fail

@@ -1,0 +1,109 @@
+/* tests/test_examples_cli.c: every example program takes the shared command
+ * line (examples/kernels/options.h): --help prints the usage and exits 0,
+ * an unknown option exits 2 with a message, and a program whose --help
+ * lists --trace writes a trace there (issue 21: sc_gather ignored all its
+ * arguments, matmul_emit refused --help). CI decides from `--help | grep --
+ * --trace` whether to run an example with --trace, so the usage must say.
+ *
+ * The table names every example; a test checks that it names every program
+ * built in BUILD/examples, so that a new example cannot be left out.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run.h"
+
+static const struct {
+    const char *name;
+    int trace; /* takes --trace FILE.json */
+} examples[] = {
+    {"block_sparse_matmul", 1}, {"buggy", 0},     {"collective_matmul", 0}, {"deadlock", 0},
+    {"flash_attention", 1},     {"grouped_matmul", 1}, {"matmul", 1},       {"matmul_emit", 1},
+    {"paged_attention", 1},     {"ring_allgather", 1}, {"ring_allreduce", 1}, {"sc_gather", 1},
+};
+
+#define N_EXAMPLES (sizeof examples / sizeof *examples)
+
+static int in_table(const char *name)
+{
+    for (size_t i = 0; i < N_EXAMPLES; i++)
+        if (!strcmp(examples[i].name, name)) return 1;
+    return 0;
+}
+
+Test(examples_cli, table_names_every_built_example)
+{
+    char dir[PATH_MAX];
+    th_example_path("matmul", dir, sizeof dir);
+    *strrchr(dir, '/') = '\0';
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "cannot list %s", dir);
+    int seen = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[PATH_MAX + 256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* the programs: executable regular files (not objects, .d files or plugin/) */
+        if (stat(path, &st) || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) continue;
+        cr_expect(in_table(e->d_name), "example %s is missing from this test's table", e->d_name);
+        seen++;
+    }
+    closedir(d);
+    cr_expect_geq(seen, (int)N_EXAMPLES, "only %d programs in %s", seen, dir);
+}
+
+Test(examples_cli, help_exits_0_and_prints_the_usage)
+{
+    for (size_t i = 0; i < N_EXAMPLES; i++) {
+        const char *name = examples[i].name;
+        th_run r = TH_RUN_EX(name, "--help");
+        char usage[128];
+        snprintf(usage, sizeof usage, "usage: %s", name);
+        cr_expect_eq(r.status, 0, "%s --help: exit %d; stderr: %s", name, r.status, r.err);
+        cr_expect(strstr(r.out, usage), "%s --help prints no \"%s\" on stdout:\n%s", name, usage, r.out);
+        cr_expect_eq(strstr(r.out, "--trace") != NULL, examples[i].trace, "%s --help %s --trace:\n%s", name,
+                     examples[i].trace ? "does not list" : "lists", r.out);
+        th_run_free(&r);
+    }
+}
+
+Test(examples_cli, unknown_option_exits_2_naming_it)
+{
+    for (size_t i = 0; i < N_EXAMPLES; i++) {
+        const char *name = examples[i].name;
+        th_run r = TH_RUN_EX(name, "--bogus");
+        cr_expect_eq(r.status, 2, "%s --bogus: exit %d; stdout: %s", name, r.status, r.out);
+        cr_expect(strstr(r.err, "--bogus"), "%s --bogus: the message does not name it: %s", name, r.err);
+        th_run_free(&r);
+    }
+}
+
+/* With its defaults, as CI runs it: the trace is a JSON document. */
+Test(examples_cli, trace_writes_a_trace, .timeout = 120)
+{
+    char dir[] = "/tmp/tilesim_test_trace_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    for (size_t i = 0; i < N_EXAMPLES; i++) {
+        if (!examples[i].trace) continue;
+        const char *name = examples[i].name;
+        char path[sizeof dir + 64];
+        snprintf(path, sizeof path, "%s/%s.json", dir, name);
+        th_run r = TH_RUN_EX(name, "--trace", path);
+        struct stat st;
+        cr_expect_eq(r.status, 0, "%s --trace: exit %d; stderr: %s", name, r.status, r.err);
+        cr_expect(stat(path, &st) == 0 && st.st_size > 0, "%s --trace %s wrote nothing", name, path);
+        json_error_t err;
+        json_t *doc = json_load_file(path, 0, &err);
+        cr_expect_not_null(doc, "%s: the trace is not JSON: %s (line %d)", name, err.text, err.line);
+        json_decref(doc);
+        unlink(path);
+        th_run_free(&r);
+    }
+    rmdir(dir);
+}
