@@ -9,20 +9,19 @@
  * rejects. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../sim/tilesim_kernel.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_emit.h"
+#include "kernels/options.h"
 
 static int parse(int argc, char **argv, const char **chip, int64_t *v)
 {
     if (argc != 1 && argc != 2 && argc != 8) return -1;
     if (argc >= 2) *chip = argv[1];
-    for (int i = 0; argc == 8 && i < 6; i++) {
-        char *end;
-        v[i] = strtoll(argv[2 + i], &end, 10);
-        if (*end || v[i] < 1 || v[i] > (1 << 14)) return -1;
-    }
+    for (int i = 0; argc == 8 && i < 6; i++) /* the command lines' one number reader (options.h) */
+        if (ex_scan_int(argv[2 + i], strlen(argv[2 + i]), 1, 1 << 14, &v[i]) != EX_NUM_OK) return -1;
     return v[0] % v[3] || v[1] % v[4] || v[2] % v[5] ? -1 : 0;
 }
 

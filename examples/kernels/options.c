@@ -42,15 +42,31 @@ int ex_usage_error(const ex_cmdline *cl, const char *fmt, ...)
     return EX_PARSE_ERROR;
 }
 
+ex_num ex_scan_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out)
+{
+    int neg = len > 0 && s[0] == '-';
+    size_t i = (size_t)neg;
+    if (i == len) return EX_NUM_NOT_WHOLE;
+    for (size_t j = i; j < len; j++) /* strtoll alone would take " 5", "+5" and stop at "12x" */
+        if (!isdigit((unsigned char)s[j])) return EX_NUM_NOT_WHOLE;
+    while (i + 1 < len && s[i] == '0') i++; /* leading zeros: the digits that count fit the buffer */
+    char buf[32];
+    if (len - i > 20) return neg ? EX_NUM_LOW : EX_NUM_HIGH; /* more digits than any int64 */
+    snprintf(buf, sizeof buf, "%s%.*s", neg ? "-" : "", (int)(len - i), s + i);
+    errno = 0;
+    long long v = strtoll(buf, NULL, 10);
+    if (errno == ERANGE) return neg ? EX_NUM_LOW : EX_NUM_HIGH;
+    if (v < lo) return EX_NUM_LOW;
+    if (v > hi) return EX_NUM_HIGH;
+    *out = v;
+    return EX_NUM_OK;
+}
+
 int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t lo, int64_t hi, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi)
-        return ex_usage_error(cl, "%s must be a whole number from %lld to %lld, got '%s'", what, (long long)lo,
-                              (long long)hi, s);
-    *out = v;
+    if (ex_scan_int(s, strlen(s), lo, hi, out) != EX_NUM_OK)
+        return ex_usage_error(cl, "%s must be a whole number from %lld to %lld, got '%.40s%s'", what, (long long)lo,
+                              (long long)hi, s, strlen(s) > 40 ? "..." : "");
     return EX_PARSE_OK;
 }
 

@@ -68,7 +68,15 @@ int ex_parse(ex_cmdline *cl, int argc, char **argv, const struct option *mine, e
 /* Print "PROG: <message>" and the usage on stderr; returns EX_PARSE_ERROR. */
 int ex_usage_error(const ex_cmdline *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* s as a whole number in [lo, hi], or a usage error naming `what`. */
+/* The one reader of whole numbers on the command lines (the examples' and
+ * tilesim's, cli/args.c): s[0..len) as decimal digits, with a leading '-'
+ * only for a negative number (no '+', no spaces, no "0x"), read by strtoll
+ * with errno so that nothing overflows, then checked against [lo, hi].
+ * EX_NUM_LOW / EX_NUM_HIGH: a number below lo / above hi (however long). */
+typedef enum { EX_NUM_OK = 0, EX_NUM_NOT_WHOLE, EX_NUM_LOW, EX_NUM_HIGH } ex_num;
+ex_num ex_scan_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out);
+
+/* s as a whole number in [lo, hi] (ex_scan_int), or a usage error naming `what`. */
 int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t lo, int64_t hi, int64_t *out);
 
 /* Can path be opened for writing? Checked before a run, so that a bad
