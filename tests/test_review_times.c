@@ -4,7 +4,6 @@
  * decimal (no sign, space, hex float, inf or nan), shown as given. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "run.h"
 
@@ -34,17 +33,11 @@ Test(review_times, a_time_out_of_range_or_not_plain_is_refused_by_name)
 /* the smallest target is shown as given, not rounded to "0 ms" */
 Test(review_times, the_floor_is_accepted_and_shown_as_given)
 {
-    char path[64];
-    th_temp_file(path, "name = small\nlayers = 2\nd_model = 256\nheads = 8\nkv_heads = 2\nhead_dim = 128\n"
-                       "ffn = 512\nffn_kind = gelu\nvocab = 1024\nparams = 2.5M\n");
-    th_run r = TH_RUN("review", "--model", path, "--prompt", "16", "--context", "32", "--ttft", "1us", "--tpot",
-                      "0.001ms", "--chips", "1", "--batch", "1");
+    th_run r = review("1us", "0.001ms");
     cr_expect_eq(r.status, 1, "no configuration meets 1 us: %s%s", r.out, r.err);
     cr_expect(strstr(r.out, "targets TTFT 1.00 us, TPOT 1.00 us"), "%s", r.out);
     th_run_free(&r);
-    r = TH_RUN("review", "--model", path, "--prompt", "16", "--context", "32", "--ttft", "500ms", "--tpot", "30ms",
-               "--chips", "1", "--batch", "1");
+    r = review("500ms", "30ms");
     cr_expect(strstr(r.out, "targets TTFT 500 ms, TPOT 30.0 ms"), "%s", r.out);
     th_run_free(&r);
-    unlink(path);
 }
