@@ -11,13 +11,14 @@
 
 #include "options.h"
 
-enum { O_CHIP = 1000, O_TRACE, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON, O_HELP = 'h' };
+enum { O_CHIP = 1000, O_CHIP_FILE, O_TRACE, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON, O_HELP = 'h' };
 
 static const struct {
     struct option opt;
     unsigned mask;
 } common[] = {
     {{"chip", required_argument, NULL, O_CHIP}, EX_CHIP},
+    {{"chip-file", required_argument, NULL, O_CHIP_FILE}, EX_CHIP_FILE},
     {{"trace", required_argument, NULL, O_TRACE}, EX_TRACE},
     {{"cost-only", no_argument, NULL, O_COST_ONLY}, EX_COST_ONLY},
     {{"no-checks", no_argument, NULL, O_NO_CHECKS}, EX_NO_CHECKS},
@@ -70,8 +71,20 @@ int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t 
     return EX_PARSE_OK;
 }
 
+/* --chip and --chip-file name one chip: whichever comes second is refused. */
+static int load_chip_file(ex_cmdline *cl, const char *path)
+{
+    if (cl->opt.chip) return ex_usage_error(cl, "--chip and --chip-file exclude each other; give one");
+    char err[PL_MSG_MAX];
+    if (pl_chip_load(path, &cl->chip_file, err, sizeof err) != PL_OK)
+        return ex_usage_error(cl, "--chip-file: %s", err);
+    cl->opt.chip_spec = &cl->chip_file;
+    return EX_PARSE_OK;
+}
+
 static int check_chip(ex_cmdline *cl, const char *name)
 {
+    if (cl->opt.chip_spec) return ex_usage_error(cl, "--chip and --chip-file exclude each other; give one");
     if (pl_chip_find(name)) {
         cl->opt.chip = name;
         return EX_PARSE_OK;
@@ -99,6 +112,7 @@ static int common_option(ex_cmdline *cl, int code, const char *arg)
 {
     switch (code) {
     case O_CHIP: return check_chip(cl, arg);
+    case O_CHIP_FILE: return load_chip_file(cl, arg);
     case O_TRACE: cl->opt.trace_path = arg; return ex_check_writable(cl, "--trace", arg);
     case O_COST_ONLY: cl->opt.cost_only = 1; return EX_PARSE_OK;
     case O_NO_CHECKS: cl->opt.checks_off = 1; return EX_PARSE_OK;

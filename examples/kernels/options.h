@@ -5,6 +5,7 @@
  *
  * Common options (each program picks the ones it takes with a mask):
  *   --chip NAME        a chip preset (checked here: an unknown name is a usage error)
+ *   --chip-file FILE   a what-if chip file (pl_chip_load; read here, into chip_file)
  *   --trace FILE.json  write a Chrome trace of the call (pl_options.trace_path; checked writable)
  *   --cost-only        time the call without data (pl_options.cost_only)
  *   --no-checks        pl_options.checks_off
@@ -37,6 +38,7 @@ enum {
     EX_UNINIT = 1 << 5,
     EX_OOB = 1 << 6,
     EX_JSON = 1 << 7,
+    EX_CHIP_FILE = 1 << 8,
 };
 
 enum { EX_PARSE_OK = 0, EX_PARSE_HELP = 1, EX_PARSE_ERROR = 2 };
@@ -49,6 +51,7 @@ typedef struct ex_cmdline {
     unsigned accept;    /* EX_* of the common options this program takes */
     /* filled by ex_parse */
     pl_options opt;
+    pl_chip chip_file; /* --chip-file's chip: opt.chip_spec points here */
     int json;
     int npos;
     const char *pos[EX_MAX_POS];
