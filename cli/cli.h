@@ -12,8 +12,10 @@
  * stderr except the sweep's progress bar on a terminal.
  *
  * Exit status: 0 success, 1 a run that found nothing to report (a sweep in
- * which no configuration is legal) or a host failure (out of memory), 2 a
- * user error.
+ * which no configuration is legal), a wrong result, or a host failure (the
+ * command's own allocation failing part way), 2 a user error or a call
+ * tilesim rejects, including a configuration refused because it would need
+ * more host memory than this machine has (run and the mesh programs alike).
  */
 #ifndef TILESIM_CLI_H
 #define TILESIM_CLI_H
