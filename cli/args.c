@@ -141,7 +141,8 @@ static int number_error(const cli_cmd *cmd, const char *what, const char *item, 
     char item_cut[CLI_ECHO_MAX + 4];
     item = cli_cut(item, item_cut, sizeof item_cut);
     if (why == EX_NUM_NOT_WHOLE) return cli_fail(cmd, "%s: '%s'%s is not a whole number", what, item, ctx);
-    if (why == EX_NUM_HIGH) return cli_fail(cmd, "%s: '%s'%s is too large; at most %lld", what, item, ctx, (long long)hi);
+    if (why == EX_NUM_HIGH)
+        return cli_fail(cmd, "%s: '%s'%s is too large; at most %lld", what, item, ctx, (long long)hi);
     if (lo == 1 && item[0] == '-')
         return cli_fail(cmd, "%s: '%s'%s is not positive; give a positive whole number", what, item, ctx);
     if (lo == 1) return cli_fail(cmd, "%s: '%s'%s must be positive", what, item, ctx);

@@ -168,7 +168,8 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
         for (int i = 0; i < NTABLE; i++)
             if (table[i].o.val == code) mask = table[i].mask;
         if (!(mask & allowed))
-            return cli_fail(cmd, "'%s' is not an option of %s; see 'tilesim %s --help'", CLI_CUT(word), cmd->name, cmd->name);
+            return cli_fail(cmd, "'%s' is not an option of %s; see 'tilesim %s --help'", CLI_CUT(word), cmd->name,
+                            cmd->name);
         if (optarg && !optarg[0])
             return cli_fail(cmd, "%s: empty value", word);
         int rc = store(cmd, code, optarg, o);

@@ -77,9 +77,9 @@ static int parse_quant(const cli_cmd *cmd, const char *s, pl_review_brief *b)
         snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), p);
         pl_wdtype w;
         if (len == 0 || len > 15 || pl_wdtype_parse(one, &w) != PL_OK)
-            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", s);
+            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", CLI_CUT(s));
         for (int i = 0; i < b->n_quant; i++)
-            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", s, one);
+            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", CLI_CUT(s), one);
         b->quant[b->n_quant++] = w;
         if (!p[len]) return 0;
         p += len + 1;
@@ -92,7 +92,7 @@ static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
     if (p) return *m = *p, 0;
     char err[1024];
     if (!strchr(spec, '/') && !strchr(spec, '.'))
-        return cli_fail(cmd, "--model '%s': not a preset (llama3-70b, llama3-8b) nor a file path", spec);
+        return cli_fail(cmd, "--model '%s': not a preset (llama3-70b, llama3-8b) nor a file path", CLI_CUT(spec));
     if (pl_model_load(spec, m, err, sizeof err) != PL_OK) return cli_fail(cmd, "--model: %s", err);
     return 0;
 }
@@ -126,7 +126,7 @@ static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc
     int rc;
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
         if (!a->val[need[i]]) return cli_fail(cmd, "missing %s", specs[need[i]].name);
-    if (a->npos) return cli_fail(cmd, "unexpected argument '%s'; every input is an option", a->pos[0]);
+    if (a->npos) return cli_fail(cmd, "unexpected argument '%s'; every input is an option", CLI_CUT(a->pos[0]));
     if ((rc = load_model(cmd, a->val[O_MODEL], m))) return rc;
     if ((rc = cli_select_chip(cmd, a->val[O_CHIP], a->val[O_CHIP_FILE], fc, &b->chip))) return rc;
     b->model = m;

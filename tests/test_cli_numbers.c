@@ -89,6 +89,11 @@ Test(cli_numbers, long_user_text_is_cut_in_messages)
         (const char *const[]){"run", "add", word, NULL},
         (const char *const[]){"run", word, NULL},
         (const char *const[]){"sweep", "matmul", "256", "256", "256", "--bm", word, NULL},
+        (const char *const[]){word, NULL},
+        (const char *const[]){"help", word, NULL},
+        (const char *const[]){"sweep", word, "1", "1", "1", NULL},
+        (const char *const[]){"explain", word, NULL},
+        (const char *const[]){"chips", word, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         r = th_run_tilesim(cases[i]);
