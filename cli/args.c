@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../examples/kernels/options.h"
 #include "cli.h"
 
 static int is_option(const char *s)
@@ -26,8 +27,8 @@ static int unknown_option(const cli_cmd *cmd, const char *word, const cli_optspe
     size_t at = 0;
     for (int i = 0; i < nspecs && at < sizeof known; i++)
         at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", specs[i].name);
-    if (nspecs == 0) return cli_fail(cmd, "unknown option '%s'; this command takes no options", word);
-    return cli_fail(cmd, "unknown option '%s'; the options are %s, --help", word, known);
+    if (nspecs == 0) return cli_fail(cmd, "unknown option '%s'; this command takes no options", CLI_CUT(word));
+    return cli_fail(cmd, "unknown option '%s'; the options are %s, --help", CLI_CUT(word), known);
 }
 
 /* A word getopt_long must see as an operand: "-5", "-" (so that "-5" is
@@ -44,7 +45,7 @@ static int option_value(const cli_cmd *cmd, const char *word, int k, const cli_o
     }
     /* "--bm --bn 128": getopt_long takes "--bn" as the value; it is a missing one */
     if (!strchr(word, '=') && is_option(optarg))
-        return cli_fail(cmd, "%s: missing value (got the option '%s')", name, optarg);
+        return cli_fail(cmd, "%s: missing value (got the option '%s')", name, CLI_CUT(optarg));
     if (!optarg[0]) return cli_fail(cmd, "%s: empty value", name);
     out->val[k] = optarg;
     return 0;
@@ -72,7 +73,7 @@ static int parse_words(const cli_cmd *cmd, int argc, char **av, const cli_optspe
         const char *word = av[before];
         size_t len = strcspn(word, "=");
         if (code == 1) {
-            if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", orig[before]);
+            if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", CLI_CUT(orig[before]));
             out->pos[out->npos++] = orig[before];
         } else if (code == 'h') out->help = 1;
         else if (code == ':') return cli_fail(cmd, "%.*s: missing value", (int)len, word);
@@ -85,12 +86,12 @@ static int parse_words(const cli_cmd *cmd, int argc, char **av, const cli_optspe
             snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), word);
             int k = find_spec(specs, nspecs, word, len);
             if (k >= 0 && !specs[k].has_value && word[len] == '=')
-                return cli_fail(cmd, "%s: takes no value, got '%s'", specs[k].name, word + len + 1);
+                return cli_fail(cmd, "%s: takes no value, got '%s'", specs[k].name, CLI_CUT(word + len + 1));
             return unknown_option(cmd, name, specs, nspecs);
         }
     }
     for (int i = optind; i < argc; i++) { /* after "--" */
-        if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", orig[i]);
+        if (out->npos == CLI_MAX_POS) return cli_fail(cmd, "too many arguments at '%s'", CLI_CUT(orig[i]));
         out->pos[out->npos++] = orig[i];
     }
     return 0;
@@ -124,43 +125,29 @@ const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, con
     return k < 0 ? NULL : a->val[k];
 }
 
-/* 0: ok; 1: not a whole number; 2: zero; 3: too large */
-static int whole(const char *s, size_t len, int64_t max, int64_t *out)
+const char *cli_cut(const char *s, char *buf, size_t n)
 {
-    if (len == 0) return 1;
-    int64_t v = 0;
-    int big = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i])) return 1;
-        if (!big) {
-            v = v * 10 + (s[i] - '0');
-            if (v > max) big = 1;
-        }
-    }
-    if (big) return 3;
-    if (v == 0) return 2;
-    *out = v;
-    return 0;
+    size_t len = strlen(s);
+    if (len <= CLI_ECHO_MAX) return s;
+    snprintf(buf, n, "%.*s...", CLI_ECHO_MAX, s);
+    return buf;
 }
 
-static int all_digits(const char *s)
+static int number_error(const cli_cmd *cmd, const char *what, const char *item, const char *whole_text, ex_num why,
+                        int64_t lo, int64_t hi)
 {
-    if (!*s) return 0;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s)) return 0;
-    return 1;
-}
-
-static int number_error(const cli_cmd *cmd, const char *what, const char *item, const char *whole_text, int why,
-                        int64_t max)
-{
-    char ctx[160] = "";
-    if (whole_text) snprintf(ctx, sizeof ctx, " in the list '%.120s'", whole_text);
-    if (why == 1 && item[0] == '-' && all_digits(item + 1))
+    char ctx[CLI_ECHO_MAX + 32] = "", cut[CLI_ECHO_MAX + 4];
+    if (whole_text) snprintf(ctx, sizeof ctx, " in the list '%s'", cli_cut(whole_text, cut, sizeof cut));
+    char item_cut[CLI_ECHO_MAX + 4];
+    item = cli_cut(item, item_cut, sizeof item_cut);
+    if (why == EX_NUM_NOT_WHOLE) return cli_fail(cmd, "%s: '%s'%s is not a whole number", what, item, ctx);
+    if (why == EX_NUM_HIGH)
+        return cli_fail(cmd, "%s: '%s'%s is too large; at most %lld", what, item, ctx, (long long)hi);
+    if (lo == 1 && item[0] == '-')
         return cli_fail(cmd, "%s: '%s'%s is not positive; give a positive whole number", what, item, ctx);
-    if (why == 1) return cli_fail(cmd, "%s: '%s'%s is not a whole number", what, item, ctx);
-    if (why == 2) return cli_fail(cmd, "%s: '%s'%s must be positive", what, item, ctx);
-    return cli_fail(cmd, "%s: '%s'%s is too large; at most %lld", what, item, ctx, (long long)max);
+    if (lo == 1) return cli_fail(cmd, "%s: '%s'%s must be positive", what, item, ctx);
+    return cli_fail(cmd, "%s: '%s'%s is too small; give a whole number from %lld to %lld", what, item, ctx,
+                    (long long)lo, (long long)hi);
 }
 
 int cli_start(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *specs, int nspecs, cli_args *out)
@@ -172,10 +159,22 @@ int cli_start(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *spec
     return cli_finish_stdout(cmd, 0);
 }
 
+int cli_parse_int(const cli_cmd *cmd, const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    ex_num why = ex_scan_int(s, strlen(s), lo, hi, out);
+    return why ? number_error(cmd, what, s, NULL, why, lo, hi) : 0;
+}
+
 int cli_parse_count(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out)
 {
-    int why = whole(s, strlen(s), max, out);
-    return why ? number_error(cmd, what, s, NULL, why, max) : 0;
+    return cli_parse_int(cmd, what, s, 1, max, out);
+}
+
+int cli_count_items(const char *s)
+{
+    int n = 1;
+    for (; *s; s++) n += *s == ',';
+    return n;
 }
 
 int cli_parse_list(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out, int *n)
@@ -187,15 +186,15 @@ int cli_parse_list(const cli_cmd *cmd, const char *what, const char *s, int64_t 
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (len == 0)
             return cli_fail(cmd, "%s: item %d of '%s' is empty; give comma-separated whole numbers like 128,256",
-                            what, item, s);
-        if (*n == CLI_MAX_LIST) return cli_fail(cmd, "%s: '%.60s...' has more than %d items", what, s, CLI_MAX_LIST);
+                            what, item, CLI_CUT(s));
+        if (*n == CLI_MAX_LIST) return cli_fail(cmd, "%s: %d items; at most %d", what, cli_count_items(s), CLI_MAX_LIST);
         char text[64];
         snprintf(text, sizeof text, "%.*s", (int)(len < 63 ? len : 63), p);
         int64_t v;
-        int why = whole(p, len, max, &v);
-        if (why) return number_error(cmd, what, text, strchr(s, ',') ? s : NULL, why, max);
+        ex_num why = ex_scan_int(p, len, 1, max, &v);
+        if (why) return number_error(cmd, what, text, strchr(s, ',') ? s : NULL, why, 1, max);
         for (int j = 0; j < *n; j++)
-            if (out[j] == v) return cli_fail(cmd, "%s: %lld appears twice in '%s'", what, (long long)v, s);
+            if (out[j] == v) return cli_fail(cmd, "%s: %lld appears twice in '%s'", what, (long long)v, CLI_CUT(s));
         out[(*n)++] = v;
         if (!comma) return 0;
         p = comma + 1;
@@ -206,6 +205,6 @@ int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out)
 {
     if (strcmp(s, "f32") == 0) *out = PL_F32;
     else if (strcmp(s, "bf16") == 0) *out = PL_BF16;
-    else return cli_fail(cmd, "--dtype: '%s' is not a supported dtype; use f32 or bf16", s);
+    else return cli_fail(cmd, "--dtype: '%s' is not a supported dtype; use f32 or bf16", CLI_CUT(s));
     return 0;
 }

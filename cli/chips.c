@@ -37,7 +37,8 @@ int cli_select_chip(const cli_cmd *cmd, const char *name, const char *file, pl_c
     if (!(*out = pl_chip_find(name))) {
         char names[128];
         preset_names(names, sizeof names);
-        return cli_fail(cmd, "--chip: unknown chip '%s'; the presets are %s (or use --chip-file)", name, names);
+        return cli_fail(cmd, "--chip: unknown chip '%s'; the presets are %s (or use --chip-file)", CLI_CUT(name),
+                        names);
     }
     return 0;
 }
@@ -201,7 +202,7 @@ int cli_chips(int argc, char **argv)
     cli_args a;
     int rc = cli_start(cmd, argc, argv, specs, N, &a);
     if (rc >= 0) return rc;
-    if (a.npos) return cli_fail(cmd, "unexpected argument '%s'; chips takes only options", a.pos[0]);
+    if (a.npos) return cli_fail(cmd, "unexpected argument '%s'; chips takes only options", CLI_CUT(a.pos[0]));
     const pl_chip *cols[MAX_COLS];
     int from_file[MAX_COLS] = {0}, n = 0;
     for (int i = 0; i < pl_chip_count() && n < MAX_COLS - 1; i++) cols[n++] = pl_chip_at(i);

@@ -12,8 +12,10 @@
  * stderr except the sweep's progress bar on a terminal.
  *
  * Exit status: 0 success, 1 a run that found nothing to report (a sweep in
- * which no configuration is legal) or a host failure (out of memory), 2 a
- * user error.
+ * which no configuration is legal), a wrong result, or a host failure (the
+ * command's own allocation failing part way), 2 a user error or a call
+ * tilesim rejects, including a configuration refused because it would need
+ * more host memory than this machine has (run and the mesh programs alike).
  */
 #ifndef TILESIM_CLI_H
 #define TILESIM_CLI_H
@@ -83,9 +85,24 @@ int cli_start(const cli_cmd *cmd, int argc, char **argv, const cli_optspec *spec
 /* The value of option `name` in a, or NULL. */
 const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, const char *name);
 
-/* A positive whole number of at most max: digits only, no sign, no spaces.
- * `what` names it in messages ("--bm", "M"). Returns 0 or CLI_EXIT_USAGE. */
+/* Every whole number of the command goes through here (and through
+ * ex_scan_int, examples/kernels/options.h, which the example programs share):
+ * decimal digits, a '-' only before a negative number, no '+', no spaces, no
+ * "0x", in [lo, hi] however many digits it has. `what` names it in messages
+ * ("--seed", "M"). Returns 0 or CLI_EXIT_USAGE. */
+int cli_parse_int(const cli_cmd *cmd, const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* cli_parse_int from 1: a positive whole number of at most max. */
 int cli_parse_count(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out);
+
+/* User text a message echoes is cut to its first CLI_ECHO_MAX characters and
+ * "..." (a 49 KB --vary list must not come back whole). cli_cut returns s
+ * itself when short enough, else buf (n >= CLI_ECHO_MAX + 4); CLI_CUT gives
+ * it a buffer that lives until the end of the enclosing statement's block. */
+#define CLI_ECHO_MAX 40
+const char *cli_cut(const char *s, char *buf, size_t n);
+/* The items of a comma-separated list: one more than its commas. */
+int cli_count_items(const char *s);
+#define CLI_CUT(s) cli_cut((s), (char[CLI_ECHO_MAX + 4]){0}, CLI_ECHO_MAX + 4)
 
 /* A comma-separated list of distinct positive whole numbers of at most max,
  * at most CLI_MAX_LIST of them. Returns 0 or CLI_EXIT_USAGE. */

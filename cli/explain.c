@@ -215,9 +215,10 @@ static int parse_sizes(const cli_cmd *cmd, const cli_args *a, int64_t *v)
     static const char *names[6] = {"M", "N", "K", "BM", "BN", "BK"};
     if (a->npos == 0) return cli_fail(cmd, "missing the kernel: give 'matmul M N K BM BN BK'");
     if (strcmp(a->pos[0], "matmul") != 0)
-        return cli_fail(cmd, "unknown kernel '%s'; explain knows: matmul", a->pos[0]);
+        return cli_fail(cmd, "unknown kernel '%s'; explain knows: matmul", CLI_CUT(a->pos[0]));
     if (a->npos < 7) return cli_fail(cmd, "missing %s: give matmul M N K BM BN BK", names[a->npos - 1]);
-    if (a->npos > 7) return cli_fail(cmd, "unexpected argument '%s' after matmul M N K BM BN BK", a->pos[7]);
+    if (a->npos > 7) return cli_fail(cmd, "unexpected argument '%s' after matmul M N K BM BN BK",
+                                      CLI_CUT(a->pos[7]));
     for (int i = 0; i < 6; i++) {
         int rc = cli_parse_count(cmd, names[i], a->pos[1 + i], MAX_SIZE, &v[i]);
         if (rc) return rc;

@@ -20,7 +20,8 @@ int cli_hlo(int argc, char **argv)
     if (rc >= 0) return rc;
     if (a.npos == 0) return cli_fail(cmd, "missing the HLO instruction (quote it: it has spaces and parentheses)");
     if (a.npos > 1)
-        return cli_fail(cmd, "one instruction, in one argument: unexpected '%s' (quote the whole line)", a.pos[1]);
+        return cli_fail(cmd, "one instruction, in one argument: unexpected '%s' (quote the whole line)",
+                        CLI_CUT(a.pos[1]));
     pl_hlo_instr *h = malloc(sizeof *h); /* ~70 KiB of fixed arrays: not on the stack */
     if (!h) {
         fprintf(stderr, "tilesim hlo: out of memory\n");

@@ -124,7 +124,8 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'g': o->svg = arg; break;
     case 'H': o->heatmap = arg; break;
     case 'o': o->output = arg; break;
-    case 'e': rc = cli_parse_count(cmd, "--seed", arg, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
+    /* 0 is the default the help states, so it can be given too */
+    case 'e': rc = cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
     case 'n': rc = cli_parse_count(cmd, "--threads", arg, 1024, &o->threads); break;
     case 'n' + 256: rc = cli_parse_count(cmd, "--host-threads", arg, 1024, &o->host_threads); break;
@@ -156,8 +157,8 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
                             cmd->name);
         if (code == '?' && strncmp(word, "--", 2) == 0 && strchr(word, '='))
             return cli_fail(cmd, "%.*s: takes no value, got '%s'; see 'tilesim %s --help'",
-                            (int)(strchr(word, '=') - word), word, strchr(word, '=') + 1, cmd->name);
-        if (code == '?') return cli_fail(cmd, "unknown option '%s'; see 'tilesim %s --help'", word, cmd->name);
+                            (int)(strchr(word, '=') - word), word, CLI_CUT(strchr(word, '=') + 1), cmd->name);
+        if (code == '?') return cli_fail(cmd, "unknown option '%s'; see 'tilesim %s --help'", CLI_CUT(word), cmd->name);
         if (code == ':') return cli_fail(cmd, "%s: missing value; see 'tilesim %s --help'", word, cmd->name);
         if (code == 'h') {
             help = 1;
@@ -167,14 +168,15 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
         for (int i = 0; i < NTABLE; i++)
             if (table[i].o.val == code) mask = table[i].mask;
         if (!(mask & allowed))
-            return cli_fail(cmd, "'%s' is not an option of %s; see 'tilesim %s --help'", word, cmd->name, cmd->name);
+            return cli_fail(cmd, "'%s' is not an option of %s; see 'tilesim %s --help'", CLI_CUT(word), cmd->name,
+                            cmd->name);
         if (optarg && !optarg[0])
             return cli_fail(cmd, "%s: empty value", word);
         int rc = store(cmd, code, optarg, o);
         if (rc) return rc;
     }
     for (int i = optind; i < argc; i++) {
-        if (o->npos == 4) return cli_fail(cmd, "unexpected argument '%s'", argv[i]);
+        if (o->npos == 4) return cli_fail(cmd, "unexpected argument '%s'", CLI_CUT(argv[i]));
         o->pos[o->npos++] = argv[i];
     }
     if (help) {
@@ -214,7 +216,7 @@ int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **
         char names[512];
         builtin_names(names, sizeof names);
         return cli_fail(cmd, "unknown kernel '%s'; the kernels are %s (or give PLUGIN.so[:NAME]; see 'tilesim list')",
-                        spec, names);
+                        CLI_CUT(spec), names);
     }
     char path[1024];
     const char *colon = strrchr(spec, ':'), *name = NULL;
@@ -240,7 +242,8 @@ int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopt
     pl_kernel_defaults(d, v);
     for (int i = 0; i < o->n_sets; i++)
         if (pl_kernel_set(d, v, o->sets[i], msg, sizeof msg) != PL_OK)
-            return cli_fail(cmd, "--set %s: %s; see 'tilesim list' for %s's parameters", o->sets[i], msg, d->name);
+            return cli_fail(cmd, "--set %s: %s; see 'tilesim list' for %s's parameters", CLI_CUT(o->sets[i]), msg,
+                            d->name);
     return 0;
 }
 
@@ -290,7 +293,7 @@ int cli_list(int argc, char **argv)
     cli_kopts o;
     int rc = cli_kparse(cmd, 0, argc + 1, argv - 1, &o);
     if (rc >= 0) return rc;
-    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s'; give at most one PLUGIN.so", o.pos[1]);
+    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s'; give at most one PLUGIN.so", CLI_CUT(o.pos[1]));
     if (o.npos == 1) {
         const pl_kernel_def *const *defs;
         int n;
@@ -312,7 +315,8 @@ int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, c
     if (rc >= 0) return rc;
     if (o->npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
     if ((rc = cli_find_kernel(cmd, o->pos[0], d))) return rc;
-    if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set", o->pos[1]);
+    if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set",
+                                        CLI_CUT(o->pos[1]));
     if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
         (rc = cli_kernel_options(cmd, o, file_chip, opt)))
         return rc;

@@ -29,28 +29,32 @@ static int parse_vary(const cli_cmd *cmd, const pl_kernel_def *d, const char *te
     char name[64], msg[PL_MSG_MAX], one[160];
     snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - text) < 63 ? (int)(eq - text) : 63 : 0, text);
     int p = eq ? pl_kernel_param_index(d, name) : -1;
-    if (!eq || !eq[1]) return cli_fail(cmd, "--vary %s: want NAME=V1,V2,... (e.g. --vary %s=8,16,32)", text,
+    if (!eq || !eq[1]) return cli_fail(cmd, "--vary %s: want NAME=V1,V2,... (e.g. --vary %s=8,16,32)", CLI_CUT(text),
                                        d->n_params ? d->params[0].name : "br");
     if (p < 0) {
         int64_t tmp[PL_KDEF_MAX_PARAMS];
         pl_kernel_defaults(d, tmp);
         pl_kernel_set(d, tmp, text, msg, sizeof msg); /* its message lists the parameters */
-        return cli_fail(cmd, "--vary %s: %s", text, msg);
+        return cli_fail(cmd, "--vary %s: %s", CLI_CUT(text), msg);
     }
-    if (seen[p]) return cli_fail(cmd, "--vary %s: parameter '%s' is given twice (by --vary or --set)", text, name);
+    if (seen[p])
+        return cli_fail(cmd, "--vary %s: parameter '%s' is given twice (by --vary or --set)", CLI_CUT(text), name);
     seen[p] = 1;
     axis_list *l = &lists[p];
     l->n = 0;
     for (const char *s = eq + 1;;) {
         size_t len = strcspn(s, ",");
-        if (len == 0) return cli_fail(cmd, "--vary %s: an empty item; give comma-separated values", text);
-        if (l->n == CLI_MAX_LIST) return cli_fail(cmd, "--vary %s: more than %d values", text, CLI_MAX_LIST);
+        if (len == 0) return cli_fail(cmd, "--vary %s: an empty item; give comma-separated values", CLI_CUT(text));
+        if (l->n == CLI_MAX_LIST) /* the count, not the list: a 10,000-value list is 49 KB */
+            return cli_fail(cmd, "--vary %s: %d values; at most %d", name, cli_count_items(eq + 1), CLI_MAX_LIST);
         int64_t tmp[PL_KDEF_MAX_PARAMS];
         pl_kernel_defaults(d, tmp);
         snprintf(one, sizeof one, "%s=%.*s", name, (int)(len < 100 ? len : 100), s);
-        if (pl_kernel_set(d, tmp, one, msg, sizeof msg) != PL_OK) return cli_fail(cmd, "--vary %s: %s", text, msg);
+        if (pl_kernel_set(d, tmp, one, msg, sizeof msg) != PL_OK)
+            return cli_fail(cmd, "--vary %s: %s", CLI_CUT(text), msg);
         for (int j = 0; j < l->n; j++)
-            if (l->v[j] == tmp[p]) return cli_fail(cmd, "--vary %s: '%.*s' appears twice", text, (int)len, s);
+            if (l->v[j] == tmp[p]) return cli_fail(cmd, "--vary %s: '%.*s' appears twice", CLI_CUT(text),
+                                                   (int)(len < CLI_ECHO_MAX ? len : CLI_ECHO_MAX), s);
         l->v[l->n++] = tmp[p];
         if (!s[len]) break;
         s += len + 1;
@@ -120,7 +124,7 @@ int cli_ksweep(int argc, char **argv)
     if (rc >= 0) return rc;
     if (o.npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
     if ((rc = cli_find_kernel(cmd, o.pos[0], &d))) return rc;
-    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; use --vary and --set", o.pos[1]);
+    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; use --vary and --set", CLI_CUT(o.pos[1]));
     axis_list *lists = calloc(PL_KDEF_MAX_PARAMS, sizeof *lists);
     int64_t total = 0;
     if (!lists) return fprintf(stderr, "tilesim sweep: out of host memory\n"), 1;

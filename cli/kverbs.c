@@ -16,7 +16,10 @@
 
 
 /* The verb's kernel, values and options from its command line. -1: go on. */
-static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY || status == PL_ENOMEM ? 1 : 2; }
+/* PL_ENOMEM is a rejected call (2), as the mesh programs exit: pl_kernel_run
+ * refuses a configuration this host lacks the memory for before it runs
+ * anything. 1 stays for a wrong result and the command's own allocations. */
+static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY ? 1 : 2; }
 
 static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, const pl_report *rep)
 {

@@ -171,10 +171,11 @@ int tilesim_main(int argc, char **argv)
     if (argc < 2) return cli_fail(&tool_cmd, "no command given");
     const char *c = argv[1];
     if (strcmp(c, "help") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0) {
-        if (argc > 3) return cli_fail(&tool_cmd, "help: too many arguments at '%s'", argv[3]);
+        if (argc > 3) return cli_fail(&tool_cmd, "help: too many arguments at '%s'", CLI_CUT(argv[3]));
         const cli_cmd *cmd = argc == 3 ? find_cmd(argv[2]) : NULL;
         if (argc == 3 && !cmd)
-            return cli_fail(&tool_cmd, "help: unknown command '%s'; the commands are %s", argv[2], COMMANDS);
+            return cli_fail(&tool_cmd, "help: unknown command '%s'; the commands are %s", CLI_CUT(argv[2]),
+                            COMMANDS);
         cli_help(cmd, stdout);
         return cli_finish_stdout(&tool_cmd, 0);
     }
@@ -190,6 +191,6 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "profile") == 0) return cli_profile(argc - 2, argv + 2);
     if (strcmp(c, "memory") == 0) return cli_memory(argc - 2, argv + 2);
     if (strcmp(c, "review") == 0) return cli_review(argc - 2, argv + 2);
-    if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", c);
-    return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", c, COMMANDS);
+    if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", CLI_CUT(c));
+    return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", CLI_CUT(c), COMMANDS);
 }

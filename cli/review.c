@@ -5,6 +5,7 @@
  * table of the others with the reason each lost. Exit 0 with a
  * recommendation, 1 when no configuration meets the targets, 2 on a bad
  * command line. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,7 +32,7 @@ void cli_review_help(FILE *f)
             "  --prompt P         prompt tokens (TTFT = their prefill + the first decode step)\n"
             "  --context C        the longest conversation; the KV cache must hold C tokens per sequence,\n"
             "                     and TPOT is a decode step at the average context (P + C) / 2\n"
-            "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us\n"
+            "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us (from 1us to an hour)\n"
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
             "  --chips LIST       TP degrees to weigh (default 1,2,4,8)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
@@ -41,15 +42,29 @@ void cli_review_help(FILE *f)
             "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line.\n");
 }
 
-/* "500ms", "0.5s", "800us": seconds into *out */
+/* A time target's range: below a microsecond no kernel step is measured (the
+ * report would show 1e-300s as "0 ms"), above an hour is no serving target. */
+#define TIME_MIN_S 1e-6
+#define TIME_MAX_S 3600.0
+
+/* "500ms", "0.5s", "800us": seconds into *out. Digits (and a '.') first: no
+ * sign, no space, no hex float, no inf or nan, which strtod would take. */
 static int parse_duration(const cli_cmd *cmd, const char *what, const char *s, double *out)
 {
     char *end;
-    double v = strtod(s, &end);
-    double unit = strcmp(end, "s") == 0 ? 1 : strcmp(end, "ms") == 0 ? 1e-3 : strcmp(end, "us") == 0 ? 1e-6 : 0;
-    if (end == s || unit == 0 || !(v > 0) || v * unit > 3600)
-        return cli_fail(cmd, "%s '%s': want a positive time up to an hour with a unit (500ms, 0.5s, 800us)", what, s);
-    *out = v * unit;
+    int plain = (isdigit((unsigned char)s[0]) || s[0] == '.') && !strpbrk(s, "xXpP");
+    double v = plain ? strtod(s, &end) : 0;
+    double unit = !plain                     ? 0
+                  : strcmp(end, "s") == 0  ? 1
+                  : strcmp(end, "ms") == 0 ? 1e-3
+                  : strcmp(end, "us") == 0 ? 1e-6
+                                           : 0;
+    double t = v * unit;
+    /* the floor with a rounding margin: "0.001ms" is 1 us though v * unit may come out a hair below */
+    if (unit == 0 || !(t >= TIME_MIN_S * (1 - 1e-9)) || !(t <= TIME_MAX_S))
+        return cli_fail(cmd, "%s '%s': want a time from 1us to an hour (3600s) with a unit (500ms, 0.5s, 800us)",
+                        what, CLI_CUT(s));
+    *out = t;
     return 0;
 }
 
@@ -62,9 +77,9 @@ static int parse_quant(const cli_cmd *cmd, const char *s, pl_review_brief *b)
         snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), p);
         pl_wdtype w;
         if (len == 0 || len > 15 || pl_wdtype_parse(one, &w) != PL_OK)
-            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", s);
+            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", CLI_CUT(s));
         for (int i = 0; i < b->n_quant; i++)
-            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", s, one);
+            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", CLI_CUT(s), one);
         b->quant[b->n_quant++] = w;
         if (!p[len]) return 0;
         p += len + 1;
@@ -77,7 +92,7 @@ static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
     if (p) return *m = *p, 0;
     char err[1024];
     if (!strchr(spec, '/') && !strchr(spec, '.'))
-        return cli_fail(cmd, "--model '%s': not a preset (llama3-70b, llama3-8b) nor a file path", spec);
+        return cli_fail(cmd, "--model '%s': not a preset (llama3-70b, llama3-8b) nor a file path", CLI_CUT(spec));
     if (pl_model_load(spec, m, err, sizeof err) != PL_OK) return cli_fail(cmd, "--model: %s", err);
     return 0;
 }
@@ -111,7 +126,7 @@ static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc
     int rc;
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
         if (!a->val[need[i]]) return cli_fail(cmd, "missing %s", specs[need[i]].name);
-    if (a->npos) return cli_fail(cmd, "unexpected argument '%s'; every input is an option", a->pos[0]);
+    if (a->npos) return cli_fail(cmd, "unexpected argument '%s'; every input is an option", CLI_CUT(a->pos[0]));
     if ((rc = load_model(cmd, a->val[O_MODEL], m))) return rc;
     if ((rc = cli_select_chip(cmd, a->val[O_CHIP], a->val[O_CHIP_FILE], fc, &b->chip))) return rc;
     b->model = m;

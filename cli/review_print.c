@@ -57,13 +57,23 @@ static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result
     print_kernels(f, r, c);
 }
 
+/* A target as given, never shown as "0 ms": three significant digits in ms
+ * from 1 ms (500 ms, 30.0 ms), pl_format_time's units below. */
+static const char *target(double s, char *buf, size_t n)
+{
+    if (s < 1e-3) return pl_format_time(s, buf, n);
+    snprintf(buf, n, "%.*f ms", s >= 0.1 ? 0 : s >= 0.01 ? 1 : 2, s * 1e3);
+    return buf;
+}
+
 void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
 {
+    char tt[32], tp[32];
     fprintf(f, "review: %s on %s (%.1f GB HBM at %.2f TB/s per device, %d device%s per chip); prompt %lld, "
-            "context %lld; targets TTFT %.0f ms, TPOT %.1f ms\n", b->model->name, b->chip->name,
+            "context %lld; targets TTFT %s, TPOT %s\n", b->model->name, b->chip->name,
             (double)b->chip->hbm_bytes / 1e9, b->chip->hbm_bw / 1e12, b->chip->devices_per_chip,
             b->chip->devices_per_chip == 1 ? "" : "s", (long long)b->prompt, (long long)b->context,
-            b->ttft_s * 1e3, b->tpot_s * 1e3);
+            target(b->ttft_s, tt, sizeof tt), target(b->tpot_s, tp, sizeof tp));
     fprintf(f, "weighed %d configurations: %d kernel shapes, %d tilings simulated, in %.1f s\n\n", r->n_configs,
             r->n_jobs, r->kernel_runs, wall_s);
     if (r->best >= 0) print_best(f, b, r);

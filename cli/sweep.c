@@ -203,9 +203,9 @@ static int parse(const cli_cmd *cmd, const cli_args *a, cli_sweep_result *s, int
     int rc;
     if (a->npos == 0) return cli_fail(cmd, "missing the kernel: give 'matmul M N K'");
     if (strcmp(a->pos[0], "matmul") != 0)
-        return cli_fail(cmd, "unknown kernel '%s'; the sweep knows: matmul", a->pos[0]);
+        return cli_fail(cmd, "unknown kernel '%s'; the sweep knows: matmul", CLI_CUT(a->pos[0]));
     if (a->npos < 4) return cli_fail(cmd, "missing %s: give matmul M N K", a->npos == 1 ? "M, N and K" : a->npos == 2 ? "N and K" : "K");
-    if (a->npos > 4) return cli_fail(cmd, "unexpected argument '%s' after matmul M N K", a->pos[4]);
+    if (a->npos > 4) return cli_fail(cmd, "unexpected argument '%s' after matmul M N K", CLI_CUT(a->pos[4]));
     int64_t *dims[3] = {&s->m, &s->n, &s->k};
     static const char *dim_names[3] = {"M", "N", "K"};
     for (int d = 0; d < 3; d++)

@@ -147,10 +147,11 @@ static int64_t parse_sizes(const ex_cmdline *cl, const char *s, int64_t *sizes, 
     int64_t n = 0;
     const char *p = s;
     for (;;) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
-            ex_usage_error(cl, "--sizes takes whole numbers >= 0 separated by commas, got '%s'", s);
+        size_t len = strcspn(p, ",");
+        int64_t v;
+        if (ex_scan_int(p, len, 0, INT32_MAX, &v) != EX_NUM_OK) {
+            ex_usage_error(cl, "--sizes takes whole numbers from 0 to %d separated by commas, got '%.40s%s'",
+                           INT32_MAX, s, strlen(s) > 40 ? "..." : "");
             return -1;
         }
         if (n == max) {
@@ -158,8 +159,8 @@ static int64_t parse_sizes(const ex_cmdline *cl, const char *s, int64_t *sizes, 
             return -1;
         }
         sizes[n++] = v;
-        if (!*end) return n;
-        p = end + 1;
+        if (!p[len]) return n;
+        p += len + 1;
     }
 }
 

@@ -33,9 +33,9 @@
 #include "kernels/registry.h"
 
 #define USAGE                                                                                                 \
-    "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME] [--vmem-limit BYTES] [--json]\n"                \
+    "usage: matmul [M N K BM BN BK [f32|bf16]] [--chip NAME | --chip-file F] [--vmem-limit BYTES]\n"                \
     "              [--trace FILE.json] [--cost-only] [--uninit nan|zero] [--oob raise|poison]\n"             \
-    "              [--no-checks] [--strict] [--seed N] [--heatmap FILE.svg]\n"
+    "              [--no-checks] [--strict] [--seed N] [--heatmap FILE.svg] [--json]\n"
 
 typedef struct mm_case {
     int64_t m, n, k, bm, bn, bk;

@@ -12,6 +12,7 @@
  * rejects. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../sim/tilesim_kernel.h"
 #include "kernels/matmul.h"

@@ -32,7 +32,10 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
         case EW_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
         default: r = x > y ? x : y; break;
         }
+        /* by dst's width: every integer dtype is_int accepts has its own case (an i16 once fell
+         * through to the i8 store and kept one byte of each element) */
         if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
+        else if (dst->dtype == PL_I16) { int16_t v = (int16_t)(uint16_t)r; memcpy(d, &v, 2); }
         else *(int8_t *)d = (int8_t)(uint8_t)r;
     }
 }

@@ -142,6 +142,9 @@ static int parse_axis(pl_mesh *m, int a, const char *s, size_t len, int named, c
         size = eq + 1;
         size_len = len - nl - 1;
     }
+    if (!size_len)
+        return snprintf(msg, n, "mesh '%s': axis %s has no size after '='; named axes read 'x=4,y=4'", q,
+                        m->axis[a]), PL_EINVAL;
     int64_t v = parse_size(size, size_len);
     piece(size, size_len, tok, sizeof tok);
     if (v == -1) return snprintf(msg, n, "mesh '%s': '%s' is not an axis size (a whole number >= 1)", q, tok), PL_EINVAL;
@@ -174,6 +177,16 @@ static int parse_kind(const char *text, const char **rest, int *wrap, int *one_a
                     piece(text, len, kind, sizeof kind)), PL_EINVAL;
 }
 
+/* What an empty item of the axis list lacks: rank is its index, more says
+ * that a separator follows it. */
+static const char *missing_axis(int named, int rank, int more)
+{
+    if (named) return "an axis is missing (an empty item between commas); named axes read 'x=4,y=4'";
+    if (rank == 0 && more) return "an axis size is missing before 'x'; a shape reads '4x4'";
+    if (!more) return "an axis size is missing after the last 'x'; a shape reads '4x4'";
+    return "an axis size is missing between two 'x'; a shape reads '4x4'";
+}
+
 int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n)
 {
     char unused[8], q[160];
@@ -197,6 +210,8 @@ int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n)
         if (rank == PL_MESH_MAX_AXES)
             return snprintf(msg, n, "mesh '%s': more axes than a mesh has: at most %d axes", q, PL_MESH_MAX_AXES),
                    PL_EINVAL;
+        if (len == 0) /* "x4", "4x", "4xx4", "x=4,": say where the size is missing, not that '' is no size */
+            return snprintf(msg, n, "mesh '%s': %s", q, missing_axis(named, rank, end != NULL)), PL_EINVAL;
         if (parse_axis(&m, rank, item, len, named, q, msg, n)) return PL_EINVAL;
         m.wrap[rank] = (uint8_t)wrap;
         if (!end) break;

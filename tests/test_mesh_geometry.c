@@ -78,6 +78,17 @@ Test(mesh_geometry, parses_every_form)
     cr_assert_eq(pl_mesh_devices(&m), PL_MESH_MAX_DEVICES, "the largest mesh");
 }
 
+/* issue 21: "x4" said "'' is not an axis size"; an empty size says where it is missing */
+Test(mesh_geometry, a_missing_axis_size_says_where)
+{
+    parse_bad("x4", "mesh 'x4': an axis size is missing before 'x'");
+    parse_bad("4x", "mesh '4x': an axis size is missing after the last 'x'");
+    parse_bad("4xx4", "mesh '4xx4': an axis size is missing between two 'x'");
+    parse_bad("torus:x4", "an axis size is missing before 'x'");
+    parse_bad("ring:", "mesh 'ring:': no axes after 'ring:'");
+    parse_bad("x=4,", "an axis is missing");
+}
+
 Test(mesh_geometry, parse_errors_quote_the_text_and_say_what_is_wrong)
 {
     parse_bad("", "empty");
@@ -97,11 +108,11 @@ Test(mesh_geometry, parse_errors_quote_the_text_and_say_what_is_wrong)
     parse_bad("1x=4", "not an axis name");
     parse_bad("=4", "not an axis name");
     parse_bad("abcdefghijklmnopq=4", "at most 15 characters");
-    parse_bad("x=", "not an axis size");
+    parse_bad("x=", "axis x has no size after '='");
     parse_bad("ring:4x4", "a ring has one axis");
     parse_bad("line:2x2", "a line has one axis");
     parse_bad("8 8", "not an axis size");
-    parse_bad("x=4,,y=4", "'' is not name=size");
+    parse_bad("x=4,,y=4", "an axis is missing (an empty item between commas)");
     pl_mesh m;
     char msg[128] = "";
     cr_assert_eq(pl_mesh_parse(NULL, &m, msg, sizeof msg), PL_EINVAL);

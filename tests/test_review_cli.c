@@ -124,7 +124,7 @@ Test(review_cli, bad_command_lines_say_what_and_exit_2)
         const char *model, *ttft, *chip, *want;
     } cases[] = {
         {"gpt-9", "1s", "v5e", "--model 'gpt-9': not a preset (llama3-70b, llama3-8b) nor a file path"},
-        {"llama3-8b", "500", "v5e", "--ttft '500': want a positive time up to an hour with a unit"},
+        {"llama3-8b", "500", "v5e", "--ttft '500': want a time from 1us to an hour (3600s) with a unit"},
         {"llama3-8b", "-1s", "v5e", "--ttft '-1s': want"},
         {"llama3-8b", "2h", "v5e", "--ttft '2h': want"},
         {"llama3-8b", "1s", "v9", "v9"},

@@ -37,8 +37,8 @@
 #include "ring_allgather.h"
 
 #define USAGE                                                                                              \
-    "usage: collective_matmul [--devices N] [--rows M] [--k K] [--cols C] [--chip NAME] [--seed S]\n"     \
-    "                         [--cost-only] [--no-checks]\n"                                              \
+    "usage: collective_matmul [--devices N] [--rows M] [--k K] [--cols C] [--chip NAME | --chip-file FILE]\n"     \
+    "                         [--seed S] [--cost-only] [--no-checks]\n"                                              \
     "  x (N*M, K) sharded by rows over N devices, w (K, C) on every device; out = all_gather(x) @ w\n"
 
 typedef struct cm_cmd {
@@ -172,7 +172,8 @@ static int run(const cm_cmd *rc, const ex_cmdline *cl)
 
 int ex_collective_matmul_main(int argc, char **argv)
 {
-    ex_cmdline cl = {.prog = "collective_matmul", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS};
+    ex_cmdline cl = {.prog = "collective_matmul", .usage = USAGE,
+                     .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS};
     ex_mesh_args a = {.devices = 8, .rows = 128, .k = 512, .cols = 2048};
     int exit_code = ex_mesh_parse(&cl, argc, argv, 1, &a);
     if (exit_code >= 0) return exit_code;

@@ -30,7 +30,7 @@
 #include "options.h"
 #include "ring_allgather.h"
 
-#define USAGE "usage: deadlock [--devices N] [--chip NAME]\n"
+#define USAGE "usage: deadlock [--devices N] [--chip NAME | --chip-file FILE]\n"
 
 enum { O_DEVICES = 256 };
 
@@ -95,7 +95,7 @@ static int run(int n, const pl_options *opt)
 int ex_deadlock_main(int argc, char **argv)
 {
     static const struct option mine[] = {{"devices", required_argument, NULL, O_DEVICES}, {0}};
-    ex_cmdline cl = {.prog = "deadlock", .usage = USAGE, .accept = EX_CHIP};
+    ex_cmdline cl = {.prog = "deadlock", .usage = USAGE, .accept = EX_CHIP | EX_CHIP_FILE};
     int n = 4;
     int e = ex_parse(&cl, argc, argv, mine, own_option, &n);
     if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;

@@ -11,13 +11,14 @@
 
 #include "options.h"
 
-enum { O_CHIP = 1000, O_TRACE, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON, O_HELP = 'h' };
+enum { O_CHIP = 1000, O_CHIP_FILE, O_TRACE, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON, O_HELP = 'h' };
 
 static const struct {
     struct option opt;
     unsigned mask;
 } common[] = {
     {{"chip", required_argument, NULL, O_CHIP}, EX_CHIP},
+    {{"chip-file", required_argument, NULL, O_CHIP_FILE}, EX_CHIP_FILE},
     {{"trace", required_argument, NULL, O_TRACE}, EX_TRACE},
     {{"cost-only", no_argument, NULL, O_COST_ONLY}, EX_COST_ONLY},
     {{"no-checks", no_argument, NULL, O_NO_CHECKS}, EX_NO_CHECKS},
@@ -42,20 +43,48 @@ int ex_usage_error(const ex_cmdline *cl, const char *fmt, ...)
     return EX_PARSE_ERROR;
 }
 
+ex_num ex_scan_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out)
+{
+    int neg = len > 0 && s[0] == '-';
+    size_t i = (size_t)neg;
+    if (i == len) return EX_NUM_NOT_WHOLE;
+    for (size_t j = i; j < len; j++) /* strtoll alone would take " 5", "+5" and stop at "12x" */
+        if (!isdigit((unsigned char)s[j])) return EX_NUM_NOT_WHOLE;
+    while (i + 1 < len && s[i] == '0') i++; /* leading zeros: the digits that count fit the buffer */
+    char buf[32];
+    if (len - i > 20) return neg ? EX_NUM_LOW : EX_NUM_HIGH; /* more digits than any int64 */
+    snprintf(buf, sizeof buf, "%s%.*s", neg ? "-" : "", (int)(len - i), s + i);
+    errno = 0;
+    long long v = strtoll(buf, NULL, 10);
+    if (errno == ERANGE) return neg ? EX_NUM_LOW : EX_NUM_HIGH;
+    if (v < lo) return EX_NUM_LOW;
+    if (v > hi) return EX_NUM_HIGH;
+    *out = v;
+    return EX_NUM_OK;
+}
+
 int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t lo, int64_t hi, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi)
-        return ex_usage_error(cl, "%s must be a whole number from %lld to %lld, got '%s'", what, (long long)lo,
-                              (long long)hi, s);
-    *out = v;
+    if (ex_scan_int(s, strlen(s), lo, hi, out) != EX_NUM_OK)
+        return ex_usage_error(cl, "%s must be a whole number from %lld to %lld, got '%.40s%s'", what, (long long)lo,
+                              (long long)hi, s, strlen(s) > 40 ? "..." : "");
+    return EX_PARSE_OK;
+}
+
+/* --chip and --chip-file name one chip: whichever comes second is refused. */
+static int load_chip_file(ex_cmdline *cl, const char *path)
+{
+    if (cl->opt.chip) return ex_usage_error(cl, "--chip and --chip-file exclude each other; give one");
+    char err[PL_MSG_MAX];
+    if (pl_chip_load(path, &cl->chip_file, err, sizeof err) != PL_OK)
+        return ex_usage_error(cl, "--chip-file: %s", err);
+    cl->opt.chip_spec = &cl->chip_file;
     return EX_PARSE_OK;
 }
 
 static int check_chip(ex_cmdline *cl, const char *name)
 {
+    if (cl->opt.chip_spec) return ex_usage_error(cl, "--chip and --chip-file exclude each other; give one");
     if (pl_chip_find(name)) {
         cl->opt.chip = name;
         return EX_PARSE_OK;
@@ -83,6 +112,7 @@ static int common_option(ex_cmdline *cl, int code, const char *arg)
 {
     switch (code) {
     case O_CHIP: return check_chip(cl, arg);
+    case O_CHIP_FILE: return load_chip_file(cl, arg);
     case O_TRACE: cl->opt.trace_path = arg; return ex_check_writable(cl, "--trace", arg);
     case O_COST_ONLY: cl->opt.cost_only = 1; return EX_PARSE_OK;
     case O_NO_CHECKS: cl->opt.checks_off = 1; return EX_PARSE_OK;

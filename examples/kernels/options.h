@@ -5,6 +5,7 @@
  *
  * Common options (each program picks the ones it takes with a mask):
  *   --chip NAME        a chip preset (checked here: an unknown name is a usage error)
+ *   --chip-file FILE   a what-if chip file (pl_chip_load; read here, into chip_file)
  *   --trace FILE.json  write a Chrome trace of the call (pl_options.trace_path; checked writable)
  *   --cost-only        time the call without data (pl_options.cost_only)
  *   --no-checks        pl_options.checks_off
@@ -37,6 +38,7 @@ enum {
     EX_UNINIT = 1 << 5,
     EX_OOB = 1 << 6,
     EX_JSON = 1 << 7,
+    EX_CHIP_FILE = 1 << 8,
 };
 
 enum { EX_PARSE_OK = 0, EX_PARSE_HELP = 1, EX_PARSE_ERROR = 2 };
@@ -49,6 +51,7 @@ typedef struct ex_cmdline {
     unsigned accept;    /* EX_* of the common options this program takes */
     /* filled by ex_parse */
     pl_options opt;
+    pl_chip chip_file; /* --chip-file's chip: opt.chip_spec points here */
     int json;
     int npos;
     const char *pos[EX_MAX_POS];
@@ -68,7 +71,15 @@ int ex_parse(ex_cmdline *cl, int argc, char **argv, const struct option *mine, e
 /* Print "PROG: <message>" and the usage on stderr; returns EX_PARSE_ERROR. */
 int ex_usage_error(const ex_cmdline *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* s as a whole number in [lo, hi], or a usage error naming `what`. */
+/* The one reader of whole numbers on the command lines (the examples' and
+ * tilesim's, cli/args.c): s[0..len) as decimal digits, with a leading '-'
+ * only for a negative number (no '+', no spaces, no "0x"), read by strtoll
+ * with errno so that nothing overflows, then checked against [lo, hi].
+ * EX_NUM_LOW / EX_NUM_HIGH: a number below lo / above hi (however long). */
+typedef enum { EX_NUM_OK = 0, EX_NUM_NOT_WHOLE, EX_NUM_LOW, EX_NUM_HIGH } ex_num;
+ex_num ex_scan_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out);
+
+/* s as a whole number in [lo, hi] (ex_scan_int), or a usage error naming `what`. */
 int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t lo, int64_t hi, int64_t *out);
 
 /* Can path be opened for writing? Checked before a run, so that a bad

@@ -29,8 +29,8 @@
 #include "ring_allgather.h"
 
 #define USAGE                                                                                              \
-    "usage: ring_allgather [--devices N] [--rows R] [--cols C] [--chip NAME] [--seed S] [--cost-only]\n"  \
-    "                      [--no-checks] [--trace FILE.json]\n"
+    "usage: ring_allgather [--devices N] [--rows R] [--cols C] [--chip NAME | --chip-file FILE] [--seed S]\n"  \
+    "                      [--cost-only] [--no-checks] [--trace FILE.json]\n"
 
 typedef struct ra_cmd {
     ra_shape s;
@@ -124,7 +124,8 @@ static int run(const ra_cmd *rc, const ex_cmdline *cl)
 
 int ex_ring_allgather_main(int argc, char **argv)
 {
-    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
+    ex_cmdline cl = {.prog = "ring_allgather", .usage = USAGE,
+                     .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
     ex_mesh_args a = {.devices = 8, .rows = 256, .cols = 1024};
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;

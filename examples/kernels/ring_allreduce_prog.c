@@ -36,8 +36,8 @@
 #include "ring_allreduce.h"
 
 #define USAGE                                                                                              \
-    "usage: ring_allreduce [--devices N] [--rows R] [--cols C] [--chip NAME] [--seed S] [--cost-only]\n"  \
-    "                      [--no-checks] [--trace FILE.json] [--digest]\n"                        \
+    "usage: ring_allreduce [--devices N] [--rows R] [--cols C] [--chip NAME | --chip-file FILE] [--seed S]\n"  \
+    "                      [--cost-only] [--no-checks] [--trace FILE.json] [--digest]\n"                        \
     "  R must be a multiple of 2 N (N shards, each cut into two halves, one per ring direction)\n"
 
 typedef struct ar_cmd {
@@ -169,7 +169,8 @@ static int run(const ar_cmd *rc, const ex_cmdline *cl)
 
 int ex_ring_allreduce_main(int argc, char **argv)
 {
-    ex_cmdline cl = {.prog = "ring_allreduce", .usage = USAGE, .accept = EX_CHIP | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
+    ex_cmdline cl = {.prog = "ring_allreduce", .usage = USAGE,
+                     .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
     ex_mesh_args a = {.devices = 8, .rows = 1024, .cols = 1024};
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;
