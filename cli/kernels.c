@@ -19,7 +19,7 @@
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--vmem-report] [--strict] [--seed N] "
+                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] [--strict] [--seed N] "
                              "[--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
