@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -71,7 +72,10 @@ static int plan(const char *path, int *direct, char **target, struct stat *st, i
     if (!path || !path[0]) return snprintf(err, n, "cannot write '': an empty path"), -1;
     if (stat(path, st) == 0 && S_ISDIR(st->st_mode))
         return snprintf(err, n, "cannot write '%s': it is a directory", path), -1;
-    if (stat(path, st) == 0 && !S_ISREG(st->st_mode)) { /* /dev/null, a FIFO, /dev/fd/N of a pipe */
+    /* /dev/null, a FIFO, /dev/fd/N of a pipe; and /dev/stdout, /dev/fd/N or /proc/self/fd/N even when they
+     * lead to a regular file: the file the shell opened for us, to write through, not to replace */
+    int fd_path = !strncmp(path, "/dev/std", 8) || !strncmp(path, "/dev/fd/", 8) || !strncmp(path, "/proc/", 6);
+    if (stat(path, st) == 0 && (!S_ISREG(st->st_mode) || fd_path)) {
         *direct = 1;
         if (access(path, W_OK) != 0) return snprintf(err, n, "cannot write '%s': %s", path, strerror(errno)), -1;
         return 0;
@@ -102,7 +106,7 @@ int sim_out_probe(const char *path, char *err, size_t n)
  * does for fopen; mkstemp would make it 0600. */
 static int make_tmp(const char *target, char **tmp)
 {
-    static unsigned counter;
+    static atomic_uint counter;
     char *dir = dir_of(target);
     const char *slash = strrchr(target, '/'), *base = slash ? slash + 1 : target;
     if (strlen(base) > 200) base = "tilesim"; /* room for the suffix within NAME_MAX */
@@ -113,7 +117,8 @@ static int make_tmp(const char *target, char **tmp)
     for (int i = 0; *tmp && fd < 0 && i < 100; i++) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned r = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 12) ^ (__atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) * 2654435761u);
+        unsigned r = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 12) ^
+                     (atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) * 2654435761u);
         snprintf(*tmp, len, "%s/.%s.tmp%08x", dir, base, r);
         fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;

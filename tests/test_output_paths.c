@@ -251,6 +251,36 @@ Test(output_paths, full_device_is_an_error)
     unlink(full), rmdir(dir);
 }
 
+/* --json-file /dev/stdout with stdout a regular file (a shell's `> out`):
+ * written through, never replaced by a rename, which would unlink the file
+ * the shell opened from under the program. */
+Test(output_paths, dev_stdout_is_written_through)
+{
+    char out[64], exe[PATH_MAX];
+    th_temp_file(out, NULL);
+    th_tilesim_path(exe, sizeof exe);
+    int fd = open(out, O_WRONLY);
+    struct stat before, after;
+    cr_assert(fd >= 0 && fstat(fd, &before) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int nul = open("/dev/null", O_WRONLY);
+        if (dup2(fd, 1) < 0 || nul < 0 || dup2(nul, 2) < 0) _exit(126);
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+        execl(exe, exe, "memory", MM, "--json-file", "/dev/stdout", (char *)NULL);
+        _exit(127);
+    }
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "exit status %d", ws);
+    cr_expect(fstat(fd, &after) == 0 && after.st_nlink == 1, "the file behind /dev/stdout was replaced");
+    cr_expect(stat(out, &after) == 0 && after.st_ino == before.st_ino, "'%s' is another file now", out);
+    close(fd);
+    unlink(out);
+}
+
 /* ---- the trace's size cap -------------------------------------------------------- */
 
 /* 2^26 grid steps: a trace of tens of GB, refused at once */
