@@ -201,6 +201,7 @@ typedef struct cli_kopts {
     const char *chip, *chip_file, *trace, *svg, *heatmap, *output, *html;
     int cost_only, json, csv, strict, has_seed, vmem_report;
     int64_t seed, top, threads, host_threads;
+    int64_t trace_limit; /* --trace-limit: pl_options.trace_limit_bytes (0: the default) */
 } cli_kopts;
 
 /* Parse a kernel verb's arguments (argv[0] is the verb's own name, as

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../sim/html.h"
+#include "../sim/outfile.h"
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 
@@ -113,10 +114,10 @@ int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const
         fprintf(stderr, "tilesim %s: --html: %s\n", cmd->name, msg);
         status = rc == PL_ENOMEM ? 1 : CLI_EXIT_USAGE;
     } else {
-        FILE *f = fopen(path, "w");
+        sim_out *f = sim_out_open(path, msg, sizeof msg); /* temp + rename: a failure leaves path as it was */
         if (!f) {
             fflush(stdout);
-            fprintf(stderr, "tilesim %s: --html: cannot write '%s': %s\n", cmd->name, path, strerror(errno));
+            fprintf(stderr, "tilesim %s: --html: %s\n", cmd->name, msg);
             status = CLI_EXIT_USAGE;
         } else {
             sim_page_extras mine = extras ? *extras : (sim_page_extras){0};
@@ -126,13 +127,12 @@ int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const
             if (mem) mine.memory_viewer = mem;
             if (prof) mine.op_profile = prof;
             if (roof) mine.roofline = roof;
-            int bad = sim_page_write(p, &mine, f);
+            int bad = sim_page_write(p, &mine, f->f);
             free(mem), free(prof), free(roof);
-            int err = errno;
-            if (fclose(f) != 0 || bad) {
+            if (bad) snprintf(msg, sizeof msg, "writing '%s' failed: %s", path, strerror(errno)), sim_out_abort(f);
+            if (bad || sim_out_commit(f, msg, sizeof msg)) {
                 fflush(stdout);
-                fprintf(stderr, "tilesim %s: --html: writing '%s' failed: %s\n", cmd->name, path,
-                        strerror(bad ? err : errno));
+                fprintf(stderr, "tilesim %s: --html: %s\n", cmd->name, msg);
                 status = CLI_EXIT_USAGE;
             } else if (!quiet) {
                 fprintf(stdout, "\npage: %s (%d of %lld steps; open it in a browser)\n", path, p->n_steps,

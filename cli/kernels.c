@@ -13,12 +13,13 @@
 
 #include "../examples/kernels/registry.h"
 #include "../examples/kernels/mesh_progs.h"
+#include "../sim/outfile.h"
 #include "cli.h"
 
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--vmem-report] [--strict] [--seed N] "
+                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] [--strict] [--seed N] "
                              "[--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
@@ -43,6 +44,9 @@ static const kopt table[] = {
     {{"trace", 1, 0, 't'}, K_TRACE, "FILE", "write a Chrome trace-event JSON (open it in Perfetto)"},
     {{"html", 1, 0, 'w'}, K_HTML, "FILE", "write the teaching page: the grid walk step by step, the timeline "
                                           "(one self-contained HTML file)"},
+    {{"trace-limit", 1, 0, 't' + 256}, K_TRACE | K_HTML, "BYTES", "refuse a trace (or a page's timeline) "
+                                                                   "estimated larger than this, before writing "
+                                                                   "anything (64M, 1G, none; default 256M)"},
     {{"vmem-report", 0, 0, 'V'}, K_VMEM_REPORT, NULL, "list the scoped VMEM allocations as XLA does when a "
                                                        "program runs out of VMEM (always printed when it does)"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
@@ -119,6 +123,10 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'v' + 256: o->csv = 1; break;
     case 't': o->trace = arg; break;
     case 'w': o->html = arg; break;
+    case 't' + 256:
+        if (sim_parse_size(arg, &o->trace_limit))
+            rc = cli_fail(cmd, "--trace-limit: want a size in bytes (1000000, 64M, 1G) or none, got '%s'", arg);
+        break;
     case 'V': o->vmem_report = 1; break;
     case 'S': o->strict = 1; break;
     case 'g': o->svg = arg; break;
@@ -258,6 +266,7 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     opt->strict = o->strict;
     opt->seed = (uint64_t)o->seed;
     opt->trace_path = o->trace;
+    opt->trace_limit_bytes = o->trace_limit;
     opt->host_threads = (int)o->host_threads;
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/outfile.h"
 #include "cli.h"
 
 #define MAX_CONFIGS 4096
@@ -133,12 +134,11 @@ int cli_ksweep(int argc, char **argv)
         free(lists);
         return rc;
     }
-    FILE *probe = o.svg ? fopen(o.svg, "w") : NULL; /* before the sweep: fail fast */
-    if (o.svg && !probe) {
+    char why[PL_MSG_MAX]; /* before the sweep: fail fast, creating and truncating nothing (sim/outfile.h) */
+    if (o.svg && sim_out_probe(o.svg, why, sizeof why)) {
         free(lists);
-        return cli_fail(cmd, "--svg: cannot write '%s': %s", o.svg, strerror(errno));
+        return cli_fail(cmd, "--svg: %s", why);
     }
-    if (probe) fclose(probe);
     int n = (int)total;
     int64_t *values = calloc((size_t)n * (size_t)(d->n_params ? d->n_params : 1), sizeof *values);
     pl_report *reps = calloc((size_t)n, sizeof *reps);

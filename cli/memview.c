@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../sim/kdef_internal.h"
+#include "../sim/outfile.h"
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 
@@ -73,22 +74,30 @@ static int take_files(int argc, char **argv, char **out, int *n, const char **sv
     return 0;
 }
 
-static FILE *open_out(const char *path, const char *what, int *rc)
+/* Opened before the run (a bad path fails at once) as a temporary file
+ * beside it (sim/outfile.h): a failed run leaves the path as it was. */
+static sim_out *open_out(const char *path, const char *what, int *rc)
 {
     if (!path) return NULL;
-    FILE *f = fopen(path, "w");
-    if (!f) *rc = cli_fail(&cli_memory_cmd, "%s: cannot write '%s': %s", what, path, strerror(errno));
+    char msg[PL_MSG_MAX];
+    sim_out *f = sim_out_open(path, msg, sizeof msg);
+    if (!f) *rc = cli_fail(&cli_memory_cmd, "%s: %s", what, msg);
     return f;
 }
 
-/* Write the files; the view is complete. */
-static int write_files(const pl_memview *mv, FILE *svg, const char *svg_path, FILE *js, const char *js_path)
+/* Write one file of the complete view and put it in place; on any failure
+ * before, only the temporary file goes. */
+static int finish_out(sim_out *f, const char *what, int rc, int (*draw)(const pl_memview *, FILE *),
+                      const pl_memview *mv)
 {
-    int rc = 0;
-    if (svg && (pl_memview_svg(mv, svg) != PL_OK || fflush(svg)))
-        rc = cli_fail(&cli_memory_cmd, "--svg: error writing '%s'", svg_path);
-    if (js && (pl_memview_json(mv, js) != PL_OK || fflush(js)))
-        rc = cli_fail(&cli_memory_cmd, "--json-file: error writing '%s'", js_path);
+    if (!f) return rc;
+    if (rc) return sim_out_abort(f), rc;
+    char msg[PL_MSG_MAX];
+    if (draw(mv, f->f) != PL_OK) {
+        rc = cli_fail(&cli_memory_cmd, "%s: error writing '%s'", what, f->path);
+        sim_out_abort(f);
+    } else if (sim_out_commit(f, msg, sizeof msg))
+        rc = cli_fail(&cli_memory_cmd, "%s: %s", what, msg);
     return rc;
 }
 
@@ -127,7 +136,7 @@ int cli_memory(int argc, char **argv)
     if (rc >= 0) return rc;
     if (o.json && js_path) return cli_fail(cmd, "--json and --json-file exclude each other; give one");
     rc = 0;
-    FILE *svg = open_out(svg_path, "--svg", &rc), *js = rc ? NULL : open_out(js_path, "--json-file", &rc);
+    sim_out *svg = open_out(svg_path, "--svg", &rc), *js = rc ? NULL : open_out(js_path, "--json-file", &rc);
     pl_report *rep = rc ? NULL : calloc(1, sizeof *rep);
     pl_memview mv;
     memset(&mv, 0, sizeof mv);
@@ -139,17 +148,14 @@ int cli_memory(int argc, char **argv)
         fprintf(stderr, "tilesim memory: %s %s: %s\n", d->name, label, rep->error);
         rc = st == PL_ENOMEM ? 1 : 2;
     }
-    if (!rc) rc = write_files(&mv, svg, svg_path, js, js_path);
+    rc = finish_out(svg, "--svg", rc, pl_memview_svg, &mv);
+    rc = finish_out(js, "--json-file", rc, pl_memview_json, &mv);
     if (!rc) {
         if (o.json) pl_memview_json(&mv, stdout);
         else pl_memview_print(&mv, stdout);
         if (!o.json && svg_path) fprintf(stdout, "\nchart: %s\n", svg_path);
         if (!o.json && js_path) fprintf(stdout, "%sjson: %s\n", svg_path ? "" : "\n", js_path);
     }
-    if (svg && fclose(svg) && !rc) rc = cli_fail(cmd, "--svg: error writing '%s'", svg_path);
-    if (js && fclose(js) && !rc) rc = cli_fail(cmd, "--json-file: error writing '%s'", js_path);
-    if (rc && svg) remove(svg_path); /* no half-written or empty file left behind a failure */
-    if (rc && js) remove(js_path);
     pl_memview_free(&mv);
     free(rep);
     return cli_finish_stdout(cmd, rc);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/outfile.h"
 #include "cli.h"
 
 const cli_cmd cli_profile_cmd = {
@@ -66,11 +67,14 @@ static int take_roofline(int argc, char **argv, char **out, int *n, const char *
 
 static int write_roofline(const pl_kernel_def *d, const pl_report *rep, const char *path, int quiet)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return cli_fail(&cli_profile_cmd, "--roofline: cannot write '%s': %s", path, strerror(errno));
-    int bad = pl_roofline_run_svg(rep, d->name, f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) return cli_fail(&cli_profile_cmd, "--roofline: writing '%s' failed (disk full?)", path);
+    char msg[PL_MSG_MAX];
+    sim_out *f = sim_out_open(path, msg, sizeof msg); /* temp + rename: a failure leaves path as it was */
+    if (!f) return cli_fail(&cli_profile_cmd, "--roofline: %s", msg);
+    if (pl_roofline_run_svg(rep, d->name, f->f) != 0) {
+        sim_out_abort(f);
+        return cli_fail(&cli_profile_cmd, "--roofline: writing '%s' failed (disk full?)", path);
+    }
+    if (sim_out_commit(f, msg, sizeof msg)) return cli_fail(&cli_profile_cmd, "--roofline: %s", msg);
     if (!quiet) fprintf(stdout, "roofline: %s\n", path);
     return 0;
 }

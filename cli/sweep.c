@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../examples/kernels/matmul.h"
+#include "../sim/outfile.h"
 #include "cli.h"
 
 #define MAX_SIZE (1LL << 24)    /* M, N, K and block sizes */
@@ -253,9 +254,9 @@ int cli_sweep(int argc, char **argv)
     if ((rc = parse(cmd, &a, &s, &threads)) || (rc = parse_lists(cmd, &a, lists, counts))) return rc;
 
     const char *svg_path = OPT(&a, "--svg");
-    FILE *svg = NULL;
-    if (svg_path && !(svg = fopen(svg_path, "w"))) /* before the sweep: fail fast */
-        return cli_fail(cmd, "--svg: cannot write '%s': %s", svg_path, strerror(errno));
+    sim_out *svg = NULL; /* opened before the sweep (fail fast) as a temporary file beside it (sim/outfile.h) */
+    char msg[PL_MSG_MAX];
+    if (svg_path && !(svg = sim_out_open(svg_path, msg, sizeof msg))) return cli_fail(cmd, "--svg: %s", msg);
 
     s.n_rows = counts[0] * counts[1] * counts[2];
     s.rows = calloc((size_t)s.n_rows, sizeof *s.rows);
@@ -275,19 +276,19 @@ int cli_sweep(int argc, char **argv)
     else cli_sweep_print_text(&s, stdout);
     int status = s.n_legal ? 0 : 1;
     if (svg) {
-        int bad = cli_sweep_svg(&s, svg);
-        bad |= fclose(svg) != 0;
-        svg = NULL;
-        if (bad) {
+        if (cli_sweep_svg(&s, svg->f)) {
+            sim_out_abort(svg);
             fprintf(stderr, "tilesim sweep: --svg: writing '%s' failed (disk full?)\n", svg_path);
             status = CLI_EXIT_USAGE;
-        }
+        } else if (sim_out_commit(svg, msg, sizeof msg))
+            fprintf(stderr, "tilesim sweep: --svg: %s\n", msg), status = CLI_EXIT_USAGE;
+        svg = NULL;
     }
     free_sweep(&s);
     return cli_finish_stdout(cmd, status);
 oom:
     fprintf(stderr, "tilesim sweep: out of host memory for %d configurations\n", s.n_rows);
-    if (svg) fclose(svg);
+    sim_out_abort(svg);
     free_sweep(&s);
     return 1;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "outfile.h"
 #include "profile.h"
 #include "tilesim_mesh.h"
 
@@ -50,7 +51,7 @@ static void free_exec(sim_exec *x)
     sim_walk_free(x);
     for (int a = 0; a < PL_MAX_GRID; a++) free(x->perm[a]);
     free(x->info);
-    if (x->trace) fclose(x->trace);
+    sim_out_abort(x->trace); /* a failed call: the temporary file goes, an old trace stays */
     free(x);
 }
 
@@ -127,9 +128,10 @@ static int plan_order(sim_exec *x, uint64_t seed)
 static int open_trace(sim_exec *x, const pl_options *opt)
 {
     if (!opt || !opt->trace_path) return PL_OK;
-    x->trace = fopen(opt->trace_path, "w");
-    if (!x->trace)
-        return sim_fail(&x->rep, PL_EINVAL, "cannot write the trace file '%s': %s", opt->trace_path, strerror(errno));
+    char msg[PL_MSG_MAX];
+    if (sim_trace_check(x->plan.call, 1, opt, msg, sizeof msg)) return sim_fail(&x->rep, PL_EINVAL, "%s", msg);
+    if (!(x->trace = sim_out_open(opt->trace_path, msg, sizeof msg)))
+        return sim_fail(&x->rep, PL_EINVAL, "the trace file: %s", msg);
     x->tracing = 1;
     return PL_OK;
 }
@@ -169,10 +171,13 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
     sim_analyze(&x->rep, &t, x->dot_flops, &x->plan);
     sim_profile_finish(x); /* the op profile's timeline parts (profile.c) */
     if (x->tracing && x->trace) { /* a mesh device records for the mesh's trace (mesh_run.c) */
-        int bad = sim_trace_write(x->trace, &x->plan, x->lines, x->n_cores, &x->rep);
-        bad |= fclose(x->trace) != 0;
+        char msg[PL_MSG_MAX];
+        if (sim_trace_write(x->trace->f, &x->plan, x->lines, x->n_cores, &x->rep)) {
+            sim_fail(&x->rep, PL_EINVAL, "writing the trace file '%s' failed (disk full?)", x->trace->path);
+            sim_out_abort(x->trace);
+        } else if (sim_out_commit(x->trace, msg, sizeof msg))
+            sim_fail(&x->rep, PL_EINVAL, "the trace file: %s", msg);
         x->trace = NULL;
-        if (bad) sim_fail(&x->rep, PL_EINVAL, "writing the trace file failed (disk full?)");
     }
 }
 

@@ -36,7 +36,7 @@ typedef struct sim_exec {
     int oob_poison, dma_on_wait;               /* V2, M7 */
     int host_threads;                          /* pl_options.host_threads */
     int tracing;
-    FILE *trace;
+    struct sim_out *trace;                     /* pl_options.trace_path (outfile.h) */
     pl_step_fn on_step;
     void *on_step_user;
     pl_step_info *info;                        /* what this step did, when on_step is set */

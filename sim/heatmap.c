@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "sim.h"
 
 #define N_CLASSES 5
@@ -73,11 +74,13 @@ static void labels(FILE *f, int64_t gm, int64_t gn, double cell, double x0, doub
 int sim_heatmap_write(const char *path, const double *err, int64_t m, int64_t n, int64_t bm, int64_t bn,
                       const char *what, const pl_check *r, char *msg, size_t msglen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, msglen, "heatmap: cannot write '%s': %s", path, strerror(errno));
+    char why[PL_MSG_MAX];
+    sim_out *o = sim_out_open(path, why, sizeof why); /* temp + rename: a failure never destroys the old file */
+    if (!o) {
+        snprintf(msg, msglen, "heatmap: %s", why);
         return PL_EINVAL;
     }
+    FILE *f = o->f;
     int64_t gm = m / bm + (m % bm != 0), gn = n / bn + (n % bn != 0);
     double cell = 480.0 / (double)(gm > gn ? gm : gn), x0 = 60, y0 = 70;
     if (cell > 60) cell = 60;
@@ -108,10 +111,8 @@ int sim_heatmap_write(const char *path, const double *err, int64_t m, int64_t n,
         }
     legend(f, r, y0 + (double)gm * cell + 24);
     fprintf(f, "</svg>\n");
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad) {
-        snprintf(msg, msglen, "heatmap: writing '%s' failed (disk full?)", path);
+    if (sim_out_commit(o, why, sizeof why)) {
+        snprintf(msg, msglen, "heatmap: %s", why);
         return PL_EINVAL;
     }
     snprintf(msg, msglen, "heatmap of %lldx%lld blocks written to %s (%s)", (long long)gm, (long long)gn, path,

@@ -16,6 +16,7 @@
 
 #include "../kernel/context.h"
 #include "html.h"
+#include "timing.h"
 #include "kdef_internal.h"
 
 typedef struct recorder {
@@ -234,6 +235,11 @@ static void cut_trace(sim_page *p, const recorder *r)
 
 static int walk(const pl_kernel_def *d, pl_kernel_build *b, const pl_options *base, sim_page *p, char *msg, size_t n)
 {
+    pl_options untraced = *base;
+    untraced.trace_path = NULL; /* the page's timeline: the run's whole trace, read back (the cap applies) */
+    char why[PL_MSG_MAX];
+    if (sim_trace_check(&b->call, 1, &untraced, why, sizeof why))
+        return snprintf(msg, n, "%s: %s", d->name, why), PL_EINVAL;
     char path[] = "/tmp/tilesim_page_XXXXXX";
     const char *tmp = getenv("TMPDIR");
     char tpath[512];

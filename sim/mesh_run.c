@@ -23,6 +23,7 @@
 #include "core.h"
 #include "hostthreads.h"
 #include "mesh_run.h"
+#include "outfile.h"
 #include "ranks.h"
 
 /* ---- the hooks -------------------------------------------------------------------- */
@@ -227,13 +228,13 @@ static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *wha
     return code;
 }
 
-static int open_trace(mesh_run *r, const pl_options *opt, pl_mesh_report *mr)
+static int open_trace(mesh_run *r, const pl_call *call, const pl_options *opt, pl_mesh_report *mr)
 {
     if (!opt || !opt->trace_path) return PL_OK;
-    if ((r->trace = fopen(opt->trace_path, "w"))) return PL_OK;
-    char msg[512];
-    snprintf(msg, sizeof msg, "pl_mesh_call: cannot write the trace file '%s': %s", opt->trace_path, strerror(errno));
-    return refuse(mr, PL_EINVAL, "%s", msg);
+    char msg[PL_MSG_MAX - 64]; /* room for the prefix in the report */
+    if (sim_trace_check(call, r->n, opt, msg, sizeof msg)) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    if ((r->trace = sim_out_open(opt->trace_path, msg, sizeof msg))) return PL_OK;
+    return refuse(mr, PL_EINVAL, "pl_mesh_call: the trace file: %s", msg);
 }
 
 static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
@@ -242,7 +243,7 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
     int bad = !devs;
     for (int d = 0; !bad && d < r->n; d++)
         devs[d] = (sim_trace_dev){&xs[d]->plan, xs[d]->lines, xs[d]->n_cores, &xs[d]->rep};
-    if (!bad) bad = sim_trace_write_mesh(r->trace, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
+    if (!bad) bad = sim_trace_write_mesh(r->trace->f, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
     free(devs);
     if (bad) refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
 }
@@ -370,7 +371,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
                   .ranks = sim_mpi_size(), .rank = sim_mpi_rank()};
     r.first = (int)((int64_t)r.n * r.rank / r.ranks); /* contiguous blocks of devices per process */
     r.count = (int)((int64_t)r.n * (r.rank + 1) / r.ranks) - r.first;
-    int traced = r.rank != 0 || open_trace(&r, opt, mr) == PL_OK; /* rank 0 writes the one trace */
+    int traced = r.rank != 0 || open_trace(&r, call, opt, mr) == PL_OK; /* rank 0 writes the one trace */
     if (r.ranks > 1 && !sim_mesh_mpi_agree(&r, traced) && traced)
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", "rank 0 cannot write the trace file (its message says why)");
     if (!traced) return mr->status;
@@ -379,7 +380,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     if (!r.dev || !xs) {
         free(r.dev);
         free(xs);
-        if (r.trace) fclose(r.trace);
+        sim_out_abort(r.trace);
         return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
     }
     pthread_mutex_init(&r.lock, NULL);
@@ -397,8 +398,10 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
             sim_fail(&xs[d]->rep, mr->status, "device %d did not run: device %d's call failed first (%s)", d,
                      mr->failed_device, pl_strerror(mr->status));
     if (r.trace && mr->status == PL_OK) write_trace(&r, xs, mr);
-    if (r.trace && fclose(r.trace) != 0 && mr->status == PL_OK) /* the last bytes go at the close */
-        refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
+    char tmsg[PL_MSG_MAX - 64];
+    if (r.trace && mr->status == PL_OK) { /* the last bytes go at the close; then the rename */
+        if (sim_out_commit(r.trace, tmsg, sizeof tmsg)) refuse(mr, PL_EINVAL, "pl_mesh_call: the trace file: %s", tmsg);
+    } else sim_out_abort(r.trace); /* a failed call leaves an old trace as it was */
     if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
     rc = mr->status;
     for (int d = 0; d < r.n; d++) {

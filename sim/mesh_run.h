@@ -49,7 +49,7 @@ typedef struct mesh_run {
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
     int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
-    FILE *trace;            /* pl_options.trace_path, open (rank 0 only) */
+    struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
     int tracing;            /* the devices record what a trace needs */
     int cost_only;
     /* the devices this process runs; ranks > 1: the others are in other processes */

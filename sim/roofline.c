@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "svgplot.h"
 #include "tilesim.h"
 
@@ -118,19 +119,18 @@ int pl_roofline_svg(const char *path, int n, const pl_report *reports, const cha
         snprintf(msg, msglen, "roofline: out of host memory");
         return PL_ENOMEM;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(msg, msglen, "roofline: cannot write '%s': %s", path, strerror(errno));
+    char why[PL_MSG_MAX];
+    sim_out *o = sim_out_open(path, why, sizeof why); /* temp + rename: a failure never destroys the old file */
+    if (!o) {
+        snprintf(msg, msglen, "roofline: %s", why);
         free(order);
         return PL_EINVAL;
     }
     int legal = pl_sweep_rank(n, reports, order);
-    draw(f, n, reports, labels, chip, title, order, legal);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
+    draw(o->f, n, reports, labels, chip, title, order, legal);
     free(order);
-    if (bad) {
-        snprintf(msg, msglen, "roofline: writing '%s' failed (disk full?)", path);
+    if (sim_out_commit(o, why, sizeof why)) {
+        snprintf(msg, msglen, "roofline: %s", why);
         return PL_EINVAL;
     }
     snprintf(msg, msglen, "roofline of %d legal configuration%s written to %s", legal, legal == 1 ? "" : "s", path);

@@ -345,7 +345,10 @@ struct pl_options {
     pl_dma_mode dma_mode; /* manual copies move data at start (eager, default) or when waited (M7) */
     int cost_only;      /* walk the grid and time it, but touch no data: arrays may have data = NULL
                            (except scalar-prefetch arrays, which index maps read) */
-    const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none */
+    const char *trace_path; /* write a Chrome trace-event JSON (Perfetto) here; NULL: none. Written to a
+                               temporary file beside it and renamed into place when the call succeeds: a
+                               failed call leaves an existing file as it was; a device (/dev/null, a FIFO)
+                               is written directly */
     pl_step_fn on_step; /* called at each grid point (a recorder); NULL: none */
     void *on_step_user;
     int host_threads;   /* host threads that walk a megacore chip's TensorCores (G4): 0, one per
@@ -354,7 +357,12 @@ struct pl_options {
                            either way. In order regardless: with on_step, checks_off, aliases,
                            ANY operands, semaphores, an array both input and output, or too
                            little host memory for every core's buffers at once */
+    int64_t trace_limit_bytes; /* with trace_path: refuse the call (PL_EINVAL, before anything runs or any
+                                  file is made) when the trace's estimated size exceeds this. 0: the default,
+                                  PL_TRACE_LIMIT_DEFAULT; negative: no limit */
 };
+/* 256 MiB: a trace far larger than Perfetto opens comfortably; a grid of a million steps writes ~1 GB */
+#define PL_TRACE_LIMIT_DEFAULT ((int64_t)256 << 20)
 
 /* ---- the report -------------------------------------------------------------- */
 

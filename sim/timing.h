@@ -194,6 +194,11 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
 /* Write the timeline of a timed run (kernel_t and transfer times filled) as
  * Chrome trace-event JSON. Returns 0, or -1 on a write error. */
 int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep);
+/* The trace of call on devices devices would exceed opt's trace_limit_bytes
+ * (pl_options): -1 with msg (the estimate, the limit, how to get a smaller
+ * one), else 0. Checked before the trace file is made. opt->trace_path
+ * names it in msg; NULL: the teaching page's timeline (html_rec.c). */
+int sim_trace_check(const pl_call *call, int devices, const pl_options *opt, char *msg, size_t n);
 /* A mesh's timeline in one file: a process for the ICI links (a track per
  * directed link that carried copies) and one per device (and TensorCore),
  * each with its waits as slices. */

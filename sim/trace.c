@@ -272,3 +272,35 @@ int sim_trace_write_mesh(FILE *f, const pl_mesh *mesh, const sim_trace_dev *devs
     fprintf(f, "\n]}\n");
     return ferror(f) ? -1 : 0;
 }
+
+/* ---- the size cap -------------------------------------------------------------- */
+
+/* Bytes a step takes in the trace, at least: its slice and its overhead
+ * slice (~230 bytes), then per operand its block index in the step's args
+ * and, most steps, a copy slice and two VMEM counter samples. An estimate
+ * on the low side, so that what it refuses is surely too big (a 2^21-step
+ * matmul wrote 1.3 GB, ~620 bytes a step). */
+#define TRACE_STEP_BYTES 230.0
+#define TRACE_OPERAND_BYTES 60.0
+
+int sim_trace_check(const pl_call *call, int devices, const pl_options *opt, char *msg, size_t n)
+{
+    int64_t limit = opt->trace_limit_bytes ? opt->trace_limit_bytes : PL_TRACE_LIMIT_DEFAULT;
+    if (limit < 0) return 0;
+    double steps = 1;
+    for (int a = 0; a < call->grid_rank; a++) steps *= call->grid[a] > 0 ? (double)call->grid[a] : 0;
+    int ops = call->num_scalar_prefetch + call->n_in + call->n_out;
+    double per_step = TRACE_STEP_BYTES + TRACE_OPERAND_BYTES * ops;
+    double bytes = steps * (devices > 0 ? devices : 1) * per_step;
+    if (bytes <= (double)limit) return 0;
+    char est[32], lim[32], on[48] = "";
+    if (devices > 1) snprintf(on, sizeof on, " on each of %d devices", devices);
+    char what[300] = "the teaching page's timeline (a trace)";
+    if (opt->trace_path) snprintf(what, sizeof what, "the trace '%s'", opt->trace_path);
+    snprintf(msg, n, "%s would take about %s (%.0f grid steps%s, ~%.0f bytes each), over the trace "
+             "limit of %s: nothing was written. Use larger blocks (fewer grid steps) or a smaller problem, or raise "
+             "the limit (--trace-limit, pl_options.trace_limit_bytes; negative: none)", what,
+             pl_format_bytes(bytes, est, sizeof est), steps, on, per_step, pl_format_bytes((double)limit, lim,
+             sizeof lim));
+    return -1;
+}

@@ -9,9 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../sim/outfile.h"
 #include "options.h"
 
-enum { O_CHIP = 1000, O_CHIP_FILE, O_TRACE, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON, O_HELP = 'h' };
+enum { O_CHIP = 1000, O_CHIP_FILE, O_TRACE, O_TRACE_LIMIT, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON,
+       O_HELP = 'h' };
 
 static const struct {
     struct option opt;
@@ -20,6 +22,7 @@ static const struct {
     {{"chip", required_argument, NULL, O_CHIP}, EX_CHIP},
     {{"chip-file", required_argument, NULL, O_CHIP_FILE}, EX_CHIP_FILE},
     {{"trace", required_argument, NULL, O_TRACE}, EX_TRACE},
+    {{"trace-limit", required_argument, NULL, O_TRACE_LIMIT}, EX_TRACE},
     {{"cost-only", no_argument, NULL, O_COST_ONLY}, EX_COST_ONLY},
     {{"no-checks", no_argument, NULL, O_NO_CHECKS}, EX_NO_CHECKS},
     {{"strict", no_argument, NULL, O_STRICT}, EX_STRICT},
@@ -97,15 +100,10 @@ static int check_chip(ex_cmdline *cl, const char *name)
 
 int ex_check_writable(const ex_cmdline *cl, const char *option, const char *path)
 {
-    int existed = access(path, F_OK) == 0;
-    FILE *f = fopen(path, "a"); /* "a": an existing file keeps its contents */
-    if (!f) {
-        fprintf(stderr, "%s: %s: cannot write '%s': %s\n", cl->prog, option, path, strerror(errno));
-        return EX_PARSE_ERROR;
-    }
-    fclose(f);
-    if (!existed) remove(path);
-    return EX_PARSE_OK;
+    char msg[1024]; /* the checks open would make, creating and removing nothing (sim/outfile.h) */
+    if (sim_out_probe(path, msg, sizeof msg) == 0) return EX_PARSE_OK;
+    fprintf(stderr, "%s: %s: %s\n", cl->prog, option, msg);
+    return EX_PARSE_ERROR;
 }
 
 static int common_option(ex_cmdline *cl, int code, const char *arg)
@@ -114,6 +112,10 @@ static int common_option(ex_cmdline *cl, int code, const char *arg)
     case O_CHIP: return check_chip(cl, arg);
     case O_CHIP_FILE: return load_chip_file(cl, arg);
     case O_TRACE: cl->opt.trace_path = arg; return ex_check_writable(cl, "--trace", arg);
+    case O_TRACE_LIMIT:
+        if (sim_parse_size(arg, &cl->opt.trace_limit_bytes))
+            return ex_usage_error(cl, "--trace-limit: want a size in bytes (1000000, 64M, 1G) or none, got '%s'", arg);
+        return EX_PARSE_OK;
     case O_COST_ONLY: cl->opt.cost_only = 1; return EX_PARSE_OK;
     case O_NO_CHECKS: cl->opt.checks_off = 1; return EX_PARSE_OK;
     case O_STRICT: cl->opt.strict = 1; return EX_PARSE_OK;

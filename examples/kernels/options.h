@@ -7,6 +7,7 @@
  *   --chip NAME        a chip preset (checked here: an unknown name is a usage error)
  *   --chip-file FILE   a what-if chip file (pl_chip_load; read here, into chip_file)
  *   --trace FILE.json  write a Chrome trace of the call (pl_options.trace_path; checked writable)
+ *   --trace-limit N    refuse a trace estimated larger (pl_options.trace_limit_bytes; 64M, 1G, none)
  *   --cost-only        time the call without data (pl_options.cost_only)
  *   --no-checks        pl_options.checks_off
  *   --strict           pl_options.strict
@@ -84,7 +85,7 @@ int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t 
 
 /* Can path be opened for writing? Checked before a run, so that a bad
  * output path fails at once with the system's reason, not after the run.
- * Creates nothing: a file made to find out is removed again. Returns 0, or
+ * Creates, truncates and removes nothing (sim_out_probe). Returns 0, or
  * EX_PARSE_ERROR after "PROG: OPTION: cannot write 'path': reason". */
 int ex_check_writable(const ex_cmdline *cl, const char *option, const char *path);
 
