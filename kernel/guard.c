@@ -52,6 +52,7 @@ typedef struct guard_thread {
 static _Thread_local guard_thread *thread_state;
 
 static atomic_int installed;
+static void (*_Atomic atcrash)(void);
 static pthread_key_t thread_key;
 static const char *prog_name = "tilesim";
 
@@ -161,6 +162,8 @@ static void report_and_exit(const char *how, int flush)
     put(&m, "  (exit status ");
     put_int(&m, PL_EXIT_KERNEL_CRASHED);
     put(&m, ": the user's code crashed)\n");
+    void (*fn)(void) = atomic_load(&atcrash);
+    if (fn) fn();
     for (size_t off = 0; off < m.n;) {
         ssize_t w = write(2, m.s + off, m.n - off);
         if (w <= 0) break;
@@ -230,6 +233,8 @@ static void thread_setup(void)
 }
 
 /* ---- zones ------------------------------------------------------------------------------- */
+
+void kern_guard_atcrash(void (*fn)(void)) { atomic_store(&atcrash, fn); }
 
 pl_ctx *kern_guard_enter(pl_ctx *c)
 {

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../kernel/guard.h"
+
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -130,8 +132,56 @@ static int make_tmp(const char *target, char **tmp)
     return fd;
 }
 
+/* ---- temporary files in flight, removed if the user's kernel crashes -----------
+ *
+ * A crash inside the user's code ends the process at once (kernel/guard.c,
+ * _exit): no sim_out_abort runs. The guard calls live_unlink_all first,
+ * from a signal handler, so the table is plain arrays and atomics (no
+ * locks, no malloc) and unlink(2) is async-signal-safe. A path that does
+ * not fit, or a seventeenth file at once, is only not cleaned up. */
+
+#define LIVE_MAX 16
+enum { LIVE_FREE, LIVE_CLAIMED, LIVE_SET };
+static char live_path[LIVE_MAX][PATH_MAX];
+static atomic_int live_state[LIVE_MAX];
+
+static void live_unlink_all(void)
+{
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (atomic_load(&live_state[i]) == LIVE_SET) unlink(live_path[i]);
+}
+
+static void live_add(const char *tmp)
+{
+    static atomic_int hooked;
+    if (!atomic_exchange(&hooked, 1)) kern_guard_atcrash(live_unlink_all);
+    if (strlen(tmp) >= PATH_MAX) return;
+    for (int i = 0; i < LIVE_MAX; i++) {
+        int want = LIVE_FREE;
+        if (atomic_compare_exchange_strong(&live_state[i], &want, LIVE_CLAIMED)) {
+            strcpy(live_path[i], tmp);
+            atomic_store(&live_state[i], LIVE_SET);
+            return;
+        }
+    }
+}
+
+static void live_remove(const char *tmp)
+{
+    for (int i = 0; tmp && i < LIVE_MAX; i++) {
+        int want = LIVE_SET;
+        if (atomic_load(&live_state[i]) == LIVE_SET && !strcmp(live_path[i], tmp) &&
+            atomic_compare_exchange_strong(&live_state[i], &want, LIVE_CLAIMED)) {
+            live_path[i][0] = '\0';
+            atomic_store(&live_state[i], LIVE_FREE);
+            return;
+        }
+    }
+}
+
 static void out_free(sim_out *o)
 {
+    live_remove(o->tmp);
     free(o->path);
     free(o->target);
     free(o->tmp);
@@ -155,6 +205,7 @@ sim_out *sim_out_open(const char *path, char *err, size_t n)
     }
     int fd = make_tmp(o->target, &o->tmp);
     if (fd < 0) return snprintf(err, n, "cannot write '%s': %s", path, strerror(errno)), out_free(o), NULL;
+    live_add(o->tmp);
     if (exists) { /* the replacement keeps what the file was; its owner as far as we may */
         if (fchown(fd, st.st_uid, st.st_gid) != 0) { /* not root: the file becomes ours, as an editor's does */ }
         fchmod(fd, st.st_mode & 07777);

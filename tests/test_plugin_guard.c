@@ -199,3 +199,31 @@ Test(plugin_guard, pl_plugin_load_refuses_garbage_in_process)
     cr_assert(strstr(msg, "not readable memory"), "%s", msg);
     cr_assert_null(defs);
 }
+
+/* A crash ends the process at once, but the output files it was writing
+ * are neither replaced nor left as temporary files beside them. */
+Test(plugin_guard, a_crash_keeps_the_old_output_file_and_leaves_no_temporary_file)
+{
+    char dir[] = "/tmp/tilesim_guard_XXXXXX", trace[96], page[96];
+    cr_assert(mkdtemp(dir));
+    snprintf(trace, sizeof trace, "%s/t.json", dir);
+    snprintf(page, sizeof page, "%s/p.html", dir);
+    FILE *f = fopen(trace, "w");
+    cr_assert(f);
+    fputs("old", f);
+    fclose(f);
+    th_run r = TH_RUN("run", hostile(), "--set", "how=1", "--trace", trace);
+    expect_kernel_crash(&r, "crashed with SIGSEGV");
+    th_run_free(&r);
+    r = TH_RUN("run", hostile(), "--set", "how=3", "--html", page);
+    expect_kernel_crash(&r, "called exit(7)");
+    th_run_free(&r);
+    char *text = th_read_file(trace);
+    cr_assert_str_eq(text, "old", "the trace was replaced: %s", text);
+    free(text);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = t.json", dir);
+    cr_assert_eq(system(cmd), 0, "files left beside the output: ls -A %s", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
