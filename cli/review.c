@@ -33,7 +33,7 @@ void cli_review_help(FILE *f)
             "                     and TPOT is a decode step at the average context (P + C) / 2\n"
             "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us\n"
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
-            "  --chips LIST       TP degrees to weigh (default 1,2,4,8)\n"
+            "  --chips LIST       TP degrees to weigh (default 1,2,4,8; 1 on a chip with ici_links = 0)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
             "  --json             one JSON object instead of the text\n"
             "  --threads N        host threads for the sweeps (default: one per core)\n"
@@ -91,7 +91,8 @@ static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file
 static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
 {
     int rc, n;
-    const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : "1,2,4,8";
+    /* a chip without ICI links is a single device: weigh no ring by default */
+    const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : b->chip->ici_links == 0 ? "1" : "1,2,4,8";
     const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,24,32,48,64,96,128,192,256";
     if ((rc = cli_parse_list(cmd, "--chips", chips, 256, b->chips, &n))) return rc;
     b->n_chips = n;

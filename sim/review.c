@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h" /* sim_chip_devices_ok */
 #include "review.h"
 
 enum { J_QKV, J_O, J_UP, J_DOWN, J_ATTN, J_AR, J_HEAD, J_PER_STEP }; /* prefill 0..6, decode 7..13 */
@@ -136,6 +137,12 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
         snprintf(c->reason, sizeof c->reason, "illegal: TP %lld does not divide the %lld %s",
                  (long long)c->chips, (long long)(m->kv_heads % c->chips ? m->kv_heads : m->ffn),
                  m->kv_heads % c->chips ? "KV heads" : "FFN columns");
+        return;
+    }
+    char why[200];
+    if (!sim_chip_devices_ok(b->chip, c->chips, why, sizeof why)) { /* no ICI: 1 device only */
+        c->verdict = PL_RV_ILLEGAL;
+        snprintf(c->reason, sizeof c->reason, "illegal: %s", why);
         return;
     }
     if (!pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
