@@ -4,7 +4,7 @@
  * and prints the recommended one, its bottleneck in one sentence and the
  * table of the others with the reason each lost. Exit 0 with a
  * recommendation, 1 when no configuration meets the targets, 2 on a bad
- * command line. */
+ * command line or a model no configuration can run (pl_review_check). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,7 +38,8 @@ void cli_review_help(FILE *f)
             "  --json             one JSON object instead of the text\n"
             "  --threads N        host threads for the sweeps (default: one per core)\n"
             "A chip is the simulator's device (v7x: 2 devices per chip package); tokens/s/chip counts packages.\n"
-            "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line.\n");
+            "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line or a model whose\n"
+            "kernels fit no configuration (refused before simulating: the kernel, its dimensions, the limit).\n");
 }
 
 /* "500ms", "0.5s", "800us": seconds into *out */
@@ -159,6 +160,9 @@ int cli_review(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pl_review_result r;
     char err[1024];
+    /* a model no configuration can run is the user's error, refused before the sweeps */
+    if (pl_review_check(&b, err, sizeof err) != PL_OK)
+        return cli_fail(cmd, "--model %s: %s", a.val[O_MODEL], strncmp(err, "review: ", 8) ? err : err + 8);
     if (pl_review_run(&b, &k, &r, err, sizeof err) != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

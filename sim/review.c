@@ -67,11 +67,7 @@ const char *pl_review_verdict_name(pl_review_verdict v)
     return v >= 0 && v <= PL_RV_ILLEGAL ? n[v] : "?";
 }
 
-typedef struct rv_dims {
-    int64_t qkv_n, o_k, up_n, down_k, head_n, qheads, kvheads, group; /* per device */
-} rv_dims;
-
-static rv_dims dims_of(const pl_model *m, int64_t tp)
+rv_dims rv_dims_of(const pl_model *m, int64_t tp)
 {
     rv_dims d = {.qkv_n = (m->heads + 2 * m->kv_heads) * m->head_dim / tp, .o_k = m->heads * m->head_dim / tp,
                  .up_n = (m->ffn_kind == PL_FFN_SWIGLU ? 2 : 1) * m->ffn / tp, .down_k = m->ffn / tp,
@@ -149,7 +145,7 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
         c->verdict = PL_RV_ILLEGAL;
         return;
     }
-    rv_dims d = dims_of(m, c->chips);
+    rv_dims d = rv_dims_of(m, c->chips);
     if (check_fit(b, c, &d)) return;
     if (*rc == PL_OK) *rc = add_step(r, b, c, &d, 0);
     if (*rc == PL_OK) *rc = add_step(r, b, c, &d, J_PER_STEP);
@@ -185,7 +181,7 @@ static void roofline(const pl_review_result *r, const pl_review_brief *b, const 
                      pl_review_parts *p)
 {
     const pl_model *m = b->model;
-    rv_dims d = dims_of(m, c->chips);
+    rv_dims d = rv_dims_of(m, c->chips);
     double wb = c->wq == PL_W_BF16 ? 2 : 1, L = (double)m->layers, W = layer_weights(m, &d) * L;
     double head = (double)m->d_model * d.head_n, tok = pre ? (double)b->prompt : (double)c->batch;
     double kv_tok = 2.0 * d.kvheads * m->head_dim * L * 2.0; /* KV bytes per token per device */
@@ -223,7 +219,7 @@ static void bottleneck(pl_review_result *r, const pl_review_brief *b)
     const pl_review_config *c = &r->configs[r->best];
     const pl_review_parts *p = &c->decode;
     double L = (double)b->model->layers, wb = c->wq == PL_W_BF16 ? 2 : 1;
-    rv_dims d = dims_of(b->model, c->chips);
+    rv_dims d = rv_dims_of(b->model, c->chips);
     double wbytes = (layer_weights(b->model, &d) * L + (double)b->model->d_model * d.head_n) * wb;
     double kvbytes = p->bytes - wbytes;
     double peak = b->chip->bf16_flops * b->chip->cores_per_device, tot = p->total_s;
@@ -281,7 +277,7 @@ int pl_review_run(const pl_review_brief *b, const pl_review_kernels *k, pl_revie
     memset(r, 0, sizeof *r);
     r->best = -1;
     int rc = check_brief(b, k, err, n);
-    if (rc) return rc;
+    if (rc || (rc = pl_review_check(b, err, n))) return rc;
     r->avg_context = (b->prompt + b->context) / 2;
     r->configs = calloc((size_t)(b->n_chips * b->n_quant * b->n_batch), sizeof *r->configs);
     if (!r->configs) return snprintf(err, n, "review: out of host memory"), PL_ENOMEM;

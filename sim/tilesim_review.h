@@ -136,6 +136,15 @@ typedef struct pl_review_result {
     char bottleneck[512];         /* the best one's, in one sentence */
 } pl_review_result;
 
+/* Refuse, in closed form and before any kernel is simulated, a model one of
+ * whose kernels fits no configuration of b: its weights at b's largest
+ * legal TP degree and narrowest legal weight dtype do not fit the chip's
+ * HBM, or the smallest attention blocks the review tries (head_dim whole)
+ * do not fit its scoped VMEM limit. PL_OK, or PL_EINVAL with a message
+ * naming the kernel, the dimensions and the chip's limit. pl_review_run
+ * calls it first. */
+int pl_review_check(const pl_review_brief *b, char *err, size_t n);
+
 /* Weigh every configuration of b. PL_OK (r filled; best may be -1 when none
  * meets the targets), or PL_EINVAL / PL_ENOMEM with a message. */
 int pl_review_run(const pl_review_brief *b, const pl_review_kernels *k, pl_review_result *r, char *err, size_t n);
