@@ -7,8 +7,6 @@
  * command line or a model no configuration can run (pl_review_check). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../examples/kernels/review_defs.h"
 #include "cli.h"
@@ -128,16 +126,6 @@ static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc
     return lists(cmd, a, b);
 }
 
-/* The bar on stderr, on a terminal only. */
-static void bar(int done, int total, void *user)
-{
-    (void)user;
-    int w = total ? (int)(30.0 * done / total) : 30;
-    fprintf(stderr, "\rreview: [%.*s%*s] %d/%d tilings", w, "##############################", 30 - w, "", done, total);
-    if (done >= total) fprintf(stderr, "\r%*s\r", 60, "");
-    fflush(stderr);
-}
-
 void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
 void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
 
@@ -155,17 +143,20 @@ int cli_review(int argc, char **argv)
     int64_t threads = 0;
     if (a.val[O_THREADS] && (rc = cli_parse_count(cmd, "--threads", a.val[O_THREADS], 64, &threads))) return rc;
     k.threads = (int)threads;
-    if (isatty(STDERR_FILENO)) k.progress = bar;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* the sweep's bar, drawn from the first count as the review's bar always was (the sweep waits
+     * 1 s so that its many short runs draw none; a review is seconds of sweeps). k.user is only
+     * the bar's: the all-reduce cost (ex_review_allreduce_s) ignores it. */
+    cli_progress prog;
+    if (cli_progress_start(&prog, "review", "tilings", 0)) k.progress = cli_progress_show, k.user = &prog;
     pl_review_result r;
     char err[1024];
     /* a model no configuration can run is the user's error, refused before the sweeps */
     if (pl_review_check(&b, err, sizeof err) != PL_OK)
         return cli_fail(cmd, "--model %s: %s", a.val[O_MODEL], strncmp(err, "review: ", 8) ? err : err + 8);
-    if (pl_review_run(&b, &k, &r, err, sizeof err) != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    int rc_run = pl_review_run(&b, &k, &r, err, sizeof err);
+    cli_progress_end(&prog);
+    if (rc_run != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
+    double wall = cli_progress_elapsed(&prog);
     if (a.val[O_JSON]) cli_review_json(stdout, &b, &r, wall);
     else cli_review_print(stdout, &b, &r, wall);
     int status = r.best >= 0 ? 0 : 1;
