@@ -127,6 +127,7 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
 {
     const pl_model *m = b->model;
     for (int i = 0; i < 16; i++) c->job[i] = -1;
+    c->detail_job = -1;
     c->kv = PL_BF16;
     if (m->kv_heads % c->chips || m->ffn % c->chips) { /* each device its equal share of heads and FFN */
         c->verdict = PL_RV_ILLEGAL;
@@ -151,6 +152,23 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
     if (*rc == PL_OK) *rc = add_step(r, b, c, &d, J_PER_STEP);
 }
 
+/* prefix and the first line of msg into dst (n > strlen(prefix) + 8), without its
+ * trailing ':' ("...or use smaller blocks:" announces the lines after it);
+ * too long, it ends at a word with " ...": a verdict is one line, never cut
+ * mid-word, and the whole message stays in its job (detail_job). */
+static void first_line(char *dst, size_t n, const char *prefix, const char *msg)
+{
+    size_t len = strcspn(msg, "\n"), room = n - 1 - strlen(prefix);
+    while (len > 0 && (msg[len - 1] == ':' || msg[len - 1] == ' ')) len--;
+    int cut = len > room;
+    if (cut) { /* the last space that leaves room for " ..." */
+        len = room - 4;
+        while (len > 0 && msg[len] != ' ') len--;
+        while (len > 0 && (msg[len - 1] == ' ' || msg[len - 1] == ':' || msg[len - 1] == ';')) len--;
+    }
+    snprintf(dst, n, "%s%.*s%s", prefix, (int)len, msg, cut ? " ..." : "");
+}
+
 /* Sum one step's kernel times; 0, or 1 naming a job that no tiling serves. */
 static int sum_step(const pl_review_result *r, const pl_review_brief *b, pl_review_config *c, int base,
                     pl_review_parts *p)
@@ -159,9 +177,11 @@ static int sum_step(const pl_review_result *r, const pl_review_brief *b, pl_revi
     for (int i = 0; i < J_PER_STEP; i++)
         if (j[i] >= 0 && r->jobs[j[i]].status != PL_OK) {
             c->verdict = PL_RV_ILLEGAL;
+            c->detail_job = j[i];
             static const char *kind[] = {"matmul", "flash attention", "paged attention", "all-reduce"};
-            snprintf(c->reason, sizeof c->reason, "illegal: no legal %s: %.200s", kind[r->jobs[j[i]].kind & 3],
-                     r->jobs[j[i]].error);
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "illegal: no legal %s: ", kind[r->jobs[j[i]].kind & 3]);
+            first_line(c->reason, sizeof c->reason, prefix, r->jobs[j[i]].error);
             return 1;
         }
     double t[J_PER_STEP];

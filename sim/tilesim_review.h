@@ -114,6 +114,8 @@ typedef struct pl_review_config {
     pl_review_parts prefill, decode;
     double ttft_s, tpot_s, tok_s_chip;
     int job[16];        /* indexes of its kernel jobs in the result (-1: none) */
+    int detail_job;     /* illegal for want of a legal tiling: the job whose error is the full message (the
+                           reason is its first line, whole words only); -1: none */
 } pl_review_config;
 
 typedef struct pl_review_job {
@@ -123,7 +125,7 @@ typedef struct pl_review_job {
     int64_t values[PL_KDEF_MAX_PARAMS]; /* that tiling's parameter values (the definition's order) */
     char label[160];
     int status;         /* PL_OK, or the reason no tiling was legal in error */
-    char error[256];
+    char error[PL_MSG_MAX]; /* the whole message of the last tiling refused (it may span lines) */
 } pl_review_job;
 
 typedef struct pl_review_result {
