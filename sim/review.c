@@ -31,49 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h" /* sim_chip_devices_ok */
 #include "review.h"
 
 enum { J_QKV, J_O, J_UP, J_DOWN, J_ATTN, J_AR, J_HEAD, J_PER_STEP }; /* prefill 0..6, decode 7..13 */
-
-const char *pl_wdtype_name(pl_wdtype w)
-{
-    static const char *n[] = {"bf16", "int8", "fp8"};
-    return w >= 0 && w < PL_W_COUNT ? n[w] : "?";
-}
-
-int pl_wdtype_parse(const char *s, pl_wdtype *out)
-{
-    for (int w = 0; s && w < PL_W_COUNT; w++)
-        if (strcmp(s, pl_wdtype_name((pl_wdtype)w)) == 0) return *out = (pl_wdtype)w, PL_OK;
-    return PL_EINVAL;
-}
-
-/* The one rule for weight dtypes per chip (T10): int8 needs an int8 MXU
- * path (int8_ops > 0: v4 to v6e), fp8 an fp8 one (fp8_ops > 0: v7x). */
-int pl_review_wdtype_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)
-{
-    if (w == PL_W_INT8 && chip->int8_ops <= 0)
-        return snprintf(msg, n, "int8 weights: %s's MXU has no int8 path (T10); use fp8 or bf16", chip->name), 0;
-    if (w == PL_W_FP8 && chip->fp8_ops <= 0)
-        return snprintf(msg, n, "fp8 weights: %s's MXU has no fp8 path (T10); use int8 or bf16", chip->name), 0;
-    return 1;
-}
 
 const char *pl_review_verdict_name(pl_review_verdict v)
 {
     static const char *n[] = {"best", "fewer tokens/s/chip", "misses TPOT", "misses TTFT", "does not fit HBM",
                               "illegal"};
     return v >= 0 && v <= PL_RV_ILLEGAL ? n[v] : "?";
-}
-
-rv_dims rv_dims_of(const pl_model *m, int64_t tp)
-{
-    rv_dims d = {.qkv_n = (m->heads + 2 * m->kv_heads) * m->head_dim / tp, .o_k = m->heads * m->head_dim / tp,
-                 .up_n = (m->ffn_kind == PL_FFN_SWIGLU ? 2 : 1) * m->ffn / tp, .down_k = m->ffn / tp,
-                 .head_n = (m->vocab + tp - 1) / tp, .qheads = m->heads / tp, .kvheads = m->kv_heads / tp};
-    d.group = (m->heads / m->kv_heads + 7) / 8 * 8;
-    return d;
 }
 
 /* Weight elements of the per-device shard that one step's matmuls read. */
@@ -129,20 +95,8 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
     for (int i = 0; i < 16; i++) c->job[i] = -1;
     c->detail_job = -1;
     c->kv = PL_BF16;
-    if (m->kv_heads % c->chips || m->ffn % c->chips) { /* each device its equal share of heads and FFN */
-        c->verdict = PL_RV_ILLEGAL;
-        snprintf(c->reason, sizeof c->reason, "illegal: TP %lld does not divide the %lld %s",
-                 (long long)c->chips, (long long)(m->kv_heads % c->chips ? m->kv_heads : m->ffn),
-                 m->kv_heads % c->chips ? "KV heads" : "FFN columns");
-        return;
-    }
-    char why[200];
-    if (!sim_chip_devices_ok(b->chip, c->chips, why, sizeof why)) { /* no ICI: 1 device only */
-        c->verdict = PL_RV_ILLEGAL;
-        snprintf(c->reason, sizeof c->reason, "illegal: %s", why);
-        return;
-    }
-    if (!pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
+    if (!rv_tp_ok(b, c->chips, c->reason, sizeof c->reason) ||
+        !pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
         c->verdict = PL_RV_ILLEGAL;
         return;
     }

@@ -47,7 +47,8 @@ Test(review_fit, a_model_whose_weights_fit_no_hbm_is_refused_before_any_sweep)
     cr_expect_eq(review(&wide, 256, err, sizeof err), PL_EINVAL, "%s", err);
     cr_expect(strstr(err, "wide cannot run on v5e in any configuration weighed") &&
               strstr(err, "MLP up+gate matmul's weights (d_model 1048576 x ffn 4194304 / TP 8, int8 at 1 byte") &&
-              strstr(err, "need 512.0 GiB per device > v5e's 16.0 GiB of HBM"), "%s", err);
+              strstr(err, "need 512.0 GiB per device > v5e's 16.0 GiB of HBM; no preset has that much (the most: "
+                          "v7x's 96.0 GiB)"), "%s", err);
     cr_expect_eq(progress_calls, 0, "refused before simulating: no sweep reported progress");
 }
 
