@@ -25,8 +25,9 @@
 static char *on_terminal(const char *const *args, int *status, char **out)
 {
     int master = posix_openpt(O_RDWR | O_NOCTTY);
-    cr_assert(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0, "no pseudo-terminal: %s",
-              strerror(errno));
+    if (master < 0) /* a container without /dev/ptmx: nothing to test the terminal case on */
+        cr_skip_test("no pseudo-terminal on this host: %s", strerror(errno));
+    cr_assert(grantpt(master) == 0 && unlockpt(master) == 0, "pseudo-terminal: %s", strerror(errno));
     const char *slave = ptsname(master);
     cr_assert(slave);
     char exe[PATH_MAX], outp[64];
