@@ -9,7 +9,7 @@
  * option or argument and the offending text ("tilesim sweep: --bm: '12x' is
  * not a whole number"), then a one-line usage hint, all on stderr, and the
  * command exits 2. Output goes to stdout; nothing else is ever printed on
- * stderr except the sweep's progress bar on a terminal.
+ * stderr except the progress bar of sweep and review on a terminal (progress.c).
  *
  * Exit status: 0 success, 1 a run that found nothing to report (a sweep in
  * which no configuration is legal), a wrong result, or a host failure (the
@@ -131,6 +131,29 @@ void cli_json_number(FILE *f, double v);
 const char *cli_first_sentence(const char *msg, size_t max, char *buf, size_t n);
 /* Flush stdout; on a write error print it and return CLI_EXIT_USAGE. */
 int cli_finish_stdout(const cli_cmd *cmd, int status);
+
+/* ---- the progress bar of long commands (progress.c) ----------------------- */
+
+#include <time.h>
+
+/* "sweep [####....] 12/40 configurations" on stderr, redrawn when the count
+ * changes, erased at the end. */
+typedef struct cli_progress {
+    const char *what, *unit; /* "sweep", "configurations" */
+    double delay_s;          /* no bar before this much time: a short run draws none */
+    struct timespec start;
+    int drawn, last;         /* last: the count drawn */
+} cli_progress;
+
+/* Start the clock; returns 1 when stderr is a terminal, the only place a
+ * bar is drawn (callers install cli_progress_show only then). */
+int cli_progress_start(cli_progress *p, const char *what, const char *unit, double delay_s);
+/* A progress callback (pl_sweep_options.progress): user is the cli_progress. */
+void cli_progress_show(int done, int total, void *user);
+/* Erase the bar if drawn (a run that stopped early leaves no line behind). */
+void cli_progress_end(cli_progress *p);
+/* Seconds since cli_progress_start. */
+double cli_progress_elapsed(const cli_progress *p);
 
 /* ---- the sweep (sweep.c, sweep_print.c, svg.c) ---------------------------- */
 

@@ -4,12 +4,10 @@
  * and prints the recommended one, its bottleneck in one sentence and the
  * table of the others with the reason each lost. Exit 0 with a
  * recommendation, 1 when no configuration meets the targets, 2 on a bad
- * command line. */
+ * command line or a model no configuration can run (pl_review_check). */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../examples/kernels/review_defs.h"
 #include "cli.h"
@@ -34,12 +32,13 @@ void cli_review_help(FILE *f)
             "                     and TPOT is a decode step at the average context (P + C) / 2\n"
             "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us (from 1us to an hour)\n"
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
-            "  --chips LIST       TP degrees to weigh (default 1,2,4,8)\n"
+            "  --chips LIST       TP degrees to weigh (default 1,2,4,8; 1 on a chip with ici_links = 0)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
             "  --json             one JSON object instead of the text\n"
             "  --threads N        host threads for the sweeps (default: one per core)\n"
             "A chip is the simulator's device (v7x: 2 devices per chip package); tokens/s/chip counts packages.\n"
-            "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line.\n");
+            "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line or a model whose\n"
+            "kernels fit no configuration (refused before simulating: the kernel, its dimensions, the limit).\n");
 }
 
 /* A time target's range: below a microsecond no kernel step is measured (the
@@ -106,7 +105,8 @@ static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file
 static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
 {
     int rc, n;
-    const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : "1,2,4,8";
+    /* a chip without ICI links is a single device: weigh no ring by default */
+    const char *chips = a->val[O_CHIPS] ? a->val[O_CHIPS] : b->chip->ici_links == 0 ? "1" : "1,2,4,8";
     const char *batch = a->val[O_BATCH] ? a->val[O_BATCH] : "1,2,4,8,16,24,32,48,64,96,128,192,256";
     if ((rc = cli_parse_list(cmd, "--chips", chips, 256, b->chips, &n))) return rc;
     b->n_chips = n;
@@ -141,16 +141,6 @@ static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc
     return lists(cmd, a, b);
 }
 
-/* The bar on stderr, on a terminal only. */
-static void bar(int done, int total, void *user)
-{
-    (void)user;
-    int w = total ? (int)(30.0 * done / total) : 30;
-    fprintf(stderr, "\rreview: [%.*s%*s] %d/%d tilings", w, "##############################", 30 - w, "", done, total);
-    if (done >= total) fprintf(stderr, "\r%*s\r", 60, "");
-    fflush(stderr);
-}
-
 void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
 void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
 
@@ -168,14 +158,20 @@ int cli_review(int argc, char **argv)
     int64_t threads = 0;
     if (a.val[O_THREADS] && (rc = cli_parse_count(cmd, "--threads", a.val[O_THREADS], 64, &threads))) return rc;
     k.threads = (int)threads;
-    if (isatty(STDERR_FILENO)) k.progress = bar;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* the sweep's bar, drawn from the first count as the review's bar always was (the sweep waits
+     * 1 s so that its many short runs draw none; a review is seconds of sweeps). k.user is only
+     * the bar's: the all-reduce cost (ex_review_allreduce_s) ignores it. */
+    cli_progress prog;
+    if (cli_progress_start(&prog, "review", "tilings", 0)) k.progress = cli_progress_show, k.user = &prog;
     pl_review_result r;
     char err[1024];
-    if (pl_review_run(&b, &k, &r, err, sizeof err) != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    /* a model no configuration can run is the user's error, refused before the sweeps */
+    if (pl_review_check(&b, err, sizeof err) != PL_OK)
+        return cli_fail(cmd, "--model %s: %s", a.val[O_MODEL], strncmp(err, "review: ", 8) ? err : err + 8);
+    int rc_run = pl_review_run(&b, &k, &r, err, sizeof err);
+    cli_progress_end(&prog);
+    if (rc_run != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
+    double wall = cli_progress_elapsed(&prog);
     if (a.val[O_JSON]) cli_review_json(stdout, &b, &r, wall);
     else cli_review_print(stdout, &b, &r, wall);
     int status = r.best >= 0 ? 0 : 1;

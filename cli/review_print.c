@@ -1,6 +1,7 @@
 /* cli/review_print.c: what `tilesim review` prints: the recommendation, its
  * bottleneck sentence, and every configuration weighed with its verdict
  * (text), or all of it as one JSON object (--json). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../sim/tilesim_review.h"
@@ -66,6 +67,30 @@ static const char *target(double s, char *buf, size_t n)
     return buf;
 }
 
+#define VERDICT_MAX 120 /* characters of a verdict before it stops at its first sentence */
+
+/* Under a verdict, indented: the whole message of the kernel that had no
+ * legal tiling (once per kernel shape: the rows after the first that share
+ * it repeat its verdict only), or the whole reason when the verdict line
+ * stopped at its first sentence. */
+static void print_detail(FILE *f, const pl_review_result *r, const pl_review_config *c, const char *verdict,
+                         char *shown)
+{
+    const char *text = c->reason;
+    if (c->detail_job >= 0 && c->detail_job < r->n_jobs) {
+        if (shown[c->detail_job]) return;
+        shown[c->detail_job] = 1;
+        text = r->jobs[c->detail_job].error;
+    } else if (strlen(verdict) == strlen(text)) {
+        return;
+    }
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n");
+        if (len) fprintf(f, "%9s%.*s\n", "", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+}
+
 void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
 {
     char tt[32], tp[32];
@@ -80,14 +105,18 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
     else fprintf(f, "no configuration meets the targets and fits HBM: see the reasons below\n\n");
     fprintf(f, "%7s %4s %7s %4s %6s %11s %11s %11s  %s\n", "devices", "TP", "weights", "KV", "batch", "TTFT",
             "TPOT", "tok/s/chip", "verdict");
+    char *shown = calloc((size_t)r->n_jobs + 1, 1); /* the kernel shapes whose detail is printed */
     for (int i = 0; i < r->n_configs; i++) {
         const pl_review_config *c = &r->configs[i];
-        char t1[32], t2[32], tok[32];
+        char t1[32], t2[32], tok[32], verdict[sizeof c->reason];
         snprintf(tok, sizeof tok, c->tok_s_chip > 0 ? "%.0f" : "-", c->tok_s_chip);
+        cli_first_sentence(i == r->best ? "recommended" : c->reason, VERDICT_MAX, verdict, sizeof verdict);
         fprintf(f, "%7lld %4lld %7s %4s %6lld %11s %11s %11s  %s\n", (long long)c->chips, (long long)c->chips,
                 pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch, ms(c->ttft_s, t1, sizeof t1),
-                ms(c->tpot_s, t2, sizeof t2), tok, i == r->best ? "recommended" : c->reason);
+                ms(c->tpot_s, t2, sizeof t2), tok, verdict);
+        if (i != r->best && shown) print_detail(f, r, c, verdict, shown);
     }
+    free(shown);
 }
 
 static void json_parts(FILE *f, const char *name, const pl_review_parts *p)
@@ -129,6 +158,8 @@ static void json_config(FILE *f, const pl_review_result *r, const pl_review_conf
             pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
     pl_json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
     fprintf(f, ", \"reason\": "), pl_json_string(f, best ? "" : c->reason);
+    fprintf(f, ", \"detail\": "), /* the whole message the one-line reason starts */
+        pl_json_string(f, !best && c->detail_job >= 0 && c->detail_job < r->n_jobs ? r->jobs[c->detail_job].error : "");
     fprintf(f, ", \"ttft_s\": "), cli_json_number(f, c->ttft_s);
     fprintf(f, ", \"tpot_s\": "), cli_json_number(f, c->tpot_s);
     fprintf(f, ", \"tokens_per_s_per_chip\": "), cli_json_number(f, c->tok_s_chip);

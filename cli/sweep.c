@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../examples/kernels/matmul.h"
 #include "../sim/outfile.h"
@@ -71,43 +69,6 @@ static int build(int i, pl_call *call, pl_array *args, pl_array *outs, void *par
     return PL_OK;
 }
 
-typedef struct progress {
-    struct timespec start;
-    int drawn, last; /* last: the count drawn */
-} progress;
-
-static double since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
-static void erase_progress(progress *p)
-{
-    if (p->drawn) fputs("\r\033[K", stderr);
-    p->drawn = 0;
-}
-
-static void show_progress(int done, int total, void *user)
-{
-    progress *p = user;
-    if (done >= total) {
-        erase_progress(p);
-        return;
-    }
-    if ((!p->drawn && since(&p->start) < 1.0) || (p->drawn && done == p->last)) return;
-    enum { W = 40 };
-    int fill = total ? (int)((int64_t)W * done / total) : W;
-    char bar[W + 1];
-    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
-    bar[W] = '\0';
-    fprintf(stderr, "\r\033[Ksweep [%s] %d/%d configurations", bar, done, total);
-    fflush(stderr);
-    p->drawn = 1;
-    p->last = done;
-}
-
 /* Configurations small enough to run get reports[0..n) in list order (what
  * pl_sweep fills); the others get the reports after them. */
 static int run(cli_sweep_result *s, const pl_options *opt, int64_t threads)
@@ -139,14 +100,13 @@ static int run(cli_sweep_result *s, const pl_options *opt, int64_t threads)
     }
     for (int i = 0; i < n; i++) s->rows[todo[i]].rep = &s->reports[i];
     run_ctx rc = {s, todo};
-    progress prog;
-    clock_gettime(CLOCK_MONOTONIC, &prog.start);
-    prog.drawn = prog.last = 0;
+    cli_progress prog;
     pl_sweep_options so = {.threads = (int)threads};
-    if (isatty(2)) so.progress = show_progress, so.progress_user = &prog;
+    if (cli_progress_start(&prog, "sweep", "configurations", 1.0))
+        so.progress = cli_progress_show, so.progress_user = &prog;
     int st = pl_sweep(n, build, &rc, opt, &so, s->reports);
-    erase_progress(&prog);
-    s->wall_s = since(&prog.start);
+    cli_progress_end(&prog);
+    s->wall_s = cli_progress_elapsed(&prog);
     free(todo);
     return st == PL_OK ? 0 : -1;
 }

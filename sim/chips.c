@@ -316,6 +316,14 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
     return PL_OK;
 }
 
+int sim_chip_devices_ok(const pl_chip *chip, int64_t devices, char *msg, size_t n)
+{
+    if (chip->ici_links > 0 || devices <= 1) return 1;
+    snprintf(msg, n, "chip %s has ici_links = 0: with no inter-chip links it is a single device, so %lld devices "
+             "cannot be connected (give it ici_links >= 1, or use 1 device)", chip->name, (long long)devices);
+    return 0;
+}
+
 int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
 {
     char unused[8];

@@ -91,4 +91,11 @@ char *sim_text_trim(char *s);
  * ("chip", "model"): not a regular file, cannot open, too long, binary. */
 char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc);
 
+/* ---- chips --------------------------------------------------------------------- */
+
+/* 1 when `devices` devices of chip can be connected; else 0 with why in msg.
+ * A chip with ici_links = 0 has no inter-chip links: it is a single device,
+ * so a mesh (pl_mesh_call) or a review configuration of more is refused. */
+int sim_chip_devices_ok(const pl_chip *chip, int64_t devices, char *msg, size_t n);
+
 #endif

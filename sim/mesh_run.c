@@ -362,6 +362,11 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     char msg[256];
     if (!mesh || !call) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL", mesh ? "call" : "mesh");
     if (pl_mesh_check(mesh, msg, sizeof msg) != PL_OK) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    const pl_chip *chip = opt && opt->chip_spec ? opt->chip_spec : opt && opt->chip ? pl_chip_find(opt->chip)
+                                                                              : pl_chip_default();
+    /* an unknown chip name is reported by each device's call, as before */
+    if (chip && !sim_chip_devices_ok(chip, pl_mesh_devices(mesh), msg, sizeof msg))
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
     if (opt && opt->on_step)
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet", "a recorder (on_step)");
     if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))

@@ -35,48 +35,11 @@
 
 enum { J_QKV, J_O, J_UP, J_DOWN, J_ATTN, J_AR, J_HEAD, J_PER_STEP }; /* prefill 0..6, decode 7..13 */
 
-const char *pl_wdtype_name(pl_wdtype w)
-{
-    static const char *n[] = {"bf16", "int8", "fp8"};
-    return w >= 0 && w < PL_W_COUNT ? n[w] : "?";
-}
-
-int pl_wdtype_parse(const char *s, pl_wdtype *out)
-{
-    for (int w = 0; s && w < PL_W_COUNT; w++)
-        if (strcmp(s, pl_wdtype_name((pl_wdtype)w)) == 0) return *out = (pl_wdtype)w, PL_OK;
-    return PL_EINVAL;
-}
-
-/* The one rule for weight dtypes per chip (T10): int8 needs an int8 MXU
- * path (int8_ops > 0: v4 to v6e), fp8 an fp8 one (fp8_ops > 0: v7x). */
-int pl_review_wdtype_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)
-{
-    if (w == PL_W_INT8 && chip->int8_ops <= 0)
-        return snprintf(msg, n, "int8 weights: %s's MXU has no int8 path (T10); use fp8 or bf16", chip->name), 0;
-    if (w == PL_W_FP8 && chip->fp8_ops <= 0)
-        return snprintf(msg, n, "fp8 weights: %s's MXU has no fp8 path (T10); use int8 or bf16", chip->name), 0;
-    return 1;
-}
-
 const char *pl_review_verdict_name(pl_review_verdict v)
 {
     static const char *n[] = {"best", "fewer tokens/s/chip", "misses TPOT", "misses TTFT", "does not fit HBM",
                               "illegal"};
     return v >= 0 && v <= PL_RV_ILLEGAL ? n[v] : "?";
-}
-
-typedef struct rv_dims {
-    int64_t qkv_n, o_k, up_n, down_k, head_n, qheads, kvheads, group; /* per device */
-} rv_dims;
-
-static rv_dims dims_of(const pl_model *m, int64_t tp)
-{
-    rv_dims d = {.qkv_n = (m->heads + 2 * m->kv_heads) * m->head_dim / tp, .o_k = m->heads * m->head_dim / tp,
-                 .up_n = (m->ffn_kind == PL_FFN_SWIGLU ? 2 : 1) * m->ffn / tp, .down_k = m->ffn / tp,
-                 .head_n = (m->vocab + tp - 1) / tp, .qheads = m->heads / tp, .kvheads = m->kv_heads / tp};
-    d.group = (m->heads / m->kv_heads + 7) / 8 * 8;
-    return d;
 }
 
 /* Weight elements of the per-device shard that one step's matmuls read. */
@@ -130,22 +93,34 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
 {
     const pl_model *m = b->model;
     for (int i = 0; i < 16; i++) c->job[i] = -1;
+    c->detail_job = -1;
     c->kv = PL_BF16;
-    if (m->kv_heads % c->chips || m->ffn % c->chips) { /* each device its equal share of heads and FFN */
-        c->verdict = PL_RV_ILLEGAL;
-        snprintf(c->reason, sizeof c->reason, "illegal: TP %lld does not divide the %lld %s",
-                 (long long)c->chips, (long long)(m->kv_heads % c->chips ? m->kv_heads : m->ffn),
-                 m->kv_heads % c->chips ? "KV heads" : "FFN columns");
-        return;
-    }
-    if (!pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
+    if (!rv_tp_ok(b, c->chips, c->reason, sizeof c->reason) ||
+        !pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
         c->verdict = PL_RV_ILLEGAL;
         return;
     }
-    rv_dims d = dims_of(m, c->chips);
+    rv_dims d = rv_dims_of(m, c->chips);
     if (check_fit(b, c, &d)) return;
     if (*rc == PL_OK) *rc = add_step(r, b, c, &d, 0);
     if (*rc == PL_OK) *rc = add_step(r, b, c, &d, J_PER_STEP);
+}
+
+/* prefix and the first line of msg into dst (n > strlen(prefix) + 8), without its
+ * trailing ':' ("...or use smaller blocks:" announces the lines after it);
+ * too long, it ends at a word with " ...": a verdict is one line, never cut
+ * mid-word, and the whole message stays in its job (detail_job). */
+static void first_line(char *dst, size_t n, const char *prefix, const char *msg)
+{
+    size_t len = strcspn(msg, "\n"), room = n - 1 - strlen(prefix);
+    while (len > 0 && (msg[len - 1] == ':' || msg[len - 1] == ' ')) len--;
+    int cut = len > room;
+    if (cut) { /* the last space that leaves room for " ..." */
+        len = room - 4;
+        while (len > 0 && msg[len] != ' ') len--;
+        while (len > 0 && (msg[len - 1] == ' ' || msg[len - 1] == ':' || msg[len - 1] == ';')) len--;
+    }
+    snprintf(dst, n, "%s%.*s%s", prefix, (int)len, msg, cut ? " ..." : "");
 }
 
 /* Sum one step's kernel times; 0, or 1 naming a job that no tiling serves. */
@@ -156,9 +131,11 @@ static int sum_step(const pl_review_result *r, const pl_review_brief *b, pl_revi
     for (int i = 0; i < J_PER_STEP; i++)
         if (j[i] >= 0 && r->jobs[j[i]].status != PL_OK) {
             c->verdict = PL_RV_ILLEGAL;
+            c->detail_job = j[i];
             static const char *kind[] = {"matmul", "flash attention", "paged attention", "all-reduce"};
-            snprintf(c->reason, sizeof c->reason, "illegal: no legal %s: %.200s", kind[r->jobs[j[i]].kind & 3],
-                     r->jobs[j[i]].error);
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "illegal: no legal %s: ", kind[r->jobs[j[i]].kind & 3]);
+            first_line(c->reason, sizeof c->reason, prefix, r->jobs[j[i]].error);
             return 1;
         }
     double t[J_PER_STEP];
@@ -178,7 +155,7 @@ static void roofline(const pl_review_result *r, const pl_review_brief *b, const 
                      pl_review_parts *p)
 {
     const pl_model *m = b->model;
-    rv_dims d = dims_of(m, c->chips);
+    rv_dims d = rv_dims_of(m, c->chips);
     double wb = c->wq == PL_W_BF16 ? 2 : 1, L = (double)m->layers, W = layer_weights(m, &d) * L;
     double head = (double)m->d_model * d.head_n, tok = pre ? (double)b->prompt : (double)c->batch;
     double kv_tok = 2.0 * d.kvheads * m->head_dim * L * 2.0; /* KV bytes per token per device */
@@ -216,7 +193,7 @@ static void bottleneck(pl_review_result *r, const pl_review_brief *b)
     const pl_review_config *c = &r->configs[r->best];
     const pl_review_parts *p = &c->decode;
     double L = (double)b->model->layers, wb = c->wq == PL_W_BF16 ? 2 : 1;
-    rv_dims d = dims_of(b->model, c->chips);
+    rv_dims d = rv_dims_of(b->model, c->chips);
     double wbytes = (layer_weights(b->model, &d) * L + (double)b->model->d_model * d.head_n) * wb;
     double kvbytes = p->bytes - wbytes;
     double peak = b->chip->bf16_flops * b->chip->cores_per_device, tot = p->total_s;
@@ -274,7 +251,7 @@ int pl_review_run(const pl_review_brief *b, const pl_review_kernels *k, pl_revie
     memset(r, 0, sizeof *r);
     r->best = -1;
     int rc = check_brief(b, k, err, n);
-    if (rc) return rc;
+    if (rc || (rc = pl_review_check(b, err, n))) return rc;
     r->avg_context = (b->prompt + b->context) / 2;
     r->configs = calloc((size_t)(b->n_chips * b->n_quant * b->n_batch), sizeof *r->configs);
     if (!r->configs) return snprintf(err, n, "review: out of host memory"), PL_ENOMEM;

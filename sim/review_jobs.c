@@ -150,7 +150,7 @@ static int sweep_kind(pl_review_result *r, const pl_review_brief *b, const pl_re
             pl_review_job *j = &r->jobs[s->owner[at + i]];
             const int64_t *v = s->values + (size_t)(at + i) * (size_t)s->d->n_params;
             if (reps[i].status != PL_OK) {
-                if (j->status != PL_OK) snprintf(j->error, sizeof j->error, "%.250s", reps[i].error);
+                if (j->status != PL_OK) snprintf(j->error, sizeof j->error, "%s", reps[i].error);
                 continue;
             }
             if (j->status == PL_OK && reps[i].time_s >= j->time_s) continue;

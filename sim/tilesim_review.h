@@ -114,6 +114,8 @@ typedef struct pl_review_config {
     pl_review_parts prefill, decode;
     double ttft_s, tpot_s, tok_s_chip;
     int job[16];        /* indexes of its kernel jobs in the result (-1: none) */
+    int detail_job;     /* illegal for want of a legal tiling: the job whose error is the full message (the
+                           reason is its first line, whole words only); -1: none */
 } pl_review_config;
 
 typedef struct pl_review_job {
@@ -123,7 +125,7 @@ typedef struct pl_review_job {
     int64_t values[PL_KDEF_MAX_PARAMS]; /* that tiling's parameter values (the definition's order) */
     char label[160];
     int status;         /* PL_OK, or the reason no tiling was legal in error */
-    char error[256];
+    char error[PL_MSG_MAX]; /* the whole message of the last tiling refused (it may span lines) */
 } pl_review_job;
 
 typedef struct pl_review_result {
@@ -135,6 +137,15 @@ typedef struct pl_review_result {
     int kernel_runs;              /* tilings simulated over all sweeps */
     char bottleneck[512];         /* the best one's, in one sentence */
 } pl_review_result;
+
+/* Refuse, in closed form and before any kernel is simulated, a model one of
+ * whose kernels fits no configuration of b: its weights at b's largest
+ * legal TP degree and narrowest legal weight dtype do not fit the chip's
+ * HBM, or the smallest attention blocks the review tries (head_dim whole)
+ * do not fit its scoped VMEM limit. PL_OK, or PL_EINVAL with a message
+ * naming the kernel, the dimensions and the chip's limit. pl_review_run
+ * calls it first. */
+int pl_review_check(const pl_review_brief *b, char *err, size_t n);
 
 /* Weigh every configuration of b. PL_OK (r filled; best may be -1 when none
  * meets the targets), or PL_EINVAL / PL_ENOMEM with a message. */
