@@ -208,7 +208,7 @@ enum {
     K_SET = 1 << 0, K_VARY = 1 << 1, K_CHIP = 1 << 2, K_CHIP_FILE = 1 << 3, K_COST = 1 << 4, K_JSON = 1 << 5,
     K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
     K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15, K_HTML = 1 << 16,
-    K_VMEM_REPORT = 1 << 17,
+    K_VMEM_REPORT = 1 << 17, K_SHAPES = 1 << 20, K_OUT_FILE = 1 << 21,
     K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS |
                  K_HTML | K_VMEM_REPORT,
     K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS,
@@ -225,6 +225,7 @@ typedef struct cli_kopts {
     int cost_only, json, csv, strict, has_seed, vmem_report;
     int64_t seed, top, threads, host_threads;
     int64_t trace_limit; /* --trace-limit: pl_options.trace_limit_bytes (0: the default) */
+    const char *shapes, *out_file; /* tune: --shapes FILE, -o FILE */
 } cli_kopts;
 
 /* Parse a kernel verb's arguments (argv[0] is the verb's own name, as
@@ -252,6 +253,11 @@ int cli_list(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
+/* The configurations a sweep of d runs under o (--set, --vary, the
+ * definition's candidates; ksweep.c): *n rows of d->n_params values each,
+ * the last parameter fastest, in *values (malloc'd: the caller frees).
+ * 0, or the exit status after printing the error. */
+int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t **values, int *n);
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
 
 /* --html FILE (html.c): write the teaching page of kernel d at values v
@@ -275,6 +281,11 @@ void cli_memory_help(FILE *f);
 struct pl_memview;
 int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, struct pl_memview *mv,
                    pl_report *rep);
+
+/* tune KERNEL --shapes FILE (tune.c): the best tiling per shape */
+extern const cli_cmd cli_tune_cmd;
+int cli_tune(int argc, char **argv);
+void cli_tune_help(FILE *f);
 
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;

@@ -59,6 +59,9 @@ static const kopt table[] = {
                                                             "default one per core, up to the host's; 1 walks them "
                                                             "in order): the results are the same"},
     {{"output", 1, 0, 'o'}, K_OUTPUT, "NAME", "the output the heatmap draws, by name or index (default 0)"},
+    {{"shapes", 1, 0, 'P'}, K_SHAPES, "FILE.csv", "the shapes to tune: a header of parameter names, then one line "
+                                                  "of values per shape"},
+    {{"out", 1, 0, 'O'}, K_OUT_FILE, "FILE", "(or -o FILE) write the table to FILE instead of stdout"},
     {{"help", 0, 0, 'h'}, 0, NULL, "print this help"},
 };
 enum { NTABLE = sizeof table / sizeof *table };
@@ -132,6 +135,8 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'g': o->svg = arg; break;
     case 'H': o->heatmap = arg; break;
     case 'o': o->output = arg; break;
+    case 'P': o->shapes = arg; break;
+    case 'O': o->out_file = arg; break;
     /* 0 is the default the help states, so it can be given too */
     case 'e': rc = cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
@@ -150,7 +155,10 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
     optind = 0; /* glibc: start afresh, whatever an earlier call left */
     opterr = 0;
     int code, idx, help = 0;
-    while ((idx = -1, code = getopt_long(argc, argv, ":h", longs, &idx)) != -1) {
+    /* -o is short for --out where a verb writes a file (tune); verify's --output has no short form */
+    const char *shorts = allowed & K_OUT_FILE ? ":ho:" : ":h";
+    while ((idx = -1, code = getopt_long(argc, argv, shorts, longs, &idx)) != -1) {
+        if (code == 'o' && idx < 0) code = 'O';
         char opt_name[64] = ""; /* for a long option its name, not its value */
         if (idx >= 0) snprintf(opt_name, sizeof opt_name, "--%s", longs[idx].name);
         /* a letter of "-xy": optind still points at the cluster until its last letter */

@@ -104,6 +104,24 @@ static void expand(const pl_kernel_def *d, const axis_list *lists, int64_t total
     }
 }
 
+int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t **values, int *n)
+{
+    *values = NULL;
+    *n = 0;
+    axis_list *lists = calloc(PL_KDEF_MAX_PARAMS, sizeof *lists);
+    int64_t total = 0;
+    if (!lists) return fprintf(stderr, "tilesim %s: out of host memory\n", cmd->name), 1;
+    int rc = value_lists(cmd, d, o, lists, &total);
+    if (rc == 0) {
+        *values = calloc((size_t)total * (size_t)(d->n_params ? d->n_params : 1), sizeof **values);
+        if (*values) expand(d, lists, total, *values), *n = (int)total;
+        else rc = 1, fprintf(stderr, "tilesim %s: out of host memory for %lld configurations\n", cmd->name,
+                             (long long)total);
+    }
+    free(lists);
+    return rc;
+}
+
 static int print_all(const cli_kopts *o, const pl_kernel_def *d, const pl_chip *chip, int n, const pl_report *reps,
                      const char *const *labels)
 {

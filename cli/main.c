@@ -21,7 +21,8 @@ const cli_cmd cli_explain_cmd = {
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {
-    "", "tilesim chips | list | run | verify | sweep | explain | hlo | profile | memory | review | help [COMMAND]", ""};
+    "", "tilesim chips | list | run | verify | sweep | tune | explain | hlo | profile | memory | review | help [COMMAND]",
+    ""};
 
 static const char *long_help(const cli_cmd *cmd)
 {
@@ -87,20 +88,23 @@ static const char *long_help(const cli_cmd *cmd)
            "  run       run one configuration of a kernel, check it against its reference, print the report\n"
            "  verify    check every output of a kernel against its reference; --heatmap draws the errors\n"
            "  sweep     rank the configurations of a kernel by predicted time\n"
+           "  tune      the best tiling of a kernel for each shape of a CSV file: a table keyed by shape\n"
            "  explain   narrate a small grid of a kernel, step by step, with the rules\n"
            "  hlo       read one HLO instruction and explain its shape, layout, tiling and memory space\n"
            "  profile   the op profile of one run (XProf's HLO op profile) and its roofline\n"
            "  memory    VMEM over the grid steps, the peak and what is live at it (XProf's memory viewer)\n"
            "  review    the design review of a served model: devices, quantization, batch, TTFT, TPOT\n"
            "  help      this text; 'tilesim help COMMAND' for one command\n"
-           "Exit status: 0 success, 1 nothing legal or a host failure, 2 a bad command line.\n";
+           "Exit status: 0 success, 1 a wrong result, nothing legal or a host failure, 2 a bad command line or a\n"
+           "rejected call, 3 the kernel crashed (a signal, exit or pthread_exit in your code).\n";
 }
 
 void cli_help(const cli_cmd *cmd, FILE *f)
 {
     if (!cmd) {
         const cli_cmd *all[] = {&cli_chips_cmd, &cli_list_cmd, &cli_run_cmd, &cli_verify_cmd, &cli_sweep_cmd,
-                                &cli_explain_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd};
+                                &cli_explain_cmd, &cli_tune_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd,
+                                &cli_review_cmd};
         fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n");
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) /* a second form starts "\n       tilesim" */
             for (const char *s = all[i]->synopsis; *s;) {
@@ -122,6 +126,10 @@ void cli_help(const cli_cmd *cmd, FILE *f)
     }
     if (cmd == &cli_review_cmd) {
         cli_review_help(f);
+        return;
+    }
+    if (cmd == &cli_tune_cmd) {
+        cli_tune_help(f);
         return;
     }
     if (cmd == &cli_list_cmd || cmd == &cli_run_cmd || cmd == &cli_verify_cmd) {
@@ -146,13 +154,14 @@ int cli_fail(const cli_cmd *cmd, const char *fmt, ...)
 static const cli_cmd *find_cmd(const char *name)
 {
     const cli_cmd *all[] = {&cli_chips_cmd, &cli_sweep_cmd, &cli_explain_cmd, &cli_list_cmd, &cli_run_cmd,
-                            &cli_verify_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd};
+                            &cli_verify_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd,
+                            &cli_tune_cmd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
 }
 
-#define COMMANDS "chips, list, run, verify, sweep, explain, hlo, profile, memory, review"
+#define COMMANDS "chips, list, run, verify, sweep, tune, explain, hlo, profile, memory, review"
 
 /* `sweep matmul M N K` and `explain matmul M N K BM BN BK`, as documented and
  * scripted against before kernel definitions: 'matmul' followed by a word
@@ -192,6 +201,7 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "profile") == 0) return cli_profile(argc - 2, argv + 2);
     if (strcmp(c, "memory") == 0) return cli_memory(argc - 2, argv + 2);
     if (strcmp(c, "review") == 0) return cli_review(argc - 2, argv + 2);
+    if (strcmp(c, "tune") == 0) return cli_tune(argc - 2, argv + 2);
     if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", CLI_CUT(c));
     return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", CLI_CUT(c), COMMANDS);
 }

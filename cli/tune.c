@@ -1,0 +1,304 @@
+/* cli/tune.c: `tilesim tune` (cli/tune.h): the best tiling per shape.
+ *
+ * Each shape is one sweep, exactly as `tilesim sweep KERNEL --set` each
+ * shape value would run it (cli_sweep_values, pl_kernel_sweep: cost-only,
+ * on every host core, and across the ranks of the MPI build, which split
+ * every shape's configurations between them). The tiling is every
+ * parameter that takes more than one value in those sweeps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/json.h"
+#include "../sim/outfile.h"
+#include "../sim/ranks.h"
+#include "tune.h"
+
+#define TUNE_MASK (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_THREADS | K_SHAPES | K_OUT_FILE)
+
+const cli_cmd cli_tune_cmd = {
+    "tune", "tilesim tune KERNEL --shapes SHAPES.csv [--csv | --json] [-o FILE]",
+    "tilesim tune KERNEL|PLUGIN.so[:NAME] --shapes SHAPES.csv [--vary name=v1,v2,...] [--set name=value ...] "
+    "[--chip NAME | --chip-file FILE] [--csv | --json] [-o FILE] [--threads N]"};
+
+void cli_tune_help(FILE *f)
+{
+    fprintf(f, "usage: %s\n\n", cli_tune_cmd.synopsis);
+    fprintf(f, "For each shape in SHAPES.csv, sweep the kernel's other parameters (the tiling: their --vary\n"
+               "lists, or the candidates 'tilesim list' shows) in cost-only mode, and write the best\n"
+               "configuration, its predicted time, the runner-up and the margin: one table keyed by shape.\n"
+               "SHAPES.csv: a header of parameter names (M,N,K), then one line of values per shape; '#'\n"
+               "lines and blank lines are skipped.\n");
+    cli_kopt_help(TUNE_MASK, f);
+    fprintf(f, "Exit status: 0 every shape has a legal tiling, 1 some shape has none (its row says why),\n"
+               "2 a bad command line or shapes file.\n");
+}
+
+/* What one shape's sweep found. */
+typedef struct tune_row {
+    int legal, total;
+    int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
+    double best_s, second_s; /* second_s < 0: no runner-up */
+    char reason[200];        /* none legal: the first configuration's reason */
+} tune_row;
+
+typedef struct tune_job {
+    const cli_cmd *cmd;
+    const pl_kernel_def *d;
+    const cli_kopts *o;
+    pl_options opt;
+    const tune_shapes *sh;
+    int tiling[PL_KDEF_MAX_PARAMS]; /* 1: takes several values in the sweeps */
+    tune_row *rows;
+} tune_job;
+
+/* "name=value" of parameter p (a dtype by its name) into buf. */
+static const char *assign(const pl_kernel_def *d, int p, int64_t v, char *buf, size_t n)
+{
+    if (d->params[p].kind == PL_PARAM_DTYPE) snprintf(buf, n, "%s=%s", d->params[p].name, pl_dtype_name((pl_dtype)v));
+    else snprintf(buf, n, "%s=%lld", d->params[p].name, (long long)v);
+    return buf;
+}
+
+static const char *value_text(const pl_kernel_def *d, int p, int64_t v, char *buf, size_t n)
+{
+    const char *a = assign(d, p, v, buf, n);
+    return a + strlen(d->params[p].name) + 1;
+}
+
+/* Sweep shape i into job->rows[i]. 0, or an exit status. */
+static int tune_one(tune_job *job, int i)
+{
+    const pl_kernel_def *d = job->d;
+    cli_kopts o = *job->o;
+    char sets[PL_KDEF_MAX_PARAMS][96];
+    for (int c = 0; c < job->sh->n_cols; c++) {
+        if (o.n_sets == CLI_MAX_SETS) return cli_fail(job->cmd, "too many --set options with the shape's columns");
+        o.sets[o.n_sets++] = assign(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], sets[c],
+                                    sizeof sets[c]);
+    }
+    int n = 0, rc;
+    int64_t *values = NULL;
+    if ((rc = cli_sweep_values(job->cmd, d, &o, &values, &n))) return rc;
+    pl_report *reps = calloc((size_t)n, sizeof *reps);
+    tune_row *r = &job->rows[i];
+    *r = (tune_row){.total = n, .second_s = -1};
+    pl_sweep_options so = {.threads = (int)job->o->threads};
+    rc = reps ? pl_kernel_sweep(d, n, values, &job->opt, &so, reps) : PL_ENOMEM;
+    int best = -1, second = -1;
+    for (int k = 0; rc == PL_OK && k < n; k++) {
+        for (int p = 0; p < d->n_params; p++)
+            if (values[(size_t)k * (size_t)d->n_params + p] != values[p]) job->tiling[p] = 1;
+        if (reps[k].status != PL_OK) {
+            if (!r->reason[0]) snprintf(r->reason, sizeof r->reason, "%s", reps[k].error);
+            continue;
+        }
+        r->legal++;
+        if (best < 0 || reps[k].time_s < reps[best].time_s) second = best, best = k;
+        else if (second < 0 || reps[k].time_s < reps[second].time_s) second = k;
+    }
+    if (best >= 0) {
+        memcpy(r->best, values + (size_t)best * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
+        r->best_s = reps[best].time_s;
+    }
+    if (second >= 0) {
+        memcpy(r->second, values + (size_t)second * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
+        r->second_s = reps[second].time_s;
+    }
+    free(reps), free(values);
+    if (rc != PL_OK) fprintf(stderr, "tilesim tune: %s: the sweep failed: %s\n", d->name, pl_strerror(rc));
+    return rc == PL_OK ? 0 : 1;
+}
+
+/* ---- printing -------------------------------------------------------------------------- */
+
+/* The parameters of v that are in mask, "bm=256 bn=512", into buf. */
+static const char *params_text(const pl_kernel_def *d, const int *mask, const int64_t *v, const char *sep, char *buf,
+                               size_t n)
+{
+    buf[0] = '\0';
+    for (int p = 0; p < d->n_params; p++) {
+        char one[96];
+        if (mask[p] && strlen(buf) + 1 < n)
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? sep : "", assign(d, p, v[p], one, sizeof one));
+    }
+    return buf;
+}
+
+static void shape_mask(const tune_job *job, int *mask)
+{
+    memset(mask, 0, PL_KDEF_MAX_PARAMS * sizeof *mask);
+    for (int c = 0; c < job->sh->n_cols; c++) mask[job->sh->col[c]] = 1;
+}
+
+static void print_text(const tune_job *job, FILE *f)
+{
+    const pl_kernel_def *d = job->d;
+    int shape[PL_KDEF_MAX_PARAMS];
+    shape_mask(job, shape);
+    char a[256] = "", b[256], c[256], t1[32], t2[32];
+    for (int p = 0; p < d->n_params; p++)
+        if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
+    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape, cost only\n\n", d->name,
+            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies");
+    fprintf(f, "  %-28s %-30s %10s  %-30s %10s %7s\n", "shape", "best", "time", "runner-up", "time", "margin");
+    for (int i = 0; i < job->sh->n; i++) {
+        const tune_row *r = &job->rows[i];
+        int64_t v[PL_KDEF_MAX_PARAMS] = {0};
+        for (int k = 0; k < job->sh->n_cols; k++) v[job->sh->col[k]] = job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + k];
+        params_text(d, shape, v, " ", a, sizeof a);
+        if (!r->legal) {
+            fprintf(f, "  %-28s none of %d tilings is legal: %.160s\n", a, r->total, r->reason);
+            continue;
+        }
+        params_text(d, job->tiling, r->best, " ", b, sizeof b);
+        fprintf(f, "  %-28s %-30s %10s", a, b, pl_format_time(r->best_s, t1, sizeof t1));
+        if (r->second_s >= 0)
+            fprintf(f, "  %-30s %10s %6.1f%%\n", params_text(d, job->tiling, r->second, " ", c, sizeof c),
+                    pl_format_time(r->second_s, t2, sizeof t2), 100.0 * (r->second_s - r->best_s) / r->best_s);
+        else fprintf(f, "  %-30s %10s %7s\n", "(none)", "", "");
+    }
+}
+
+static void print_csv(const tune_job *job, FILE *f)
+{
+    const pl_kernel_def *d = job->d;
+    char buf[96], a[256];
+    for (int c = 0; c < job->sh->n_cols; c++) fprintf(f, "%s,", d->params[job->sh->col[c]].name);
+    for (int p = 0; p < d->n_params; p++)
+        if (job->tiling[p]) fprintf(f, "%s,", d->params[p].name);
+    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,legal,tried\n");
+    for (int i = 0; i < job->sh->n; i++) {
+        const tune_row *r = &job->rows[i];
+        for (int c = 0; c < job->sh->n_cols; c++)
+            fprintf(f, "%s,", value_text(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], buf,
+                                         sizeof buf));
+        for (int p = 0; p < d->n_params; p++)
+            if (job->tiling[p]) fprintf(f, "%s,", r->legal ? value_text(d, p, r->best[p], buf, sizeof buf) : "");
+        if (r->legal) fprintf(f, "%.4f,", r->best_s * 1e6);
+        else fprintf(f, ",");
+        if (r->second_s >= 0)
+            fprintf(f, "%s,%.4f,%.2f,", params_text(d, job->tiling, r->second, " ", a, sizeof a), r->second_s * 1e6,
+                    100.0 * (r->second_s - r->best_s) / r->best_s);
+        else fprintf(f, ",,,");
+        fprintf(f, "%d,%d\n", r->legal, r->total);
+    }
+}
+
+/* {"bm":256,"dtype":"bf16"} of the parameters in mask */
+static void json_params(const pl_kernel_def *d, const int *mask, const int64_t *v, FILE *f)
+{
+    int first = 1;
+    fputc('{', f);
+    for (int p = 0; p < d->n_params; p++) {
+        if (!mask[p]) continue;
+        fprintf(f, "%s", first ? "" : ",");
+        pl_json_string(f, d->params[p].name);
+        if (d->params[p].kind == PL_PARAM_DTYPE) fputc(':', f), pl_json_string(f, pl_dtype_name((pl_dtype)v[p]));
+        else fprintf(f, ":%lld", (long long)v[p]);
+        first = 0;
+    }
+    fputc('}', f);
+}
+
+static void print_json(const tune_job *job, FILE *f)
+{
+    const pl_kernel_def *d = job->d;
+    int shape[PL_KDEF_MAX_PARAMS];
+    shape_mask(job, shape);
+    fprintf(f, "{\"kernel\":");
+    pl_json_string(f, d->name);
+    fprintf(f, ",\"chip\":");
+    pl_json_string(f, job->opt.chip_spec->name);
+    fprintf(f, ",\"shapes\":[");
+    for (int i = 0; i < job->sh->n; i++) {
+        const tune_row *r = &job->rows[i];
+        int64_t v[PL_KDEF_MAX_PARAMS] = {0};
+        for (int k = 0; k < job->sh->n_cols; k++) v[job->sh->col[k]] = job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + k];
+        fprintf(f, "%s{\"shape\":", i ? "," : "");
+        json_params(d, shape, v, f);
+        fprintf(f, ",\"legal\":%d,\"tried\":%d,\"best\":", r->legal, r->total);
+        if (r->legal) json_params(d, job->tiling, r->best, f), fprintf(f, ",\"time_us\":%.6g", r->best_s * 1e6);
+        else fprintf(f, "null,\"time_us\":null");
+        fprintf(f, ",\"runner_up\":");
+        if (r->second_s >= 0)
+            json_params(d, job->tiling, r->second, f), fprintf(f, ",\"runner_up_us\":%.6g,\"margin\":%.6g",
+                                                              r->second_s * 1e6, (r->second_s - r->best_s) / r->best_s);
+        else fprintf(f, "null,\"runner_up_us\":null,\"margin\":null");
+        fprintf(f, ",\"reason\":");
+        if (r->legal) fprintf(f, "null");
+        else pl_json_string(f, r->reason);
+        fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+}
+
+/* ---- the verb ----------------------------------------------------------------------------- */
+
+static int write_out(const tune_job *job)
+{
+    const cli_kopts *o = job->o;
+    void (*print)(const tune_job *, FILE *) = o->json ? print_json : o->csv ? print_csv : print_text;
+    if (!o->out_file) {
+        print(job, stdout);
+        return 0;
+    }
+    if (sim_mpi_rank() != 0) return 0; /* rank 0 speaks for all, as on stdout */
+    char err[PL_MSG_MAX];
+    sim_out *out = sim_out_open(o->out_file, err, sizeof err);
+    if (!out) return fprintf(stderr, "tilesim tune: -o: %s\n", err), CLI_EXIT_USAGE;
+    print(job, out->f);
+    if (sim_out_commit(out, err, sizeof err)) return fprintf(stderr, "tilesim tune: -o: %s\n", err), CLI_EXIT_USAGE;
+    printf("tune: %d shape%s written to %s\n", job->sh->n, job->sh->n == 1 ? "" : "s", o->out_file);
+    return 0;
+}
+
+static int run_all(tune_job *job)
+{
+    cli_progress bar;
+    int tty = cli_progress_start(&bar, "tune", "shapes", 1.0);
+    int rc = 0, none = 0;
+    for (int i = 0; i < job->sh->n && !rc; i++) {
+        rc = tune_one(job, i);
+        none += !rc && !job->rows[i].legal;
+        if (tty) cli_progress_show(i + 1, job->sh->n, &bar);
+    }
+    cli_progress_end(&bar);
+    if (!rc) rc = write_out(job);
+    return rc ? rc : none ? 1 : 0;
+}
+
+int cli_tune(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_tune_cmd;
+    cli_kopts o;
+    const pl_kernel_def *d;
+    pl_chip file_chip;
+    tune_job job = {.cmd = cmd, .o = &o};
+    int rc = cli_kparse(cmd, TUNE_MASK, argc + 1, argv - 1, &o);
+    if (rc >= 0) return rc;
+    if (o.npos == 0) return cli_fail(cmd, "missing the kernel: give a name from 'tilesim list' or PLUGIN.so[:NAME]");
+    if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel", CLI_CUT(o.pos[1]));
+    if (!o.shapes) return cli_fail(cmd, "missing --shapes SHAPES.csv: the shapes to tune, one per line");
+    if ((rc = cli_find_kernel(cmd, o.pos[0], &d))) return rc;
+    if ((rc = cli_kernel_options(cmd, &o, &file_chip, &job.opt))) return rc;
+    char why[PL_MSG_MAX]; /* before the sweeps: fail fast, creating nothing (sim/outfile.h) */
+    if (o.out_file && sim_out_probe(o.out_file, why, sizeof why)) return cli_fail(cmd, "-o: %s", why);
+    int fixed[PL_KDEF_MAX_PARAMS] = {0};
+    for (int i = 0; i < o.n_sets + o.n_varies; i++) {
+        const char *a = i < o.n_sets ? o.sets[i] : o.varies[i - o.n_sets];
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+        int p = pl_kernel_param_index(d, name);
+        if (p >= 0) fixed[p] = 1;
+    }
+    tune_shapes sh;
+    if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
+    job.d = d;
+    job.sh = &sh;
+    job.opt.cost_only = 1;
+    job.rows = calloc((size_t)sh.n, sizeof *job.rows);
+    rc = job.rows ? run_all(&job) : (fprintf(stderr, "tilesim tune: out of host memory\n"), 1);
+    free(job.rows);
+    tune_shapes_free(&sh);
+    return cli_finish_stdout(cmd, rc);
+}

@@ -1,0 +1,210 @@
+/* tests/test_cli_tune.c: `tilesim tune KERNEL --shapes SHAPES.csv` (issue
+ * 22): the best tiling per shape, with its predicted time, the runner-up and
+ * the margin, as a table keyed by shape in text, CSV and JSON, written with
+ * -o like every other output (a temporary file renamed into place).
+ *
+ * The answers are checked against the simulator itself: the best row's time
+ * is what `tilesim run` predicts for that configuration, no tiling of the
+ * sweep beats it, and the runner-up is no faster.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "run.h"
+
+/* 20 matmul shapes, from square to skinny (M a decode batch) */
+static void twenty_shapes(char *path)
+{
+    char text[2048] = "# M N K: a decode batch and a prefill\nM,N,K\n";
+    static const int64_t m[] = {8, 16, 32, 64, 128}, nk[][2] = {{1024, 1024}, {2048, 512}, {512, 2048}, {4096, 1024}};
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%lld,%lld,%lld\n", (long long)m[i],
+                     (long long)nk[j][0], (long long)nk[j][1]);
+    th_temp_file(path, text);
+}
+
+static json_t *load_json(const char *text)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    cr_assert(j, "not JSON (%s): %.300s", e.text, text);
+    return j;
+}
+
+/* The predicted time of one configuration by `tilesim run --cost-only`. */
+static double run_time(const char *config)
+{
+    const char *args[32] = {"run", "matmul", "--cost-only", "--json"};
+    int n = 4;
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", config);
+    for (char *w = strtok_r(buf, " ", &save); w && n < 28; w = strtok_r(NULL, " ", &save))
+        args[n++] = "--set", args[n++] = w;
+    args[n] = NULL;
+    th_run r = th_run_tilesim(args);
+    cr_assert_eq(r.status, 0, "%s: %s", config, r.err);
+    json_t *j = load_json(r.out);
+    double t = json_number_value(json_object_get(json_object_get(j, "report"), "time_s"));
+    json_decref(j);
+    th_run_free(&r);
+    return t;
+}
+
+/* "bm=512 bn=512 bk=512 dtype=bf16" from a JSON object of parameters */
+static void config_of(json_t *shape, json_t *tiling, char *buf, size_t n)
+{
+    const char *k;
+    json_t *v;
+    buf[0] = '\0';
+    json_t *both[] = {shape, tiling};
+    for (int i = 0; i < 2; i++)
+        json_object_foreach(both[i], k, v) {
+            if (json_is_string(v)) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s=%s", buf[0] ? " " : "", k,
+                                            json_string_value(v));
+            else snprintf(buf + strlen(buf), n - strlen(buf), "%s%s=%lld", buf[0] ? " " : "", k,
+                          (long long)json_integer_value(v));
+        }
+}
+
+Test(tune, twenty_shapes_give_twenty_rows_whose_best_is_what_run_predicts)
+{
+    char shapes[64];
+    twenty_shapes(shapes);
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=bf16", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *j = load_json(r.out);
+    json_t *rows = json_object_get(j, "shapes");
+    cr_assert_eq(json_array_size(rows), 20);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "kernel")), "matmul");
+    for (size_t i = 0; i < 20; i++) {
+        json_t *row = json_array_get(rows, i), *best = json_object_get(row, "best");
+        cr_assert(json_is_object(best), "shape %zu has no best", i);
+        cr_assert_eq(json_object_size(best), 3, "the tiling is bm, bn, bk (dtype is --set)");
+        double t = json_number_value(json_object_get(row, "time_us")),
+               second = json_number_value(json_object_get(row, "runner_up_us")),
+               margin = json_number_value(json_object_get(row, "margin"));
+        cr_assert_gt(t, 0);
+        cr_assert_geq(second, t, "shape %zu: the runner-up is faster than the best", i);
+        cr_assert_float_eq(margin, (second - t) / t, 1e-3);
+        if (i % 7 == 0) { /* a few against the simulator itself */
+            char config[256];
+            config_of(json_object_get(row, "shape"), best, config, sizeof config);
+            strcat(config, " dtype=bf16");
+            cr_assert_float_eq(run_time(config) * 1e6, t, t * 1e-4, "shape %zu: %s", i, config);
+        }
+    }
+    json_decref(j);
+    th_run_free(&r);
+    unlink(shapes);
+}
+
+Test(tune, no_tiling_of_the_sweep_beats_the_best)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n256,1024,2048\n");
+    th_run t = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=f32", "--csv");
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    /* header, one row: M,N,K,bm,bn,bk,time_us,... */
+    char *row = strchr(t.out, '\n');
+    cr_assert(row && strstr(t.out, "M,N,K,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried"), "%s",
+              t.out);
+    long long m, n, k, bm, bn, bk;
+    double best;
+    cr_assert_eq(sscanf(row + 1, "%lld,%lld,%lld,%lld,%lld,%lld,%lf", &m, &n, &k, &bm, &bn, &bk, &best), 7, "%s",
+                 row + 1);
+    th_run s = TH_RUN("sweep", "matmul", "--set", "M=256", "--set", "N=1024", "--set", "K=2048", "--set", "dtype=f32",
+                      "--json");
+    cr_assert_eq(s.status, 0, "%s", s.err);
+    json_t *j = load_json(s.out);
+    json_t *legal = json_object_get(j, "legal");
+    cr_assert_gt(json_array_size(legal), 10);
+    size_t i;
+    json_t *e;
+    json_array_foreach(legal, i, e) {
+        double us = json_number_value(json_object_get(e, "time_us"));
+        if (us == 0) us = json_number_value(json_object_get(e, "time_s")) * 1e6;
+        cr_assert_geq(us, best * (1 - 1e-4), "%s beats the tuned best %g us", json_dumps(e, 0), best);
+    }
+    json_decref(j);
+    th_run_free(&t), th_run_free(&s);
+    unlink(shapes);
+}
+
+Test(tune, text_names_the_tiling_and_each_shape)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n1024,1024,1024\n512,2048,256\n");
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=bf16");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "tune: matmul on v5e: 2 shapes, tiling (bm, bn, bk) swept per shape"), "%s", r.out);
+    cr_assert(strstr(r.out, "M=1024 N=1024 K=1024"), "%s", r.out);
+    cr_assert(strstr(r.out, "M=512 N=2048 K=256"), "%s", r.out);
+    th_run_free(&r);
+    unlink(shapes);
+}
+
+Test(tune, o_writes_the_table_and_a_failed_run_keeps_the_old_file)
+{
+    char shapes[64], out[64], bad[64];
+    th_temp_file(shapes, "M,N,K\n1024,1024,1024\n");
+    th_temp_file(out, "old table\n");
+    th_temp_file(bad, "M,N,K\n1024,x,1024\n");
+    th_run r = TH_RUN("tune", "matmul", "--shapes", bad, "--csv", "-o", out);
+    cr_assert_eq(r.status, 2);
+    th_run_free(&r);
+    char *text = th_read_file(out);
+    cr_assert_str_eq(text, "old table\n");
+    free(text);
+    r = TH_RUN("tune", "matmul", "--shapes", shapes, "--csv", "-o", out);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "1 shape written to"), "%s", r.out);
+    text = th_read_file(out);
+    cr_assert(strncmp(text, "M,N,K,bm,bn,bk,dtype,time_us", 28) == 0, "%s", text);
+    free(text);
+    th_run_free(&r);
+    unlink(shapes), unlink(out), unlink(bad);
+}
+
+Test(tune, errors_in_the_shapes_file_name_the_line_and_column)
+{
+    static const struct {
+        const char *text, *words;
+    } cases[] = {
+        {"M,N,Q\n1,2,3\n", ":1: 'Q' is not a parameter of matmul"},
+        {"M,N,K\n1024,1024\n", ":2: 2 columns where the header has 3"},
+        {"M,N,K\n\n# c\n1024,1024,abc\n", ":4: column 'K'"},
+        {"M,N,K\n1,2,3,4\n", ":2: more than the header's 3 columns"},
+        {"M,N,K\n", "has a header but no shape"},
+        {"M,M\n1,2\n", ":1: column 'M' is given twice"},
+        {"# only a comment\n", "has no header line"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char shapes[64];
+        th_temp_file(shapes, cases[i].text);
+        th_run r = TH_RUN("tune", "matmul", "--shapes", shapes);
+        cr_assert_eq(r.status, 2, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, cases[i].words), "case %zu: '%s' missing from: %s", i, cases[i].words, r.err);
+        th_run_free(&r);
+        unlink(shapes);
+    }
+    th_run r = TH_RUN("tune", "matmul");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "missing --shapes"), "%s", r.err);
+    th_run_free(&r);
+}
+
+Test(tune, a_shape_without_a_legal_tiling_says_why_and_exits_1)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n1024,1024,1024\n");
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "--vary", "bm=7,9", "--json");
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    json_t *j = load_json(r.out), *row = json_array_get(json_object_get(j, "shapes"), 0);
+    cr_assert(json_is_null(json_object_get(row, "best")));
+    cr_assert(strstr(json_string_value(json_object_get(row, "reason")), "rule T1"), "%s", r.out);
+    json_decref(j);
+    th_run_free(&r);
+    unlink(shapes);
+}
