@@ -61,7 +61,9 @@ static const kopt table[] = {
     {{"output", 1, 0, 'o'}, K_OUTPUT, "NAME", "the output the heatmap draws, by name or index (default 0)"},
     {{"shapes", 1, 0, 'P'}, K_SHAPES, "FILE.csv", "the shapes to tune: a header of parameter names, then one line "
                                                   "of values per shape"},
-    {{"out", 1, 0, 'O'}, K_OUT_FILE, "FILE", "(or -o FILE) write the table to FILE instead of stdout"},
+    {{"out", 1, 0, 'O'}, K_OUT_FILE, "FILE", "(or -o FILE) write the result to FILE (tune: the table; calibrate: "
+                                              "the chip file)"},
+    {{"fit", 1, 0, 'F'}, K_FIT, "LIST", "the figures to fit, comma-separated (default: every one the chip has)"},
     {{"help", 0, 0, 'h'}, 0, NULL, "print this help"},
 };
 enum { NTABLE = sizeof table / sizeof *table };
@@ -137,6 +139,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'o': o->output = arg; break;
     case 'P': o->shapes = arg; break;
     case 'O': o->out_file = arg; break;
+    case 'F': o->fit = arg; break;
     /* 0 is the default the help states, so it can be given too */
     case 'e': rc = cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX / 2, &o->seed), o->has_seed = 1; break;
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;

@@ -21,7 +21,7 @@ const cli_cmd cli_explain_cmd = {
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {
-    "", "tilesim chips | list | run | verify | sweep | tune | explain | hlo | profile | memory | review | help [COMMAND]",
+    "", "tilesim chips | list | run | verify | sweep | tune | calibrate | explain | hlo | profile | memory | review | help [COMMAND]",
     ""};
 
 static const char *long_help(const cli_cmd *cmd)
@@ -89,6 +89,7 @@ static const char *long_help(const cli_cmd *cmd)
            "  verify    check every output of a kernel against its reference; --heatmap draws the errors\n"
            "  sweep     rank the configurations of a kernel by predicted time\n"
            "  tune      the best tiling of a kernel for each shape of a CSV file: a table keyed by shape\n"
+           "  calibrate fit a chip's timing figures to kernel times measured on a TPU; write a chip file\n"
            "  explain   narrate a small grid of a kernel, step by step, with the rules\n"
            "  hlo       read one HLO instruction and explain its shape, layout, tiling and memory space\n"
            "  profile   the op profile of one run (XProf's HLO op profile) and its roofline\n"
@@ -103,7 +104,7 @@ void cli_help(const cli_cmd *cmd, FILE *f)
 {
     if (!cmd) {
         const cli_cmd *all[] = {&cli_chips_cmd, &cli_list_cmd, &cli_run_cmd, &cli_verify_cmd, &cli_sweep_cmd,
-                                &cli_explain_cmd, &cli_tune_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd,
+                                &cli_explain_cmd, &cli_tune_cmd, &cli_calibrate_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd,
                                 &cli_review_cmd};
         fprintf(f, "tilesim: a Pallas-style TPU kernel simulator\n\nusage:\n");
         for (size_t i = 0; i < sizeof all / sizeof *all; i++) /* a second form starts "\n       tilesim" */
@@ -132,6 +133,10 @@ void cli_help(const cli_cmd *cmd, FILE *f)
         cli_tune_help(f);
         return;
     }
+    if (cmd == &cli_calibrate_cmd) {
+        cli_calibrate_help(f);
+        return;
+    }
     if (cmd == &cli_list_cmd || cmd == &cli_run_cmd || cmd == &cli_verify_cmd) {
         cli_khelp(cmd, f);
         return;
@@ -155,13 +160,13 @@ static const cli_cmd *find_cmd(const char *name)
 {
     const cli_cmd *all[] = {&cli_chips_cmd, &cli_sweep_cmd, &cli_explain_cmd, &cli_list_cmd, &cli_run_cmd,
                             &cli_verify_cmd, &cli_hlo_cmd, &cli_profile_cmd, &cli_memory_cmd, &cli_review_cmd,
-                            &cli_tune_cmd};
+                            &cli_tune_cmd, &cli_calibrate_cmd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (strcmp(all[i]->name, name) == 0) return all[i];
     return NULL;
 }
 
-#define COMMANDS "chips, list, run, verify, sweep, tune, explain, hlo, profile, memory, review"
+#define COMMANDS "chips, list, run, verify, sweep, tune, calibrate, explain, hlo, profile, memory, review"
 
 /* `sweep matmul M N K` and `explain matmul M N K BM BN BK`, as documented and
  * scripted against before kernel definitions: 'matmul' followed by a word
@@ -202,6 +207,7 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "memory") == 0) return cli_memory(argc - 2, argv + 2);
     if (strcmp(c, "review") == 0) return cli_review(argc - 2, argv + 2);
     if (strcmp(c, "tune") == 0) return cli_tune(argc - 2, argv + 2);
+    if (strcmp(c, "calibrate") == 0) return cli_calibrate(argc - 2, argv + 2);
     if (c[0] == '-') return cli_fail(&tool_cmd, "unknown option '%s'; give a command first", CLI_CUT(c));
     return cli_fail(&tool_cmd, "unknown command '%s'; the commands are %s, help", CLI_CUT(c), COMMANDS);
 }

@@ -1,0 +1,269 @@
+/* cli/calibrate.c: `tilesim calibrate MEASURED.csv [--chip BASE] [-o CHIP_FILE]`
+ * (issue 22): fit a chip's timing figures to kernel times measured on a
+ * real TPU (sim/calibrate.h), print each row's error before and after, and
+ * write a what-if chip file that --chip-file takes.
+ *
+ * MEASURED.csv: a header naming the columns kernel, chip, time_us and
+ * params (any order), then one measurement per line:
+ *
+ *     kernel,chip,time_us,params
+ *     matmul,v5e,812.4,M=4096 N=4096 K=4096 bm=512 bn=512 bk=1024 dtype=bf16
+ *
+ * params are the kernel's parameter values as --set takes them, separated
+ * by spaces; '#' lines and blank lines are skipped. Every error names the
+ * file and line. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../examples/kernels/registry.h"
+#include "../sim/calibrate.h"
+#include "../sim/common.h"
+#include "../sim/outfile.h"
+#include "cli.h"
+
+#define CAL_MASK (K_CHIP | K_CHIP_FILE | K_OUT_FILE | K_FIT)
+#define CAL_MAX_ROWS 512
+
+const cli_cmd cli_calibrate_cmd = {
+    "calibrate", "tilesim calibrate MEASURED.csv [--chip BASE | --chip-file FILE] [--fit LIST] [-o CHIP_FILE]",
+    "tilesim calibrate MEASURED.csv [--chip BASE | --chip-file FILE] [--fit LIST] [-o CHIP_FILE]"};
+
+void cli_calibrate_help(FILE *f)
+{
+    fprintf(f, "usage: %s\n\n", cli_calibrate_cmd.synopsis);
+    fprintf(f, "Fit the base chip's timing figures to kernel times you measured on a TPU: each row's\n"
+               "configuration is predicted cost-only and the figures move, within physical bounds, to minimise\n"
+               "the squared log of predicted over measured time. Prints each row's error before and after and\n"
+               "the fitted figures; -o writes them as a chip file for --chip-file.\n"
+               "MEASURED.csv: a header 'kernel,chip,time_us,params', then one row per measurement, params as\n"
+               "--set takes them separated by spaces ('M=4096 N=4096 K=4096 bm=512 bn=512 bk=512').\n");
+    cli_kopt_help(CAL_MASK, f);
+    fprintf(f, "Figures (--fit): ");
+    for (int j = 0; j < SIM_CAL_NPARAMS; j++) fprintf(f, "%s%s", j ? ", " : "", sim_cal_params[j].key);
+    fprintf(f, "\nExit status: 0 fitted, 2 a bad file or option, or figures the rows cannot determine.\n");
+}
+
+/* ---- the measurements ------------------------------------------------------------------ */
+
+enum { COL_KERNEL, COL_CHIP, COL_TIME, COL_PARAMS, N_COLS };
+static const char *const col_names[N_COLS] = {"kernel", "chip", "time_us", "params"};
+
+typedef struct cal_input {
+    const char *path;
+    sim_cal_row rows[CAL_MAX_ROWS];
+    int n;
+} cal_input;
+
+/* The fields of one line, split at commas and trimmed, into f (at most n). */
+static int split(char *line, char **f, int n)
+{
+    int k = 0;
+    for (char *at = line; at && k < n + 1; k++) {
+        char *end = at + strcspn(at, ",");
+        char *next = *end ? end + 1 : NULL;
+        *end = '\0';
+        if (k < n) f[k] = sim_text_trim(at);
+        at = next;
+    }
+    return k;
+}
+
+static int find_kernel(const cli_cmd *cmd, const cal_input *in, int line, const char *name, const pl_kernel_def **d)
+{
+    if (!strstr(name, ".so")) {
+        if ((*d = ex_kernel_find(name))) return 0;
+        return cli_fail(cmd, "%s:%d: unknown kernel '%s' (see 'tilesim list', or give PLUGIN.so[:NAME])", in->path,
+                        line, CLI_CUT(name));
+    }
+    fprintf(stderr, "tilesim calibrate: %s:%d: the row's kernel:\n", in->path, line);
+    return cli_find_kernel(cmd, name, d);
+}
+
+static int parse_row(const cli_cmd *cmd, cal_input *in, int line, char **f, const char *chip_name)
+{
+    if (in->n == CAL_MAX_ROWS) return cli_fail(cmd, "%s:%d: more than %d rows", in->path, line, CAL_MAX_ROWS);
+    sim_cal_row *r = &in->rows[in->n];
+    int rc = find_kernel(cmd, in, line, f[COL_KERNEL], &r->d);
+    if (rc) return rc;
+    if (strcmp(f[COL_CHIP], chip_name) != 0)
+        return cli_fail(cmd, "%s:%d: measured on '%s', but the base chip is '%s': calibrate one chip at a time "
+                        "(--chip names the base)", in->path, line, CLI_CUT(f[COL_CHIP]), chip_name);
+    char *end;
+    errno = 0;
+    double us = strtod(f[COL_TIME], &end);
+    if (end == f[COL_TIME] || *end || errno || !(us > 0) || !isfinite(us) || us > 1e12)
+        return cli_fail(cmd, "%s:%d: time_us '%s' is not a positive number of microseconds", in->path, line,
+                        CLI_CUT(f[COL_TIME]));
+    r->measured_s = us * 1e-6;
+    r->line = line;
+    pl_kernel_defaults(r->d, r->v);
+    char *save = NULL, msg[PL_MSG_MAX];
+    for (char *a = strtok_r(f[COL_PARAMS], " \t", &save); a; a = strtok_r(NULL, " \t", &save))
+        if (pl_kernel_set(r->d, r->v, a, msg, sizeof msg) != PL_OK)
+            return cli_fail(cmd, "%s:%d: params: %s", in->path, line, msg);
+    in->n++;
+    return 0;
+}
+
+/* The header's column order into order[col] = field index. */
+static int header(const cli_cmd *cmd, const cal_input *in, int line, char **f, int nf, int *order)
+{
+    for (int c = 0; c < N_COLS; c++) order[c] = -1;
+    for (int k = 0; k < nf && k < N_COLS; k++) {
+        int c = 0;
+        while (c < N_COLS && strcmp(f[k], col_names[c])) c++;
+        if (c == N_COLS || order[c] >= 0)
+            return cli_fail(cmd, "%s:%d: header column '%s': want each of kernel, chip, time_us, params once",
+                            in->path, line, CLI_CUT(f[k]));
+        order[c] = k;
+    }
+    for (int c = 0; c < N_COLS; c++)
+        if (order[c] < 0) return cli_fail(cmd, "%s:%d: the header has no column '%s'", in->path, line, col_names[c]);
+    return 0;
+}
+
+static int read_input(const cli_cmd *cmd, cal_input *in, const char *chip_name)
+{
+    char err[PL_MSG_MAX];
+    int lrc;
+    char *text = sim_text_load(in->path, "measurements", err, sizeof err, &lrc);
+    if (!text) return cli_fail(cmd, "%s", err);
+    int rc = 0, line = 0, order[N_COLS], have_header = 0;
+    for (char *at = text; at && rc == 0;) {
+        char *s = at, *nl = strchr(s, '\n'), *f[N_COLS + 1], *g[N_COLS];
+        at = nl ? nl + 1 : NULL;
+        if (nl) *nl = '\0';
+        line++;
+        s = sim_text_trim(s);
+        if (!*s || *s == '#') continue;
+        int nf = split(s, f, N_COLS + 1);
+        if (!have_header) {
+            rc = nf > N_COLS ? cli_fail(cmd, "%s:%d: more than 4 header columns", in->path, line)
+                             : header(cmd, in, line, f, nf, order);
+            have_header = 1;
+            continue;
+        }
+        if (nf != N_COLS) {
+            rc = cli_fail(cmd, "%s:%d: %d fields where the header has 4 (params are separated by spaces, not commas)",
+                          in->path, line, nf);
+            break;
+        }
+        for (int c = 0; c < N_COLS; c++) g[c] = f[order[c]];
+        rc = parse_row(cmd, in, line, g, chip_name);
+    }
+    free(text);
+    if (rc == 0 && in->n == 0) rc = cli_fail(cmd, "%s: no measurements (a header line, then one row each)", in->path);
+    return rc;
+}
+
+/* ---- figures, printing, the chip file ---------------------------------------------------- */
+
+/* --fit LIST into fit[]; default: every figure the base chip has (not 0). */
+static int fit_list(const cli_cmd *cmd, const char *list, const pl_chip *base, int *fit)
+{
+    for (int j = 0; j < SIM_CAL_NPARAMS; j++) {
+        double v = *(const double *)((const char *)base + sim_cal_params[j].offset);
+        fit[j] = !list && v > 0;
+    }
+    if (!list) return 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        int j = 0;
+        while (j < SIM_CAL_NPARAMS && strcmp(k, sim_cal_params[j].key)) j++;
+        if (j == SIM_CAL_NPARAMS) {
+            char names[256] = "";
+            for (int i = 0; i < SIM_CAL_NPARAMS; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                         sim_cal_params[i].key);
+            return cli_fail(cmd, "--fit: '%s' is not a figure; the figures are %s", CLI_CUT(k), names);
+        }
+        if (!(*(const double *)((const char *)base + sim_cal_params[j].offset) > 0))
+            return cli_fail(cmd, "--fit: %s is 0 on %s (the chip has none): nothing to calibrate", k, base->name);
+        fit[j] = 1;
+    }
+    return 0;
+}
+
+static double figure(const pl_chip *c, int j)
+{
+    return *(const double *)((const char *)c + sim_cal_params[j].offset) / sim_cal_params[j].file_unit;
+}
+
+static void print_result(const cal_input *in, const pl_chip *base, const int *fit, const sim_cal_result *res)
+{
+    char cfg[200], t0[32], t1[32], t2[32];
+    printf("calibrate: %d measurement%s on %s, %d iteration%s\n\n", in->n, in->n == 1 ? "" : "s", base->name,
+           res->iterations, res->iterations == 1 ? "" : "s");
+    printf("  %-5s %-44s %11s %11s %7s %11s %7s\n", "line", "configuration", "measured", "before", "error", "after",
+           "error");
+    for (int i = 0; i < in->n; i++) {
+        const sim_cal_row *r = &in->rows[i];
+        char label[160];
+        pl_kernel_format(r->d, r->v, label, sizeof label);
+        snprintf(cfg, sizeof cfg, "%s %s", r->d->name, label);
+        printf("  %-5d %-44.44s %11s %11s %+6.1f%% %11s %+6.1f%%\n", r->line, cfg,
+               pl_format_time(r->measured_s, t0, sizeof t0), pl_format_time(res->before[i], t1, sizeof t1),
+               100 * (res->before[i] / r->measured_s - 1), pl_format_time(res->after[i], t2, sizeof t2),
+               100 * (res->after[i] / r->measured_s - 1));
+    }
+    printf("\n  RMS log error: %.1f%% before, %.1f%% after\n\n", 100 * res->rms_before, 100 * res->rms_after);
+    for (int j = 0; j < SIM_CAL_NPARAMS; j++)
+        if (fit[j])
+            printf("  %-18s %12.6g -> %-12.6g (%s)\n", sim_cal_params[j].key, figure(base, j), figure(&res->chip, j),
+                   sim_cal_params[j].what);
+}
+
+static int write_chip(const char *path, const cal_input *in, const pl_chip *base, const int *fit,
+                      const sim_cal_result *res)
+{
+    char err[PL_MSG_MAX];
+    sim_out *o = sim_out_open(path, err, sizeof err);
+    if (!o) return fprintf(stderr, "tilesim calibrate: -o: %s\n", err), CLI_EXIT_USAGE;
+    fprintf(o->f, "# tilesim calibrate: %s fitted to the %d measurements of %s\n", base->name, in->n, in->path);
+    fprintf(o->f, "# RMS log error %.2f%% before, %.2f%% after (least squares on log time; figures within physical "
+            "bounds)\n", 100 * res->rms_before, 100 * res->rms_after);
+    fprintf(o->f, "base = %s\nname = %.24s-cal\n", base->name, base->name);
+    for (int j = 0; j < SIM_CAL_NPARAMS; j++)
+        if (fit[j]) fprintf(o->f, "%s = %.9g\n", sim_cal_params[j].key, figure(&res->chip, j));
+    if (sim_out_commit(o, err, sizeof err)) return fprintf(stderr, "tilesim calibrate: -o: %s\n", err), CLI_EXIT_USAGE;
+    printf("\nwrote %s: use it with --chip-file\n", path);
+    return 0;
+}
+
+int cli_calibrate(int argc, char **argv)
+{
+    const cli_cmd *cmd = &cli_calibrate_cmd;
+    cli_kopts o;
+    pl_chip file_chip;
+    pl_options opt;
+    int rc = cli_kparse(cmd, CAL_MASK, argc + 1, argv - 1, &o);
+    if (rc >= 0) return rc;
+    if (o.npos != 1) return cli_fail(cmd, "give one MEASURED.csv (got %d arguments)", o.npos);
+    if ((rc = cli_kernel_options(cmd, &o, &file_chip, &opt))) return rc;
+    char why[PL_MSG_MAX];
+    if (o.out_file && sim_out_probe(o.out_file, why, sizeof why)) return cli_fail(cmd, "-o: %s", why);
+    const pl_chip *base = opt.chip_spec;
+    int fit[SIM_CAL_NPARAMS];
+    if ((rc = fit_list(cmd, o.fit, base, fit))) return rc;
+    cal_input *in = calloc(1, sizeof *in);
+    if (!in) return fprintf(stderr, "tilesim calibrate: out of host memory\n"), 1;
+    in->path = o.pos[0];
+    sim_cal_result res;
+    char msg[PL_MSG_MAX];
+    if ((rc = read_input(cmd, in, base->name)) == 0) {
+        int frc = sim_calibrate(base, in->rows, in->n, fit, &res, msg, sizeof msg);
+        if (frc == PL_ENOMEM) rc = 1, fprintf(stderr, "tilesim calibrate: out of host memory\n");
+        else if (frc != PL_OK) rc = cli_fail(cmd, "%s: %s", in->path, msg);
+        else {
+            print_result(in, base, fit, &res);
+            if (o.out_file) rc = write_chip(o.out_file, in, base, fit, &res);
+            sim_cal_result_free(&res);
+        }
+    }
+    free(in);
+    return cli_finish_stdout(cmd, rc);
+}

@@ -1,0 +1,165 @@
+/* tests/test_cli_calibrate.c: `tilesim calibrate MEASURED.csv` (issue 22).
+ *
+ * Measurements are made here from a known what-if chip (truth.chip) with a
+ * deterministic noise of up to 0.5 %, as a user's TPU would give them; the
+ * fit starts from the v5e preset and must find the truth's figures within
+ * 5 %, write a chip file that --chip-file takes, and refuse what the rows
+ * cannot determine, by name.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "run.h"
+
+static const char *const truth_text = "base = v5e\nname = truth\nbf16_tflops = 170\nhbm_gbps = 700\n"
+                                      "step_overhead_us = 0.6\ndma_latency_us = 1.5\n";
+
+/* kernel and --set values of each measured configuration: compute-bound
+ * matmuls, HBM-bound norms, step-bound small blocks, latency-bound thin ones */
+static const char *const configs[][2] = {
+    {"matmul", "M=4096 N=4096 K=4096 bm=512 bn=512 bk=512 dtype=bf16"},
+    {"matmul", "M=2048 N=2048 K=2048 bm=256 bn=256 bk=256 dtype=bf16"},
+    {"matmul", "M=1024 N=1024 K=1024 bm=128 bn=128 bk=128 dtype=bf16"},
+    {"matmul", "M=512 N=512 K=512 bm=128 bn=128 bk=128 dtype=f32"},
+    {"matmul", "M=256 N=8192 K=8192 bm=256 bn=512 bk=512 dtype=bf16"},
+    {"matmul", "M=8 N=4096 K=4096 bm=8 bn=512 bk=512 dtype=bf16"},
+    {"rmsnorm", "rows=8192 d=2048 br=256 dtype=bf16"},
+    {"rmsnorm", "rows=8192 d=2048 br=8 dtype=f32"},
+    {"add", "rows=4096 cols=4096 br=256 bc=512 dtype=f32"},
+    {"add", "rows=1024 cols=1024 br=8 bc=128 dtype=f32"},
+    {"layernorm", "rows=4096 d=1024 br=64 dtype=f32"},
+    {"softmax", "rows=1024 cols=8192 br=64 bc=512 dtype=f32"},
+};
+#define N_CONFIGS (int)(sizeof configs / sizeof *configs)
+
+/* The predicted seconds of kernel k at "a=1 b=2" on a chip file. */
+static double predicted(const char *k, const char *sets, const char *chip_file)
+{
+    const char *args[40] = {"run", k, "--cost-only", "--json", "--chip-file", chip_file};
+    int n = 6;
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", sets);
+    for (char *w = strtok_r(buf, " ", &save); w && n < 36; w = strtok_r(NULL, " ", &save))
+        args[n++] = "--set", args[n++] = w;
+    args[n] = NULL;
+    th_run r = th_run_tilesim(args);
+    cr_assert_eq(r.status, 0, "%s %s: %s", k, sets, r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, 0, &e);
+    cr_assert(j, "%s", e.text);
+    double t = json_number_value(json_object_get(json_object_get(j, "report"), "time_s"));
+    json_decref(j);
+    th_run_free(&r);
+    return t;
+}
+
+/* MEASURED.csv of the first n configurations, timed on the truth chip */
+static void measure(char *csv, char *truth, int n)
+{
+    th_temp_file(truth, truth_text);
+    char text[8192] = "# measured on a v5e\nkernel,chip,time_us,params\n";
+    for (int i = 0; i < n; i++) {
+        double noise = 1 + 0.005 * ((i % 3) - 1); /* -0.5 %, 0, +0.5 % */
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s,v5e,%.6f,%s\n", configs[i][0],
+                 predicted(configs[i][0], configs[i][1], truth) * 1e6 * noise, configs[i][1]);
+    }
+    th_temp_file(csv, text);
+}
+
+/* key = value of a chip file's text, or NAN */
+static double chip_value(const char *text, const char *key)
+{
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key))
+        if ((p == text || p[-1] == '\n') && p[strlen(key)] == ' ') return atof(strchr(p, '=') + 1);
+    return NAN;
+}
+
+Test(calibrate, recovers_known_figures_within_5_percent_and_writes_a_chip_file)
+{
+    char csv[64], truth[64], out[64];
+    measure(csv, truth, N_CONFIGS);
+    th_temp_file(out, "");
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "bf16_tflops,hbm_gbps,step_overhead_us,dma_latency_us",
+                      "-o", out);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "RMS log error"), "%s", r.out);
+    char *text = th_read_file(out);
+    static const struct {
+        const char *key;
+        double want;
+    } figures[] = {{"bf16_tflops", 170}, {"hbm_gbps", 700}, {"step_overhead_us", 0.6}, {"dma_latency_us", 1.5}};
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
+        double got = chip_value(text, figures[i].key);
+        cr_assert(fabs(got / figures[i].want - 1) < 0.05, "%s: fitted %g, truth %g\n%s", figures[i].key, got,
+                  figures[i].want, r.out);
+    }
+    cr_assert(strstr(text, "base = v5e"), "%s", text);
+    /* the file is a chip: run takes it, and predicts within 1 % of the measurement */
+    double fitted = predicted(configs[0][0], configs[0][1], out), measured = predicted(configs[0][0], configs[0][1], truth);
+    cr_assert(fabs(fitted / measured - 1) < 0.01, "fitted chip %g s, truth %g s", fitted, measured);
+    free(text);
+    th_run_free(&r);
+    unlink(csv), unlink(truth), unlink(out);
+}
+
+Test(calibrate, a_figure_no_row_depends_on_is_refused_by_name)
+{
+    char csv[64], truth[64];
+    measure(csv, truth, 6); /* matmuls only: the VPU rate bounds none of them */
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "bf16_tflops,vpu_tflops,hbm_gbps");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "cannot determine vpu_tflops"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "bf16_tflops,hbm_gbps,step_overhead_us,dma_latency_us,"
+                                                          "vpu_tflops");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "vpu_tflops"), "%s", r.err);
+    th_run_free(&r);
+    unlink(csv), unlink(truth);
+}
+
+Test(calibrate, fewer_rows_than_figures_are_refused)
+{
+    char csv[64], truth[64];
+    measure(csv, truth, 2);
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "bf16_tflops,hbm_gbps,step_overhead_us");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "2 measurements cannot determine 3 figures"), "%s", r.err);
+    th_run_free(&r);
+    unlink(csv), unlink(truth);
+}
+
+Test(calibrate, bad_rows_are_errors_naming_the_line)
+{
+    static const struct {
+        const char *text, *words;
+    } cases[] = {
+        {"kernel,chip,time_us,params\nconv,v5e,10,M=1\n", ":2: unknown kernel 'conv'"},
+        {"kernel,chip,time_us,params\n# c\nmatmul,v5e,10,M=1 bm=x\n", ":3: params:"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,-4,M=512\n", ":2: time_us '-4' is not a positive number"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,nan,M=512\n", ":2: time_us 'nan'"},
+        {"kernel,chip,time_us,params\nmatmul,v6e,10,M=512\n", ":2: measured on 'v6e', but the base chip is 'v5e'"},
+        {"kernel,chip,time_us\nmatmul,v5e,10\n", ":1: the header has no column 'params'"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,10,M=512,N=512\n", ":2: 5 fields where the header has 4"},
+        {"kernel,chip,time_us,params\n", "no measurements"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char csv[64];
+        th_temp_file(csv, cases[i].text);
+        th_run r = TH_RUN("calibrate", csv, "--chip", "v5e");
+        cr_assert_eq(r.status, 2, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, cases[i].words), "case %zu: '%s' missing from: %s", i, cases[i].words, r.err);
+        th_run_free(&r);
+        unlink(csv);
+    }
+    th_run r = TH_RUN("calibrate", "/nonexistent.csv");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "/nonexistent.csv"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("calibrate", "x.csv", "--fit", "speed");
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "--fit: 'speed' is not a figure"), "%s", r.err);
+    th_run_free(&r);
+}
