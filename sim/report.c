@@ -55,6 +55,8 @@ static void print_timing(const pl_report *r, FILE *f)
                 r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
                 r->critical_intensity);
     }
+    char busy[256];
+    if (sim_bound_busy_line(r, busy, sizeof busy)) fprintf(f, "  busy: %s\n", busy);
     fprintf(f, "  bound: %s\n", r->bound_msg);
 }
 
@@ -222,6 +224,8 @@ static void report_members(const pl_report *r, FILE *f)
             r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
             r->critical_intensity, pl_bound_name(r->bound));
     pl_json_string(f, r->bound_msg);
+    fputc(',', f);
+    sim_bound_busy_json(r, f);
     fprintf(f, ",\"hbm_bw_achieved\":%.9g,\"hbm_bw_fraction\":%.6g,\"vpu_fraction\":%.6g,\"mxu_light\":%s,"
             "\"slowest_core\":%d,\"core_compute_s\":%.9g,\"core_exposed_s\":%.9g,\"core_overhead_s\":%.9g",
             r->hbm_bw_achieved, r->hbm_bw_fraction, r->vpu_fraction, r->mxu_light ? "true" : "false",

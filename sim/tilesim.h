@@ -385,14 +385,25 @@ typedef struct pl_finding {
     char msg[1024];              /* what, where, and the likely cause */
 } pl_finding;
 
-/* PL_BOUND_SCALAR: element access (pl_get / pl_set loops) on the scalar unit takes most of the kernel's time */
+/* The resources a run keeps busy; the bound is the one busy for the largest
+ * fraction of the run (pl_report.busy). COMPUTE: the MXU. SCALAR: element
+ * access (pl_get / pl_set loops) on the scalar unit. VMEM: the block ops'
+ * vector loads and stores. ICI: a mesh device's copies to other devices.
+ * LATENCY: cores waiting for copies whose issue latency (DMA, ICI hops) the
+ * bandwidth does not explain. */
 typedef enum pl_bound {
-    PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR
+    PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR,
+    PL_BOUND_VMEM, PL_BOUND_ICI, PL_BOUND_LATENCY,
+    PL_BOUND_COUNT
 } pl_bound;
 
-/* "compute", "VPU", "HBM", "step overhead", "scalar"; "none" for anything
- * else. A static string: valid for the process, any thread. */
+/* "compute", "VPU", "HBM", "step overhead", "scalar", "VMEM", "ICI",
+ * "latency"; "none" for anything else. A static string: valid for the
+ * process, any thread. */
 const char *pl_bound_name(pl_bound b);
+/* The resource as the report's busy line names it: "MXU" for
+ * PL_BOUND_COMPUTE, else as pl_bound_name. Static string, any thread. */
+const char *pl_resource_name(pl_bound b);
 
 typedef struct pl_operand_report {
     char name[PL_NAME_MAX];
@@ -522,7 +533,11 @@ struct pl_report {
      * time_s (compute_s, overhead_s, dma_exposed_s are sums over cores) */
     int slowest_core;
     double core_compute_s, core_exposed_s, core_overhead_s;
-    pl_bound bound;
+    /* busy[b]: the fraction of time_s resource b was busy (0-1), indexed by pl_bound ([PL_BOUND_NONE]
+       is 0): MXU, VPU, scalar, step overhead and DMA-latency waits per core; HBM bytes / the device's HBM
+       bandwidth; VMEM bytes of the block ops / a core's VMEM bandwidth; ICI bytes sent / one link */
+    double busy[PL_BOUND_COUNT];
+    pl_bound bound;               /* the resource with the largest busy fraction (one rule, sim/bound.c) */
     char bound_msg[1024];         /* the bound in one sentence */
 
     /* what the checks found (V1, V3); also summarized in warnings */
