@@ -622,7 +622,7 @@ struct pl_chip {
     double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
     double dma_latency_s;        /* from issuing a DMA to its first byte */
     double ici_latency_s; /* one hop of an inter-chip link */
-    double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s (the run's roofline; 0: none) */
+    double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s: roofline, floor of op times (0: none) */
     /* SparseCores of one device (JAX's jax/_src/pallas/mosaic/tpu_info.py, SparseCoreInfo; rule K5):
        where pl_kernel's PL_MESH_VECTOR_SUBCORES runs. sc_cores 0: none (v4, v5e) */
     int sc_cores;                /* SparseCores per device: 4 on v5p, 2 on v6e and on a v7x device */

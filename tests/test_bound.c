@@ -58,3 +58,29 @@ Test(bound, report_prints_busy_fractions_and_json_has_them)
     free(json);
     free(rep);
 }
+
+/* Issue 22: VPU ops ran at 146% to 437% of the VMEM bandwidth. Every op is
+ * now timed no faster than its VMEM bytes at that bandwidth, so no row of
+ * any built-in kernel's profile, on any preset, exceeds 100% of its
+ * bandwidth (VMEM for ops, HBM for copies) nor of its unit's peak. */
+Test(bound, no_profile_row_above_any_bandwidth)
+{
+    static pl_report rep;
+    for (int c = 0; pl_chip_at(c); c++)
+        for (int i = 0; i < ex_kernel_count(); i++) {
+            const pl_kernel_def *d = ex_kernel_at(i);
+            int64_t v[PL_KDEF_MAX_PARAMS];
+            pl_kernel_defaults(d, v);
+            pl_options opt = {.cost_only = 1, .chip = pl_chip_at(c)->name};
+            if (pl_kernel_run(d, v, &opt, &rep, NULL, NULL) != PL_OK) continue;
+            for (int k = 0; k < rep.n_profile && k < PL_MAX_PROFILE; k++) {
+                pl_profile_rates p = pl_profile_rates_of(&rep, &rep.profile[k]);
+                if (p.peak_bw > 0)
+                    cr_assert_leq(p.bw, p.peak_bw * (1 + 1e-9), "%s on %s: %s at %.0f%% of its bandwidth", d->name,
+                                  rep.chip->name, rep.profile[k].name, 100 * p.bw / p.peak_bw);
+                if (p.peak_flops > 0)
+                    cr_assert_leq(p.flops_per_s, p.peak_flops * (1 + 1e-9), "%s on %s: %s at %.0f%% of its peak",
+                                  d->name, rep.chip->name, rep.profile[k].name, 100 * p.flops_per_s / p.peak_flops);
+            }
+        }
+}
