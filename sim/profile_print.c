@@ -101,6 +101,7 @@ void pl_profile_print(const pl_report *r, FILE *f)
     for (int i = 0; i < n; i++) print_row(r, &r->profile[order[i]], f);
     fprintf(f, "  %-11s %-30s %9s %10s %6s\n", "total", "(all rows but overlapped copies)", "",
             pl_format_time(total, a, sizeof a), "100%");
+    sim_report_ideal_line(r, f);
     char busy[256]; /* the report's own rule and label (sim/bound.c) */
     if (sim_bound_busy_line(r, busy, sizeof busy)) fprintf(f, "  busy: %s\n", busy);
     fprintf(f, "  bound: %s\n", pl_bound_name(r->bound));
@@ -145,5 +146,5 @@ void pl_profile_json(const pl_report *r, FILE *f)
     pl_json_string(f, pl_bound_name(r->bound));
     fputc(',', f);
     sim_bound_busy_json(r, f);
-    fprintf(f, "}\n");
+    fprintf(f, ",\"ideal_s\":%.9g,\"efficiency\":%.6g}\n", r->ideal_s, r->efficiency);
 }

@@ -537,6 +537,11 @@ struct pl_report {
        is 0): MXU, VPU, scalar, step overhead and DMA-latency waits per core; HBM bytes / the device's HBM
        bandwidth; VMEM bytes of the block ops / a core's VMEM bandwidth; ICI bytes sent / one link */
     double busy[PL_BOUND_COUNT];
+    /* a kernel definition's ideal (sim/kdef.h .flops, .bytes; 0: not given, or not run from a definition) */
+    double ideal_flops;           /* the algorithm's FLOPs */
+    double ideal_bytes;           /* its HBM bytes, each array moved once */
+    double ideal_s;               /* the longer of those FLOPs at the cores' peak and those bytes at HBM's, seconds */
+    double efficiency;            /* ideal_s / time_s (0-1); 0: unknown */
     pl_bound bound;               /* the resource with the largest busy fraction (one rule, sim/bound.c) */
     char bound_msg[1024];         /* the bound in one sentence */
 
@@ -713,7 +718,9 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
  * labels[i] NULL: none). Legal configurations (status PL_OK) come fastest
  * first, then the rejected ones in list order with the first sentence of
  * their reason. The columns lead with achieved HBM bandwidth against the
- * chip's, then the MXU rate. Each printer returns PL_OK, PL_EINVAL (bad
+ * chip's, then the MXU rate, then (when some report has one, from a
+ * kernel definition's .flops and .bytes) the efficiency against the ideal:
+ * %ideal in the table, ideal_pct in JSON. Each printer returns PL_OK, PL_EINVAL (bad
  * arguments, a write error), PL_ENOMEM. They read each report's chip (see
  * pl_report).
  * Threads: any thread, several at once (the sort's state is per thread). */
