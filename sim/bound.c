@@ -59,11 +59,17 @@ void sim_bound_busy(pl_report *r)
     r->busy[PL_BOUND_OVERHEAD] = r->overhead_s / core_time;
     r->busy[PL_BOUND_HBM] = chip->hbm_bw > 0 ? (double)r->hbm_bytes / chip->hbm_bw / r->time_s : 0;
     r->busy[PL_BOUND_VMEM] = chip->vmem_bw > 0 ? op_vmem_bytes(r) / chip->vmem_bw / core_time : 0;
-    r->busy[PL_BOUND_ICI] = chip->ici_bw > 0 ? (double)r->ici_bytes / chip->ici_bw / r->time_s : 0;
-    /* per core: the waits the HBM bytes do not explain (the bytes need
-     * hbm_s; the core's own work covers some of it), capped by the latencies */
-    double hbm_s = r->busy[PL_BOUND_HBM] * r->time_s, own = (r->compute_s + r->overhead_s) / r->cores;
-    double forced = hbm_s > own ? hbm_s - own : 0, waits = (r->dma_exposed_s + r->remote_wait_s) / r->cores - forced;
+    /* a device's copies to others over all its links at once: a floor (the mesh report has the busiest link) */
+    double links = chip->ici_links > 0 ? chip->ici_links : 1;
+    r->busy[PL_BOUND_ICI] = chip->ici_bw > 0 ? (double)r->ici_bytes / (chip->ici_bw * links) / r->time_s : 0;
+    /* per core: the waits (exposed DMA, which holds a mesh device's waits
+     * for other devices too) the bytes do not explain (HBM's or the links'
+     * need that long; the core's own work covers some of it), capped by
+     * the latencies */
+    double bytes_s = r->time_s * (r->busy[PL_BOUND_HBM] > r->busy[PL_BOUND_ICI] ? r->busy[PL_BOUND_HBM]
+                                                                                : r->busy[PL_BOUND_ICI]);
+    double own = (r->compute_s + r->overhead_s) / r->cores;
+    double forced = bytes_s > own ? bytes_s - own : 0, waits = r->dma_exposed_s / r->cores - forced;
     double latency = (copies_made(r) * chip->dma_latency_s + (double)r->ici_copies * chip->ici_latency_s) / r->cores;
     if (waits > 0) r->busy[PL_BOUND_LATENCY] = (latency < waits ? latency : waits) / r->time_s;
 }

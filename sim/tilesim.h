@@ -535,7 +535,7 @@ struct pl_report {
     double core_compute_s, core_exposed_s, core_overhead_s;
     /* busy[b]: the fraction of time_s resource b was busy (0-1), indexed by pl_bound ([PL_BOUND_NONE]
        is 0): MXU, VPU, scalar, step overhead and DMA-latency waits per core; HBM bytes / the device's HBM
-       bandwidth; VMEM bytes of the block ops / a core's VMEM bandwidth; ICI bytes sent / one link */
+       bandwidth; VMEM bytes of the block ops / a core's VMEM bandwidth; ICI bytes sent / all the chip's links */
     double busy[PL_BOUND_COUNT];
     /* a kernel definition's ideal (sim/kdef.h .flops, .bytes; 0: not given, or not run from a definition) */
     double ideal_flops;           /* the algorithm's FLOPs */
