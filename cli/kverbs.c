@@ -89,6 +89,7 @@ int cli_run(int argc, char **argv)
     int st = pl_kernel_run(d, v, &opt, rep, check, vf);
     fclose(vf);
     int checked = !opt.cost_only && d->reference && (st == PL_OK || st == PL_EVERIFY);
+    if (st == PL_OK || st == PL_EVERIFY) pl_kernel_advise(d, v, &opt, rep); /* only simulated gains (issue 22) */
     if (st != PL_OK && st != PL_EVERIFY) {
         if (o.json) run_json(d, label, rep, check, 0);
         rejected(cmd, d, label, rep);

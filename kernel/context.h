@@ -41,7 +41,8 @@ typedef struct kern_op {
     uintptr_t cell;   /* mesh: the semaphore (its count's address on its device); a remote DMA start: the
                          receiving semaphore there, n the device, k the ICI hops */
     const char *name; /* the pl_ / pltpu_ function that made it (a string literal), for the op profile */
-    int64_t vmem;     /* bytes it reads and writes (inputs + output), for the op profile; not priced */
+    int64_t vmem;     /* bytes it reads and writes (inputs + output): the op profile's, and a floor on its time at
+                         the chip's VMEM bandwidth (sim/oplog.c) */
 } kern_op;
 
 /* A semaphore is declared as an i32 scratch (PLTPU_SEMAPHORE) but counts in

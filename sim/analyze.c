@@ -7,18 +7,6 @@
 #include "sim.h"
 #include "timing.h"
 
-const char *pl_bound_name(pl_bound b)
-{
-    switch (b) {
-    case PL_BOUND_COMPUTE: return "compute";
-    case PL_BOUND_VPU: return "VPU";
-    case PL_BOUND_HBM: return "HBM";
-    case PL_BOUND_OVERHEAD: return "step overhead";
-    case PL_BOUND_SCALAR: return "scalar";
-    default: return "none";
-    }
-}
-
 /* The inputs that move the most bytes, "x and y". */
 static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
 {
@@ -195,81 +183,117 @@ static void fill_rates(pl_report *r, const sim_time_result *t, const double *dot
 }
 
 /* A close second is worth knowing: fixing the first only gets that far. */
-static void close_second(pl_report *r, double comp, double wait, double over)
+static void close_second(pl_report *r)
 {
-    char a[32];
-    double parts[3] = {comp, wait, over};
-    const char *what[3] = {"compute", "exposed DMA", "the step overhead"};
-    int first = r->bound == PL_BOUND_HBM ? 1 : r->bound == PL_BOUND_OVERHEAD ? 2 : 0, second = -1;
-    for (int i = 0; i < 3; i++)
-        if (i != first && (second < 0 || parts[i] > parts[second])) second = i;
+    pl_bound second = PL_BOUND_NONE;
+    for (int b = PL_BOUND_COMPUTE; b < PL_BOUND_COUNT; b++)
+        if (b != (int)r->bound && r->busy[b] > 0 && (second == PL_BOUND_NONE || r->busy[b] > r->busy[second]))
+            second = (pl_bound)b;
     size_t used = strlen(r->bound_msg);
-    if (second >= 0 && parts[second] >= 0.8 * parts[first] && used < sizeof r->bound_msg)
-        snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (%s) is close behind", what[second],
-                 pl_format_time(parts[second], a, sizeof a));
+    if (second != PL_BOUND_NONE && r->busy[second] >= 0.8 * r->busy[r->bound] && used < sizeof r->bound_msg)
+        snprintf(r->bound_msg + used, sizeof r->bound_msg - used, "; %s (busy %.1f%%) is close behind",
+                 pl_resource_name(second), 100 * r->busy[second]);
 }
 
+/* "HBM-bound: 544.0 MiB of HBM traffic takes 348.2 us at 1638 GB/s, 99.5% of
+ * the 350.0 us run (mostly x and y, over 256 steps); ..." */
+static void hbm_msg(pl_report *r, const sim_plan *plan)
+{
+    char a[32], b[32], c[32], names[80], advice[640];
+    heaviest_inputs(r, names, sizeof names);
+    reread_advice(r, plan, advice, sizeof advice);
+    int n = snprintf(r->bound_msg, sizeof r->bound_msg,
+                     "HBM-bound: %s of HBM traffic takes %s at %.0f GB/s, %.1f%% of the %s run (mostly %s, over "
+                     "%lld steps); %s",
+                     pl_format_bytes((double)r->hbm_bytes, c, sizeof c),
+                     pl_format_time((double)r->hbm_bytes / r->chip->hbm_bw, a, sizeof a), r->chip->hbm_bw / 1e9,
+                     100 * r->busy[PL_BOUND_HBM], pl_format_time(r->time_s, b, sizeof b), names,
+                     (long long)r->steps, advice);
+    if (r->mxu_flops > 0 && n > 0 && (size_t)n < sizeof r->bound_msg)
+        snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
+                 "; %.0f FLOP per HBM byte against the %s's critical %.0f", r->intensity, r->chip->name,
+                 r->critical_intensity);
+}
+
+/* The MXU busiest: at what fraction of its peak, and padding it wastes. */
+static void compute_msg(pl_report *r, double per_core)
+{
+    char a[32], b[32];
+    int n = snprintf(r->bound_msg, sizeof r->bound_msg,
+                     "compute-bound: the MXU is busy %s of %s (%.1f%%), at %.0f%% of the %s %s peak",
+                     pl_format_time(r->mxu_s * per_core, a, sizeof a), pl_format_time(r->time_s, b, sizeof b),
+                     100 * r->busy[PL_BOUND_COMPUTE], 100 * r->peak_fraction, r->chip->name,
+                     pl_dtype_name(r->mxu_dtype));
+    double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
+    if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)
+        snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
+                 "; %.0f%% of the MXU's work is padding: make the contraction and output widths multiples of %d",
+                 100 * waste, r->chip->mxu_width);
+}
+
+/* The sentence of the bounds other than HBM and the MXU. */
+static void other_msg(pl_report *r, double per_core)
+{
+    char a[32], b[32], c[32], d[32];
+    const pl_chip *chip = r->chip;
+    pl_format_time(r->time_s, b, sizeof b);
+    double pct = 100 * r->busy[r->bound];
+    switch (r->bound) {
+    case PL_BOUND_OVERHEAD:
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (%.1f%%, rule P9)",
+                 (long long)((r->steps + r->nested_steps) / r->cores), chip->step_overhead_s * 1e6,
+                 pl_format_time(r->overhead_s * per_core, a, sizeof a), b, pct);
+        break;
+    case PL_BOUND_SCALAR: /* element loops: one access per scalar-unit cycle (sim/timing.c) */
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "scalar-bound: %lld pl_get / pl_set element accesses take %s of %s (%.1f%%) on the scalar unit, "
+                 "more than the VPU's %s and the MXU's %s; write the loop as block ops (pl_where, pl_cmp, "
+                 "pl_iota, reductions) so the VPU does it a vector at a time",
+                 (long long)r->scalar_ops, pl_format_time(r->scalar_s * per_core, a, sizeof a), b, pct,
+                 pl_format_time(r->vpu_s * per_core, c, sizeof c), pl_format_time(r->mxu_s * per_core, d, sizeof d));
+        break;
+    case PL_BOUND_VPU:
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "VPU-bound: elementwise work takes %s of %s (%.1f%%), more than the MXU's %s; fold elementwise "
+                 "ops together or move them off the inner loop",
+                 pl_format_time(r->vpu_s * per_core, a, sizeof a), b, pct,
+                 pl_format_time(r->mxu_s * per_core, c, sizeof c));
+        break;
+    case PL_BOUND_VMEM:
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "VMEM-bound: the block ops' loads and stores keep VMEM busy %.1f%% of %s at %.0f GB/s; fold ops "
+                 "together so that fewer intermediates pass through VMEM", pct, b, chip->vmem_bw / 1e9);
+        break;
+    case PL_BOUND_ICI:
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "ICI-bound: %s sent to other devices takes %.1f%% of %s at a link's %.0f GB/s (rule M11)",
+                 pl_format_bytes((double)r->ici_bytes, a, sizeof a), pct, b, chip->ici_bw / 1e9);
+        break;
+    default: /* PL_BOUND_LATENCY */
+        snprintf(r->bound_msg, sizeof r->bound_msg,
+                 "latency-bound: cores wait %.1f%% of %s for copies whose issue latency (%.2f us per DMA, %.2f "
+                 "us per ICI hop) the bandwidth does not explain", pct, b, chip->dma_latency_s * 1e6,
+                 chip->ici_latency_s * 1e6);
+    }
+}
+
+/* The bound (sim/bound.c's rule: the resource busy for the largest fraction
+ * of the run) and its sentence. Sentences speak of one core: sums over
+ * cores divided by their number. */
 void sim_analyze(pl_report *r, const sim_time_result *t, const double *dot_flops, const sim_plan *plan)
 {
-    const pl_chip *chip = r->chip;
-    char a[32], b[32], c[32], names[80], advice[640];
     fill_rates(r, t, dot_flops);
-
-    /* sentences speak of one core: sums over cores divided by their number */
+    sim_bound_busy(r);
+    r->bound = sim_bound_pick(r->busy);
     double per_core = r->cores ? 1.0 / r->cores : 1;
-    double comp = r->compute_s * per_core, over = r->overhead_s * per_core, wait = r->dma_exposed_s * per_core;
-    if (r->steps == 0 || r->time_s <= 0) {
+    if (r->steps == 0 || r->time_s <= 0 || r->bound == PL_BOUND_NONE) {
         r->bound = PL_BOUND_NONE;
         snprintf(r->bound_msg, sizeof r->bound_msg, "nothing ran");
         return;
     }
-    if (wait >= comp && wait >= over) {
-        r->bound = PL_BOUND_HBM;
-        heaviest_inputs(r, names, sizeof names);
-        reread_advice(r, plan, advice, sizeof advice);
-        int n = snprintf(r->bound_msg, sizeof r->bound_msg,
-                         "HBM-bound: the kernel waits %s of %s for copies (mostly %s, %s over %lld steps); %s",
-                         pl_format_time(wait, a, sizeof a), pl_format_time(r->time_s, b, sizeof b), names,
-                         pl_format_bytes((double)r->hbm_bytes, c, sizeof c), (long long)r->steps, advice);
-        if (r->mxu_flops > 0 && n > 0 && (size_t)n < sizeof r->bound_msg)
-            snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
-                     "; %.0f FLOP per HBM byte against the %s's critical %.0f", r->intensity, chip->name,
-                     r->critical_intensity);
-    } else if (over >= comp) {
-        r->bound = PL_BOUND_OVERHEAD;
-        snprintf(r->bound_msg, sizeof r->bound_msg,
-                 "step-overhead-bound: %lld grid steps x %.2f us = %s of %s (rule P9); fewer, larger blocks "
-                 "amortize it",
-                 (long long)((r->steps + r->nested_steps) / r->cores), chip->step_overhead_s * 1e6, pl_format_time(over, a, sizeof a),
-                 pl_format_time(r->time_s, b, sizeof b));
-    } else if (r->scalar_s > r->vpu_s && r->scalar_s > r->mxu_s) {
-        r->bound = PL_BOUND_SCALAR; /* element loops: one access per scalar-unit cycle (sim/timing.c) */
-        snprintf(r->bound_msg, sizeof r->bound_msg,
-                 "scalar-bound: %lld pl_get / pl_set element accesses take %s of %s on the scalar unit, more than "
-                 "the VPU's %s and the MXU's %s; write the loop as block ops (pl_where, pl_cmp, pl_iota, "
-                 "reductions) so the VPU does it a vector at a time",
-                 (long long)r->scalar_ops, pl_format_time(r->scalar_s * per_core, a, sizeof a),
-                 pl_format_time(r->time_s, b, sizeof b), pl_format_time(r->vpu_s * per_core, c, sizeof c),
-                 pl_format_time(r->mxu_s * per_core, names, sizeof names));
-    } else if (r->vpu_s > r->mxu_s) {
-        r->bound = PL_BOUND_VPU;
-        snprintf(r->bound_msg, sizeof r->bound_msg,
-                 "VPU-bound: elementwise work takes %s of %s, more than the MXU's %s; fold elementwise ops "
-                 "together or move them off the inner loop",
-                 pl_format_time(r->vpu_s * per_core, a, sizeof a), pl_format_time(r->time_s, b, sizeof b),
-                 pl_format_time(r->mxu_s * per_core, c, sizeof c));
-    } else {
-        r->bound = PL_BOUND_COMPUTE;
-        int n = snprintf(r->bound_msg, sizeof r->bound_msg,
-                         "compute-bound: the MXU is busy %s of %s, at %.0f%% of the %s %s peak",
-                         pl_format_time(r->mxu_s * per_core, a, sizeof a), pl_format_time(r->time_s, b, sizeof b),
-                         100 * r->peak_fraction, chip->name, pl_dtype_name(r->mxu_dtype));
-        double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
-        if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)
-            snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
-                     "; %.0f%% of the MXU's work is padding: make the contraction and output widths multiples "
-                     "of %d",
-                     100 * waste, chip->mxu_width);
-    }
-    close_second(r, comp, wait, over);
+    if (r->bound == PL_BOUND_HBM) hbm_msg(r, plan);
+    else if (r->bound == PL_BOUND_COMPUTE) compute_msg(r, per_core);
+    else other_msg(r, per_core);
+    close_second(r);
 }

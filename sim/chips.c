@@ -34,8 +34,10 @@
  *     collectives); we take the round 1 us on every preset. With it a ring
  *     collective over small shards is latency-bound: below about 45 KB per
  *     step on a 45 GB/s link (v4, v5e), 90 KB on v5p and v6e.
- *   - VMEM bandwidth (vmem_bw, per TensorCore; the run's roofline only,
- *     ops are not timed by it): 22 x the HBM bandwidth one TensorCore gets.
+ *   - VMEM bandwidth (vmem_bw, per TensorCore; the run's roofline, and
+ *     the floor of each block op's time: its VMEM bytes / vmem_bw, the
+ *     vector loads and stores it needs, sim/oplog.c): 22 x the HBM
+ *     bandwidth one TensorCore gets.
  *     Not published per generation; the scaling book ("How to Think About
  *     TPUs") puts VMEM's bandwidth to the MXU at about 22x HBM's, so that a
  *     matmul fed from VMEM needs an intensity of only 10-20 FLOP per byte
@@ -186,7 +188,7 @@ static const chip_key keys[] = {
     KEY_D("step_overhead_us", step_overhead_s, 1e-6, 0, 1e6, "microseconds per grid step"),
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
     KEY_D("ici_latency_us", ici_latency_s, 1e-6, 0, 1e6, "microseconds per ICI hop"),
-    KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (the run's roofline; 0: none)"),
+    KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (roofline, floor of op times; 0: none)"),
     KEY_I("sc_cores", sc_cores, 0, SIM_MAX_CORES),           /* SparseCores per device, 0: none (K5) */
     KEY_I("sc_subcores", sc_subcores, 1, SIM_MAX_CORES),     /* vector subcores per SparseCore */
     KEY_I("sc_lanes", sc_lanes, 1, 1024),                    /* f32 lanes of a vector subcore */

@@ -22,4 +22,8 @@ int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b
 int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed);
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want);
 
+/* rep's ideal_flops, ideal_bytes, ideal_s and efficiency from d->flops and
+ * d->bytes at v (kdef_ideal.c); zeros when unknown or the run failed. */
+void sim_kdef_ideal(const pl_kernel_def *d, const int64_t *v, pl_report *rep);
+
 #endif

@@ -168,6 +168,7 @@ int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *op
     int rc = sim_kdef_prepare(d, v, b, msg, sizeof msg);
     if (rc != PL_OK) fail(rep, rc, msg);
     else rc = run_built(d, v, b, opt, rep, check, f);
+    sim_kdef_ideal(d, v, rep);
     free(b);
     free(own);
     return rc;

@@ -110,6 +110,7 @@ int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const 
             pl_kernel_format(d, values + (size_t)i * (size_t)d->n_params, vals, sizeof vals);
             snprintf(reports[i].error, sizeof reports[i].error, "%s: %s", vals, s.slots[i].reason);
         }
+        if (rc == PL_OK) sim_kdef_ideal(d, values + (size_t)i * (size_t)d->n_params, &reports[i]);
         for (int a = 0; a < PL_MAX_OPERANDS; a++) free(s.slots[i].prefetch[a]);
     }
     free(s.slots);

@@ -1,13 +1,15 @@
 /* sim/mesh_report.c: what a mesh call did, over all devices
  * (pl_mesh_report, sim/tilesim_mesh.h): the first failing device, the
- * slowest device's time, the links' traffic and bandwidth, and whether the
- * links bound the kernel (rule M11).
+ * slowest device's time, the links' traffic and bandwidth, and what bounds
+ * the mesh by the one rule of sim/bound.c (rule M11).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "exec.h"
 #include "tilesim_mesh.h"
+
+_Static_assert(PL_MESH_BUSY == PL_BOUND_COUNT, "pl_mesh_report.busy holds one fraction per pl_bound");
 
 /* The first failing device, a kernel's own error before a deadlock it caused. */
 static void first_failure(pl_mesh_report *mr, sim_exec *const *xs, int n)
@@ -28,36 +30,62 @@ static void first_failure(pl_mesh_report *mr, sim_exec *const *xs, int n)
         }
 }
 
-/* ICI-bound when the busiest link needs longer than any device computes or
- * moves HBM bytes, and a good part (LINK_SHARE) of the mesh's time: the
- * links set the pace. When the links are busy for less than that and the
- * devices compute and move little, the time goes to per-step overhead and
- * the latencies of copies and hops: latency-bound. */
-#define LINK_SHARE 0.3
-
-static void bound(pl_mesh_report *mr, const pl_chip *chip)
+/* The one bound rule (sim/bound.c) over the mesh: each device's resources
+ * in seconds, the busiest device's over the mesh's time; ICI is the
+ * busiest link; latency is the time that neither the devices' own work
+ * (compute, overhead) nor the busiest link nor HBM explain: copies and
+ * hops waiting for their first byte and the waits they set off (issue 22: a
+ * ring whose links ran at 31% of peak was called ICI-bound). */
+static void mesh_busy(pl_mesh_report *mr, sim_exec *const *xs, int n)
 {
-    char t[32], l[32];
-    double busiest = mr->busiest_link_s, work = mr->compute_s > mr->hbm_s ? mr->compute_s : mr->hbm_s;
+    double own = 0, t = mr->time_s;
+    for (int d = 0; d < n && xs[d]; d++) {
+        const pl_report *rep = &xs[d]->rep;
+        double cores = rep->cores > 0 ? rep->cores : 1, mine = (rep->compute_s + rep->overhead_s) / cores;
+        if (mine > own) own = mine;
+        for (int b = PL_BOUND_COMPUTE; b < PL_BOUND_COUNT; b++) {
+            double f = rep->busy[b] * rep->time_s / t;
+            if (f > mr->busy[b]) mr->busy[b] = f;
+        }
+    }
+    mr->busy[PL_BOUND_ICI] = mr->busiest_link_s / t;
+    double floor = own > mr->busiest_link_s ? own : mr->busiest_link_s;
+    if (mr->hbm_s > floor) floor = mr->hbm_s;
+    mr->busy[PL_BOUND_LATENCY] = t > floor ? (t - floor) / t : 0;
+    mr->bound = sim_bound_pick(mr->busy);
+    mr->ici_bound = mr->bound == PL_BOUND_ICI;
+}
+
+static void bound(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_chip *chip)
+{
+    char t[32], l[32], x[32];
+    double busiest = mr->busiest_link_s;
     pl_format_time(mr->time_s, t, sizeof t);
     pl_format_time(busiest, l, sizeof l);
-    mr->ici_bound = busiest > 0 && busiest >= work && busiest >= LINK_SHARE * mr->time_s;
-    if (mr->ici_bound)
+    if (!(busiest > 0) || !(mr->time_s > 0)) {
+        snprintf(mr->bound_msg, sizeof mr->bound_msg, "no copies between devices");
+        return;
+    }
+    mesh_busy(mr, xs, n);
+    if (mr->bound == PL_BOUND_ICI)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
-                 "ICI-bound: the busiest link carries %s of data over %s at %.0f GB/s, more than any device "
-                 "computes or moves through HBM; the mesh takes %s (rule M11). Fewer bytes per link (both "
-                 "directions, more links) or overlap with compute",
-                 l, chip->name, chip->ici_bw / 1e9, t);
-    else if (busiest > 0 && work < LINK_SHARE * mr->time_s)
+                 "ICI-bound: the busiest link carries %s of data over %s at %.0f GB/s, %.1f%% of the %s the mesh "
+                 "takes, more than any other resource is busy (rule M11)",
+                 l, chip->name, chip->ici_bw / 1e9, 100 * mr->busy[PL_BOUND_ICI], t);
+    else if (mr->bound == PL_BOUND_LATENCY)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
-                 "latency-bound: the busiest link is busy %s and no device computes or moves HBM bytes for long, "
-                 "of the %s the mesh takes; the rest is per-step overhead and the latency of each copy and hop "
-                 "(rules P9, M11). Fewer, larger copies amortize it", l, t);
-    else if (busiest > 0)
+                 "latency-bound: %s of the %s the mesh takes (%.1f%%) is neither a device's compute or per-step "
+                 "overhead (rule P9) nor bytes on the busiest link (%s, %.1f%%) or in HBM: it is the latency of "
+                 "each copy and hop (%.2f us per DMA, %.2f us per ICI hop, rule M11) and the waits it sets off",
+                 pl_format_time(mr->busy[PL_BOUND_LATENCY] * mr->time_s, x, sizeof x), t,
+                 100 * mr->busy[PL_BOUND_LATENCY], l, 100 * mr->busy[PL_BOUND_ICI], chip->dma_latency_s * 1e6,
+                 chip->ici_latency_s * 1e6);
+    else
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
-                 "not ICI-bound: the busiest link needs %s of the %s the mesh takes; a device's %s bounds it", l, t,
-                 mr->compute_s >= mr->hbm_s ? "compute" : "HBM traffic");
-    else snprintf(mr->bound_msg, sizeof mr->bound_msg, "no copies between devices");
+                 "not ICI-bound: the busiest link needs %s (%.1f%%) of the %s the mesh takes; a device's %s bounds "
+                 "it (busy %.1f%%)", l, 100 * mr->busy[PL_BOUND_ICI], t,
+                 mr->bound == PL_BOUND_COMPUTE ? "compute" : mr->bound == PL_BOUND_HBM ? "HBM traffic"
+                 : pl_bound_name((pl_bound)mr->bound), 100 * mr->busy[mr->bound]);
 }
 
 void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_link_stats *st)
@@ -86,7 +114,7 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_l
         mr->ici_bw_achieved = mr->link_bytes / ((double)mr->links_used * mr->time_s);
         mr->ici_bw_fraction = chip->ici_bw > 0 ? mr->ici_bw_achieved / chip->ici_bw : 0;
     }
-    bound(mr, chip);
+    bound(mr, xs, n, chip);
 }
 
 void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FILE *f)
@@ -113,5 +141,12 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
             mr->ici_bw_achieved / 1e9, 100 * mr->ici_bw_fraction);
     pl_format_time(mr->remote_wait_s, b, sizeof b);
     fprintf(f, "waits: a device waited at most %s for other devices' copies and signals\n", b);
+    char busy[256] = "";
+    size_t at = 0;
+    for (int b = PL_BOUND_COMPUTE; b < PL_BOUND_COUNT && at < sizeof busy; b++) /* in the report's order */
+        if (mr->busy[b] >= 0.0005)
+            at += (size_t)snprintf(busy + at, sizeof busy - at, "%s%s %.1f%%", at ? ", " : "",
+                                   pl_resource_name((pl_bound)b), 100 * mr->busy[b]);
+    if (busy[0]) fprintf(f, "busy: %s\n", busy);
     fprintf(f, "bound: %s\n", mr->bound_msg);
 }

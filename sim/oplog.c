@@ -4,8 +4,9 @@
  *
  * The kernel layer logs what each block op did in FLOPs and elements; this
  * file prices each op on the chip (sim_op_seconds: MXU ops padded to the
- * MXU width at the dtype's rate, elementwise ops on the VPU, element
- * accesses on the scalar unit) and adds it to the step's
+ * MXU width at the dtype's rate, elementwise ops on the VPU, either no
+ * faster than its VMEM bytes at the VMEM bandwidth, element accesses on
+ * the scalar unit) and adds it to the step's
  * compute time. A step that starts or waits for manual copies becomes an
  * event list instead: compute between the copies' starts and waits. Both
  * grow as needed, so a step may log any number of ops and copies.
@@ -50,16 +51,21 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
         *padded = 0;
         return (double)op->elems * chip->step_overhead_s;
     }
+    /* an op's operands stream through the vector loads and stores of VMEM:
+     * no op runs faster than its bytes at the VMEM bandwidth (docs/CHIPS.md) */
+    double streamed = chip->vmem_bw > 0 ? (double)op->vmem / chip->vmem_bw : 0, unit;
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
-        return *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
+        unit = *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
+    } else {
+        /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per
+         * element for exp and the other EUP ops, more for tanh and gelu,
+         * every element a reduction reads) are its work */
+        double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
+        *padded = pad(work, chip->sc_view && chip->sc_lanes > 0 ? chip->sc_lanes : 1024); /* a subcore's vreg (K5) */
+        unit = *padded / chip->vpu_flops;
     }
-    /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per element
-     * for exp and the other EUP ops, more for tanh and gelu, every element a
-     * reduction reads) are its work */
-    double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
-    *padded = pad(work, chip->sc_view && chip->sc_lanes > 0 ? chip->sc_lanes : 1024); /* a subcore's vreg (K5) */
-    return *padded / chip->vpu_flops;
+    return unit > streamed ? unit : streamed;
 }
 
 
@@ -72,7 +78,7 @@ static const sim_op_memo *op_memo(sim_op_memo *memo, const pl_chip *chip, const 
                             (unsigned)o->elems + (unsigned)((uintptr_t)o->name >> 3)) % SIM_OP_CACHE;
     sim_op_memo *m = &memo[h];
     if (m->valid && m->op.kind == o->kind && m->op.dtype == o->dtype && m->op.m == o->m && m->op.n == o->n &&
-        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops && m->op.name == o->name)
+        m->op.k == o->k && m->op.elems == o->elems && m->op.flops == o->flops && m->op.name == o->name && m->op.vmem == o->vmem)
         return m;
     m->op = *o;
     m->seconds = sim_op_seconds(chip, o, &m->padded);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "json.h"
-#include "tilesim.h"
+#include "sim.h"
 
 /* Where a row goes: busy rows of the timeline by their part of it, then the
  * overlapped copies by their busy time; ties keep the order first met. */
@@ -101,6 +101,10 @@ void pl_profile_print(const pl_report *r, FILE *f)
     for (int i = 0; i < n; i++) print_row(r, &r->profile[order[i]], f);
     fprintf(f, "  %-11s %-30s %9s %10s %6s\n", "total", "(all rows but overlapped copies)", "",
             pl_format_time(total, a, sizeof a), "100%");
+    sim_report_ideal_line(r, f);
+    char busy[256]; /* the report's own rule and label (sim/bound.c) */
+    if (sim_bound_busy_line(r, busy, sizeof busy)) fprintf(f, "  busy: %s\n", busy);
+    fprintf(f, "  bound: %s\n", pl_bound_name(r->bound));
     if (r->profile_other)
         fprintf(f, "  (%lld ops past the profile's %d rows are counted in \"(other ops)\")\n",
                 (long long)r->profile_other, PL_MAX_PROFILE);
@@ -138,5 +142,9 @@ void pl_profile_json(const pl_report *r, FILE *f)
                 p.flops_per_s, p.peak_flops, w->vmem_bytes, w->hbm_bytes, p.bw, p.peak_bw, p.intensity,
                 w->overlapped ? "true" : "false", p.vmem_bound ? "true" : "false");
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "],\"bound\":");
+    pl_json_string(f, pl_bound_name(r->bound));
+    fputc(',', f);
+    sim_bound_busy_json(r, f);
+    fprintf(f, ",\"ideal_s\":%.9g,\"efficiency\":%.6g}\n", r->ideal_s, r->efficiency);
 }

@@ -28,6 +28,15 @@ static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
     if (!rank) snprintf(buf, n, "scalar");
 }
 
+void sim_report_ideal_line(const pl_report *r, FILE *f)
+{
+    char b[32], t[32];
+    if (r->ideal_s > 0) /* a definition's .flops and .bytes */
+        fprintf(f, "  ideal: %.4g FLOPs and %s (the kernel's .flops, .bytes) take %s on %s; efficiency %.1f%%\n",
+                r->ideal_flops, pl_format_bytes(r->ideal_bytes, b, sizeof b), pl_format_time(r->ideal_s, t, sizeof t),
+                r->chip->name, 100 * r->efficiency);
+}
+
 /* The time line, the headline and the bound. The parts of the time are the
  * last core's, so they add up to it (G4); a kernel with little MXU work
  * leads with the bandwidth it reaches, not "0 TFLOP/s". */
@@ -55,6 +64,9 @@ static void print_timing(const pl_report *r, FILE *f)
                 r->flops_per_s / 1e12, 100 * r->peak_fraction, pl_dtype_name(r->mxu_dtype), r->intensity,
                 r->critical_intensity);
     }
+    char busy[256];
+    sim_report_ideal_line(r, f);
+    if (sim_bound_busy_line(r, busy, sizeof busy)) fprintf(f, "  busy: %s\n", busy);
     fprintf(f, "  bound: %s\n", r->bound_msg);
 }
 
@@ -222,6 +234,10 @@ static void report_members(const pl_report *r, FILE *f)
             r->overhead_s, r->dma_exposed_s, r->flops_per_s, r->peak_fraction, r->intensity,
             r->critical_intensity, pl_bound_name(r->bound));
     pl_json_string(f, r->bound_msg);
+    fputc(',', f);
+    sim_bound_busy_json(r, f);
+    fprintf(f, ",\"ideal_flops\":%.17g,\"ideal_bytes\":%.17g,\"ideal_s\":%.9g,\"efficiency\":%.6g", r->ideal_flops,
+            r->ideal_bytes, r->ideal_s, r->efficiency);
     fprintf(f, ",\"hbm_bw_achieved\":%.9g,\"hbm_bw_fraction\":%.6g,\"vpu_fraction\":%.6g,\"mxu_light\":%s,"
             "\"slowest_core\":%d,\"core_compute_s\":%.9g,\"core_exposed_s\":%.9g,\"core_overhead_s\":%.9g",
             r->hbm_bw_achieved, r->hbm_bw_fraction, r->vpu_fraction, r->mxu_light ? "true" : "false",

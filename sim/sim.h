@@ -138,4 +138,17 @@ int sim_host_check(const sim_plan *plan, pl_report *rep);
  * cores on threads only then). */
 int sim_host_check_copies(const sim_plan *plan, int copies);
 
+/* The one bound rule (bound.c): fill r->busy from the timed report (and
+ * its op profile), pick the resource busy longest, and write the busy line
+ * ("HBM 99.5%, MXU 42.8%, ...", largest first) into buf; returns how many
+ * resources it names. */
+void sim_bound_busy(pl_report *r);
+pl_bound sim_bound_pick(const double *busy);
+int sim_bound_busy_line(const pl_report *r, char *buf, size_t n);
+/* "  ideal: ... efficiency 42.8%": a definition's ideal against the run
+ * (report.c); nothing when unknown. */
+void sim_report_ideal_line(const pl_report *r, FILE *f);
+/* "busy":{"MXU":0.43,...}: every resource's fraction, as a JSON member. */
+void sim_bound_busy_json(const pl_report *r, FILE *f);
+
 #endif

@@ -7,6 +7,7 @@
  * list order with their reason. The headline columns are the achieved HBM
  * bandwidth against the chip's and the MXU rate: a kernel with little MXU
  * work (a norm, a softmax) is judged by the first. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,20 +78,36 @@ static int label_width(int n, const int *order, const char *const *labels)
     return w;
 }
 
+/* " %ideal" (the efficiency against a definition's .flops and .bytes) when
+ * some row knows it, else nothing: sweeps without a definition keep their
+ * columns. */
+static void ideal_cell(FILE *f, int any, const pl_report *r)
+{
+    if (!any) return;
+    if (!r) fprintf(f, " %6s", "%ideal");
+    else if (r->ideal_s > 0) fprintf(f, " %6.1f", 100 * r->efficiency);
+    else fprintf(f, " %6s", "-");
+}
+
 static int print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top, int *order)
 {
     char a[32], b[32], why[PL_MSG_MAX];
     int legal = pl_sweep_rank(n, reports, order), shown = top > 0 && top < legal ? top : legal;
-    int w = label_width(n, order, labels);
+    int w = label_width(n, order, labels), ideal = 0;
+    for (int i = 0; i < legal; i++) ideal |= reports[order[i]].ideal_s > 0;
     if (legal) {
-        fprintf(f, "%4s  %-*s %10s %8s %10s %9s %6s %8s %6s  %s\n", "#", w, "configuration", "VMEM", "steps", "time",
-                "HBM GB/s", "%HBM", "TFLOP/s", "%MXU", "bound");
+        fprintf(f, "%4s  %-*s %10s %8s %10s %9s %6s %8s %6s", "#", w, "configuration", "VMEM", "steps", "time",
+                "HBM GB/s", "%HBM", "TFLOP/s", "%MXU");
+        ideal_cell(f, ideal, NULL);
+        fprintf(f, "  %s\n", "bound");
         for (int i = 0; i < shown; i++) {
             const pl_report *r = &reports[order[i]];
-            fprintf(f, "%4d  %-*s %10s %8lld %10s %9.1f %6.1f %8.2f %6.1f  %s\n", i + 1, w, label_of(labels, order[i]),
+            fprintf(f, "%4d  %-*s %10s %8lld %10s %9.1f %6.1f %8.2f %6.1f", i + 1, w, label_of(labels, order[i]),
                     pl_format_bytes((double)r->vmem_bytes, a, sizeof a), (long long)r->steps,
                     pl_format_time(r->time_s, b, sizeof b), hbm_gbps(r), hbm_pct(r), r->flops_per_s / 1e12,
-                    100 * r->peak_fraction, pl_bound_name(r->bound));
+                    100 * r->peak_fraction);
+            ideal_cell(f, ideal, r);
+            fprintf(f, "  %s\n", pl_bound_name(r->bound));
         }
         if (shown < legal) fprintf(f, "      ... %d more legal configurations\n", legal - shown);
     }
@@ -211,6 +228,8 @@ static void json_legal(FILE *f, int rank, const pl_report *r, const char *label)
     json_number(f, r->flops_per_s / 1e12);
     fprintf(f, ",\"mxu_pct\":");
     json_number(f, 100 * r->peak_fraction);
+    fprintf(f, ",\"ideal_pct\":"); /* against a definition's .flops and .bytes; null: unknown */
+    json_number(f, r->ideal_s > 0 ? 100 * r->efficiency : NAN);
     fprintf(f, ",\"bound\":");
     pl_json_string(f, pl_bound_name(r->bound));
     fprintf(f, ",\"bound_msg\":");

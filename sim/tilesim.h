@@ -393,14 +393,25 @@ typedef struct pl_finding {
     char msg[1024];              /* what, where, and the likely cause */
 } pl_finding;
 
-/* PL_BOUND_SCALAR: element access (pl_get / pl_set loops) on the scalar unit takes most of the kernel's time */
+/* The resources a run keeps busy; the bound is the one busy for the largest
+ * fraction of the run (pl_report.busy). COMPUTE: the MXU. SCALAR: element
+ * access (pl_get / pl_set loops) on the scalar unit. VMEM: the block ops'
+ * vector loads and stores. ICI: a mesh device's copies to other devices.
+ * LATENCY: cores waiting for copies whose issue latency (DMA, ICI hops) the
+ * bandwidth does not explain. */
 typedef enum pl_bound {
-    PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR
+    PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR,
+    PL_BOUND_VMEM, PL_BOUND_ICI, PL_BOUND_LATENCY,
+    PL_BOUND_COUNT
 } pl_bound;
 
-/* "compute", "VPU", "HBM", "step overhead", "scalar"; "none" for anything
- * else. A static string: valid for the process, any thread. */
+/* "compute", "VPU", "HBM", "step overhead", "scalar", "VMEM", "ICI",
+ * "latency"; "none" for anything else. A static string: valid for the
+ * process, any thread. */
 const char *pl_bound_name(pl_bound b);
+/* The resource as the report's busy line names it: "MXU" for
+ * PL_BOUND_COMPUTE, else as pl_bound_name. Static string, any thread. */
+const char *pl_resource_name(pl_bound b);
 
 typedef struct pl_operand_report {
     char name[PL_NAME_MAX];
@@ -530,7 +541,16 @@ struct pl_report {
      * time_s (compute_s, overhead_s, dma_exposed_s are sums over cores) */
     int slowest_core;
     double core_compute_s, core_exposed_s, core_overhead_s;
-    pl_bound bound;
+    /* busy[b]: the fraction of time_s resource b was busy (0-1), indexed by pl_bound ([PL_BOUND_NONE]
+       is 0): MXU, VPU, scalar, step overhead and DMA-latency waits per core; HBM bytes / the device's HBM
+       bandwidth; VMEM bytes of the block ops / a core's VMEM bandwidth; ICI bytes sent / all the chip's links */
+    double busy[PL_BOUND_COUNT];
+    /* a kernel definition's ideal (sim/kdef.h .flops, .bytes; 0: not given, or not run from a definition) */
+    double ideal_flops;           /* the algorithm's FLOPs */
+    double ideal_bytes;           /* its HBM bytes, each array moved once */
+    double ideal_s;               /* the longer of those FLOPs at the cores' peak and those bytes at HBM's, seconds */
+    double efficiency;            /* ideal_s / time_s (0-1); 0: unknown */
+    pl_bound bound;               /* the resource with the largest busy fraction (one rule, sim/bound.c) */
     char bound_msg[1024];         /* the bound in one sentence */
 
     /* what the checks found (V1, V3); also summarized in warnings */
@@ -615,7 +635,7 @@ struct pl_chip {
     double step_overhead_s;      /* fixed cost of one grid step (rule P9) */
     double dma_latency_s;        /* from issuing a DMA to its first byte */
     double ici_latency_s; /* one hop of an inter-chip link */
-    double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s (the run's roofline; 0: none) */
+    double vmem_bw;              /* VMEM bandwidth of one TensorCore, bytes/s: roofline, floor of op times (0: none) */
     /* SparseCores of one device (JAX's jax/_src/pallas/mosaic/tpu_info.py, SparseCoreInfo; rule K5):
        where pl_kernel's PL_MESH_VECTOR_SUBCORES runs. sc_cores 0: none (v4, v5e) */
     int sc_cores;                /* SparseCores per device: 4 on v5p, 2 on v6e and on a v7x device */
@@ -706,7 +726,9 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
  * labels[i] NULL: none). Legal configurations (status PL_OK) come fastest
  * first, then the rejected ones in list order with the first sentence of
  * their reason. The columns lead with achieved HBM bandwidth against the
- * chip's, then the MXU rate. Each printer returns PL_OK, PL_EINVAL (bad
+ * chip's, then the MXU rate, then (when some report has one, from a
+ * kernel definition's .flops and .bytes) the efficiency against the ideal:
+ * %ideal in the table, ideal_pct in JSON. Each printer returns PL_OK, PL_EINVAL (bad
  * arguments, a write error), PL_ENOMEM. They read each report's chip (see
  * pl_report).
  * Threads: any thread, several at once (the sort's state is per thread). */

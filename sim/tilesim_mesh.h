@@ -70,6 +70,7 @@ int pl_mesh_axis(const pl_mesh *mesh, const char *name);
 const char *pl_mesh_format(const pl_mesh *mesh, char *buf, size_t n);
 
 /* What a mesh call did, over all devices. */
+#define PL_MESH_BUSY 9 /* PL_BOUND_COUNT of sim/tilesim.h, which this header does not include */
 typedef struct pl_mesh_report {
     int status;                 /* what pl_mesh_call returned */
     char error[2048];           /* the first failing device's message (a deadlock: every stuck device) */
@@ -87,7 +88,12 @@ typedef struct pl_mesh_report {
     double compute_s;           /* the busiest device's kernel time (MXU + VPU + scalar) */
     double hbm_s;               /* the busiest device's HBM bytes / HBM bandwidth */
     double remote_wait_s;       /* the longest any device waited for other devices' copies and signals */
-    int ici_bound;              /* 1: the busiest link needs longer than any device's compute or HBM traffic */
+    int ici_bound;              /* 1: bound is PL_BOUND_ICI */
+    /* busy[b]: the fraction of time_s resource b was busy (0-1), indexed by pl_bound: per device as in its
+       pl_report, the busiest device's; ICI: the busiest link; latency: time neither the devices' own work nor
+       the busiest link nor HBM explains (copies' and hops' latencies and the waits they set off) */
+    double busy[PL_MESH_BUSY];
+    int bound;                  /* a pl_bound: the largest of busy (sim/bound.c's one rule); 0: no copies */
     char bound_msg[512];        /* the bound in one sentence */
     int ranks;                  /* processes the devices ran in (Open MPI ranks; 1: this one) */
     int64_t rank_messages;      /* copies and signals that went from one process to another */

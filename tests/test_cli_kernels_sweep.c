@@ -74,6 +74,10 @@ Test(cli_kernels, public_json_printer_prints_what_the_command_prints)
     pl_report *reps = calloc(4, sizeof *reps);
     pl_options opt = {.cost_only = 1};
     cr_assert_eq(pl_kernel_sweep(d, 4, v, &opt, NULL, reps), PL_OK);
+    /* the command adds its simulated advice to the fastest row (br=256), as run does */
+    cr_assert(reps[3].time_s < reps[0].time_s && reps[3].time_s < reps[2].time_s);
+    pl_kernel_advise(d, v + 3 * d->n_params, &opt, &reps[3]);
+    cr_assert(strstr(reps[3].bound_msg, "; simulated: "), "%s", reps[3].bound_msg);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);

@@ -59,7 +59,8 @@ Test(common, op_log_grows_past_256_events)
     cr_expect_eq(big.dma_copies, 150 * STEPS, "every copy is counted: %lld", (long long)big.dma_copies);
     cr_expect_gt(big.time_s, small.time_s * 10, "15x the ops take much longer: %g s vs %g s", big.time_s,
                  small.time_s);
-    cr_expect_gt(big.compute_s, small.compute_s * 14, "compute grows with the fills: %g s vs %g s", big.compute_s,
+    /* 15x the fills; the one pl_copy per step, now timed by its VMEM bytes (issue 22), is in both */
+    cr_expect_gt(big.compute_s, small.compute_s * 12, "compute grows with the fills: %g s vs %g s", big.compute_s,
                  small.compute_s);
 }
 
