@@ -19,6 +19,10 @@ const sim_cal_param sim_cal_params[SIM_CAL_NPARAMS] = {
     {"vmem_gbps", offsetof(pl_chip, vmem_bw), 1e9, 0.2, 2.0, 1e9, "VMEM bandwidth"},
     {"step_overhead_us", offsetof(pl_chip, step_overhead_s), 1e-6, 0.01, 100.0, 1e-9, "grid step overhead"},
     {"dma_latency_us", offsetof(pl_chip, dma_latency_s), 1e-6, 0.01, 100.0, 1e-9, "DMA latency"},
+    {"dma_issue_us", offsetof(pl_chip, dma_issue_s), 1e-6, 0.01, 100.0, 1e-9, "DMA issue / semaphore wait"},
+    {"dma_row_bytes", offsetof(pl_chip, dma_row_bytes), 1, 0.05, 20.0, 8, "DMA full-bandwidth row"},
+    {"mxu_fill_cycles", offsetof(pl_chip, mxu_fill_cycles), 1, 0.05, 20.0, 1, "MXU fill and drain"},
+    {"prologue_us", offsetof(pl_chip, prologue_s), 1e-6, 0.01, 100.0, 1e-9, "pipeline prologue"},
 };
 
 #define MAX_ITER 40
