@@ -64,6 +64,10 @@ CELL(c_devs, "%d", c->devices_per_chip)
 CELL(c_step, "%.2f", c->step_overhead_s * 1e6)
 CELL(c_dma, "%.2f", c->dma_latency_s * 1e6)
 CELL(c_ici_lat, "%.2f", c->ici_latency_s * 1e6)
+CELL(c_issue, "%.3f", c->dma_issue_s * 1e6)
+CELL(c_row, "%.0f", c->dma_row_bytes)
+CELL(c_fill, "%.0f", c->mxu_fill_cycles)
+CELL(c_prologue, "%.2f", c->prologue_s * 1e6)
 CELL(c_vmem_bw, "%.0f", c->vmem_bw / 1e9)
 CELL(c_crit, "%.0f", critical_intensity(c))
 
@@ -136,6 +140,10 @@ static const struct {
     {"clock, GHz", c_clock},
     {"step overhead, us (P9)", c_step},
     {"DMA latency, us", c_dma},
+    {"DMA issue / semaphore wait, us", c_issue},
+    {"DMA full-bandwidth row, bytes", c_row},
+    {"MXU fill + drain per dot, cycles", c_fill},
+    {"pipeline prologue, us", c_prologue},
     {"critical intensity, FLOP/B", c_crit},
 };
 
@@ -182,14 +190,15 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"cores_per_device\":%d,\"devices_per_chip\":%d,\"ici_links\":%d,\"ici_bw\":%.6g,"
                 "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
                 "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d,\"sc_cores\":%d,"
-                "\"sc_subcores\":%d,\"sc_lanes\":%d,\"sc_vmem_bytes\":%lld}",
+                "\"sc_subcores\":%d,\"sc_lanes\":%d,\"sc_vmem_bytes\":%lld,\"dma_issue_s\":%.6g,\"dma_row_bytes\":%.6g,"
+                "\"mxu_fill_cycles\":%.6g,\"prologue_s\":%.6g}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
                 c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw,
                 c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit, c->sc_cores, c->sc_subcores, c->sc_lanes,
-                (long long)c->sc_vmem_bytes);
+                (long long)c->sc_vmem_bytes, c->dma_issue_s, c->dma_row_bytes, c->mxu_fill_cycles, c->prologue_s);
     }
     fprintf(f, "\n]}\n");
 }

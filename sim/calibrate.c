@@ -19,10 +19,14 @@ const sim_cal_param sim_cal_params[SIM_CAL_NPARAMS] = {
     {"vmem_gbps", offsetof(pl_chip, vmem_bw), 1e9, 0.2, 2.0, 1e9, "VMEM bandwidth"},
     {"step_overhead_us", offsetof(pl_chip, step_overhead_s), 1e-6, 0.01, 100.0, 1e-9, "grid step overhead"},
     {"dma_latency_us", offsetof(pl_chip, dma_latency_s), 1e-6, 0.01, 100.0, 1e-9, "DMA latency"},
+    {"dma_issue_us", offsetof(pl_chip, dma_issue_s), 1e-6, 0.01, 100.0, 1e-9, "DMA issue / semaphore wait"},
+    {"dma_row_bytes", offsetof(pl_chip, dma_row_bytes), 1, 0.05, 20.0, 8, "DMA full-bandwidth row"},
+    {"mxu_fill_cycles", offsetof(pl_chip, mxu_fill_cycles), 1, 0.05, 20.0, 1, "MXU fill and drain"},
+    {"prologue_us", offsetof(pl_chip, prologue_s), 1e-6, 0.01, 100.0, 1e-9, "pipeline prologue"},
 };
 
 #define MAX_ITER 40
-#define FD_STEP 0.02        /* finite-difference step in log(figure): 2 % */
+#define FD_STEP 0.1 /* finite-difference step in log(figure): 10 %, wide enough to step over the kinks of a piecewise-smooth time */
 #define MIN_SENSITIVITY 0.1  /* d log(time) / d log(figure) below this for every row: not determined */
 #define MIN_INDEPENDENT 0.05 /* a column this parallel to the earlier ones: not told apart */
 
@@ -185,25 +189,98 @@ static int step(fit_state *s, double *theta, double *ss, double *lambda, const d
     return 1; /* no step lowers the error: converged */
 }
 
+/* Damped Gauss-Newton from theta until no step lowers the error. */
+static int gauss_newton(fit_state *s, double *theta, double *ss, double *J, double *r, double *pred, double *work,
+                        int *iterations)
+{
+    double lambda = 1e-3;
+    int rc = predict(s, theta, pred);
+    if (rc == PL_OK) *ss = residuals(s, pred, r), rc = jacobian(s, theta, J, work);
+    for (int it = 0; rc == PL_OK && it < MAX_ITER; it++) {
+        double prev = *ss;
+        int st = step(s, theta, ss, &lambda, J, r, pred, work);
+        (*iterations)++;
+        if (st < 0) rc = st;
+        if (st != PL_OK || prev - *ss < 1e-12 * (1 + prev)) break;
+        if ((rc = predict(s, theta, pred)) == PL_OK) residuals(s, pred, r), rc = jacobian(s, theta, J, work);
+    }
+    return rc;
+}
+
+/* A pattern search, one figure at a time, in shrinking steps of log(figure):
+ * the simulated time is piecewise smooth (a copy overlaps compute or it does
+ * not, a step waits or it does not), so Gauss-Newton can stop at a kink short
+ * of the minimum; moving along each axis past the kink finds the way on. */
+static int polish(fit_state *s, double *theta, double *ss, double *pred, double *r)
+{
+    for (double d = 0.2; d > 2e-3; d /= 5) {
+        int moved = 1;
+        for (int round = 0; moved && round < 4; round++) {
+            moved = 0;
+            for (int k = 0; k < s->np; k++)
+                for (int sign = -1; sign <= 1; sign += 2) {
+                    double t[SIM_CAL_NPARAMS];
+                    memcpy(t, theta, sizeof t);
+                    t[k] = fmin(fmax(theta[k] + sign * d, s->lo[k]), s->hi[k]);
+                    if (t[k] == theta[k]) continue;
+                    int rc = predict(s, t, pred);
+                    if (rc != PL_OK) return rc;
+                    double ss_try = residuals(s, pred, r);
+                    if (ss_try < *ss * (1 - 1e-9)) *ss = ss_try, theta[k] = t[k], moved = 1;
+                }
+        }
+    }
+    return PL_OK;
+}
+
+/* The radical inverse of i in base b: the Halton sequence's coordinate. */
+static double halton(int i, int b)
+{
+    double f = 1, x = 0;
+    for (; i > 0; i /= b) f /= b, x += f * (i % b);
+    return x;
+}
+
+/* From theta: Gauss-Newton, then past its kinks, then Gauss-Newton again. */
+static int descend(fit_state *s, double *theta, double *ss, double *J, double *r, double *pred, double *work,
+                   int *iterations)
+{
+    int rc = PL_OK;
+    for (int pass = 0; rc == PL_OK && pass < 3; pass++) {
+        double before = *ss;
+        rc = gauss_newton(s, theta, ss, J, r, pred, work, iterations);
+        if (rc == PL_OK) rc = polish(s, theta, ss, pred, r);
+        if (pass > 0 && before - *ss < 1e-9 * (1 + before)) break;
+    }
+    return rc;
+}
+
+/* The time is piecewise smooth with more than one valley (a slower step
+ * and a shorter latency can explain the same rows a while), so the fit
+ * descends from the base's figures and from STARTS more points spread over
+ * the bounds (a Halton sequence: deterministic, so the same file always
+ * gives the same chip), and keeps the lowest. */
+#define STARTS 3
+
 static int fit(fit_state *s, double *theta, sim_cal_result *res)
 {
     size_t n = (size_t)s->n;
     double *J = malloc(n * (size_t)s->np * sizeof *J), *r = malloc(n * sizeof *r), *pred = malloc(n * sizeof *pred),
            *work = malloc(2 * n * sizeof *work);
     int rc = J && r && pred && work ? PL_OK : PL_ENOMEM;
-    double ss = 0, lambda = 1e-3;
     if (rc == PL_OK) rc = predict(s, theta, res->before);
-    if (rc == PL_OK) ss = residuals(s, res->before, r), rc = jacobian(s, theta, J, work);
+    if (rc == PL_OK) residuals(s, res->before, r), rc = jacobian(s, theta, J, work);
     if (rc == PL_OK) rc = identifiable(s, J);
-    for (int it = 0; rc == PL_OK && it < MAX_ITER; it++) {
-        double prev = ss;
-        int st = step(s, theta, &ss, &lambda, J, r, pred, work);
-        res->iterations = it + 1;
-        if (st < 0) rc = st;
-        if (st != PL_OK || prev - ss < 1e-12 * (1 + prev)) break;
-        if ((rc = predict(s, theta, pred)) == PL_OK) residuals(s, pred, r), rc = jacobian(s, theta, J, work);
+    double best[SIM_CAL_NPARAMS], best_ss = INFINITY;
+    static const int primes[SIM_CAL_NPARAMS] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29};
+    for (int start = 0; rc == PL_OK && start <= STARTS; start++) {
+        double t[SIM_CAL_NPARAMS], ss = INFINITY;
+        for (int k = 0; k < s->np; k++)
+            t[k] = start == 0 ? theta[k] : s->lo[k] + halton(start, primes[k]) * (s->hi[k] - s->lo[k]);
+        rc = descend(s, t, &ss, J, r, pred, work, &res->iterations);
+        if (rc == PL_OK && ss < best_ss) best_ss = ss, memcpy(best, t, sizeof best);
     }
-    if (rc == PL_OK) rc = predict(s, theta, res->after);
+    if (rc == PL_OK) memcpy(theta, best, (size_t)s->np * sizeof *theta), rc = predict(s, theta, res->after);
     free(J), free(r), free(pred), free(work);
     return rc;
 }

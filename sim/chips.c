@@ -26,6 +26,15 @@
  *     overhead, or a double-buffered pipeline of tiny blocks could not hide
  *     it, and the Pallas docs' observation that such kernels cost ~0.35 us
  *     per step (overhead, not DMA) would not hold.
+ *   - What a step costs beyond its fixed overhead (issue 22; docs/CHIPS.md
+ *     has the sources and how well each is reproduced): a DMA issue or
+ *     semaphore wait 0.02 us on the core (model choice from public TPU
+ *     listings: a dozen-odd scalar bundles per descriptor); strided copies
+ *     at min(1, row bytes / 512) of the bandwidth (model choice; libtpu's
+ *     DMA lowering as reverse-engineered publicly); MXU fill and drain of
+ *     the MXU width in cycles per pl_dot (the scaling book; at the clock
+ *     the peak implies where none is published); a 0.35 us prologue per
+ *     core per call (model choice: one step's overhead).
  *   - ICI hop latency 1 us (ici_latency_s; a copy to another chip pays it
  *     once per link of its route before its first byte lands): not
  *     published per generation. Public descriptions of the ICI put one hop
@@ -78,7 +87,7 @@
 #define VMEM_X 22.0
 #define COMMON .sublanes_8bit = 32, .sublanes_4bit = 64, \
                .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
-               .ici_latency_s = 1e-6
+               .ici_latency_s = 1e-6, .dma_issue_s = 0.02e-6, .dma_row_bytes = 512, .prologue_s = 0.35e-6
 
 static const pl_chip chips[] = {
     /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
@@ -86,14 +95,14 @@ static const pl_chip chips[] = {
      * core, scoped default assumed equal; 4 MXUs of 128x128; ~1.05 GHz;
      * 6 ICI links at 45 GB/s. */
     {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
-     .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
+     .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
      .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON},
     /* v5e (the default): 197 TFLOP/s bf16, 394 TOP/s int8, one TensorCore;
      * 819 GB/s; 16 GiB; 128 MiB VMEM, 16 MiB scoped default; 4 MXUs of
      * 128x128; 1.5 GHz; 4 ICI links at 45 GB/s. */
     {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
-     .mxu_width = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
+     .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
      .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON},
     /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
@@ -101,7 +110,7 @@ static const pl_chip chips[] = {
      * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
      * 4 MXUs of 128x128; ~1.75 GHz; 6 ICI links at 90 GB/s. */
     {.name = "v5p", .bf16_flops = 459 * TERA / 2, .int8_ops = 918 * TERA / 2, .vpu_flops = 459 * TERA / 2 / 30,
-     .mxu_count = 4, .mxu_width = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
+     .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON,
      .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB},
@@ -109,7 +118,7 @@ static const pl_chip chips[] = {
      * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
      * 256x256; clock not published; 4 ICI links at 90 GB/s. */
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
-     .mxu_width = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
+     .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
      .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
@@ -122,7 +131,7 @@ static const pl_chip chips[] = {
      * per link one way. */
     {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .fp8_ops = 4614 * TERA / 2,
      .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
-     .mxu_width = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
+     .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
      .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
@@ -189,6 +198,10 @@ static const chip_key keys[] = {
     KEY_D("dma_latency_us", dma_latency_s, 1e-6, 0, 1e6, "microseconds per DMA"),
     KEY_D("ici_latency_us", ici_latency_s, 1e-6, 0, 1e6, "microseconds per ICI hop"),
     KEY_D("vmem_gbps", vmem_bw, GIGA, 0, 1e7, "GB/s per TensorCore (roofline, floor of op times; 0: none)"),
+    KEY_D("dma_issue_us", dma_issue_s, 1e-6, 0, 1e6, "microseconds per DMA start or semaphore wait"),
+    KEY_D("dma_row_bytes", dma_row_bytes, 1, 0, 1e9, "bytes: the contiguous row at full DMA bandwidth (0: any)"),
+    KEY_D("mxu_fill_cycles", mxu_fill_cycles, 1, 0, 1e6, "cycles of MXU fill and drain per pl_dot"),
+    KEY_D("prologue_us", prologue_s, 1e-6, 0, 1e6, "microseconds per core per call, before the first copy"),
     KEY_I("sc_cores", sc_cores, 0, SIM_MAX_CORES),           /* SparseCores per device, 0: none (K5) */
     KEY_I("sc_subcores", sc_subcores, 1, SIM_MAX_CORES),     /* vector subcores per SparseCore */
     KEY_I("sc_lanes", sc_lanes, 1, 1024),                    /* f32 lanes of a vector subcore */

@@ -163,8 +163,9 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
                      "or signal that no device's records hold (an internal inconsistency; please report it)");
         else if (rc == -2)
             sim_fail(&x->rep, PL_EINVAL, "chip %s cannot be timed (hbm_bw %g B/s, step_overhead_s %g, "
-                     "dma_latency_s %g, bf16_flops %g, vpu_flops %g): rates must be finite and positive, times "
-                     "finite", c->name, c->hbm_bw, c->step_overhead_s, c->dma_latency_s, c->bf16_flops, c->vpu_flops);
+                     "dma_latency_s %g, dma_issue_s %g, prologue_s %g, dma_row_bytes %g, bf16_flops %g, vpu_flops %g): "
+                     "rates must be finite and positive, times finite", c->name, c->hbm_bw, c->step_overhead_s,
+                     c->dma_latency_s, c->dma_issue_s, c->prologue_s, c->dma_row_bytes, c->bf16_flops, c->vpu_flops);
         else sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
         return;
     }

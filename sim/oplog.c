@@ -35,6 +35,15 @@ double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
     return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
 }
 
+double sim_mxu_fill_seconds(const pl_chip *chip)
+{
+    /* the MXU's cycle: the chip's clock, or where it is not published
+     * (v6e, v7x) the one its peak implies: 2 FLOP per cell per cycle */
+    double cells = (double)chip->mxu_count * chip->mxu_width * chip->mxu_width;
+    double hz = chip->clock_hz > 0 ? chip->clock_hz : cells > 0 ? chip->bf16_flops / (2 * cells) : 0;
+    return hz > 0 && chip->mxu_fill_cycles > 0 ? chip->mxu_fill_cycles / hz : 0;
+}
+
 double sim_scalar_seconds(const pl_chip *chip, double accesses)
 {
     /* one access per cycle of the scalar unit, or 1 ns where the clock is not published */
@@ -56,7 +65,9 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
     double streamed = chip->vmem_bw > 0 ? (double)op->vmem / chip->vmem_bw : 0, unit;
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
-        unit = *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype);
+        /* each dot fills the systolic array and drains it: latency no
+         * other work of the dot overlaps (docs/CHIPS.md, mxu_fill_cycles) */
+        unit = *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype) + sim_mxu_fill_seconds(chip);
     } else {
         /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per
          * element for exp and the other EUP ops, more for tanh and gelu,

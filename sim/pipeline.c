@@ -68,6 +68,15 @@ static int64_t copy_in(const sim_core *k, const sim_pipe *p)
     return k->x->cost_only ? p->win.bytes : sim_copy_in(p->op, &p->win, sim_pipe_buffer(p), k->x->uninit);
 }
 
+/* Record a copy of the current window: its bytes and its rows in HBM (the
+ * DMA's efficiency depends on them, sim/timing.c). 0, or -1 out of memory. */
+static int push_copy(sim_pipe *p, int64_t step, int64_t bytes, const int64_t *bidx)
+{
+    if (sim_opline_push(p->line, step, bytes, p->slot, bidx)) return -1;
+    p->line->x[p->line->n - 1].row_bytes = p->win.row_bytes;
+    return 0;
+}
+
 /* P3: the current block goes to HBM after this core's step `step`. */
 static int write_back(sim_core *k, sim_pipe *p, int64_t step)
 {
@@ -78,7 +87,7 @@ static int write_back(sim_core *k, sim_pipe *p, int64_t step)
     int64_t bytes = k->x->cost_only ? p->win.bytes : sim_copy_out(op, &p->win, sim_pipe_buffer(p));
     p->tally->bytes_out += bytes;
     p->tally->writebacks++;
-    if (sim_opline_push(p->line, step, bytes, p->slot, p->cur) ||
+    if (push_copy(p, step, bytes, p->cur) ||
         sim_blockset_put(&p->written, p->cur, op->rank, global))
         return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording write-backs of %s", op->rep->name);
     return PL_OK;
@@ -119,7 +128,7 @@ static int fetch_back(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
     int64_t bytes = copy_in(k, p);
     p->tally->fetchbacks++;
     p->tally->bytes_in += bytes;
-    if (sim_opline_push(p->line, step, bytes, p->slot, bidx))
+    if (push_copy(p, step, bytes, bidx))
         return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording fetch-backs of %s", p->op->rep->name);
     p->line->x[p->line->n - 1].fetch = 1;
     if (k->checking) k->args[p->op->arg].written = 1; /* it holds the earlier visits' result, not garbage (P4) */
@@ -152,7 +161,7 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
         p->tally->copies++;
         p->tally->bytes_in += bytes;
         if (so) so->bytes = bytes;
-        if (sim_opline_push(p->line, step, bytes, p->slot, bidx))
+        if (push_copy(p, step, bytes, bidx))
             return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
     } else if (!fetch && !k->x->cost_only && k->x->checks) {
         sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */

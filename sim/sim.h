@@ -116,6 +116,7 @@ typedef struct sim_window {
     int64_t start[PL_MAX_RANK], count[PL_MAX_RANK], boff[PL_MAX_RANK];
     int clipped;                   /* narrower than the block: an edge (B6) or padding (B5) */
     int64_t bytes;                 /* in-bounds bytes: what a copy of the block moves */
+    int64_t row_bytes;             /* its contiguous runs in HBM: the DMA's row (its efficiency, docs/CHIPS.md) */
 } sim_window;
 void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w);
 

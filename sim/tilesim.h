@@ -645,6 +645,12 @@ struct pl_chip {
                                     of its cores_per_device "TensorCores" is a vector subcore, with no MXU (K5);
                                     0 on presets and chip files */
     int64_t sc_vmem_bytes;       /* VMEM per vector subcore: 512 KiB (256 KiB on v6e) */
+    /* the cost of a pipeline step beyond its fixed overhead (issue 22; docs/CHIPS.md) */
+    double dma_issue_s;          /* seconds the core's scalar slot spends per DMA start and per semaphore wait */
+    double dma_row_bytes;        /* contiguous HBM bytes per row at which a strided copy reaches full bandwidth
+                                    (efficiency min(1, row / this)); 0: every copy at full bandwidth */
+    double mxu_fill_cycles;      /* MXU fill and drain per pl_dot, cycles at clock_hz (or the MXU's implied clock) */
+    double prologue_s;           /* seconds of a pipeline's prologue on each core, before its first copy */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The

@@ -29,6 +29,7 @@ typedef struct dma_live {
 
 typedef struct dma_engine {
     double bw, latency, now;
+    double row_full; /* chip->dma_row_bytes: rows shorter than this move at row / row_full of the bandwidth */
     sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
     int oom;
     dma_live *live; /* issued, not done */
@@ -50,7 +51,11 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
     }
     x->t_issue = d->now;
     x->done = 0;
-    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes};
+    /* A strided copy of short rows wastes part of each HBM burst: it holds
+     * its share of the bandwidth as long as bytes / efficiency would take
+     * (docs/CHIPS.md, dma_row_bytes). */
+    double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
+    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes / eff};
     d->counted = 0;
     return 0;
 }
@@ -94,7 +99,7 @@ static void dma_advance(dma_engine *d, double t)
         dma_live *l = &d->live[i];
         if (l->t_ready <= was) l->remaining -= moved;
         /* within a millionth of its bytes is done: floating-point residue */
-        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)l->x->bytes) {
+        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
             l->x->done = 1;
             l->x->t_done = t;
             if (l->x->cell && d->credits && sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->bytes)) d->oom = 1;
@@ -105,7 +110,7 @@ static void dma_advance(dma_engine *d, double t)
 
 /* ---- the cores ------------------------------------------------------------------ */
 
-enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_DONE };
+enum { PH_BEGIN, PH_WAIT_COPIES, PH_START, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
 
 typedef struct core_state {
     sim_coreline *cl;
@@ -117,19 +122,23 @@ typedef struct core_state {
     int phase;
     double wake;
     double compute, overhead;
+    int started;       /* the prologue is paid */
+    int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
     int64_t kev;       /* PH_EVENTS: the next event */
     int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
     int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
 } core_state;
 
 /* Inputs: issue every copy whose step is within the lookahead of its buffers
- * and whose slot is free (the block k copies back is no longer in use). */
-static int issue_copies(core_state *c, dma_engine *d)
+ * and whose slot is free (the block k copies back is no longer in use).
+ * Returns the copies issued (each a descriptor the core writes), or -1. */
+static int64_t issue_copies(core_state *c, dma_engine *d)
 {
+    int64_t issued = 0;
     for (int i = 0; i < c->cl->n_ops; i++) {
         sim_opline *l = &c->cl->op[i];
         if (l->is_out) { /* P5: a fetch-back waits until its one slot is written back, then goes at once */
-            while (c->next_issue[i] < l->n && l->x[c->next_issue[i]].fetch && l->x[c->next_issue[i]].step <= c->n)
+            for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].fetch && l->x[c->next_issue[i]].step <= c->n; issued++)
                 if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
             continue;
         }
@@ -138,24 +147,27 @@ static int issue_copies(core_state *c, dma_engine *d)
                (j < k || c->n >= l->x[j - k + 1].step)) {
             if (dma_issue(d, &l->x[j])) return -1;
             c->next_issue[i]++;
+            issued++;
         }
     }
-    return 0;
+    return issued;
 }
 
-static int issue_writebacks(core_state *c, dma_engine *d)
+static int64_t issue_writebacks(core_state *c, dma_engine *d)
 {
+    int64_t issued = 0;
     for (int i = 0; i < c->cl->n_ops; i++) {
         sim_opline *l = &c->cl->op[i];
         if (!l->is_out) continue;
-        while (c->next_issue[i] < l->n && l->x[c->next_issue[i]].step <= c->n)
+        for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].step <= c->n; issued++)
             if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
     }
-    return 0;
+    return issued;
 }
 
 /* Are all transfers of the wanted kind with step <= upto done? Copies in
- * include outputs' fetch-backs (P5). */
+ * include outputs' fetch-backs (P5). Each transfer found done counts in
+ * c->waited: the core waited on its semaphore. */
 static int all_done(core_state *c, int outputs, int64_t upto)
 {
     for (int i = 0; i < c->cl->n_ops; i++) {
@@ -169,6 +181,73 @@ static int all_done(core_state *c, int outputs, int64_t upto)
         while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= upto) {
             if (!l->x[c->next_wait[i]].done) return 0;
             c->next_wait[i]++;
+            c->waited++;
+        }
+    }
+    return 1;
+}
+
+/* The core's scalar slot is busy for `s` seconds from now (overhead: the
+ * step's fixed cost, descriptors, semaphore waits, the prologue). */
+static void busy(core_state *c, double now, double s)
+{
+    c->wake = now + s;
+    c->overhead += s;
+}
+
+/* Pay for the semaphore waits counted since the last charge. */
+static void pay_waits(core_state *c, const pl_chip *chip, double now)
+{
+    busy(c, now, (double)c->waited * chip->dma_issue_s);
+    c->waited = 0;
+}
+
+/* PH_EVENTS: the next event of a kernel that starts and waits for manual
+ * copies. Each start writes a descriptor and each wait reads a semaphore on
+ * the core's scalar slot (dma_issue_s). 1 if it acted, 0, or -1. */
+static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double now)
+{
+    sim_coreline *cl = c->cl;
+    sim_kevent *e = &cl->kev[c->kev];
+    if ((e->kind == SIM_KEV_WAIT || e->kind == SIM_KEV_TAKE) && e->t0 < 0) e->t0 = now;
+    switch (e->kind) {
+    case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
+    case SIM_KEV_START:
+        if (cl->manual.x[e->xfer].hops && c->links) {
+            if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;
+        } else if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_WAIT:
+        if (!cl->manual.x[e->xfer].done) return 0;
+        e->t1 = now;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
+        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
+        e->t1 = now;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_SIGNAL:
+        if (c->credits && sim_credit_add(c->credits, e->device, e->cell, e->amount)) return -1;
+        break;
+    default: c->phase = PH_KERNEL; return 1;
+    }
+    c->kev++;
+    return 1;
+}
+
+/* P8: before the next step reuses an output slot, the write-back that last
+ * used it must be done: k - 1 steps back for k buffers. 1 when they are. */
+static int slots_free(core_state *c)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (!l->is_out) continue;
+        while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= c->n - (l->buffers - 1)) {
+            if (!l->x[c->next_wait[i]].done) return 0;
+            c->next_wait[i]++;
+            c->waited++;
         }
     }
     return 1;
@@ -179,16 +258,25 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
 {
     if (c->phase == PH_DONE || c->wake > now) return 0;
     sim_coreline *cl = c->cl;
+    int64_t issued;
     switch (c->phase) {
     case PH_BEGIN:
+        if (!c->started) { /* the prologue: set-up before the first copy can go */
+            c->started = 1;
+            busy(c, now, chip->prologue_s);
+            return 1;
+        }
         if (cl->begin_t) cl->begin_t[c->n] = now;
-        if (issue_copies(c, d)) return -1;
-        c->wake = now + chip->step_overhead_s;
-        c->overhead += chip->step_overhead_s;
+        if ((issued = issue_copies(c, d)) < 0) return -1;
+        busy(c, now, chip->step_overhead_s + (double)issued * chip->dma_issue_s);
         c->phase = PH_WAIT_COPIES;
         return 1;
     case PH_WAIT_COPIES:
         if (!all_done(c, 0, c->n)) return 0;
+        pay_waits(c, chip, now);
+        c->phase = PH_START;
+        return 1;
+    case PH_START:
         if (cl->kernel_t) cl->kernel_t[2 * c->n] = now;
         c->compute += cl->step_s[c->n];
         if (cl->step_kev && c->n < cl->cap_step_kev && cl->step_kev[c->n] >= 0) {
@@ -199,55 +287,25 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
             c->phase = PH_KERNEL;
         }
         return 1;
-    case PH_EVENTS: { /* a kernel that starts and waits for manual copies */
-        sim_kevent *e = &cl->kev[c->kev];
-        if ((e->kind == SIM_KEV_WAIT || e->kind == SIM_KEV_TAKE) && e->t0 < 0) e->t0 = now;
-        switch (e->kind) {
-        case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
-        case SIM_KEV_START:
-            if (cl->manual.x[e->xfer].hops && c->links) {
-                if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;
-            } else if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
-            break;
-        case SIM_KEV_WAIT:
-            if (!cl->manual.x[e->xfer].done) return 0;
-            e->t1 = now;
-            break;
-        case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
-            if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
-            e->t1 = now;
-            break;
-        case SIM_KEV_SIGNAL:
-            if (c->credits && sim_credit_add(c->credits, e->device, e->cell, e->amount)) return -1;
-            break;
-        default: c->phase = PH_KERNEL; return 1;
-        }
-        c->kev++;
-        return 1;
-    }
+    case PH_EVENTS: return core_event(c, d, chip, now);
     case PH_KERNEL:
         if (cl->kernel_t) cl->kernel_t[2 * c->n + 1] = now;
-        if (issue_writebacks(c, d)) return -1;
+        if ((issued = issue_writebacks(c, d)) < 0) return -1;
+        busy(c, now, (double)issued * chip->dma_issue_s);
         c->phase = PH_WAIT_WB;
         return 1;
     case PH_WAIT_WB:
-        /* P8: before the next step reuses an output slot, the write-back that
-         * last used it must be done: k - 1 steps back for k buffers. */
-        for (int i = 0; i < cl->n_ops; i++) {
-            sim_opline *l = &cl->op[i];
-            if (!l->is_out) continue;
-            while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= c->n - (l->buffers - 1)) {
-                if (!l->x[c->next_wait[i]].done) return 0;
-                c->next_wait[i]++;
-            }
-        }
+        if (!slots_free(c)) return 0;
+        pay_waits(c, chip, now);
         c->n++;
         c->phase = c->n == cl->steps ? PH_EPILOGUE : PH_BEGIN;
         return 1;
     case PH_EPILOGUE:
         if (!all_done(c, 1, INT64_MAX)) return 0;
-        c->phase = PH_DONE;
+        pay_waits(c, chip, now);
+        c->phase = PH_END;
         return 1;
+    case PH_END: c->phase = PH_DONE; return 1;
     }
     return 0;
 }
@@ -256,7 +314,9 @@ static int bad_chip(const pl_chip *chip)
 {
     /* time must only move forward, to a finite end */
     return !(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
-           !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s);
+           !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s) || !(chip->dma_issue_s >= 0) ||
+           !isfinite(chip->dma_issue_s) || !(chip->prologue_s >= 0) || !isfinite(chip->prologue_s) ||
+           !(chip->dma_row_bytes >= 0) || !isfinite(chip->dma_row_bytes);
 }
 
 /* One core's sums into its device's result. */
@@ -339,7 +399,8 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
     if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
     if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
-        eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .credits = credits};
+        eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
+                              .credits = credits};
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,

@@ -26,6 +26,7 @@
 typedef struct sim_xfer {
     int64_t step;     /* input: the step that needs it; output: the step whose kernel it follows */
     int64_t bytes;
+    int64_t row_bytes; /* contiguous bytes per row in HBM (sim_window.row_bytes); 0: one contiguous run */
     /* filled by sim_time_run (its state in flight lives in the DMA engine) */
     double t_issue, t_done;
     int slot;         /* buffer slot of its operand */
@@ -115,6 +116,9 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded);
 /* Time of `accesses` pl_get / pl_set on the scalar unit: one per clock cycle,
  * 1 ns each when the chip's clock is not published. */
 double sim_scalar_seconds(const pl_chip *chip, double accesses);
+/* The MXU's fill and drain of one pl_dot: mxu_fill_cycles at clock_hz, or
+ * at the clock the MXU peak implies when clock_hz is not published. */
+double sim_mxu_fill_seconds(const pl_chip *chip);
 /* The MXU work of a dot after padding, in FLOPs. */
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op);
 

@@ -26,6 +26,14 @@ void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w)
     }
     w->clipped = clipped;
     w->bytes = bytes;
+    /* HBM is row-major: a run extends over the next outer dimension while
+     * the window spans every inner one whole in the array */
+    int64_t run = (int64_t)op->elem_size;
+    for (int d = op->rank - 1; d >= 0; d--) {
+        run *= count[d];
+        if (count[d] != op->arr->shape[d]) break;
+    }
+    w->row_bytes = run;
 }
 
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)

@@ -10,12 +10,13 @@
 static const char *const big_matmul[] = {"M=4096", "N=4096", "K=4096", "bm=512", "bn=512", "bk=1024", "dtype=bf16",
                                          NULL};
 
-/* The issue's case: 544 MiB over 1638 GB/s is 348 us of a 350 us run. The
- * old rule compared exposed waits with MXU time and said compute-bound. */
+/* The issue's case: 544 MiB over 1638 GB/s is 348 us of a 354 us run (the
+ * prologue and the copies' descriptors take the rest). The old rule
+ * compared exposed waits with MXU time and said compute-bound. */
 Test(bound, hbm_busiest_run_is_hbm_bound)
 {
     pl_report *r = th_run_builtin("matmul", "v6e", big_matmul);
-    cr_assert_gt(r->busy[PL_BOUND_HBM], 0.99, "HBM busy %g", r->busy[PL_BOUND_HBM]);
+    cr_assert_gt(r->busy[PL_BOUND_HBM], 0.98, "HBM busy %g", r->busy[PL_BOUND_HBM]);
     cr_assert_lt(r->busy[PL_BOUND_COMPUTE], 0.5);
     cr_assert_eq(r->bound, PL_BOUND_HBM, "%s", r->bound_msg);
     cr_assert(strncmp(r->bound_msg, "HBM-bound", 9) == 0, "%s", r->bound_msg);
@@ -58,9 +59,9 @@ Test(bound, report_prints_busy_fractions_and_json_has_them)
     pl_report_json(rep, g);
     fclose(f);
     fclose(g);
-    cr_assert_not_null(strstr(text, "  busy: HBM 99.5%, MXU 42.8%"), "%s", text);
-    cr_assert_not_null(strstr(json, "\"busy\":{\"MXU\":0.42"), "%s", json);
-    cr_assert_not_null(strstr(json, "\"HBM\":0.99"), "%s", json);
+    cr_assert_not_null(strstr(text, "  busy: HBM 98.4%, MXU 47.6%"), "%s", text);
+    cr_assert_not_null(strstr(json, "\"busy\":{\"MXU\":0.47"), "%s", json);
+    cr_assert_not_null(strstr(json, "\"HBM\":0.98"), "%s", json);
     free(text);
     free(json);
     free(rep);
@@ -109,12 +110,12 @@ Test(bound, advice_states_a_simulated_gain)
     int gained;
     pl_report *rep = advised_matmul(big_matmul, &gained);
     cr_assert_eq(gained, 1, "%s", rep->bound_msg);
-    cr_assert_not_null(strstr(rep->bound_msg, "; simulated: bm=1024: 289.33 us instead of 350.09 us"), "%s",
+    cr_assert_not_null(strstr(rep->bound_msg, "; simulated: bm=1024: 289.31 us instead of 353.90 us"), "%s",
                        rep->bound_msg);
     static const char *const bigger[] = {"M=4096", "N=4096", "K=4096", "bm=1024", "bn=512", "bk=1024", "dtype=bf16",
                                          NULL};
     pl_report *after = th_run_builtin("matmul", "v6e", bigger);
-    cr_assert_float_eq(after->time_s, 289.33e-6, 0.005e-6, "%g", after->time_s);
+    cr_assert_float_eq(after->time_s, 289.31e-6, 0.005e-6, "%g", after->time_s);
     free(after);
     free(rep);
 }

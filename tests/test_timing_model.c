@@ -15,7 +15,9 @@ Test(timing, large_tiles_approach_flops_over_peak)
     const pl_chip *v5e = pl_chip_find("v5e");
     pl_report r = matmul_cost(8192, 8192, 8192, 1024, 1024, 1024, PL_BF16, "v5e", 0);
     double ideal = 2.0 * 8192 * 8192 * 8192 / v5e->bf16_flops;
-    assert_near(r.time_s, ideal, 0.05, "8192^3 bf16 in 1024-tiles on v5e");
+    /* within 7%: 512 steps of fixed and descriptor cost (0.43 us each) and the MXU's fill and drain per dot
+     * take about 5% of the peak time on v5e, as a real 1024-tiled matmul reaches 90-95% of peak */
+    assert_near(r.time_s, ideal, 0.07, "8192^3 bf16 in 1024-tiles on v5e");
     cr_assert(r.time_s >= ideal, "nothing beats the peak: %g < %g", r.time_s, ideal);
     cr_assert_eq(r.bound, PL_BOUND_COMPUTE, "bound: %s", r.bound_msg);
     cr_assert_gt(r.peak_fraction, 0.9);
@@ -27,7 +29,9 @@ Test(timing, f32_matmul_runs_at_a_third_of_bf16)
 {
     pl_report b = matmul_cost(4096, 4096, 4096, 512, 512, 512, PL_BF16, "v6e", 0);
     pl_report f = matmul_cost(4096, 4096, 4096, 512, 512, 512, PL_F32, "v6e", 0);
-    assert_near(f.compute_s, 3 * b.compute_s, 0.02, "f32 compute vs 3x bf16");
+    /* the MXU's fill and drain per dot (mxu_fill_cycles) is the same for both: 8^3 dots */
+    double fills = 512 * sim_mxu_fill_seconds(pl_chip_find("v6e"));
+    assert_near(f.compute_s - fills, 3 * (b.compute_s - fills), 0.02, "f32 compute vs 3x bf16, fills apart");
 }
 
 /* Tiny blocks: each step moves a few KiB and computes nothing, so the fixed
@@ -36,7 +40,8 @@ Test(timing, tiny_blocks_are_step_overhead_bound)
 {
     const pl_chip *v5e = pl_chip_find("v5e");
     pl_report r = copy_cost(1000, 8, 128, "v5e");
-    double ideal = 1000 * v5e->step_overhead_s;
+    /* each step: its fixed cost, and the descriptor and the wait of its copy in and its write-back */
+    double ideal = 1000 * (v5e->step_overhead_s + 4 * v5e->dma_issue_s) + v5e->prologue_s;
     assert_near(r.time_s, ideal, 0.05, "1000 steps of (8,128) copies");
     cr_assert_eq(r.bound, PL_BOUND_OVERHEAD, "bound: %s", r.bound_msg);
     cr_assert(strstr(r.bound_msg, "rule P9"), "%s", r.bound_msg);

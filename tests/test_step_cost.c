@@ -1,0 +1,97 @@
+/* tests/test_step_cost.c: what a pipeline step costs beyond its fixed
+ * overhead (issue 22): the DMA's efficiency on short strided rows, the
+ * descriptor issue and semaphore wait of each copy, the MXU's fill and
+ * drain per pl_dot, and the shift of the matmul ranking they cause. */
+#include "../sim/timing.h"
+#include "helpers.h"
+#include "test_timing_helpers.h"
+
+/* A bf16 copy of an (m, n) array in (2048, 128) blocks. */
+static pl_report bf16_copy(int64_t m, int64_t n)
+{
+    pl_call call = th_copy_call_2d(m, n, 2048, 128);
+    pl_array in = PL_ARRAY(NULL, PL_BF16, m, n), out = PL_ARRAY(NULL, PL_BF16, m, n);
+    pl_options opt = {.chip = "v5e", .cost_only = 1};
+    pl_report r;
+    th_expect_ok(pl_pallas_call(&call, &in, &out, &opt, &r), &r);
+    return r;
+}
+
+/* The same 16 blocks of 512 KiB in and out: of a (32768, 128) array (whole
+ * rows: one contiguous run per block) or of a (2048, 2048) one (256-byte
+ * rows, 4 KiB apart). */
+Test(step_cost, a_strided_copy_of_256_byte_rows_is_slower_than_a_contiguous_one)
+{
+    pl_report flat = bf16_copy(32768, 128), rows = bf16_copy(2048, 2048);
+    cr_assert_eq(rows.hbm_bytes, flat.hbm_bytes);
+    cr_assert_eq(rows.steps, flat.steps);
+    /* 256-byte rows against v5e's 512-byte full-bandwidth row: half the bandwidth */
+    cr_assert_gt(rows.time_s, 1.6 * flat.time_s, "strided %g us, contiguous %g us", rows.time_s * 1e6,
+                 flat.time_s * 1e6);
+}
+
+static void add_kernel(pl_ctx *c, pl_ref *refs) { pl_add(c, refs[2], refs[0], refs[1]); }
+
+/* 1000 tiny steps: a copy issues and waits for one input, an add for two;
+ * the bytes and the VPU work are negligible next to the step's cost. */
+Test(step_cost, a_step_that_issues_more_copies_costs_more)
+{
+    const pl_chip *v5e = pl_chip_find("v5e");
+    pl_report one = copy_cost(1000, 8, 128, "v5e");
+    pl_call call = th_copy_call_2d(8000, 128, 8, 128);
+    call.kernel = add_kernel;
+    call.n_in = 2;
+    call.in[1] = call.in[0];
+    pl_array in[2] = {PL_ARRAY(NULL, PL_F32, 8000, 128), PL_ARRAY(NULL, PL_F32, 8000, 128)};
+    pl_array out = PL_ARRAY(NULL, PL_F32, 8000, 128);
+    pl_options opt = {.chip = "v5e", .cost_only = 1};
+    pl_report two;
+    th_expect_ok(pl_pallas_call(&call, in, &out, &opt, &two), &two);
+    /* one more descriptor and one more semaphore wait per step */
+    double extra = 1000 * 2 * v5e->dma_issue_s;
+    cr_assert_gt(v5e->dma_issue_s, 0);
+    assert_near(two.time_s - one.time_s, extra, 0.25, "the add's second input, 1000 steps");
+}
+
+static void dots_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int *n = pl_kernel_user(c);
+    for (int i = 0; i < *n; i++) pl_dot(c, refs[2], refs[0], refs[1], PL_DOT_ACC);
+}
+
+static double dots_mxu_s(int n)
+{
+    pl_call call = {.name = "dots", .kernel = dots_kernel, .user = &n, .grid_rank = 1, .grid = {1},
+                    .n_in = 2, .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128), PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 128, 128)},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};
+    pl_array in[2] = {PL_ARRAY(NULL, PL_BF16, 8, 128), PL_ARRAY(NULL, PL_BF16, 128, 128)};
+    pl_array out = PL_ARRAY(NULL, PL_F32, 8, 128);
+    pl_options opt = {.chip = "v5e", .cost_only = 1};
+    pl_report r;
+    th_expect_ok(pl_pallas_call(&call, in, &out, &opt, &r), &r);
+    return r.mxu_s;
+}
+
+/* An (8, 128) @ (128, 128) dot is 1.3 ns of MXU work on v5e; each one also
+ * fills and drains the 128-wide array: 128 cycles at 1.5 GHz. */
+Test(step_cost, an_extra_small_dot_costs_its_fill_and_drain)
+{
+    const pl_chip *v5e = pl_chip_find("v5e");
+    double work = 2.0 * 8 * 128 * 128 / v5e->bf16_flops, fill = 128 / 1.5e9;
+    assert_near(sim_mxu_fill_seconds(v5e), fill, 1e-9, "v5e fill");
+    assert_near(dots_mxu_s(2) - dots_mxu_s(1), work + fill, 0.02, "the second dot");
+    /* v6e publishes no clock: its peak implies 918e12 / (2 x 2 x 256^2) Hz */
+    const pl_chip *v6e = pl_chip_find("v6e");
+    assert_near(sim_mxu_fill_seconds(v6e), 256 / (918e12 / (2.0 * 2 * 256 * 256)), 1e-9, "v6e fill");
+}
+
+/* matmul bf16 M=512 N=4096 K=4096 on v6e: the 8-step 512 x 2048 x 1024 tiling
+ * now beats the 32-step 512 x 2048 x 256 one (it did not when a step cost
+ * only its 0.35 us: 34.66 us against 34.89 us). */
+Test(step_cost, the_matmul_ranking_shifts_to_fewer_larger_steps)
+{
+    pl_report many = matmul_cost(512, 4096, 4096, 512, 2048, 256, PL_BF16, "v6e", 0);
+    pl_report few = matmul_cost(512, 4096, 4096, 512, 2048, 1024, PL_BF16, "v6e", 0);
+    cr_assert_gt(many.steps, few.steps);
+    cr_assert_lt(few.time_s, many.time_s, "8 steps %g us, 32 steps %g us", few.time_s * 1e6, many.time_s * 1e6);
+}
