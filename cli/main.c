@@ -13,12 +13,13 @@ const cli_cmd cli_chips_cmd = {"chips", "tilesim chips [--json] [--chip-file FIL
 const cli_cmd cli_sweep_cmd = {
     "sweep", "tilesim sweep KERNEL [--vary name=v1,v2,...] [options] | tilesim sweep matmul M N K [options]",
     "tilesim sweep KERNEL|PLUGIN.so[:NAME] [--vary name=v1,v2,...] [--set name=value ...] [--chip NAME | --chip-file FILE] "
-    "[--csv | --json] [--svg FILE] [--top N] [--threads N]\n"
+    "[--vmem-limit BYTES] [--csv | --json] [--svg FILE] [--top N] [--threads N]\n"
     "       tilesim sweep matmul M N K [--dtype f32|bf16] [--chip NAME | --chip-file FILE] [--bm LIST] [--bn LIST] "
     "[--bk LIST] [--vmem-limit BYTES] [--csv | --json] [--top N] [--svg FILE] [--threads N]"};
 const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
+    "       [--vmem-limit BYTES]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {
     "", "tilesim chips | list | run | verify | sweep | explain | hlo | profile | memory | review | help [COMMAND]", ""};
