@@ -1,0 +1,50 @@
+/* tests/test_builtin_vmem.c: the built-in definitions keep in VMEM what a
+ * real kernel allocates, and no more (issue 22). What a Pallas kernel
+ * computes from its blocks (x.astype(f32), a row's statistics, a dot's
+ * result) is a value in vector registers, not a scratch buffer; only what
+ * lives across grid steps (an accumulator, a running max) or what the
+ * kernel DMAs into is scratch (examples/kernels/values.h). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../examples/kernels/registry.h"
+#include "helpers.h"
+
+/* name at its defaults with "name=value" settings on v5e, verified */
+static void run_verified(const char *name, const char *const *sets, int n_sets, pl_report *rep)
+{
+    const pl_kernel_def *d = ex_kernel_find(name);
+    cr_assert(d, "%s is a built-in", name);
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < n_sets; i++) cr_assert_eq(pl_kernel_set(d, v, sets[i], msg, sizeof msg), PL_OK, "%s", msg);
+    pl_check chk[PL_MAX_OPERANDS];
+    pl_options opt = {.chip = "v5e"};
+    int rc = pl_kernel_run(d, v, &opt, rep, chk, NULL);
+    cr_assert_eq(rc, PL_OK, "%s: %s", name, rep->error);
+    cr_assert_eq(chk[0].verdict, PL_PASS, "%s: max abs err %g", name, chk[0].max_abs_err);
+}
+
+/* The sum of the blocks' buffers: what the budget holds with no scratch. */
+static int64_t blocks_bytes(const pl_report *rep)
+{
+    int64_t b = 0;
+    for (int i = 0; i < rep->n_operands; i++) b += rep->op[i].vmem_bytes * rep->op[i].buffers;
+    return b;
+}
+
+/* RMSNorm and LayerNorm: x.astype(f32), its square or its centred copy and
+ * the row statistics are values; a ragged last block (rows 100, br 16)
+ * still verifies. */
+Test(builtin_vmem, norms_keep_no_scratch)
+{
+    static const char *const names[] = {"rmsnorm", "layernorm"};
+    static const char *const sets[] = {"rows=100", "d=256", "br=16", "dtype=bf16"};
+    for (int k = 0; k < 2; k++) {
+        pl_report rep;
+        run_verified(names[k], sets, 4, &rep);
+        cr_expect_eq(rep.n_scratch, 0, "%s: %d scratch buffers", names[k], rep.n_scratch);
+        cr_expect_eq(rep.vmem_bytes, blocks_bytes(&rep), "%s: the blocks only", names[k]);
+    }
+}
