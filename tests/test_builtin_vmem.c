@@ -48,3 +48,15 @@ Test(builtin_vmem, norms_keep_no_scratch)
         cr_expect_eq(rep.vmem_bytes, blocks_bytes(&rep), "%s: the blocks only", names[k]);
     }
 }
+
+/* Softmax: the running max m and sum s outlive a step and are scratch; a
+ * block's max and exponentials are values. Ragged rows and columns verify. */
+Test(builtin_vmem, softmax_keeps_only_its_running_max_and_sum)
+{
+    static const char *const sets[] = {"rows=100", "cols=1000", "br=16", "bc=256"};
+    pl_report rep;
+    run_verified("softmax", sets, 4, &rep);
+    cr_assert_eq(rep.n_scratch, 2);
+    cr_expect_str_eq(rep.scratch[0].name, "m");
+    cr_expect_str_eq(rep.scratch[1].name, "s");
+}
