@@ -60,3 +60,17 @@ Test(builtin_vmem, softmax_keeps_only_its_running_max_and_sum)
     cr_expect_str_eq(rep.scratch[0].name, "m");
     cr_expect_str_eq(rep.scratch[1].name, "s");
 }
+
+/* Flash attention: m, l and acc carry over the kv steps and are scratch;
+ * the scores, p (in v's dtype for bf16 inputs), m_new and alpha are values.
+ * Ragged, causal, bf16, with heads: it verifies with those three alone. */
+Test(builtin_vmem, flash_attention_keeps_only_m_l_and_acc)
+{
+    static const char *const sets[] = {"sq=200", "skv=300", "bq=64", "bk=128", "heads=2", "causal=1",
+                                       "dtype=bf16"};
+    pl_report rep;
+    run_verified("flash_attention", sets, 7, &rep);
+    cr_assert_eq(rep.n_scratch, 3);
+    static const char *const names[] = {"m", "l", "acc"};
+    for (int i = 0; i < 3; i++) cr_expect_str_eq(rep.scratch[i].name, names[i]);
+}
