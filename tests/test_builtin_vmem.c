@@ -74,3 +74,16 @@ Test(builtin_vmem, flash_attention_keeps_only_m_l_and_acc)
     static const char *const names[] = {"m", "l", "acc"};
     for (int i = 0; i < 3; i++) cr_expect_str_eq(rep.scratch[i].name, names[i]);
 }
+
+/* Paged attention: the page slots its copies land in, their semaphores and
+ * the online softmax's m, l and acc are scratch; a page's scores and the
+ * row statistics are values. bf16 pages of 32 tokens verify with those. */
+Test(builtin_vmem, paged_attention_keeps_its_page_slots_and_softmax_state)
+{
+    static const char *const sets[] = {"page=32", "dtype=bf16"};
+    pl_report rep;
+    run_verified("paged_attention", sets, 2, &rep);
+    cr_assert_eq(rep.n_scratch, 6);
+    static const char *const names[] = {"k_buf", "v_buf", "sems", "m", "l", "acc"};
+    for (int i = 0; i < 6; i++) cr_expect_str_eq(rep.scratch[i].name, names[i]);
+}
