@@ -26,6 +26,13 @@ static void run_verified(const char *name, const char *const *sets, int n_sets, 
     cr_assert_eq(chk[0].verdict, PL_PASS, "%s: max abs err %g", name, chk[0].max_abs_err);
 }
 
+/* The call's scratch is exactly these buffers, in this order. */
+static void expect_scratch(const char *name, const pl_report *rep, const char *const *names, int n)
+{
+    cr_assert_eq(rep->n_scratch, n, "%s: %d scratch buffers", name, rep->n_scratch);
+    for (int i = 0; i < n; i++) cr_expect_str_eq(rep->scratch[i].name, names[i], "%s", name);
+}
+
 /* The sum of the blocks' buffers: what the budget holds with no scratch. */
 static int64_t blocks_bytes(const pl_report *rep)
 {
@@ -56,9 +63,8 @@ Test(builtin_vmem, softmax_keeps_only_its_running_max_and_sum)
     static const char *const sets[] = {"rows=100", "cols=1000", "br=16", "bc=256"};
     pl_report rep;
     run_verified("softmax", sets, 4, &rep);
-    cr_assert_eq(rep.n_scratch, 2);
-    cr_expect_str_eq(rep.scratch[0].name, "m");
-    cr_expect_str_eq(rep.scratch[1].name, "s");
+    static const char *const names[] = {"m", "s"};
+    expect_scratch("softmax", &rep, names, 2);
 }
 
 /* Flash attention: m, l and acc carry over the kv steps and are scratch;
@@ -70,9 +76,8 @@ Test(builtin_vmem, flash_attention_keeps_only_m_l_and_acc)
                                        "dtype=bf16"};
     pl_report rep;
     run_verified("flash_attention", sets, 7, &rep);
-    cr_assert_eq(rep.n_scratch, 3);
     static const char *const names[] = {"m", "l", "acc"};
-    for (int i = 0; i < 3; i++) cr_expect_str_eq(rep.scratch[i].name, names[i]);
+    expect_scratch("flash_attention", &rep, names, 3);
 }
 
 /* Paged attention: the page slots its copies land in, their semaphores and
@@ -83,7 +88,17 @@ Test(builtin_vmem, paged_attention_keeps_its_page_slots_and_softmax_state)
     static const char *const sets[] = {"page=32", "dtype=bf16"};
     pl_report rep;
     run_verified("paged_attention", sets, 2, &rep);
-    cr_assert_eq(rep.n_scratch, 6);
     static const char *const names[] = {"k_buf", "v_buf", "sems", "m", "l", "acc"};
-    for (int i = 0; i < 6; i++) cr_expect_str_eq(rep.scratch[i].name, names[i]);
+    expect_scratch("paged_attention", &rep, names, 6);
+}
+
+/* Grouped matmul: the accumulator is scratch; the row mask of the last k
+ * step (iota >= the group's first row) is a value. Ragged groups verify. */
+Test(builtin_vmem, grouped_matmul_keeps_only_its_accumulator)
+{
+    static const char *const sets[] = {"M=500", "G=5", "dtype=bf16"};
+    pl_report rep;
+    run_verified("grouped_matmul", sets, 3, &rep);
+    static const char *const names[] = {"acc"};
+    expect_scratch("grouped_matmul", &rep, names, 1);
 }
