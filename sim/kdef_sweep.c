@@ -132,7 +132,8 @@ int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const 
     if (!d || n < 0 || (n > 0 && (!values || !reports)) || d->n_params < 0 || d->n_params > PL_KDEF_MAX_PARAMS)
         return PL_EINVAL;
     if (n == 0) return PL_OK;
-    kdef_sweep s = {.d = d, .values = values, .opt = opt, .seed = opt ? opt->seed : 0, .slots = calloc((size_t)n, sizeof(kdef_slot))};
+    kdef_sweep s = {.d = d, .values = values, .opt = opt, .seed = opt ? opt->seed : 0,
+                    .slots = calloc((size_t)n, sizeof(kdef_slot))};
     if (!s.slots) return PL_ENOMEM;
     for (int i = 0; i < n; i++) prepare_slot(&s, i);
     pl_options o = opt ? *opt : (pl_options){0};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../examples/kernels/registry.h"
+#include "../examples/kernels/values.h"
 #include "helpers.h"
 
 /* name at its defaults with "name=value" settings on v5e, verified */
@@ -101,4 +102,24 @@ Test(builtin_vmem, grouped_matmul_keeps_only_its_accumulator)
     run_verified("grouped_matmul", sets, 3, &rep);
     static const char *const names[] = {"acc"};
     expect_scratch("grouped_matmul", &rep, names, 1);
+}
+
+/* Values the host has no memory for end the call with PL_ENOMEM and the
+ * bytes, as the runtime's own allocations do, rather than a run that
+ * silently leaves the work out. */
+static void greedy_kernel(pl_ctx *c, pl_ref *refs)
+{
+    ex_values_begin(c, (size_t)1 << 60);
+    pl_fill(c, refs[0], 1.0);
+}
+
+Test(builtin_vmem, values_without_host_memory_are_PL_ENOMEM)
+{
+    static float out[8 * 128];
+    pl_array o = PL_ARRAY(out, PL_F32, 8, 128);
+    pl_call call = {.name = "greedy", .kernel = greedy_kernel, .grid_rank = 1, .grid = {1},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, NULL, &o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ENOMEM, "out of host memory for the kernel's values", "1152921504606846976 bytes");
 }

@@ -29,9 +29,9 @@ void fa_kernel(pl_ctx *c, pl_ref *refs)
     pl_ref q = refs[0], k = refs[1], v = refs[2], o = refs[3];
     pl_ref m = refs[4], l = refs[5], acc = refs[6];
     int wide = cfg->dtype == PL_F32;
-    ex_values *vals = ex_values_begin(ex_value_bytes(PL_F32, cfg->bq, cfg->bk) + 2 * ex_value_bytes(PL_F32, cfg->bq, 1) +
-                                      (wide ? 0 : ex_value_bytes(cfg->dtype, cfg->bq, cfg->bk)));
-    if (!vals) return; /* no host memory: o stays poison, which the checks report (V1) */
+    size_t bytes = ex_value_bytes(PL_F32, cfg->bq, cfg->bk) + 2 * ex_value_bytes(PL_F32, cfg->bq, 1) +
+                   (wide ? 0 : ex_value_bytes(cfg->dtype, cfg->bq, cfg->bk));
+    ex_values *vals = ex_values_begin(c, bytes);
     pl_ref s = ex_value(vals, PL_F32, cfg->bq, cfg->bk), t = ex_value(vals, PL_F32, cfg->bq, 1);
     pl_ref alpha = ex_value(vals, PL_F32, cfg->bq, 1);
     pl_ref pv = wide ? s : ex_value(vals, cfg->dtype, cfg->bq, cfg->bk); /* p as v's dtype: p.astype(v.dtype) */

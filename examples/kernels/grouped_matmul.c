@@ -182,8 +182,7 @@ void gm_kernel(pl_ctx *c, pl_ref *refs)
     pl_ref wr = pl_ds(c, pl_ds(c, w, 0, 0, vk), 1, 0, vn);
     pl_dot(c, a, xr, wr, PL_DOT_ACC);
     if (kk < nk - 1) return;
-    ex_values *vals = ex_values_begin(ex_value_bytes(PL_I32, vm, 1)); /* the mask: a value, not VMEM */
-    if (!vals) return; /* no host memory: o keeps what it had, which the check reports */
+    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_I32, vm, 1)); /* the mask: a value, not VMEM */
     pl_ref mask = ex_value(vals, PL_I32, vm, 1); /* (vm, 1): broadcast along the columns */
     pl_iota(c, mask, 0, 0);
     pl_cmp_scalar(c, mask, mask, PL_GE, (double)lo);                      /* row >= lo */

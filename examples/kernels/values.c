@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "../../kernel/context.h" /* kern_fault: PL_ENOMEM as the runtime's own allocations */
 #include "values.h"
 
 enum { ALIGN = 64 };
@@ -23,20 +24,23 @@ static void arena_free(void *p)
 
 static void make_key(void) { pthread_key_create(&key, arena_free); }
 
-ex_values *ex_values_begin(size_t bytes)
+ex_values *ex_values_begin(pl_ctx *c, size_t bytes)
 {
     pthread_once(&once, make_key);
     if (!arena) {
-        if (!(arena = calloc(1, sizeof *arena))) return NULL;
+        if (!(arena = calloc(1, sizeof *arena))) kern_fault(c, PL_ENOMEM, "out of host memory for the kernel's values");
         pthread_setspecific(key, arena);
     }
     if (arena->cap < bytes) {
         free(arena->base);
         arena->base = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);
         arena->cap = arena->base ? bytes : 0;
+        if (!arena->base)
+            kern_fault(c, PL_ENOMEM, "out of host memory for the kernel's values (%zu bytes, in registers on a TPU)",
+                       bytes);
     }
     arena->used = 0;
-    return arena->base || !bytes ? arena : NULL;
+    return arena;
 }
 
 size_t ex_value_bytes(pl_dtype t, int64_t rows, int64_t cols)

@@ -21,8 +21,10 @@ typedef struct ex_values {
 } ex_values;
 
 /* This thread's arena, emptied, with room for `bytes` (the sum of
- * ex_value_bytes of the values the grid point takes). NULL: no host memory. */
-ex_values *ex_values_begin(size_t bytes);
+ * ex_value_bytes of the values the grid point takes). Without the host
+ * memory for it the call ends with PL_ENOMEM, naming the bytes, as the
+ * runtime's own allocations do: never a run with work left out. */
+ex_values *ex_values_begin(pl_ctx *c, size_t bytes);
 /* Bytes a (rows, cols) value of dtype t takes in the arena (aligned). */
 size_t ex_value_bytes(pl_dtype t, int64_t rows, int64_t cols);
 /* The next (rows, cols) value of dtype t: a row-major VMEM-space Ref that
