@@ -208,10 +208,10 @@ enum {
     K_SET = 1 << 0, K_VARY = 1 << 1, K_CHIP = 1 << 2, K_CHIP_FILE = 1 << 3, K_COST = 1 << 4, K_JSON = 1 << 5,
     K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
     K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15, K_HTML = 1 << 16,
-    K_VMEM_REPORT = 1 << 17, K_SHAPES = 1 << 20, K_OUT_FILE = 1 << 21, K_FIT = 1 << 22,
+    K_VMEM_REPORT = 1 << 17, K_VMEM_LIMIT = 1 << 18, K_SHAPES = 1 << 20, K_OUT_FILE = 1 << 21, K_FIT = 1 << 22,
     K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS |
-                 K_HTML | K_VMEM_REPORT,
-    K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS,
+                 K_HTML | K_VMEM_REPORT | K_VMEM_LIMIT,
+    K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS | K_VMEM_LIMIT,
 };
 
 #define CLI_MAX_SETS 64
@@ -227,6 +227,7 @@ typedef struct cli_kopts {
     int64_t trace_limit; /* --trace-limit: pl_options.trace_limit_bytes (0: the default) */
     const char *shapes, *out_file; /* tune: --shapes FILE, -o FILE */
     const char *fit;               /* calibrate: --fit LIST */
+    int64_t vmem_limit; /* --vmem-limit: 0, the call's own (the definition's, or the chip's default) */
 } cli_kopts;
 
 /* Parse a kernel verb's arguments (argv[0] is the verb's own name, as

@@ -298,10 +298,10 @@ static void print_generic_grid(const pl_call *call, int64_t steps, FILE *f)
 
 /* Build the call for the values; scalar-prefetch tables get data (index maps
  * read them), every other array stays without (cost only). */
-static int explain_build(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, void **owned, char *msg,
-                         size_t n)
+static int explain_build(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_kernel_build *b,
+                         void **owned, char *msg, size_t n)
 {
-    int rc = sim_kdef_prepare(d, v, b, msg, n);
+    int rc = sim_kdef_prepare(d, v, opt, b, msg, n);
     for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_MAX_OPERANDS; a++)
         if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
             rc = PL_ENOMEM;
@@ -361,7 +361,8 @@ int cli_kexplain(int argc, char **argv)
     int64_t v[PL_KDEF_MAX_PARAMS];
     pl_chip file_chip;
     pl_options opt;
-    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE | K_HTML, argc, argv, &o, &d, v, &file_chip, &opt);
+    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE | K_HTML | K_VMEM_LIMIT, argc, argv, &o, &d, v,
+                              &file_chip, &opt);
     if (rc >= 0) return rc;
     opt.cost_only = 1;
     char label[512], msg[PL_MSG_MAX] = "";
@@ -369,7 +370,7 @@ int cli_kexplain(int argc, char **argv)
     pl_kernel_build *b = calloc(1, sizeof *b);
     if (!b) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
     void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
-    if ((rc = explain_build(d, v, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
+    if ((rc = explain_build(d, v, &opt, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
     else rc = narrate(cmd, d, label, b, &opt);
     if (rc == 0 && o.html) rc = cli_html(cmd, d, v, &opt, o.html, NULL, 0); /* the teaching page (cli/html.c) */
     for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);

@@ -19,11 +19,12 @@
 const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
-                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] [--strict] [--seed N] "
-                             "[--host-threads N]"};
+                             "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] "
+                             "[--vmem-limit BYTES] [--strict] [--seed N] [--host-threads N]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
-                                "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N]"};
+                                "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N] "
+                                "[--vmem-limit BYTES]"};
 
 typedef struct kopt {
     struct option o;
@@ -49,6 +50,9 @@ static const kopt table[] = {
                                                                    "anything (64M, 1G, none; default 256M)"},
     {{"vmem-report", 0, 0, 'V'}, K_VMEM_REPORT, NULL, "list the scoped VMEM allocations as XLA does when a "
                                                        "program runs out of VMEM (always printed when it does)"},
+    {{"vmem-limit", 1, 0, 'L'}, K_VMEM_LIMIT, "BYTES", "the scoped VMEM limit of the call (its vmem_limit_bytes, "
+                                                      "rule M4), in place of the one the kernel sets or the chip's "
+                                                      "default; at most the chip's physical VMEM"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
     {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
     {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
@@ -145,6 +149,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
     case 'n': rc = cli_parse_count(cmd, "--threads", arg, 1024, &o->threads); break;
     case 'n' + 256: rc = cli_parse_count(cmd, "--host-threads", arg, 1024, &o->host_threads); break;
+    case 'L': rc = cli_parse_count(cmd, "--vmem-limit", arg, 1LL << 50, &o->vmem_limit); break;
     }
     return rc;
 }
@@ -279,6 +284,10 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     opt->trace_path = o->trace;
     opt->trace_limit_bytes = o->trace_limit;
     opt->host_threads = (int)o->host_threads;
+    opt->vmem_limit_bytes = o->vmem_limit;
+    if (o->vmem_limit > chip->vmem_bytes) /* refused here, before any run, as the matmul sweep does */
+        return cli_fail(cmd, "--vmem-limit %lld: more than the %lld bytes of physical VMEM of a %s TensorCore "
+                             "(rule M4)", (long long)o->vmem_limit, (long long)chip->vmem_bytes, chip->name);
     return 0;
 }
 

@@ -16,7 +16,7 @@
 #include "cli.h"
 
 #define MAX_CONFIGS 4096
-#define SWEEP_MASK (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_SVG | K_TOP | K_THREADS)
+#define SWEEP_MASK (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_SVG | K_TOP | K_THREADS | K_VMEM_LIMIT)
 
 typedef struct axis_list {
     int n;
@@ -176,7 +176,8 @@ int cli_ksweep(int argc, char **argv)
         expand(d, lists, total, values);
         for (int i = 0; i < n; i++)
             if ((labels[i] = malloc(256))) pl_kernel_format(d, values + (size_t)i * (size_t)d->n_params, labels[i], 256);
-        pl_sweep_options so = {.threads = (int)o.threads};
+        /* no --vmem-limit: each configuration may raise its limit, as an autotuner's may */
+        pl_sweep_options so = {.threads = (int)o.threads, .vmem_limit_auto = !o.vmem_limit};
         opt.cost_only = 1;
         rc = pl_kernel_sweep(d, n, values, &opt, &so, reps);
         if (rc == PL_OK) {

@@ -133,7 +133,7 @@ static void vfree(vstate *s)
 static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, vstate *s)
 {
     char msg[PL_MSG_MAX];
-    int rc = sim_kdef_prepare(d, v, &s->b, msg, sizeof msg);
+    int rc = sim_kdef_prepare(d, v, opt, &s->b, msg, sizeof msg);
     if (rc == PL_OK) { /* arguments, outputs and the reference's copy of them: refuse what the host lacks */
         double bytes = 0;
         for (int a = 0; a < s->b.n_args; a++) bytes += s->b.args[a].data ? 0 : (double)pl_array_bytes(&s->b.args[a]);

@@ -13,12 +13,13 @@ const cli_cmd cli_chips_cmd = {"chips", "tilesim chips [--json] [--chip-file FIL
 const cli_cmd cli_sweep_cmd = {
     "sweep", "tilesim sweep KERNEL [--vary name=v1,v2,...] [options] | tilesim sweep matmul M N K [options]",
     "tilesim sweep KERNEL|PLUGIN.so[:NAME] [--vary name=v1,v2,...] [--set name=value ...] [--chip NAME | --chip-file FILE] "
-    "[--csv | --json] [--svg FILE] [--top N] [--threads N]\n"
+    "[--vmem-limit BYTES] [--csv | --json] [--svg FILE] [--top N] [--threads N]\n"
     "       tilesim sweep matmul M N K [--dtype f32|bf16] [--chip NAME | --chip-file FILE] [--bm LIST] [--bn LIST] "
     "[--bk LIST] [--vmem-limit BYTES] [--csv | --json] [--top N] [--svg FILE] [--threads N]"};
 const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
+    "       [--vmem-limit BYTES]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
 static const cli_cmd tool_cmd = {
     "", "tilesim chips | list | run | verify | sweep | tune | calibrate | explain | hlo | profile | memory | review | help [COMMAND]",
@@ -40,6 +41,9 @@ static const char *long_help(const cli_cmd *cmd)
                "  --set NAME=VALUE       fix a parameter (repeatable)\n"
                "  --chip NAME            a preset (see 'tilesim chips'; default v5e)\n"
                "  --chip-file FILE       a what-if chip file instead of a preset\n"
+               "  --vmem-limit BYTES     pin the scoped VMEM limit (rule M4); without it each configuration may\n"
+               "                         raise its limit up to the physical VMEM, as an autotuner's may: the\n"
+               "                         'limit' column shows what it sets, '*' what is above the default\n"
                "  --csv | --json         machine-readable output, every configuration\n"
                "  --svg FILE             also write a roofline plot of the legal configurations\n"
                "  --top N                legal rows to show in the table (default 20)\n"
@@ -64,6 +68,7 @@ static const char *long_help(const cli_cmd *cmd)
                "  --set NAME=VALUE     change a parameter from its default (repeatable; 'tilesim list')\n"
                "  --chip NAME          a preset (default v5e)\n"
                "  --chip-file FILE     a what-if chip file instead of a preset\n"
+               "  --vmem-limit BYTES   the scoped VMEM limit of the call (rule M4), in place of the kernel's own\n"
                "  --html FILE          also write the teaching page: the walk step by step, the timeline\n"
                "  --trace-limit BYTES  refuse a page whose timeline is estimated larger (64M, 1G, none; default 256M)\n\n"
                "matmul M N K BM BN BK: the original matmul narration.\n"

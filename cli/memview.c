@@ -21,12 +21,12 @@
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 
-#define MEM_OPTS (K_SET | K_CHIP | K_CHIP_FILE | K_JSON)
+#define MEM_OPTS (K_SET | K_CHIP | K_CHIP_FILE | K_JSON | K_VMEM_LIMIT)
 
 const cli_cmd cli_memory_cmd = {
     "memory", "tilesim memory KERNEL [--set name=value ...] [--svg FILE] [--json | --json-file FILE]",
     "tilesim memory KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] [--json] "
-    "[--svg FILE] [--json-file FILE]"};
+    "[--svg FILE] [--json-file FILE] [--vmem-limit BYTES]"};
 
 void cli_memory_help(FILE *f)
 {
@@ -111,7 +111,7 @@ int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, pl
     if ((st = pl_kernel_run(d, v, opt, rep, NULL, NULL)) != PL_OK) return st;
     pl_kernel_build *b = calloc(1, sizeof *b);
     if (!b) return snprintf(rep->error, sizeof rep->error, "out of host memory"), PL_ENOMEM;
-    st = sim_kdef_prepare(d, v, b, rep->error, sizeof rep->error); /* the arrays' shapes and aliases */
+    st = sim_kdef_prepare(d, v, opt, b, rep->error, sizeof rep->error); /* the arrays' shapes and aliases */
     if (st == PL_OK && (st = pl_memview_finish(mv, &b->call, b->args, b->outs, rep)) != PL_OK)
         snprintf(rep->error, sizeof rep->error, "%s", mv->error);
     free(b);

@@ -18,9 +18,9 @@ const cli_cmd cli_profile_cmd = {
     "profile", "tilesim profile KERNEL [--set name=value ...] [--chip NAME | --chip-file FILE] [--json] "
                "[--roofline FILE.svg]",
     "tilesim profile KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--json]\n"
-    "       [--roofline FILE.svg] [--host-threads N]"};
+    "       [--roofline FILE.svg] [--host-threads N] [--vmem-limit BYTES]"};
 
-#define PROFILE_OPTS (K_SET | K_CHIP | K_CHIP_FILE | K_JSON | K_HOST_THREADS)
+#define PROFILE_OPTS (K_SET | K_CHIP | K_CHIP_FILE | K_JSON | K_HOST_THREADS | K_VMEM_LIMIT)
 
 void cli_profile_help(FILE *f)
 {

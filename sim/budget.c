@@ -75,10 +75,12 @@ static int64_t sat_add(int64_t a, int64_t b)
 int sim_check_budget(const sim_plan *plan, const pl_call *call, pl_report *rep)
 {
     const pl_chip *chip = plan->chip;
-    int64_t limit = call->vmem_limit_bytes ? call->vmem_limit_bytes : chip->vmem_default_limit;
-    if (call->vmem_limit_bytes < 0)
-        return sim_fail(rep, PL_EINVAL, "vmem_limit_bytes = %lld; it must be > 0, or 0 for the chip's default",
-                        (long long)call->vmem_limit_bytes);
+    /* the options' limit (a tool's --vmem-limit) wins over the one the call sets */
+    int64_t asked = plan->vmem_limit ? plan->vmem_limit : call->vmem_limit_bytes;
+    int64_t limit = asked ? asked : chip->vmem_default_limit;
+    if (asked < 0)
+        return sim_fail(rep, PL_EINVAL, "%svmem_limit_bytes = %lld; it must be > 0, or 0 for the chip's default",
+                        plan->vmem_limit ? "options: " : "", (long long)asked);
     if (limit > chip->vmem_bytes)
         return sim_fail(rep, PL_EVMEM,
                         "vmem_limit_bytes = %lld exceeds the %lld bytes of physical VMEM of a %s TensorCore "

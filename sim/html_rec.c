@@ -281,7 +281,7 @@ int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *
         snprintf(msg, n, "out of host memory for the page");
         return PL_ENOMEM;
     }
-    int rc = sim_kdef_prepare(d, v, b, msg, n);
+    int rc = sim_kdef_prepare(d, v, opt, b, msg, n);
     /* scalar-prefetch tables get data (index maps read them); the rest stays without (cost only) */
     for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args; a++)
         if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))

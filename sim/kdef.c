@@ -189,7 +189,8 @@ int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_k
 
 /* ---- shared by the drivers ------------------------------------------------------ */
 
-int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_kernel_build *b, char *msg,
+                     size_t n)
 {
     memset(b, 0, sizeof *b);
     if (!d || !v) {
@@ -220,5 +221,22 @@ int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
     }
     if (rc != PL_OK && !msg[0]) say(msg, n, "kernel '%s': %s", name, pl_strerror(rc));
     if (rc == PL_OK && !b->call.name) b->call.name = d->name;
+    const pl_chip *chip = sim_kdef_chip(opt);
+    if (rc == PL_OK && !b->call.vmem_limit_bytes && chip) { /* a limit build set itself stays */
+        kern_guard_zone(KDEF_ZONE, name, "vmem_limit callback");
+        b->call.vmem_limit_bytes = sim_kdef_vmem_limit(d, v, chip);
+        kern_guard_zone(NULL, NULL, NULL);
+    }
     return rc;
+}
+
+int64_t sim_kdef_vmem_limit(const pl_kernel_def *d, const int64_t *v, const pl_chip *chip)
+{
+    return d->vmem_limit ? d->vmem_limit(v, chip) : d->vmem_limit_bytes;
+}
+
+const pl_chip *sim_kdef_chip(const pl_options *opt)
+{
+    if (opt && opt->chip_spec) return opt->chip_spec;
+    return opt && opt->chip ? pl_chip_find(opt->chip) : pl_chip_default();
 }

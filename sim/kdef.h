@@ -103,6 +103,16 @@ typedef struct pl_kernel_def {
      * roofline efficiency. NULL: unknown. */
     double (*flops)(const int64_t *v);
     double (*bytes)(const int64_t *v);
+    /* The scoped VMEM limit the call sets, as compiler_params(
+     * vmem_limit_bytes=...) does (rule M4): a constant, or computed from the
+     * values and the chip (e.g. min(the kernel's own estimate, a cap)); the
+     * function, when set, wins. 0 (or the function returning 0): the chip's
+     * default scoped limit. The drivers set it on the call after build,
+     * unless build set call.vmem_limit_bytes itself; a tool's --vmem-limit
+     * (pl_options.vmem_limit_bytes) overrides both. At the end of the
+     * struct: definitions written before it leave both 0. */
+    int64_t vmem_limit_bytes;
+    int64_t (*vmem_limit)(const int64_t *v, const pl_chip *chip);
 } pl_kernel_def;
 
 /* ---- parameters ------------------------------------------------------------ */

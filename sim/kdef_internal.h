@@ -6,9 +6,17 @@
 #include "common.h" /* sim_splitmix64: the inputs' generator */
 #include "kdef.h"
 
-/* Check and build the call for values v into b (zeroed first). PL_OK, or an
- * error code with a message naming the kernel into msg (never empty). */
-int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, char *msg, size_t n);
+/* Check and build the call for values v into b (zeroed first), with the
+ * scoped VMEM limit the definition declares for opt's chip (opt may be
+ * NULL: the default chip). PL_OK, or an error code with a message naming
+ * the kernel into msg (never empty). */
+int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_kernel_build *b, char *msg,
+                     size_t n);
+/* The scoped VMEM limit d declares at v on chip (vmem_limit, else
+ * vmem_limit_bytes); 0: none, the chip's default. */
+int64_t sim_kdef_vmem_limit(const pl_kernel_def *d, const int64_t *v, const pl_chip *chip);
+/* The chip opt names (chip_spec, chip, or the default), NULL if unknown. */
+const pl_chip *sim_kdef_chip(const pl_options *opt);
 
 /* Fill the inputs: d->inputs, or pl_kernel_fill_inputs over the arrays
  * with owned[a] set (those the driver allocated). */

@@ -165,7 +165,7 @@ int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *op
     memset(rep, 0, sizeof *rep);
     if (check) memset(check, 0, sizeof *check * PL_MAX_OPERANDS);
     char msg[PL_MSG_MAX];
-    int rc = sim_kdef_prepare(d, v, b, msg, sizeof msg);
+    int rc = sim_kdef_prepare(d, v, opt, b, msg, sizeof msg);
     if (rc != PL_OK) fail(rep, rc, msg);
     else rc = run_built(d, v, b, opt, rep, check, f);
     sim_kdef_ideal(d, v, rep);

@@ -23,6 +23,7 @@ typedef struct kdef_slot {
 typedef struct kdef_sweep {
     const pl_kernel_def *d;
     const int64_t *values;
+    const pl_options *opt; /* the chip the definitions' VMEM limits are for */
     uint64_t seed;
     kdef_slot *slots;
 } kdef_sweep;
@@ -38,7 +39,7 @@ static void prepare_slot(kdef_sweep *s, int i)
         snprintf(slot->reason, sizeof slot->reason, "out of host memory");
         return;
     }
-    slot->rc = sim_kdef_prepare(s->d, v, b, slot->reason, sizeof slot->reason);
+    slot->rc = sim_kdef_prepare(s->d, v, s->opt, b, slot->reason, sizeof slot->reason);
     int np = b->call.num_scalar_prefetch;
     unsigned char owned[PL_KDEF_MAX_ARGS] = {0};
     for (int a = 0; slot->rc == PL_OK && a < np && a < b->n_args && a < PL_MAX_OPERANDS; a++) {
@@ -74,7 +75,7 @@ static int build_one(int i, pl_call *call, pl_array *args, pl_array *outs, void 
     if (slot->rc != PL_OK) return slot->rc;
     pl_kernel_build b;
     char msg[REASON_MAX];
-    int rc = sim_kdef_prepare(s->d, s->values + (size_t)i * (size_t)s->d->n_params, &b, msg, sizeof msg);
+    int rc = sim_kdef_prepare(s->d, s->values + (size_t)i * (size_t)s->d->n_params, s->opt, &b, msg, sizeof msg);
     if (rc != PL_OK) return rc; /* cannot happen: the same build refused nothing before */
     *call = b.call;
     memcpy(param, b.param, PL_SWEEP_PARAM_BYTES);
@@ -92,18 +93,56 @@ static int build_one(int i, pl_call *call, pl_array *args, pl_array *outs, void 
     return PL_OK;
 }
 
+/* ---- the scoped limit an autotuner would set (M4) --------------------------------- */
+
+/* The limit configuration i needs: its definition's (or the chip's default)
+ * when that holds its buffers, else their bytes rounded up to a MiB, as a
+ * kernel computes vmem_limit_bytes (the production quantized matmul rounds
+ * its estimate; a whole MiB is what flags such as
+ * --xla_tpu_scoped_vmem_limit_kib can express too). */
+static int64_t needed_limit(const pl_kernel_def *d, const int64_t *v, const pl_chip *chip, int64_t used)
+{
+    const int64_t mib = 1 << 20;
+    int64_t own = sim_kdef_vmem_limit(d, v, chip), lim = own > 0 ? own : chip->vmem_default_limit;
+    if (used <= lim) return lim;
+    int64_t up = (used + mib - 1) / mib * mib;
+    return up < chip->vmem_bytes ? up : chip->vmem_bytes;
+}
+
+/* After a sweep against physical VMEM: each legal row's limit is what it
+ * needs; a row over physical VMEM says so, not "raise the limit". */
+static void settle_limits(const pl_kernel_def *d, int n, const int64_t *values, const pl_chip *chip,
+                          pl_report *reports)
+{
+    for (int i = 0; i < n; i++) {
+        pl_report *r = &reports[i];
+        if (r->status == PL_OK)
+            r->vmem_limit = needed_limit(d, values + (size_t)i * (size_t)d->n_params, chip, r->vmem_bytes);
+        else if (r->status == PL_EVMEM && r->vmem_bytes > chip->vmem_bytes)
+            snprintf(r->error, sizeof r->error,
+                     "VMEM budget exceeded: %lld bytes of buffers, more than the %lld bytes of physical VMEM of a %s "
+                     "TensorCore, the highest vmem_limit_bytes a call can set (rule M4); use smaller blocks",
+                     (long long)r->vmem_bytes, (long long)chip->vmem_bytes, chip->name);
+    }
+}
+
 int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const pl_options *opt,
                     const pl_sweep_options *sopt, pl_report *reports)
 {
     if (!d || n < 0 || (n > 0 && (!values || !reports)) || d->n_params < 0 || d->n_params > PL_KDEF_MAX_PARAMS)
         return PL_EINVAL;
     if (n == 0) return PL_OK;
-    kdef_sweep s = {.d = d, .values = values, .seed = opt ? opt->seed : 0, .slots = calloc((size_t)n, sizeof(kdef_slot))};
+    kdef_sweep s = {.d = d, .values = values, .opt = opt, .seed = opt ? opt->seed : 0,
+                    .slots = calloc((size_t)n, sizeof(kdef_slot))};
     if (!s.slots) return PL_ENOMEM;
     for (int i = 0; i < n; i++) prepare_slot(&s, i);
     pl_options o = opt ? *opt : (pl_options){0};
     o.cost_only = 1; /* pl_sweep does too; the arrays here have no data */
+    const pl_chip *chip = sim_kdef_chip(opt);
+    int autolim = sopt && sopt->vmem_limit_auto && !o.vmem_limit_bytes && chip;
+    if (autolim) o.vmem_limit_bytes = chip->vmem_bytes; /* the wall; each row's own limit is settled after */
     int rc = pl_sweep(n, build_one, &s, &o, sopt, reports);
+    if (rc == PL_OK && autolim) settle_limits(d, n, values, chip, reports);
     char vals[256];
     for (int i = 0; i < n; i++) {
         if (rc == PL_OK && s.slots[i].rc != PL_OK) {

@@ -59,6 +59,7 @@ typedef struct sim_plan {
     int cost_only;                 /* arrays may have no data */
     int oob_poison;                /* V2: input blocks past the array read poison instead of failing B7 */
     int checks, strict;            /* the options' V1-V4 checks on, and warnings as errors */
+    int64_t vmem_limit;            /* the options' scoped limit, in place of the call's; 0: the call's (M4) */
 } sim_plan;
 
 /* P6: does op's index map select one block at every grid point? Then one

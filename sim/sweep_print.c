@@ -66,6 +66,10 @@ static double hbm_pct(const pl_report *r)
     return r->chip && r->chip->hbm_bw > 0 ? 100 * hbm_gbps(r) * 1e9 / r->chip->hbm_bw : 0;
 }
 
+/* Needs a scoped VMEM limit above the chip's default (M4): the call must
+ * raise vmem_limit_bytes, as a production kernel does. */
+static int above_default(const pl_report *r) { return r->chip && r->vmem_bytes > r->chip->vmem_default_limit; }
+
 static const char *label_of(const char *const *labels, int i) { return labels && labels[i] ? labels[i] : ""; }
 
 static int label_width(int n, const int *order, const char *const *labels)
@@ -91,25 +95,32 @@ static void ideal_cell(FILE *f, int any, const pl_report *r)
 
 static int print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top, int *order)
 {
-    char a[32], b[32], why[PL_MSG_MAX];
-    int legal = pl_sweep_rank(n, reports, order), shown = top > 0 && top < legal ? top : legal;
+    char a[32], b[32], c[32], why[PL_MSG_MAX];
+    int legal = pl_sweep_rank(n, reports, order), shown = top > 0 && top < legal ? top : legal, marked = 0;
     int w = label_width(n, order, labels), ideal = 0;
     for (int i = 0; i < legal; i++) ideal |= reports[order[i]].ideal_s > 0;
     if (legal) {
-        fprintf(f, "%4s  %-*s %10s %8s %10s %9s %6s %8s %6s", "#", w, "configuration", "VMEM", "steps", "time",
-                "HBM GB/s", "%HBM", "TFLOP/s", "%MXU");
+        fprintf(f, "%4s  %-*s %10s %10s %8s %10s %9s %6s %8s %6s", "#", w, "configuration", "VMEM", "limit ",
+                "steps", "time", "HBM GB/s", "%HBM", "TFLOP/s", "%MXU");
         ideal_cell(f, ideal, NULL);
         fprintf(f, "  %s\n", "bound");
         for (int i = 0; i < shown; i++) {
             const pl_report *r = &reports[order[i]];
-            fprintf(f, "%4d  %-*s %10s %8lld %10s %9.1f %6.1f %8.2f %6.1f", i + 1, w, label_of(labels, order[i]),
-                    pl_format_bytes((double)r->vmem_bytes, a, sizeof a), (long long)r->steps,
+            marked += above_default(r);
+            fprintf(f, "%4d  %-*s %10s %9s%c %8lld %10s %9.1f %6.1f %8.2f %6.1f", i + 1, w,
+                    label_of(labels, order[i]), pl_format_bytes((double)r->vmem_bytes, a, sizeof a),
+                    pl_format_bytes((double)r->vmem_limit, c, sizeof c), above_default(r) ? '*' : ' ',
+                    (long long)r->steps,
                     pl_format_time(r->time_s, b, sizeof b), hbm_gbps(r), hbm_pct(r), r->flops_per_s / 1e12,
                     100 * r->peak_fraction);
             ideal_cell(f, ideal, r);
             fprintf(f, "  %s\n", pl_bound_name(r->bound));
         }
         if (shown < legal) fprintf(f, "      ... %d more legal configurations\n", legal - shown);
+        if (marked)
+            fprintf(f, "      * needs vmem_limit_bytes above the default %s of %s (rule M4); limit: what the call "
+                       "sets\n", pl_format_bytes((double)reports[order[0]].chip->vmem_default_limit, a, sizeof a),
+                    reports[order[0]].chip->name);
     }
     if (legal < n) {
         fprintf(f, "%srejected (%d):\n", legal ? "\n" : "", n - legal);
@@ -157,17 +168,19 @@ int pl_sweep_print_csv(FILE *f, int n, const pl_report *reports, const char *con
     if (!order) return PL_ENOMEM;
     char why[PL_MSG_MAX];
     int legal = pl_sweep_rank(n, reports, order);
-    fprintf(f, "rank,config,status,vmem_bytes,steps,time_s,hbm_gbps,hbm_pct,tflops,mxu_pct,bound,reason\n");
+    fprintf(f, "rank,config,status,vmem_bytes,vmem_limit,above_default_limit,steps,time_s,hbm_gbps,hbm_pct,tflops,"
+               "mxu_pct,bound,reason\n");
     for (int i = 0; i < n; i++) {
         const pl_report *r = &reports[order[i]];
         if (i < legal) fprintf(f, "%d,", i + 1);
         else fputc(',', f);
         csv_string(f, label_of(labels, order[i]));
         if (i < legal)
-            fprintf(f, ",ok,%lld,%lld,%.6g,%.6g,%.4g,%.6g,%.4g,%s,", (long long)r->vmem_bytes, (long long)r->steps,
+            fprintf(f, ",ok,%lld,%lld,%d,%lld,%.6g,%.6g,%.4g,%.6g,%.4g,%s,", (long long)r->vmem_bytes,
+                    (long long)r->vmem_limit, above_default(r), (long long)r->steps,
                     r->time_s, hbm_gbps(r), hbm_pct(r), r->flops_per_s / 1e12, 100 * r->peak_fraction,
                     pl_bound_name(r->bound));
-        else fprintf(f, ",%s,,,,,,,,,", pl_sweep_reject_kind(r));
+        else fprintf(f, ",%s,,,,,,,,,,,", pl_sweep_reject_kind(r));
         csv_string(f, i < legal ? r->bound_msg : first_sentence(r->error, why, sizeof why));
         fputc('\n', f);
     }
@@ -218,7 +231,9 @@ static void json_legal(FILE *f, int rank, const pl_report *r, const char *label)
     pl_json_string(f, label);
     fprintf(f, ",\"params\":");
     json_params(f, label);
-    fprintf(f, ",\"vmem_bytes\":%lld,\"steps\":%lld,\"time_s\":", (long long)r->vmem_bytes, (long long)r->steps);
+    fprintf(f, ",\"vmem_bytes\":%lld,\"vmem_limit\":%lld,\"above_default_limit\":%s,\"steps\":%lld,\"time_s\":",
+            (long long)r->vmem_bytes, (long long)r->vmem_limit, above_default(r) ? "true" : "false",
+            (long long)r->steps);
     json_number(f, r->time_s);
     fprintf(f, ",\"hbm_bytes\":%lld,\"hbm_gbps\":", (long long)r->hbm_bytes);
     json_number(f, hbm_gbps(r));

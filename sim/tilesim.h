@@ -360,6 +360,9 @@ struct pl_options {
     int64_t trace_limit_bytes; /* with trace_path: refuse the call (PL_EINVAL, before anything runs or any
                                   file is made) when the trace's estimated size exceeds this. 0: the default,
                                   PL_TRACE_LIMIT_DEFAULT; negative: no limit */
+    int64_t vmem_limit_bytes; /* nonzero: the scoped VMEM limit of the call, in place of its own
+                                 pl_call.vmem_limit_bytes (`--vmem-limit`); at most the chip's
+                                 physical VMEM, negative: PL_EINVAL (M4) */
 };
 /* 256 MiB: a trace far larger than Perfetto opens comfortably; a grid of a million steps writes ~1 GB */
 #define PL_TRACE_LIMIT_DEFAULT ((int64_t)256 << 20)
@@ -711,6 +714,14 @@ typedef struct pl_sweep_options {
     int threads;                   /* host threads (at most 64); 0: one per core (hwloc), pinned */
     pl_sweep_progress_fn progress; /* called from the calling thread about 10 times a second, and at the end */
     void *progress_user;
+    /* pl_kernel_sweep only: 1, search what an autotuner searches: each
+     * configuration may set any scoped VMEM limit up to the chip's physical
+     * VMEM, so only that is the wall (M4); reports[i].vmem_limit is then the
+     * limit the configuration needs, as a kernel would set it (its
+     * definition's own, or the chip's default, when that holds its buffers;
+     * else their bytes rounded up to a MiB). Ignored when
+     * opt->vmem_limit_bytes pins the limit. */
+    int vmem_limit_auto;
 } pl_sweep_options;
 
 /* Run configurations 0..n-1 with pl_pallas_call in cost-only mode (opt's

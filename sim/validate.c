@@ -257,6 +257,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     plan->oob_poison = opt && opt->oob_reads == PL_OOB_POISON;
     plan->checks = !(opt && opt->checks_off);
     plan->strict = opt && opt->strict;
+    plan->vmem_limit = opt ? opt->vmem_limit_bytes : 0;
     snprintf(rep->call_name, sizeof rep->call_name, "%s", call && call->name ? call->name : "kernel");
     int rc = check_call_shape(call, args, outs, rep);
     if (!rc) rc = plan_chip(plan, opt, rep);

@@ -179,11 +179,12 @@ static const pl_profile_row *profile_row(const pl_report *rep, const char *name)
     return NULL;
 }
 
-/* x's per-row inverse scale qmax / absmax depends on the row block only: it
- * is computed at the first reduction step (k == 0) of each output block into
- * the inv scratch and reused by the later steps, not recomputed at each of
- * the grid's 4 reduction steps (default sizes: grid (2, 4, 4)). */
-Test(fp4, quant_matmul_computes_the_x_scale_once_per_output_block_not_per_step)
+/* The contraction in several steps (default sizes: grid (2, 4, 4)): each
+ * step quantizes its own x block, the scale with it (bb numbers: a value,
+ * as the production kernel computes it), not kept in a VMEM scratch (issue
+ * 22); once per batch block when the contraction is one step is
+ * test_quant_matmul.c's. */
+Test(fp4, quant_matmul_quantizes_each_x_block_where_it_is_used)
 {
     static const char *const sets[][1] = {{"wdtype=i8"}, {"wdtype=f8e4m3"}};
     static const char *const chips[] = {"v6e", "v7x"};
@@ -195,14 +196,15 @@ Test(fp4, quant_matmul_computes_the_x_scale_once_per_output_block_not_per_step)
         cr_assert_eq(chk[0].verdict, PL_PASS, "%s: max abs err %g", chips[t], chk[0].max_abs_err);
         const pl_profile_row *div = profile_row(&rep, "pl_div_col");
         cr_assert(div, "%s: the scale is computed with pl_div_col", chips[t]);
-        cr_assert_eq(div->count, 2 * 4, "%s: once per (i, j) block of the (2, 4, 4) grid, not %lld times",
+        cr_assert_eq(div->count, 2 * 4 * 4, "%s: at each step of the (2, 4, 4) grid, not %lld times",
                      chips[t], (long long)div->count);
+        cr_assert_eq(rep.n_scratch, 1, "%s: the accumulator only", chips[t]);
     }
 }
 
-/* fp4 weights on v7x (issue 15): packed bytes in HBM, unpacked to fp8 in
- * VMEM by VPU ops, multiplied fp8 x fp8 (T10), verified against the host
- * reference over the same fp4 weights. */
+/* fp4 weights on v7x (issue 15): packed bytes in HBM and VMEM, widened to
+ * fp8 in registers by VPU ops (issue 22), multiplied fp8 x fp8 (T10),
+ * verified against the host reference over the same fp4 weights. */
 Test(fp4, quant_matmul_fp4_weights_run_and_verify_on_v7x_at_the_fp8_rate)
 {
     static const char *sets[] = {"wdtype=f4e2m1"};

@@ -111,3 +111,151 @@ Test(quant_matmul, tilesim_sweep_ranks_it)
     json_decref(doc);
     th_run_free(&r);
 }
+
+/* ---- as production writes it (issue 22) ------------------------------------------------ */
+
+#define MiB (1024 * 1024)
+
+/* Cost-only run of quant_matmul with "name=value" settings on chip. */
+static int cost_with(const char *chip, const char *const *sets, int n_sets, pl_report *rep)
+{
+    const pl_kernel_def *d = def();
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(d, v);
+    for (int i = 0; i < n_sets; i++) cr_assert_eq(pl_kernel_set(d, v, sets[i], msg, sizeof msg), PL_OK, "%s", msg);
+    pl_options opt = {.chip = chip, .cost_only = 1};
+    return pl_kernel_run(d, v, &opt, rep, NULL, NULL);
+}
+
+/* Run with the settings: it must run and its output PASS. */
+static void run_passing(const char *chip, const char *const *sets, int n_sets, pl_report *rep)
+{
+    pl_check chk[PL_MAX_OPERANDS];
+    int rc = run_with(chip, sets, n_sets, rep, chk);
+    cr_assert_eq(rc, PL_OK, "%s", rep->error);
+    cr_assert_eq(chk[0].verdict, PL_PASS, "max abs err %g", chk[0].max_abs_err);
+}
+
+static int profile_count(const pl_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->n_profile; i++)
+        if (strcmp(rep->profile[i].name, name) == 0) return (int)rep->profile[i].count;
+    return 0;
+}
+
+/* The production kernel's own estimate of its VMEM (vLLM's get_vmem_limit)
+ * at 16 x 5120 x 4096 (batch x out x in), blocks (16, 1024, 4096), fp4
+ * weights, x quantized to fp8, in bits: every block twice, a second buffer
+ * of w_q, w_scale and o (their block index changes), x_q and its scale
+ * twice: 6.49 MiB. */
+static double production_estimate(void)
+{
+    double x = 16 * 4096 * 16, amax = 16 * 32, w = 1024.0 * 4096 * 4, ws = 1024 * 32, o = 16 * 1024 * 16;
+    double bits = 2 * (x + amax + w + ws + o) + w + ws + o + 2 * (16 * 4096 * 8 + 16 * 32);
+    return bits / 8;
+}
+
+static const char *const production_shape[] = {"batch=16",  "out=5120",  "in=4096",      "bb=16",
+                                                "bo=1024",   "bi=4096",   "wdtype=f4e2m1"};
+
+/* The hardware ran this call with the limit it set itself; tilesim ran it
+ * over the default 32 MiB before (40.8 MiB: an f32 output, f32 copies of
+ * x and the accumulator, four f32 unpack temporaries). Its buffers now fit
+ * the production kernel's estimate, which is the limit the call sets. */
+Test(quant_matmul, fp4_at_the_production_shape_fits_the_production_estimate_on_v7x)
+{
+    pl_report rep;
+    int rc = cost_with("v7x", production_shape, 7, &rep);
+    cr_assert_eq(rc, PL_OK, "%s", rep.error);
+    double est = production_estimate();
+    cr_expect(rep.vmem_limit > 0.99 * est && rep.vmem_limit < 1.01 * est, "the call sets %lld, the estimate is %.0f",
+              (long long)rep.vmem_limit, est);
+    cr_expect_leq(rep.vmem_bytes, rep.vmem_limit);
+    cr_expect_geq((double)rep.vmem_bytes, 0.65 * est, "%lld bytes: the blocks, x_q and nothing else",
+                  (long long)rep.vmem_bytes);
+    cr_expect_lt(rep.vmem_bytes, 5 * MiB, "%lld bytes", (long long)rep.vmem_bytes);
+}
+
+/* The output is x's dtype, bf16, as the production kernel's. */
+Test(quant_matmul, the_output_is_bf16)
+{
+    pl_report rep;
+    cr_assert_eq(cost_with("v6e", NULL, 0, &rep), PL_OK, "%s", rep.error);
+    int found = 0;
+    for (int i = 0; i < rep.n_operands; i++)
+        if (rep.op[i].role == PL_ROLE_OUT) {
+            found = 1;
+            cr_expect_eq(rep.op[i].dtype, PL_BF16);
+        }
+    cr_expect(found);
+}
+
+/* One contraction step and 4 output blocks: no accumulator; x_q kept,
+ * quantized once per batch block (2 of them), not at each of the 8 steps. */
+Test(quant_matmul, one_contraction_step_quantizes_x_once_per_batch_block_and_keeps_no_accumulator)
+{
+    static const char *const sets[] = {"in=256", "bi=256", "wdtype=i8"};
+    pl_report rep;
+    run_passing("v6e", sets, 3, &rep);
+    cr_assert_eq(rep.n_scratch, 1);
+    cr_expect_str_eq(rep.scratch[0].name, "x_q");
+    cr_expect_eq(profile_count(&rep, "pl_div_col"), 2, "once per batch block of the (2, 4, 1) grid");
+    cr_expect_eq(profile_count(&rep, "pl_dot"), 8);
+}
+
+/* Several contraction steps: the accumulator, and nothing else. */
+Test(quant_matmul, several_contraction_steps_keep_only_the_accumulator)
+{
+    static const char *const sets[] = {"wdtype=i8"};
+    pl_report rep;
+    cr_assert_eq(cost_with("v6e", sets, 1, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(rep.n_scratch, 1);
+    cr_expect_str_eq(rep.scratch[0].name, "acc");
+    cr_expect_eq(rep.scratch[0].dtype, PL_I32);
+}
+
+/* One contraction step, one output block: no scratch at all. */
+Test(quant_matmul, one_step_and_one_output_block_keep_no_scratch)
+{
+    static const char *const sets[] = {"in=256", "bi=256", "out=256", "bo=256", "wdtype=f4e2m1"};
+    pl_report rep;
+    run_passing("v7x", sets, 5, &rep);
+    cr_expect_eq(rep.n_scratch, 0);
+}
+
+/* fp4 weights stay packed in VMEM: their VMEM is that of fp8 weights less
+ * half of w_q's buffers, not more (no unpack temporaries); the widening is
+ * VPU work in the profile. */
+Test(quant_matmul, fp4_weights_take_half_the_vmem_of_fp8_and_no_temporaries)
+{
+    static const char *f8[] = {"wdtype=f8e4m3"}, *f4[] = {"wdtype=f4e2m1"};
+    pl_report r8, r4;
+    cr_assert_eq(cost_with("v7x", f8, 1, &r8), PL_OK, "%s", r8.error);
+    cr_assert_eq(cost_with("v7x", f4, 1, &r4), PL_OK, "%s", r4.error);
+    int64_t w8 = 0, w4 = 0;
+    for (int i = 0; i < r8.n_operands; i++)
+        if (strcmp(r8.op[i].name, "w_q") == 0) w8 = r8.op[i].vmem_bytes * r8.op[i].buffers;
+    for (int i = 0; i < r4.n_operands; i++)
+        if (strcmp(r4.op[i].name, "w_q") == 0) w4 = r4.op[i].vmem_bytes * r4.op[i].buffers;
+    cr_assert_gt(w4, 0);
+    cr_expect_eq(w4 * 2, w8);
+    cr_expect_eq(r4.vmem_bytes, r8.vmem_bytes - w4, "fp4 %lld, fp8 %lld", (long long)r4.vmem_bytes,
+                 (long long)r8.vmem_bytes);
+    cr_expect_eq(r4.n_scratch, r8.n_scratch);
+    cr_expect_gt(profile_count(&r4, "pl_cmp_scalar"), 0, "the widening is counted");
+}
+
+/* The limit the call sets: min(its estimate, 96 MiB), 48 MiB on v7x. */
+Test(quant_matmul, declares_the_production_limit_with_its_cap)
+{
+    const pl_kernel_def *d = def();
+    cr_assert(d->vmem_limit, "quant_matmul computes its vmem_limit_bytes");
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(d, v);
+    static const char *const big[] = {"batch=4096", "in=8192", "out=8192", "bb=4096", "bo=4096", "bi=8192"};
+    for (int i = 0; i < 6; i++) cr_assert_eq(pl_kernel_set(d, v, big[i], msg, sizeof msg), PL_OK, "%s", msg);
+    cr_expect_eq(d->vmem_limit(v, pl_chip_find("v6e")), 96 * MiB);
+    cr_expect_eq(d->vmem_limit(v, pl_chip_find("v7x")), 48 * MiB);
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "flash_attention.h"
+#include "values.h"
 
 /* ceil(a / b) without a + b - 1, which overflows for sizes near 2^63 */
 static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -26,9 +27,15 @@ void fa_kernel(pl_ctx *c, pl_ref *refs)
     const fa_params *p = pl_kernel_user(c);
     const fa_config *cfg = &p->cfg;
     pl_ref q = refs[0], k = refs[1], v = refs[2], o = refs[3];
-    pl_ref m = refs[4], l = refs[5], acc = refs[6], s = refs[7], t = refs[8], alpha = refs[9];
-    pl_ref pv = cfg->dtype == PL_F32 ? s : refs[10]; /* p as v's dtype: p.astype(v.dtype) */
-    int ax = cfg->heads > 0;                         /* grid (heads?, q blocks, kv blocks) */
+    pl_ref m = refs[4], l = refs[5], acc = refs[6];
+    int wide = cfg->dtype == PL_F32;
+    size_t bytes = ex_value_bytes(PL_F32, cfg->bq, cfg->bk) + 2 * ex_value_bytes(PL_F32, cfg->bq, 1) +
+                   (wide ? 0 : ex_value_bytes(cfg->dtype, cfg->bq, cfg->bk));
+    ex_values *vals = ex_values_begin(c, bytes);
+    pl_ref s = ex_value(vals, PL_F32, cfg->bq, cfg->bk), t = ex_value(vals, PL_F32, cfg->bq, 1);
+    pl_ref alpha = ex_value(vals, PL_F32, cfg->bq, 1);
+    pl_ref pv = wide ? s : ex_value(vals, cfg->dtype, cfg->bq, cfg->bk); /* p as v's dtype: p.astype(v.dtype) */
+    int ax = cfg->heads > 0; /* grid (heads?, q blocks, kv blocks) */
     int64_t qi = pl_program_id(c, ax), kj = pl_program_id(c, ax + 1), nk = pl_num_programs(c, ax + 1);
 
     if (kj == 0) {
@@ -96,9 +103,8 @@ int fa_call(pl_call *call, fa_params *p, const fa_config *cfg)
         .user = p,
         .n_in = 3,
         .n_out = 1,
-        .n_scratch = 6,
-        .scratch = {PLTPU_VMEM(PL_F32, bq, 1), PLTPU_VMEM(PL_F32, bq, 1), PLTPU_VMEM(PL_F32, bq, d),
-                    PLTPU_VMEM(PL_F32, bq, bk), PLTPU_VMEM(PL_F32, bq, 1), PLTPU_VMEM(PL_F32, bq, 1)},
+        .n_scratch = 3,
+        .scratch = {PLTPU_VMEM(PL_F32, bq, 1), PLTPU_VMEM(PL_F32, bq, 1), PLTPU_VMEM(PL_F32, bq, d)},
     };
     pl_index_map kv = cfg->causal ? PL_MAP_FN(kv_map, p) : PL_MAP(1, PL_ZERO);
     if (cfg->heads) {
@@ -119,9 +125,8 @@ int fa_call(pl_call *call, fa_params *p, const fa_config *cfg)
     for (int a = 0; a <= ax; a++) call->semantics[a] = PL_PARALLEL; /* heads and q blocks are independent */
     call->semantics[ax + 1] = PL_ARBITRARY;                          /* kv is the reduction */
     call->in[2] = call->in[1];
-    if (cfg->dtype != PL_F32) call->scratch[call->n_scratch++] = PLTPU_VMEM(cfg->dtype, bq, bk);
     static const char *in_names[] = {"q", "k", "v"};
-    static const char *scratch_names[] = {"m", "l", "acc", "s", "t", "alpha", "p"};
+    static const char *scratch_names[] = {"m", "l", "acc"};
     for (int i = 0; i < 3; i++) call->in[i].name = in_names[i];
     call->out[0].name = "o";
     for (int i = 0; i < call->n_scratch; i++) call->scratch[i].name = scratch_names[i];

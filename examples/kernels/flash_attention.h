@@ -55,7 +55,9 @@ typedef struct fa_params {
 void fa_kernel(pl_ctx *c, pl_ref *refs);
 
 /* Describe the call for cfg: operands "q", "k", "v", "o"; scratch "m", "l",
- * "acc", "s", "t", "alpha" (and "p" for 16-bit inputs). p must outlive the
+ * "acc", the state that outlives a step. The scores s, p (p.astype(v.dtype)
+ * for 16-bit inputs), m_new and alpha are values, in registers, as in a
+ * Pallas kernel (examples/kernels/values.h). p must outlive the
  * call. Returns PL_OK, or PL_EINVAL for a size below 1, a negative head
  * count or a dtype that is not f32, bf16 or f16. */
 int fa_call(pl_call *call, fa_params *p, const fa_config *cfg);

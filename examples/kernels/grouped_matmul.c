@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "grouped_matmul.h"
+#include "values.h"
 
 /* ceil(a / b) without a + b - 1, which overflows for sizes near 2^63 */
 static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -167,7 +168,6 @@ void gm_kernel(pl_ctx *c, pl_ref *refs)
 {
     const gm_params *p = pl_kernel_user(c);
     pl_ref off = refs[0], trb = refs[1], tgr = refs[2], x = refs[3], w = refs[4], o = refs[5], acc = refs[6];
-    pl_ref rows = refs[7];
     int64_t t = pl_program_id(c, tile_axis(p)), j = pl_program_id(c, col_axis(p));
     int64_t kk = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
     int64_t g = (int64_t)pl_get_at(c, tgr, t), rb = (int64_t)pl_get_at(c, trb, t);
@@ -182,7 +182,8 @@ void gm_kernel(pl_ctx *c, pl_ref *refs)
     pl_ref wr = pl_ds(c, pl_ds(c, w, 0, 0, vk), 1, 0, vn);
     pl_dot(c, a, xr, wr, PL_DOT_ACC);
     if (kk < nk - 1) return;
-    pl_ref mask = pl_ds(c, pl_ds(c, rows, 0, 0, vm), 1, 0, 1); /* (vm, 1): broadcast along the columns */
+    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_I32, vm, 1)); /* the mask: a value, not VMEM */
+    pl_ref mask = ex_value(vals, PL_I32, vm, 1); /* (vm, 1): broadcast along the columns */
     pl_iota(c, mask, 0, 0);
     pl_cmp_scalar(c, mask, mask, PL_GE, (double)lo);                      /* row >= lo */
     pl_store(c, pl_ds(c, pl_ds(c, o, 0, 0, vm), 1, 0, vn), a, &mask); /* this group's rows, and later ones' */
@@ -220,8 +221,8 @@ int gm_call(pl_call *call, gm_params *p, const gm_tiles *t, int64_t m, int64_t n
         .in = {PL_BLOCK(PL_MAP_FN(x_map, p), bm, bk), PL_BLOCK(PL_MAP_FN(w_map, p), PL_SQUEEZED, bk, bn)},
         .n_out = 1,
         .out = {PL_BLOCK(PL_MAP_FN(o_map, p), bm, bn)},
-        .n_scratch = 2,
-        .scratch = {PLTPU_VMEM(PL_F32, bm, bn), PLTPU_VMEM(PL_I32, bm, 128)},
+        .n_scratch = 1,
+        .scratch = {PLTPU_VMEM(PL_F32, bm, bn)},
     };
     call->grid[ta] = t->n_tiles;
     call->grid[ca] = cdiv(n, bn);
@@ -236,7 +237,6 @@ int gm_call(pl_call *call, gm_params *p, const gm_tiles *t, int64_t m, int64_t n
     call->in[1].name = "w";
     call->out[0].name = "o";
     call->scratch[0].name = "acc";
-    call->scratch[1].name = "rows";
     return PL_OK;
 }
 

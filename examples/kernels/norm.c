@@ -7,6 +7,7 @@
 #include "kdef_util.h"
 #include "norm.h"
 #include "registry.h"
+#include "values.h"
 
 enum { P_ROWS, P_D, P_BR, P_DT };
 
@@ -14,10 +15,20 @@ static const int64_t br_cands[] = {8, 16, 32, 64, 128, 256, 512, 1024};
 static const int64_t dt_cands[] = {PL_F32, PL_BF16};
 static const pl_dtype float_dts[] = {PL_F32, PL_BF16};
 
+/* This grid point's values: n (br, d) f32 rows, then r (br, 1). */
+static void norm_values(pl_ctx *c, const norm_params *p, int n, pl_ref *rows, pl_ref *r)
+{
+    ex_values *vals = ex_values_begin(c, (size_t)n * ex_value_bytes(PL_F32, p->br, p->d) +
+                                             ex_value_bytes(PL_F32, p->br, 1));
+    for (int i = 0; i < n; i++) rows[i] = ex_value(vals, PL_F32, p->br, p->d);
+    *r = ex_value(vals, PL_F32, p->br, 1);
+}
+
 void rmsnorm_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], gamma = refs[1], o = refs[2], t = refs[3], r = refs[4];
+    pl_ref x = refs[0], gamma = refs[1], o = refs[2], t, r;
     const norm_params *p = pl_kernel_user(c);
+    norm_values(c, p, 1, &t, &r);
     pl_mul(c, t, x, x);
     pl_sum_rows(c, r, t);
     pl_mul_scalar(c, r, r, p->inv_d); /* mean(x^2) */
@@ -29,8 +40,10 @@ void rmsnorm_kernel(pl_ctx *c, pl_ref *refs)
 
 void layernorm_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], gamma = refs[1], beta = refs[2], o = refs[3], t = refs[4], u = refs[5], r = refs[6];
+    pl_ref x = refs[0], gamma = refs[1], beta = refs[2], o = refs[3], tu[2], r;
     const norm_params *p = pl_kernel_user(c);
+    norm_values(c, p, 2, tu, &r);
+    pl_ref t = tu[0], u = tu[1];
     pl_sum_rows(c, r, x);
     pl_mul_scalar(c, r, r, p->inv_d);
     pl_sub_col(c, t, x, r); /* centred first: var = mean((x - mean)^2) does not cancel */
@@ -57,7 +70,7 @@ static void norm_build_common(const int64_t *v, pl_kernel_build *b, int layer)
     int64_t rows = v[P_ROWS], d = v[P_D], br = v[P_BR];
     pl_dtype dt = (pl_dtype)v[P_DT];
     norm_params *p = (norm_params *)b->param;
-    *p = (norm_params){.eps = layer ? 1e-5 : 1e-6, .inv_d = 1.0 / (double)d};
+    *p = (norm_params){.eps = layer ? 1e-5 : 1e-6, .inv_d = 1.0 / (double)d, .br = br, .d = d};
     pl_call *call = &b->call;
     *call = (pl_call){
         .name = layer ? "layernorm" : "rmsnorm", .kernel = layer ? layernorm_kernel : rmsnorm_kernel,
@@ -68,11 +81,6 @@ static void norm_build_common(const int64_t *v, pl_kernel_build *b, int layer)
         .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), br, d)},
     };
     call->in[0].name = "x", call->in[1].name = "gamma", call->in[2].name = "beta", call->out[0].name = "o";
-    int s = 0;
-    call->scratch[s] = PLTPU_VMEM(PL_F32, br, d), call->scratch[s++].name = "t";
-    if (layer) call->scratch[s] = PLTPU_VMEM(PL_F32, br, d), call->scratch[s++].name = "u";
-    call->scratch[s] = PLTPU_VMEM(PL_F32, br, 1), call->scratch[s++].name = "r";
-    call->n_scratch = s;
     b->n_args = call->n_in;
     b->args[0] = PL_ARRAY(NULL, dt, rows, d);
     b->args[1] = PL_ARRAY(NULL, dt, 1, d);

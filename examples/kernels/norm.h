@@ -7,7 +7,8 @@
  * kernel; gamma and beta are (1, d) rows whose block never changes (one
  * buffer, P6). The grid is (cdiv(rows, br),), parallel; a ragged last block
  * reads poison rows past the array, which are computed and dropped (B6).
- * Statistics are kept in f32 VMEM scratch whatever x's dtype. */
+ * The f32 copies and the statistics are values, as in a Pallas kernel
+ * (x_ref[...].astype(f32)): in registers, not VMEM scratch (values.h). */
 #ifndef TILESIM_EXAMPLES_NORM_H
 #define TILESIM_EXAMPLES_NORM_H
 
@@ -16,9 +17,10 @@
 typedef struct norm_params {
     double eps;   /* added to the mean square (variance); 0 is the broken variant tests use */
     double inv_d; /* 1 / d */
+    int64_t br, d; /* the block: the values' shapes */
 } norm_params;
 
-void rmsnorm_kernel(pl_ctx *c, pl_ref *refs); /* x, gamma, o; scratch t (br, d), r (br, 1) */
-void layernorm_kernel(pl_ctx *c, pl_ref *refs); /* x, gamma, beta, o; scratch t, u (br, d), r (br, 1) */
+void rmsnorm_kernel(pl_ctx *c, pl_ref *refs);   /* x, gamma, o; values t (br, d), r (br, 1) */
+void layernorm_kernel(pl_ctx *c, pl_ref *refs); /* x, gamma, beta, o; values t, u (br, d), r (br, 1) */
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "../../kernel/pltpu.h"
 #include "paged_attention.h"
+#include "values.h"
 
 /* The kernel's refs, in the order of rule M3. */
 enum {
@@ -13,7 +14,7 @@ enum {
     R_Q, R_K, R_V,              /* inputs: q blocks (heads, dim); k, v pages in HBM */
     R_O,                        /* output block (heads, dim) */
     R_KBUF, R_VBUF, R_SEMS,     /* scratch: 2 page slots each, 4 DMA semaphores */
-    R_M, R_L, R_ACC, R_S, R_MNEW, R_ALPHA, R_ROWSUM,
+    R_M, R_L, R_ACC,            /* the online softmax's state, over the pages */
 };
 
 /* The copies of page p of this sequence into slot `slot`. */
@@ -32,6 +33,11 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
     int64_t len = (int64_t)pl_get_at(c, refs[R_LENGTHS], b), page = refs[R_KBUF].shape[1];
     int64_t pages = (len + page - 1) / page;
     pl_ref q = refs[R_Q], o = refs[R_O], m = refs[R_M], l = refs[R_L], acc = refs[R_ACC];
+    /* the scores of a page and the row statistics: values, in registers, not VMEM (values.h) */
+    int64_t h = q.shape[0];
+    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_F32, h, page) + 3 * ex_value_bytes(PL_F32, h, 1));
+    pl_ref scores = ex_value(vals, PL_F32, h, page), m_new = ex_value(vals, PL_F32, h, 1);
+    pl_ref alpha = ex_value(vals, PL_F32, h, 1), rowsum = ex_value(vals, PL_F32, h, 1);
     if (pages == 0) { /* an empty sequence attends to nothing */
         pl_fill(c, o, 0);
         return;
@@ -55,23 +61,23 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
         /* the tokens of this page that belong to the sequence */
         pl_ref kp = pl_ds(c, pl_at(c, refs[R_KBUF], slot), 0, 0, valid);
         pl_ref vp = pl_ds(c, pl_at(c, refs[R_VBUF], slot), 0, 0, valid);
-        pl_ref s = pl_ds(c, refs[R_S], 1, 0, valid);
+        pl_ref s = pl_ds(c, scores, 1, 0, valid);
         pl_dot(c, s, q, kp, PL_DOT_TRANS_B); /* s = q @ k^T */
         pl_scale(c, s, s, prm->scale);
         /* online softmax: m_new = max(m, rowmax(s)); p = exp(s - m_new) */
-        pl_max_rows(c, refs[R_MNEW], s);
-        pl_max(c, refs[R_MNEW], refs[R_MNEW], m);
-        pl_sub_col(c, s, s, refs[R_MNEW]);
+        pl_max_rows(c, m_new, s);
+        pl_max(c, m_new, m_new, m);
+        pl_sub_col(c, s, s, m_new);
         pl_exp(c, s, s);
         /* alpha = exp(m - m_new); l = alpha l + rowsum(p); acc = alpha acc + p @ v */
-        pl_sub(c, refs[R_ALPHA], m, refs[R_MNEW]);
-        pl_exp(c, refs[R_ALPHA], refs[R_ALPHA]);
-        pl_mul(c, l, l, refs[R_ALPHA]);
-        pl_sum_rows(c, refs[R_ROWSUM], s);
-        pl_add(c, l, l, refs[R_ROWSUM]);
-        pl_mul_col(c, acc, acc, refs[R_ALPHA]);
+        pl_sub(c, alpha, m, m_new);
+        pl_exp(c, alpha, alpha);
+        pl_mul(c, l, l, alpha);
+        pl_sum_rows(c, rowsum, s);
+        pl_add(c, l, l, rowsum);
+        pl_mul_col(c, acc, acc, alpha);
         pl_dot(c, acc, s, vp, PL_DOT_ACC);
-        pl_copy(c, m, refs[R_MNEW]);
+        pl_copy(c, m, m_new);
         if (p + 1 < pages) k = k_next, v = v_next;
     }
     pl_div_col(c, o, acc, l);
@@ -93,17 +99,15 @@ void pa_call(pl_call *call, pa_params *p, const pa_shape *s, pl_dtype kv_dtype)
         .in = {PL_BLOCK(PL_MAP(0, PL_ZERO, PL_ZERO), PL_SQUEEZED, h, d), {.space = PL_ANY}, {.space = PL_ANY}},
         .n_out = 1,
         .out = {PL_BLOCK(PL_MAP(0, PL_ZERO, PL_ZERO), PL_SQUEEZED, h, d)},
-        .n_scratch = 10,
+        .n_scratch = 6,
         .scratch = {PLTPU_VMEM(kv_dtype, 2, s->page, d), PLTPU_VMEM(kv_dtype, 2, s->page, d), PLTPU_SEMAPHORE_DMA(4),
-                    PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, d),
-                    PLTPU_VMEM(PL_F32, h, s->page), PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, 1),
-                    PLTPU_VMEM(PL_F32, h, 1)},
+                    PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, d)},
     };
     call->in[0].name = "q";
     call->in[1].name = "k_pages";
     call->in[2].name = "v_pages";
     call->out[0].name = "o";
-    static const char *names[] = {"k_buf", "v_buf", "sems", "m", "l", "acc", "s", "m_new", "alpha", "rowsum"};
+    static const char *names[] = {"k_buf", "v_buf", "sems", "m", "l", "acc"};
     for (int i = 0; i < call->n_scratch; i++) call->scratch[i].name = names[i];
 }
 

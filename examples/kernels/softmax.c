@@ -7,6 +7,7 @@
 #include "kdef_util.h"
 #include "registry.h"
 #include "softmax.h"
+#include "values.h"
 
 enum { P_ROWS, P_COLS, P_BR, P_BC, P_DT };
 
@@ -35,8 +36,10 @@ static void softmax_stats(pl_ctx *c, pl_ref x, pl_ref m, pl_ref s, pl_ref mx, pl
 
 void softmax_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], o = refs[1], m = refs[2], s = refs[3], mx = refs[4], t = refs[5];
+    pl_ref x = refs[0], o = refs[1], m = refs[2], s = refs[3];
     const softmax_params *p = pl_kernel_user(c);
+    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_F32, p->br, 1) + ex_value_bytes(PL_F32, p->br, p->bc));
+    pl_ref mx = ex_value(vals, PL_F32, p->br, 1), t = ex_value(vals, PL_F32, p->br, p->bc);
     int64_t phase = pl_program_id(c, 1), j = pl_program_id(c, 2);
     int64_t bc = x.shape[1], valid = p->cols - j * bc;
     if (valid < bc) { /* B6: the overhang columns are poison; leave them out */
@@ -79,20 +82,17 @@ static int softmax_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t
     int64_t rows = v[P_ROWS], cols = v[P_COLS], br = v[P_BR], bc = v[P_BC];
     pl_dtype dt = (pl_dtype)v[P_DT];
     softmax_params *p = (softmax_params *)b->param;
-    *p = (softmax_params){.cols = cols};
+    *p = (softmax_params){.cols = cols, .br = br, .bc = bc};
     b->call = (pl_call){
         .name = "softmax", .kernel = softmax_kernel, .user = p,
         .grid_rank = 3, .grid = {ex_cdiv(rows, br), 2, ex_cdiv(cols, bc)},
         .semantics = {PL_PARALLEL, PL_ARBITRARY, PL_ARBITRARY},
         .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, 2), br, bc)},
         .n_out = 1, .out = {PL_BLOCK(PL_MAP_FN(out_map, NULL), br, bc)},
-        .n_scratch = 4,
-        .scratch = {PLTPU_VMEM(PL_F32, br, 1), PLTPU_VMEM(PL_F32, br, 1), PLTPU_VMEM(PL_F32, br, 1),
-                    PLTPU_VMEM(PL_F32, br, bc)},
+        .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, br, 1), PLTPU_VMEM(PL_F32, br, 1)},
     };
     b->call.in[0].name = "x", b->call.out[0].name = "y";
     b->call.scratch[0].name = "m", b->call.scratch[1].name = "s";
-    b->call.scratch[2].name = "mx", b->call.scratch[3].name = "t";
     b->n_args = 1;
     b->args[0] = PL_ARRAY(NULL, dt, rows, cols);
     b->n_outs = 1;

@@ -5,7 +5,8 @@
  * (br, bc) blocks, bc < cols allowed. The grid is (cdiv(rows, br), 2,
  * cdiv(cols, bc)): for each row block, phase 0 walks the column blocks and
  * keeps the online running max m and sum s (s rescaled by exp(m_old - m_new)
- * when the max grows) in f32 VMEM scratch; phase 1 walks them again and
+ * when the max grows) in f32 VMEM scratch, the one state that outlives a
+ * step (a block's max and exponentials are values); phase 1 walks them again and
  * writes exp(x - m) / s. The row axis is parallel, the other two arbitrary
  * (they carry m and s, G3).
  *
@@ -25,9 +26,11 @@
 typedef struct softmax_params {
     int64_t cols; /* to slice the ragged last column block */
     int no_max;   /* the broken variant tests use: no max subtracted (overflows for large x) */
+    int64_t br, bc; /* the block: the values' shapes */
 } softmax_params;
 
-/* refs: x, o; scratch m, s, mx (br, 1) and t (br, bc), all f32 */
+/* refs: x, o; scratch m, s (br, 1) f32, carried over the steps; the block's
+ * max mx (br, 1) and exp(x - m) t (br, bc) are f32 values (values.h) */
 void softmax_kernel(pl_ctx *c, pl_ref *refs);
 
 #endif
