@@ -6,7 +6,8 @@
  * input to milliseconds and inside a scratch directory:
  *   - at most MAX_WORDS words of at most MAX_WORD bytes;
  *   - no word may contain '/', and the command runs in a scratch directory
- *     (which holds a few chip files; --svg and --chip-file values are also
+ *     (which holds a few chip files, a shapes file s.csv for tune and a
+ *     measurements file m.csv for calibrate; --svg and --chip-file values are also
  *     made to name files there), so a run never reads or writes anything
  *     else;
  *   - a legacy sweep (sweep matmul M N K) whose configurations would walk
@@ -65,6 +66,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     put_file("c.chip", "mxu_width = 8\nvmem_mib = 1\nvmem_limit_mib = 1\n");
     put_file("bad.chip", "base = v9\n");
     put_file("empty.chip", "");
+    /* tune's shapes and calibrate's measurements: small, so a run that parses them stays quick */
+    put_file("s.csv", "M,N,K\n64,64,64\n# a comment\n128,64,256\n");
+    put_file("m.csv", "kernel,chip,time_us,params\nmatmul,v5e,12.5,M=128 N=128 K=128 bm=128 bn=128 bk=128\n");
     return 0;
 }
 
