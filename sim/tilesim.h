@@ -335,7 +335,7 @@ typedef void (*pl_step_fn)(const pl_step_info *info, void *user);
 struct pl_options {
     const char *chip;   /* chip preset by name ("v5e", the default when NULL) */
     const pl_chip *chip_spec; /* a what-if chip (pl_chip_load); overrides chip */
-    pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int max, or zero */
+    pl_uninit uninit;   /* what uninitialized memory holds (V1): NaN / int min, or zero */
     pl_oob oob_reads;   /* reads past the end (pl_get, pl_load, a DMA source, an input block past the
                            array): end the call (raise, default) or read poison (V2, B7); writes always fail */
     int checks_off;     /* 1: no poison fills, no NaN, write-protection or race tracking (V1, V3, V4):
