@@ -71,22 +71,26 @@ static int init_info(sim_exec *x)
 
 /* ---- the order of the walk (G4, V4) ------------------------------------------- */
 
-void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
+/* As JAX splits a parallel axis between cores: ceil(size / cores)
+ * consecutive indices each, so 4 rows over 3 cores are 2, 2 and 0 (the last
+ * core idle), not 2, 1, 1. Returns how many cores get any. */
+int sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
 {
-    int64_t at = 0; /* a 2^32-point axis has chunks of 2^31: not an int */
+    int64_t chunk = (size + cores - 1) / cores; /* a 2^32-point axis has chunks of 2^31: not an int */
+    int used = 0;
     for (int c = 0; c < cores; c++) {
-        int64_t chunk = size / cores + (c < size % cores);
-        lo[c] = at;
-        hi[c] = at + chunk;
-        at += chunk;
+        lo[c] = c * chunk < size ? c * chunk : size;
+        hi[c] = (c + 1) * chunk < size ? (c + 1) * chunk : size;
+        used += hi[c] > lo[c];
     }
+    return used;
 }
 
 /* G4: on a chip with several TensorCores (2 on megacore chips, more on
  * what-if chips), the first parallel axis that divides evenly by the core
  * count is cut into contiguous chunks; otherwise the largest parallel axis,
- * the first cores taking one extra index (an axis shorter than the core
- * count gives one index to each of its first cores). A seed shuffles the visiting order of every parallel axis (V4). */
+ * in chunks of ceil(size / cores) as JAX cuts it (the last cores may get
+ * none). A seed shuffles the visiting order of every parallel axis (V4). */
 static int plan_order(sim_exec *x, uint64_t seed)
 {
     const pl_call *call = x->plan.call;
@@ -104,9 +108,9 @@ static int plan_order(sim_exec *x, uint64_t seed)
                 (x->split_axis < 0 || call->grid[a] > call->grid[x->split_axis]))
                 x->split_axis = a;
     }
-    /* an axis shorter than the core count keeps the extra cores idle */
-    x->n_cores = x->split_axis < 0 ? 1 : call->grid[x->split_axis] < cores ? (int)call->grid[x->split_axis] : cores;
-    sim_split_axis(x->split_axis >= 0 ? call->grid[x->split_axis] : 1, x->n_cores, x->lo, x->hi);
+    /* cores whose chunk is empty (an axis shorter than the core count, or 4 over 3) stay idle */
+    x->n_cores = x->split_axis < 0 ? 1 : sim_split_axis(call->grid[x->split_axis], cores, x->lo, x->hi);
+    if (x->split_axis < 0) sim_split_axis(1, 1, x->lo, x->hi);
     if (!seed) return PL_OK;
     uint64_t state = seed;
     for (int a = 0; a < call->grid_rank; a++) {

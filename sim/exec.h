@@ -80,9 +80,10 @@ void sim_exec_delete(sim_exec *x, pl_report *report);
  * Returns code. */
 int sim_exec_refuse(pl_report *report, const char *call_name, const pl_chip *chip, int code, const char *msg);
 
-/* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi),
- * the first size % cores chunks one index longer (exec.c). */
-void sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi);
+/* G4: cut an axis of `size` indices into `cores` contiguous chunks [lo, hi)
+ * of ceil(size / cores) each, as JAX does (the last may be short or empty;
+ * exec.c). Returns how many chunks are not empty. */
+int sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi);
 
 /* The grid point of a global step (each core's steps follow the previous
  * core's), seeded order applied (common.c). */

@@ -7,6 +7,7 @@
  * harness is tests/megacore_threads.h, the driver tests/megacore_cases.h.
  */
 #include "../examples/kernels/matmul.h"
+#include "../sim/exec.h"
 #include "megacore_cases.h"
 
 /* ---- cost-only, a trace, on_step, odd splits -------------------------------------------------- */
@@ -62,7 +63,23 @@ static void expect_copied(const char *what, int rc, const pl_report *rep, int co
 {
     (void)seed;
     cr_assert_eq(rc, PL_OK, "%s: %s", what, rep->error);
-    cr_assert_eq(rep->cores, cores == 4 && rep->grid[0] == 3 ? 3 : cores, "%s: %d cores ran", what, rep->cores);
+    /* JAX's split: ceil(n / cores) consecutive rows a core, so 5 rows over 4 cores run on 3 (2, 2, 1, 0) */
+    int64_t n = rep->grid[0], chunk = (n + cores - 1) / cores;
+    cr_assert_eq(rep->cores, (int)((n + chunk - 1) / chunk), "%s: %d cores ran", what, rep->cores);
+}
+
+/* G4 as JAX splits a parallel axis: ceil(n / cores) consecutive indices each
+ * (the core split of JAX's TPU pallas_call; 4 rows over 3 cores: 2, 2, 0). */
+Test(megacore_threads, G4_split_is_ceil_n_over_cores_consecutive)
+{
+    int64_t lo[4], hi[4];
+    cr_assert_eq(sim_split_axis(4, 3, lo, hi), 2, "4 over 3: two cores get rows");
+    cr_assert(lo[0] == 0 && hi[0] == 2 && lo[1] == 2 && hi[1] == 4 && lo[2] == 4 && hi[2] == 4,
+              "4 over 3: [%lld,%lld) [%lld,%lld) [%lld,%lld), want 2, 2, 0", (long long)lo[0], (long long)hi[0],
+              (long long)lo[1], (long long)hi[1], (long long)lo[2], (long long)hi[2]);
+    cr_assert_eq(sim_split_axis(5, 2, lo, hi), 2);
+    cr_assert(hi[0] == 3 && lo[1] == 3 && hi[1] == 5, "5 over 2: 3, 2");
+    cr_assert_eq(sim_split_axis(2, 4, lo, hi), 2, "an axis shorter than the cores: one index each, the rest idle");
 }
 
 Test(megacore_threads, G4_odd_splits, .timeout = 120)
