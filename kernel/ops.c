@@ -7,6 +7,7 @@
  * copies, f32 fills, f32 -> bf16 casts) take fast paths; everything else goes
  * through double, which is exact for every dtype tilesim has.
  */
+#include <math.h>
 #include <string.h>
 
 #include "rows.h"
@@ -37,6 +38,51 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
         if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
         else if (dst->dtype == PL_I16) { int16_t v = (int16_t)(uint16_t)r; memcpy(d, &v, 2); }
         else *(int8_t *)d = (int8_t)(uint8_t)r;
+    }
+}
+
+/* dst = src + s or src * s on integer refs (pl_add_scalar, pl_mul_scalar of
+ * kernel/unary.c): jnp's integer array with a Python int, the result wrapping
+ * at dst's width. A fractional scalar would make jnp's result float, which an
+ * integer ref cannot hold: refused, naming the cast. */
+void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const char *fn)
+{
+    kern_check_ref(c, &dst, fn);
+    kern_check_ref(c, &src, fn);
+    check_data(c, &dst, fn);
+    check_data(c, &src, fn);
+    char name[96];
+    if (!is_int(src.dtype)) {
+        kern_ref_name(c, &src, name, sizeof name);
+        kern_fault(c, PL_EDTYPE, "%s: %s is %s but the destination is an integer ref; cast it first (pl_cast)", fn,
+                   name, pl_dtype_name(src.dtype));
+    }
+    if (!(s == floor(s)) || fabs(s) > 9.2e18) {
+        kern_ref_name(c, &dst, name, sizeof name);
+        kern_fault(c, PL_EINVAL, "%s on %s (%s): the scalar %g is not a whole number; jnp would make the result "
+                   "float, which an integer ref cannot hold: cast to a float ref first", fn, name,
+                   pl_dtype_name(dst.dtype), s);
+    }
+    check_same_shape(c, &dst, &src, fn);
+    if (c->args) {
+        kern_note_read(c, &src, fn);
+        kern_note_write(c, &dst, fn);
+    }
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&src));
+    if (c->cost_only) return;
+    int64_t n = row_len(&dst), rows = row_count(&dst), k = (int64_t)s;
+    size_t sd = (size_t)inner_stride(&dst) * pl_dtype_size(dst.dtype);
+    size_t ss = (size_t)inner_stride(&src) * pl_dtype_size(src.dtype);
+    for (int64_t r = 0; r < rows; r++) {
+        char *d = row_ptr(&dst, r);
+        const char *p = row_ptr(&src, r);
+        for (int64_t i = 0; i < n; i++, d += sd, p += ss) {
+            uint64_t x = (uint64_t)(int64_t)pl_load_elem(p, src.dtype);
+            int64_t v = (int64_t)(mul ? x * (uint64_t)k : x + (uint64_t)k);
+            if (dst.dtype == PL_I32) { int32_t w = (int32_t)(uint32_t)v; memcpy(d, &w, 4); }
+            else if (dst.dtype == PL_I16) { int16_t w = (int16_t)(uint16_t)v; memcpy(d, &w, 2); }
+            else *(int8_t *)d = (int8_t)(uint8_t)v;
+        }
     }
 }
 

@@ -303,6 +303,10 @@ void pl_sigmoid(pl_ctx *c, pl_ref dst, pl_ref src); /* dst = 1 / (1 + exp(-src))
 /* dst = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): jax.nn.gelu(approximate=True) */
 void pl_gelu(pl_ctx *c, pl_ref dst, pl_ref src);
 void pl_div(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b);            /* dst = a / b, broadcasting */
+/* dst = src + s, dst = src * s. On integer refs (i8, i16, i32, src an integer
+ * ref too) s must be a whole number and the result wraps at dst's width, as
+ * jnp's x + 1 does; a fractional s there is PL_EINVAL (jnp's result would be
+ * float). */
 void pl_add_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s);   /* dst = src + s */
 void pl_mul_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s);   /* dst = src * s */
 

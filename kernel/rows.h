@@ -14,6 +14,10 @@
 
 #include "context.h"
 
+/* dst = src + s (mul 0) or src * s (mul 1) on integer refs, wrapping at dst's
+ * width (kernel/ops.c; pl_add_scalar and pl_mul_scalar call it). */
+void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const char *fn);
+
 /* ---- walking rows ----------------------------------------------------------- */
 
 static inline int64_t row_len(const pl_ref *r) { return r->rank ? r->shape[r->rank - 1] : 1; }

@@ -170,8 +170,19 @@ void pl_log(pl_ctx *c, pl_ref dst, pl_ref src) { unary(c, dst, src, U_LOG, 0, "p
 void pl_tanh(pl_ctx *c, pl_ref dst, pl_ref src) { unary(c, dst, src, U_TANH, 0, "pl_tanh"); }
 void pl_sigmoid(pl_ctx *c, pl_ref dst, pl_ref src) { unary(c, dst, src, U_SIGMOID, 0, "pl_sigmoid"); }
 void pl_gelu(pl_ctx *c, pl_ref dst, pl_ref src) { unary(c, dst, src, U_GELU, 0, "pl_gelu"); }
-void pl_add_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s) { unary(c, dst, src, U_ADDS, s, "pl_add_scalar"); }
-void pl_mul_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s) { unary(c, dst, src, U_MULS, s, "pl_mul_scalar"); }
+static int int_ref(pl_dtype t) { return t == PL_I32 || t == PL_I16 || t == PL_I8; }
+
+/* integer refs as jnp has them: x + 2 stays an integer, wrapping (issue 23) */
+void pl_add_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s)
+{
+    if (int_ref(dst.dtype)) kern_int_scalar(c, dst, src, s, 0, "pl_add_scalar");
+    else unary(c, dst, src, U_ADDS, s, "pl_add_scalar");
+}
+void pl_mul_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s)
+{
+    if (int_ref(dst.dtype)) kern_int_scalar(c, dst, src, s, 1, "pl_mul_scalar");
+    else unary(c, dst, src, U_MULS, s, "pl_mul_scalar");
+}
 
 void pl_div(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b)
 {

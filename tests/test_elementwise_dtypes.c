@@ -138,3 +138,71 @@ Test(ew_dtypes, i32_sources_into_i16_wrap_at_16_bits)
     static const double want[N] = {-11, -5536, -32768, 0, 32767, 7};
     for (int i = 0; i < N; i++) cr_expect_eq(got[i], want[i], "element %d: got %g, want %g", i, got[i], want[i]);
 }
+
+/* ---- pl_add_scalar and pl_mul_scalar on integer refs (issue 23) ---------------------------
+ * jnp: an integer array plus or times a Python int stays an integer array and
+ * wraps; tilesim refused integer refs (JAX's integer tests use x + 1, x * 2). */
+
+typedef struct int_scalar_state {
+    pl_dtype t;
+    double s;
+    int mul;
+    double got[N];
+} int_scalar_state;
+
+static void int_scalar_body(pl_ctx *c, pl_ref *refs, void *arg)
+{
+    int_scalar_state *s = arg;
+    const dt_case *k = NULL;
+    for (size_t i = 0; i < N_CASES; i++)
+        if (cases[i].t == s->t) k = &cases[i];
+    put(c, refs[0], k->a);
+    if (s->mul) pl_mul_scalar(c, refs[1], refs[0], s->s);
+    else pl_add_scalar(c, refs[1], refs[0], s->s);
+    get(c, refs[1], s->got);
+}
+
+Test(ew_dtypes, add_and_mul_scalar_take_integer_refs_and_wrap_as_jnp)
+{
+    static const double scalars[] = {1, -3, 1000};
+    for (size_t k = 0; k < 3; k++) /* i8, i16, i32 */
+        for (int mul = 0; mul < 2; mul++)
+            for (size_t j = 0; j < sizeof scalars / sizeof *scalars; j++) {
+                static int_scalar_state st;
+                st = (int_scalar_state){.t = cases[k].t, .s = scalars[j], .mul = mul};
+                pl_scratch scr[2] = {PLTPU_VMEM(st.t, 1, N), PLTPU_VMEM(st.t, 1, N)};
+                pl_report rep;
+                run_body_ok(int_scalar_body, &st, scr, 2, &rep);
+                for (int i = 0; i < N; i++) {
+                    int64_t x = (int64_t)cases[k].a[i], s = (int64_t)scalars[j];
+                    double want = wrap(mul ? (uint64_t)x * (uint64_t)s : (uint64_t)x + (uint64_t)s, cases[k].bits);
+                    cr_expect_eq(st.got[i], want, "%s %s %g, element %d (%g): got %.17g, want %.17g",
+                                 mul ? "pl_mul_scalar" : "pl_add_scalar", pl_dtype_name(st.t), scalars[j], i,
+                                 cases[k].a[i], st.got[i], want);
+                }
+            }
+}
+
+static void frac_body(pl_ctx *c, pl_ref *refs, void *arg)
+{
+    (void)arg;
+    pl_add_scalar(c, refs[1], refs[0], 0.5);
+}
+
+static void float_into_int_body(pl_ctx *c, pl_ref *refs, void *arg)
+{
+    (void)arg;
+    pl_mul_scalar(c, refs[1], refs[0], 2);
+}
+
+Test(ew_dtypes, an_integer_ref_refuses_a_fractional_scalar_and_a_float_source)
+{
+    pl_scratch scr[2] = {PLTPU_VMEM(PL_I32, 1, N), PLTPU_VMEM(PL_I32, 1, N)};
+    pl_report rep;
+    cr_assert_eq(run_body(frac_body, NULL, scr, 2, &rep), PL_EINVAL, "%s", rep.error);
+    cr_assert(strstr(rep.error, "pl_add_scalar") && strstr(rep.error, "not a whole number") &&
+              strstr(rep.error, "cast"), "%s", rep.error);
+    pl_scratch mixed[2] = {PLTPU_VMEM(PL_F32, 1, N), PLTPU_VMEM(PL_I32, 1, N)};
+    cr_assert_eq(run_body(float_into_int_body, NULL, mixed, 2, &rep), PL_EDTYPE, "%s", rep.error);
+    cr_assert(strstr(rep.error, "pl_mul_scalar") && strstr(rep.error, "pl_cast"), "%s", rep.error);
+}
