@@ -16,6 +16,15 @@ typedef enum { EW_ADD, EW_MUL, EW_MAX, EW_COPY } ew_kind;
 
 static int is_int(pl_dtype t) { return t == PL_I32 || t == PL_I8 || t == PL_I16; }
 
+/* Store r at d, wrapped to t's width: every integer dtype is_int accepts has its own case (an
+ * i16 once fell through to the i8 store and kept one byte of each element). */
+static void store_int(char *d, pl_dtype t, int64_t r)
+{
+    if (t == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
+    else if (t == PL_I16) { int16_t v = (int16_t)(uint16_t)r; memcpy(d, &v, 2); }
+    else *(int8_t *)d = (int8_t)(uint8_t)r;
+}
+
 /* Integer arithmetic (and integer narrowing) wraps at the dtype's width, as XLA's does; it goes
  * through uint64 so that i32 products stay exact before wrapping. */
 static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa, const pl_ref *b, const char *pb,
@@ -33,11 +42,7 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
         case EW_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
         default: r = x > y ? x : y; break;
         }
-        /* by dst's width: every integer dtype is_int accepts has its own case (an i16 once fell
-         * through to the i8 store and kept one byte of each element) */
-        if (dst->dtype == PL_I32) { int32_t v = (int32_t)(uint32_t)r; memcpy(d, &v, 4); }
-        else if (dst->dtype == PL_I16) { int16_t v = (int16_t)(uint16_t)r; memcpy(d, &v, 2); }
-        else *(int8_t *)d = (int8_t)(uint8_t)r;
+        store_int(d, dst->dtype, r);
     }
 }
 
@@ -78,10 +83,7 @@ void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const
         const char *p = row_ptr(&src, r);
         for (int64_t i = 0; i < n; i++, d += sd, p += ss) {
             uint64_t x = (uint64_t)(int64_t)pl_load_elem(p, src.dtype);
-            int64_t v = (int64_t)(mul ? x * (uint64_t)k : x + (uint64_t)k);
-            if (dst.dtype == PL_I32) { int32_t w = (int32_t)(uint32_t)v; memcpy(d, &w, 4); }
-            else if (dst.dtype == PL_I16) { int16_t w = (int16_t)(uint16_t)v; memcpy(d, &w, 2); }
-            else *(int8_t *)d = (int8_t)(uint8_t)v;
+            store_int(d, dst.dtype, (int64_t)(mul ? x * (uint64_t)k : x + (uint64_t)k));
         }
     }
 }
