@@ -110,7 +110,7 @@ static void dma_advance(dma_engine *d, double t)
 
 /* ---- the cores ------------------------------------------------------------------ */
 
-enum { PH_BEGIN, PH_WAIT_COPIES, PH_START, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
+enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
 
 typedef struct core_state {
     sim_coreline *cl;
@@ -271,22 +271,23 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         busy(c, now, chip->step_overhead_s + (double)issued * chip->dma_issue_s);
         c->phase = PH_WAIT_COPIES;
         return 1;
-    case PH_WAIT_COPIES:
+    case PH_WAIT_COPIES: { /* the semaphore waits, then the kernel: one event, not two (a per-step cost) */
         if (!all_done(c, 0, c->n)) return 0;
-        pay_waits(c, chip, now);
-        c->phase = PH_START;
-        return 1;
-    case PH_START:
-        if (cl->kernel_t) cl->kernel_t[2 * c->n] = now;
+        double start = now + (double)c->waited * chip->dma_issue_s;
+        c->overhead += start - now;
+        c->waited = 0;
+        if (cl->kernel_t) cl->kernel_t[2 * c->n] = start;
         c->compute += cl->step_s[c->n];
         if (cl->step_kev && c->n < cl->cap_step_kev && cl->step_kev[c->n] >= 0) {
             c->kev = cl->step_kev[c->n];
+            c->wake = start;
             c->phase = PH_EVENTS;
         } else {
-            c->wake = now + cl->step_s[c->n];
+            c->wake = start + cl->step_s[c->n];
             c->phase = PH_KERNEL;
         }
         return 1;
+    }
     case PH_EVENTS: return core_event(c, d, chip, now);
     case PH_KERNEL:
         if (cl->kernel_t) cl->kernel_t[2 * c->n + 1] = now;
