@@ -11,6 +11,7 @@
 #define TILESIM_TEST_RUN_H
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -119,6 +120,32 @@ static inline th_run th_run_example(const char *name, const char *const *args)
 
 /* TH_RUN_EX("matmul", "--help"): th_run_example over the words given. */
 #define TH_RUN_EX(name, ...) th_run_example(name, (const char *const[]){__VA_ARGS__, NULL})
+
+/* The time `tilesim run KERNEL --cost-only --json` predicts for the
+ * assignments in sets ("bm=512 bn=256 dtype=bf16", each a --set), on the
+ * chip file chip_file (NULL: the default chip), in seconds. */
+static inline double th_predicted_s(const char *kernel, const char *sets, const char *chip_file)
+{
+    const char *args[TH_MAX_ARGS + 1] = {"run", kernel, "--cost-only", "--json"};
+    int n = 4;
+    if (chip_file) args[n++] = "--chip-file", args[n++] = chip_file;
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", sets);
+    for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        cr_assert(n + 2 <= TH_MAX_ARGS, "too many --set for %s: %s", kernel, sets);
+        args[n++] = "--set", args[n++] = w;
+    }
+    args[n] = NULL;
+    th_run r = th_run_tilesim(args);
+    cr_assert_eq(r.status, 0, "%s %s: %s", kernel, sets, r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, 0, &e);
+    cr_assert(j, "%s %s: not JSON (%s)", kernel, sets, e.text);
+    double t = json_number_value(json_object_get(json_object_get(j, "report"), "time_s"));
+    json_decref(j);
+    th_run_free(&r);
+    return t;
+}
 
 /* The plugin template's path, BUILD/examples/plugin/rmsnorm.so. */
 static inline const char *th_plugin(void)

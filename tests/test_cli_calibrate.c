@@ -35,27 +35,6 @@ static const char *const configs[][2] = {
 };
 #define N_CONFIGS (int)(sizeof configs / sizeof *configs)
 
-/* The predicted seconds of kernel k at "a=1 b=2" on a chip file. */
-static double predicted(const char *k, const char *sets, const char *chip_file)
-{
-    const char *args[40] = {"run", k, "--cost-only", "--json", "--chip-file", chip_file};
-    int n = 6;
-    char buf[256], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", sets);
-    for (char *w = strtok_r(buf, " ", &save); w && n < 36; w = strtok_r(NULL, " ", &save))
-        args[n++] = "--set", args[n++] = w;
-    args[n] = NULL;
-    th_run r = th_run_tilesim(args);
-    cr_assert_eq(r.status, 0, "%s %s: %s", k, sets, r.err);
-    json_error_t e;
-    json_t *j = json_loads(r.out, 0, &e);
-    cr_assert(j, "%s", e.text);
-    double t = json_number_value(json_object_get(json_object_get(j, "report"), "time_s"));
-    json_decref(j);
-    th_run_free(&r);
-    return t;
-}
-
 /* MEASURED.csv of the first n configurations, timed on a truth chip */
 static void measure_on(char *csv, char *truth, int n, const char *truth_chip)
 {
@@ -64,7 +43,7 @@ static void measure_on(char *csv, char *truth, int n, const char *truth_chip)
     for (int i = 0; i < n; i++) {
         double noise = 1 + 0.005 * ((i % 3) - 1); /* -0.5 %, 0, +0.5 % */
         snprintf(text + strlen(text), sizeof text - strlen(text), "%s,v5e,%.6f,%s\n", configs[i][0],
-                 predicted(configs[i][0], configs[i][1], truth) * 1e6 * noise, configs[i][1]);
+                 th_predicted_s(configs[i][0], configs[i][1], truth) * 1e6 * noise, configs[i][1]);
     }
     th_temp_file(csv, text);
 }
@@ -100,7 +79,8 @@ Test(calibrate, recovers_known_figures_within_5_percent_and_writes_a_chip_file)
     }
     cr_assert(strstr(text, "base = v5e"), "%s", text);
     /* the file is a chip: run takes it, and predicts within 1 % of the measurement */
-    double fitted = predicted(configs[0][0], configs[0][1], out), measured = predicted(configs[0][0], configs[0][1], truth);
+    double fitted = th_predicted_s(configs[0][0], configs[0][1], out);
+    double measured = th_predicted_s(configs[0][0], configs[0][1], truth);
     cr_assert(fabs(fitted / measured - 1) < 0.01, "fitted chip %g s, truth %g s", fitted, measured);
     free(text);
     th_run_free(&r);

@@ -33,25 +33,6 @@ static json_t *load_json(const char *text)
     return j;
 }
 
-/* The predicted time of one configuration by `tilesim run --cost-only`. */
-static double run_time(const char *config)
-{
-    const char *args[32] = {"run", "matmul", "--cost-only", "--json"};
-    int n = 4;
-    char buf[256], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", config);
-    for (char *w = strtok_r(buf, " ", &save); w && n < 28; w = strtok_r(NULL, " ", &save))
-        args[n++] = "--set", args[n++] = w;
-    args[n] = NULL;
-    th_run r = th_run_tilesim(args);
-    cr_assert_eq(r.status, 0, "%s: %s", config, r.err);
-    json_t *j = load_json(r.out);
-    double t = json_number_value(json_object_get(json_object_get(j, "report"), "time_s"));
-    json_decref(j);
-    th_run_free(&r);
-    return t;
-}
-
 /* "bm=512 bn=512 bk=512 dtype=bf16" from a JSON object of parameters */
 static void config_of(json_t *shape, json_t *tiling, char *buf, size_t n)
 {
@@ -92,7 +73,8 @@ Test(tune, twenty_shapes_give_twenty_rows_whose_best_is_what_run_predicts)
             char config[256];
             config_of(json_object_get(row, "shape"), best, config, sizeof config);
             strcat(config, " dtype=bf16");
-            cr_assert_float_eq(run_time(config) * 1e6, t, t * 1e-4, "shape %zu: %s", i, config);
+            cr_assert_float_eq(th_predicted_s("matmul", config, NULL) * 1e6, t, t * 1e-4, "shape %zu: %s", i,
+                               config);
         }
     }
     json_decref(j);
