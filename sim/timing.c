@@ -110,7 +110,7 @@ static void dma_advance(dma_engine *d, double t)
 
 /* ---- the cores ------------------------------------------------------------------ */
 
-enum { PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
+enum { PH_PROLOGUE, PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
 
 typedef struct core_state {
     sim_coreline *cl;
@@ -122,7 +122,6 @@ typedef struct core_state {
     int phase;
     double wake;
     double compute, overhead;
-    int started;       /* the prologue is paid */
     int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
     int64_t kev;       /* PH_EVENTS: the next event */
     int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
@@ -260,12 +259,11 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
     sim_coreline *cl = c->cl;
     int64_t issued;
     switch (c->phase) {
+    case PH_PROLOGUE: /* set-up before the first copy can go */
+        busy(c, now, chip->prologue_s);
+        c->phase = PH_BEGIN;
+        return 1;
     case PH_BEGIN:
-        if (!c->started) { /* the prologue: set-up before the first copy can go */
-            c->started = 1;
-            busy(c, now, chip->prologue_s);
-            return 1;
-        }
         if (cl->begin_t) cl->begin_t[c->n] = now;
         if ((issued = issue_copies(c, d)) < 0) return -1;
         busy(c, now, chip->step_overhead_s + (double)issued * chip->dma_issue_s);
@@ -405,7 +403,7 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
-                                 .device = d, .phase = cl->steps ? PH_BEGIN : PH_DONE};
+                                 .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE};
             dev_of[i] = d;
             core_of[i] = k;
         }
