@@ -40,7 +40,10 @@ typedef struct dma_engine {
     double min_rem;  /* the bytes left of the transfer(s) it finishes */
 } dma_engine;
 
-static int dma_issue(dma_engine *d, sim_xfer *x)
+/* Issue x `delay` seconds from now (the core is still busy until then): it
+ * takes no bandwidth before its start plus the latency, so issuing it now
+ * with that start is the same as an event at now + delay, without one. */
+static int dma_issue(dma_engine *d, sim_xfer *x, double delay)
 {
     if (d->n == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
@@ -49,13 +52,13 @@ static int dma_issue(dma_engine *d, sim_xfer *x)
         d->live = l;
         d->cap = cap;
     }
-    x->t_issue = d->now;
+    x->t_issue = d->now + delay;
     x->done = 0;
     /* A strided copy of short rows wastes part of each HBM burst: it holds
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */
     double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
-    d->live[d->n++] = (dma_live){x, d->now + d->latency, (double)x->bytes / eff};
+    d->live[d->n++] = (dma_live){x, x->t_issue + d->latency, (double)x->bytes / eff};
     d->counted = 0;
     return 0;
 }
@@ -131,20 +134,20 @@ typedef struct core_state {
 /* Inputs: issue every copy whose step is within the lookahead of its buffers
  * and whose slot is free (the block k copies back is no longer in use).
  * Returns the copies issued (each a descriptor the core writes), or -1. */
-static int64_t issue_copies(core_state *c, dma_engine *d)
+static int64_t issue_copies(core_state *c, dma_engine *d, double delay)
 {
     int64_t issued = 0;
     for (int i = 0; i < c->cl->n_ops; i++) {
         sim_opline *l = &c->cl->op[i];
         if (l->is_out) { /* P5: a fetch-back waits until its one slot is written back, then goes at once */
             for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].fetch && l->x[c->next_issue[i]].step <= c->n; issued++)
-                if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
+                if (dma_issue(d, &l->x[c->next_issue[i]++], delay)) return -1;
             continue;
         }
         int64_t k = l->buffers, j;
         while ((j = c->next_issue[i]) < l->n && l->x[j].step <= c->n + k - 1 &&
                (j < k || c->n >= l->x[j - k + 1].step)) {
-            if (dma_issue(d, &l->x[j])) return -1;
+            if (dma_issue(d, &l->x[j], delay)) return -1;
             c->next_issue[i]++;
             issued++;
         }
@@ -159,7 +162,7 @@ static int64_t issue_writebacks(core_state *c, dma_engine *d)
         sim_opline *l = &c->cl->op[i];
         if (!l->is_out) continue;
         for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].step <= c->n; issued++)
-            if (dma_issue(d, &l->x[c->next_issue[i]++])) return -1;
+            if (dma_issue(d, &l->x[c->next_issue[i]++], 0)) return -1;
     }
     return issued;
 }
@@ -214,7 +217,7 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     case SIM_KEV_START:
         if (cl->manual.x[e->xfer].hops && c->links) {
             if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;
-        } else if (dma_issue(d, &cl->manual.x[e->xfer])) return -1;
+        } else if (dma_issue(d, &cl->manual.x[e->xfer], 0)) return -1;
         busy(c, now, chip->dma_issue_s);
         break;
     case SIM_KEV_WAIT:
@@ -263,12 +266,15 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         busy(c, now, chip->prologue_s);
         c->phase = PH_BEGIN;
         return 1;
-    case PH_BEGIN:
-        if (cl->begin_t) cl->begin_t[c->n] = now;
-        if ((issued = issue_copies(c, d)) < 0) return -1;
-        busy(c, now, chip->step_overhead_s + (double)issued * chip->dma_issue_s);
+    case PH_BEGIN: { /* the last step's write-back waits first, then the step: one event */
+        double waits = (double)c->waited * chip->dma_issue_s;
+        c->waited = 0;
+        if (cl->begin_t) cl->begin_t[c->n] = now + waits;
+        if ((issued = issue_copies(c, d, waits)) < 0) return -1;
+        busy(c, now, waits + chip->step_overhead_s + (double)issued * chip->dma_issue_s);
         c->phase = PH_WAIT_COPIES;
         return 1;
+    }
     case PH_WAIT_COPIES: { /* the semaphore waits, then the kernel: one event, not two (a per-step cost) */
         if (!all_done(c, 0, c->n)) return 0;
         double start = now + (double)c->waited * chip->dma_issue_s;
@@ -295,7 +301,8 @@ static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double no
         return 1;
     case PH_WAIT_WB:
         if (!slots_free(c)) return 0;
-        pay_waits(c, chip, now);
+        /* its waits are paid by the next step's PH_BEGIN (no event of their own), after the last step here */
+        if (c->n + 1 == cl->steps) pay_waits(c, chip, now);
         c->n++;
         c->phase = c->n == cl->steps ? PH_EPILOGUE : PH_BEGIN;
         return 1;
