@@ -160,12 +160,13 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const char *chip_name)
 
 /* ---- figures, printing, the chip file ---------------------------------------------------- */
 
-/* --fit LIST into fit[]; default: every figure the base chip has (not 0). */
+/* --fit LIST into fit[]; default: every figure the base chip has (not 0),
+ * each kept at the base's value if the rows cannot determine it (2). */
 static int fit_list(const cli_cmd *cmd, const char *list, const pl_chip *base, int *fit)
 {
     for (int j = 0; j < SIM_CAL_NPARAMS; j++) {
         double v = *(const double *)((const char *)base + sim_cal_params[j].offset);
-        fit[j] = !list && v > 0;
+        fit[j] = !list && v > 0 ? 2 : 0;
     }
     if (!list) return 0;
     char buf[256];
@@ -212,9 +213,14 @@ static void print_result(const cal_input *in, const pl_chip *base, const int *fi
     }
     printf("\n  RMS log error: %.1f%% before, %.1f%% after\n\n", 100 * res->rms_before, 100 * res->rms_after);
     for (int j = 0; j < SIM_CAL_NPARAMS; j++)
-        if (fit[j])
+        if (fit[j] && !res->kept[j])
             printf("  %-18s %12.6g -> %-12.6g (%s)\n", sim_cal_params[j].key, figure(base, j), figure(&res->chip, j),
                    sim_cal_params[j].what);
+    for (int j = 0; j < SIM_CAL_NPARAMS; j++)
+        if (res->kept[j])
+            printf("  %-18s %12.6g    kept: these rows cannot tell it apart (none depends on it, or only as "
+                   "on the figures above) (%s)\n",
+                   sim_cal_params[j].key, figure(base, j), sim_cal_params[j].what);
 }
 
 static int write_chip(const char *path, const cal_input *in, const pl_chip *base, const int *fit,
@@ -228,7 +234,7 @@ static int write_chip(const char *path, const cal_input *in, const pl_chip *base
             "bounds)\n", 100 * res->rms_before, 100 * res->rms_after);
     fprintf(o->f, "base = %s\nname = %.24s-cal\n", base->name, base->name);
     for (int j = 0; j < SIM_CAL_NPARAMS; j++)
-        if (fit[j]) fprintf(o->f, "%s = %.9g\n", sim_cal_params[j].key, figure(&res->chip, j));
+        if (fit[j] && !res->kept[j]) fprintf(o->f, "%s = %.9g\n", sim_cal_params[j].key, figure(&res->chip, j));
     if (sim_out_commit(o, err, sizeof err)) return fprintf(stderr, "tilesim calibrate: -o: %s\n", err), CLI_EXIT_USAGE;
     printf("\nwrote %s: use it with --chip-file\n", path);
     return 0;

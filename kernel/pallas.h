@@ -334,6 +334,12 @@ void pl_reduce_max(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
 void pl_iota(pl_ctx *c, pl_ref dst, int dim, int64_t offset);
 /* dst = src.astype(dst.dtype): the jnp name of pl_copy (same conversions). */
 void pl_cast(pl_ctx *c, pl_ref dst, pl_ref src);
+/* dst (..., 2n) = the fp4 e2m1 values packed two to a byte in the int8
+ * Ref src (..., n), element 2k in byte k's low nibble (pl_f4_store's
+ * layout), converted to dst's dtype: w_ref[...].astype(...) on a
+ * float4_e2m1fn Ref, as a kernel widens packed weights for the MXU.
+ * Cost (model choice): 1 VPU op per value of dst. */
+void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,8 @@ typedef struct fit_state {
     const sim_cal_row *rows;
     int n, np;
     int idx[SIM_CAL_NPARAMS];    /* the fitted figures' indices */
+    int optional[SIM_CAL_NPARAMS]; /* fit[j] == 2: kept at the base's value when the rows cannot determine it */
+    int bad;                     /* identifiable(): the column it refused */
     double lo[SIM_CAL_NPARAMS], hi[SIM_CAL_NPARAMS]; /* bounds of log(figure) */
     pl_report rep;
     char *msg;
@@ -109,6 +111,7 @@ static int identifiable(fit_state *s, const double *J)
             maxabs = fmax(maxabs, fabs(q[k][i]));
         }
         if (maxabs < MIN_SENSITIVITY) {
+            s->bad = k;
             snprintf(s->msg, s->msglen, "the measurements cannot determine %s (%s): no row's time depends on it (a "
                      "10%% change in it moves no row by 1%%); add rows that it bounds, or leave it out of --fit",
                      p->key, p->what);
@@ -122,6 +125,7 @@ static int identifiable(fit_state *s, const double *J)
         double rest = 0;
         for (int i = 0; i < nq; i++) rest += q[k][i] * q[k][i];
         if (rest < MIN_INDEPENDENT * MIN_INDEPENDENT * norm) {
+            s->bad = k;
             snprintf(s->msg, s->msglen, "the measurements cannot determine %s (%s): the rows' times depend on it "
                      "only as they depend on the figures before it in --fit; add rows where it alone bounds the "
                      "time, or leave it out of --fit", p->key, p->what);
@@ -271,6 +275,17 @@ static int fit(fit_state *s, double *theta, sim_cal_result *res)
     if (rc == PL_OK) rc = predict(s, theta, res->before);
     if (rc == PL_OK) residuals(s, res->before, r), rc = jacobian(s, theta, J, work);
     if (rc == PL_OK) rc = identifiable(s, J);
+    while (rc == PL_EINVAL && s->np > 1 && s->optional[s->idx[s->bad]]) {
+        /* a figure fitted by default that no row bounds: keep the base's */
+        int k = s->bad;
+        res->kept[s->idx[k]] = 1;
+        for (int m = k; m + 1 < s->np; m++)
+            s->idx[m] = s->idx[m + 1], s->lo[m] = s->lo[m + 1], s->hi[m] = s->hi[m + 1], theta[m] = theta[m + 1];
+        s->np--;
+        s->msg[0] = 0;
+        rc = jacobian(s, theta, J, work);
+        if (rc == PL_OK) rc = identifiable(s, J);
+    }
     double best[SIM_CAL_NPARAMS], best_ss = INFINITY;
     static const int primes[SIM_CAL_NPARAMS] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29};
     for (int start = 0; rc == PL_OK && start <= STARTS; start++) {
@@ -306,6 +321,7 @@ int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int
         const sim_cal_param *p = &sim_cal_params[j];
         double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = fmax(v * p->hi, 100 * p->abs_lo);
         s->lo[s->np] = log(lo), s->hi[s->np] = log(hi);
+        s->optional[j] = fitmask[j] == 2;
         theta[s->np] = log(fmin(fmax(v, lo), hi));
         s->idx[s->np++] = j;
     }

@@ -50,9 +50,11 @@ typedef struct sim_cal_result {
     double *before, *after; /* predicted seconds per row (malloc'd; sim_cal_result_free) */
     double rms_before, rms_after; /* root mean square of log(predicted / measured) */
     int iterations;
+    int kept[SIM_CAL_NPARAMS]; /* 1: fit[j] was 2 and no row determines it: left at the base's value */
 } sim_cal_result;
 
-/* Fit the figures with fit[j] set. PL_OK; or PL_EINVAL with msg naming a
+/* Fit the figures with fit[j] set: 1, or 2 for one that is kept at the
+ * base's value (res->kept[j]) when the rows cannot determine it. PL_OK; or PL_EINVAL with msg naming a
  * figure the rows cannot determine, or a row whose configuration the
  * simulator refuses (by its line); PL_ENOMEM. */
 int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int *fit, sim_cal_result *res,

@@ -26,12 +26,20 @@ void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w)
     }
     w->clipped = clipped;
     w->bytes = bytes;
-    /* HBM is row-major: a run extends over the next outer dimension while
-     * the window spans every inner one whole in the array */
+    /* A run extends over the next outer dimension while the window spans
+     * every inner one whole in the array. XLA lays a TPU array out in HBM
+     * in (8, 128) tiles (T(8,128) in HLO layouts, packed types with a
+     * (2,1) or (4,1) sub-tile), each contiguous: a window whose last
+     * dimension is whole 128-lane tiles but not the array's whole rows is
+     * read in runs of 8 of its rows, not one (docs/CHIPS.md, dma_row_bytes) */
     int64_t run = (int64_t)op->elem_size;
-    for (int d = op->rank - 1; d >= 0; d--) {
+    int last = op->rank - 1;
+    for (int d = last; d >= 0; d--) {
         run *= count[d];
-        if (count[d] != op->arr->shape[d]) break;
+        if (count[d] != op->arr->shape[d]) {
+            if (d == last && d > 0 && count[d] % 128 == 0) run *= count[d - 1] < 8 ? count[d - 1] : 8;
+            break;
+        }
     }
     w->row_bytes = run;
 }

@@ -214,11 +214,12 @@ Test(fp4, quant_matmul_fp4_weights_run_and_verify_on_v7x_at_the_fp8_rate)
     cr_assert_eq(rc, PL_OK, "%s", rep.error);
     cr_assert_eq(chk[0].verdict, PL_PASS, "max abs err %g", chk[0].max_abs_err);
     cr_assert_eq(rep.mxu_dtype, PL_F8E4M3, "the MXU multiplies the unpacked fp8 weights (T10)");
-    cr_assert_eq(rep.n_findings, 0, "no findings: the strided unpack writes every lane of wu (V1)");
-    const pl_profile_row *cmp = profile_row(&rep, "pl_cmp_scalar");
-    cr_assert(cmp, "the unpack's sign test is VPU work in the profile");
-    cr_assert_eq(cmp->cat, PL_PROF_VPU);
-    cr_assert_eq(cmp->count, 2 * 32, "two nibbles per byte at each of the 32 steps");
+    cr_assert_eq(rep.n_findings, 0, "no findings: the unpack writes every lane of wu (V1)");
+    const pl_profile_row *u = profile_row(&rep, "pl_unpack_f4");
+    cr_assert(u, "the unpack is VPU work in the profile");
+    cr_assert_eq(u->cat, PL_PROF_VPU);
+    cr_assert_eq(u->count, 32, "once at each of the 32 steps");
+    cr_assert_eq(u->flops, 32.0 * 256 * 256, "one op per weight of the (bo, bi) = (256, 256) block");
 }
 
 /* The jnp name selects it too; a chip without fp8 has no path for it. */
@@ -259,4 +260,43 @@ Test(fp4, quant_matmul_fp4_with_an_odd_block_is_refused_by_name)
     int rc = pl_kernel_run(qmm(), v, &opt, &rep, NULL, NULL);
     cr_assert_eq(rc, PL_EINVAL, "%s", rep.error);
     cr_assert(strstr(rep.error, "bi = 333") && strstr(rep.error, "two per byte"), "%s", rep.error);
+}
+
+/* ---- pl_unpack_f4: packed bytes to values, in a kernel ------------------------------ */
+
+static void unpack_kernel(pl_ctx *c, pl_ref *r) { pl_unpack_f4(c, r[1], r[0]); }
+
+/* An (8, 128) int8 block of every byte value widens to (8, 256) f32: value
+ * 2k from the low nibble of byte k, 2k + 1 from the high one, bit exact. */
+Test(fp4, unpack_widens_every_byte_low_nibble_first)
+{
+    int8_t in[8 * 128];
+    float out[8 * 256];
+    for (int i = 0; i < 8 * 128; i++) in[i] = (int8_t)(uint8_t)(i * 37 + 11);
+    pl_call call = {.name = "unpack", .kernel = unpack_kernel, .n_in = 1, .n_out = 1};
+    pl_array args[1] = {PL_ARRAY(in, PL_I8, 8, 128)}, outs[1] = {PL_ARRAY(out, PL_F32, 8, 256)};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, args, outs, NULL, &rep);
+    cr_assert_eq(rc, PL_OK, "%s", rep.error);
+    for (int i = 0; i < 8 * 128; i++) {
+        uint8_t b = (uint8_t)in[i];
+        cr_assert_eq(memcmp(&out[2 * i], &f4_values[b & 15], 4), 0, "byte %d (0x%02x): low nibble gave %g", i, b, out[2 * i]);
+        cr_assert_eq(memcmp(&out[2 * i + 1], &f4_values[b >> 4], 4), 0, "byte %d: high nibble gave %g", i, out[2 * i + 1]);
+    }
+}
+
+/* A destination that is not twice the source's last dimension, or a source
+ * that is not int8 bytes, is the kernel's mistake, named. */
+Test(fp4, unpack_refuses_a_wrong_shape_or_dtype_by_name)
+{
+    int8_t in[8 * 128] = {0};
+    float out[8 * 256], fin[8 * 128] = {0};
+    pl_call call = {.name = "unpack", .kernel = unpack_kernel, .n_in = 1, .n_out = 1};
+    pl_report rep;
+    pl_array a1[1] = {PL_ARRAY(in, PL_I8, 8, 128)}, o1[1] = {PL_ARRAY(out, PL_F32, 8, 128)};
+    cr_assert_eq(pl_pallas_call(&call, a1, o1, NULL, &rep), PL_ESHAPE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "pl_unpack_f4"), "%s", rep.error);
+    pl_array a2[1] = {PL_ARRAY(fin, PL_F32, 8, 128)}, o2[1] = {PL_ARRAY(out, PL_F32, 8, 256)};
+    cr_assert_eq(pl_pallas_call(&call, a2, o2, NULL, &rep), PL_EDTYPE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "int8"), "%s", rep.error);
 }

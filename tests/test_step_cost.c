@@ -19,14 +19,16 @@ static pl_report bf16_copy(int64_t m, int64_t n)
 
 /* The same 16 blocks of 512 KiB in and out: of a (32768, 128) array (whole
  * rows: one contiguous run per block) or of a (2048, 2048) one (256-byte
- * rows, 4 KiB apart). */
-Test(step_cost, a_strided_copy_of_256_byte_rows_is_slower_than_a_contiguous_one)
+ * rows). XLA lays the array out in HBM in (8, 128) tiles, so the block is
+ * 2 KiB runs of whole tiles, not 256-byte rows: the same bandwidth (the
+ * hardware autotuner's own choices include (37888, 128) int8 blocks,
+ * 128-byte rows, which a per-row cost would make 4x slower). */
+Test(step_cost, a_block_of_whole_tiles_moves_at_full_bandwidth_though_its_rows_are_256_bytes)
 {
     pl_report flat = bf16_copy(32768, 128), rows = bf16_copy(2048, 2048);
     cr_assert_eq(rows.hbm_bytes, flat.hbm_bytes);
     cr_assert_eq(rows.steps, flat.steps);
-    /* 256-byte rows against v5e's 512-byte full-bandwidth row: half the bandwidth */
-    cr_assert_gt(rows.time_s, 1.6 * flat.time_s, "strided %g us, contiguous %g us", rows.time_s * 1e6,
+    cr_assert_lt(rows.time_s, 1.01 * flat.time_s, "tiled %g us, contiguous %g us", rows.time_s * 1e6,
                  flat.time_s * 1e6);
 }
 

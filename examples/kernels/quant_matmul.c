@@ -30,7 +30,7 @@
  * (pl_f4_store), half of fp8's HBM and VMEM bytes. v7x's MXU has no fp4
  * path (bf16 and fp8 only), so the packed block is widened to fp8 e4m3 on
  * its way to the MXU, in vector registers (values): VPU work, counted
- * (fp4_unpack, every value exact in e4m3), no VMEM; x is quantized to fp8.
+ * (pl_unpack_f4, every value exact in e4m3), no VMEM; x is quantized to fp8.
  *
  * The call sets vmem_limit_bytes as the production kernel does: its own
  * estimate of its VMEM, capped (qmm_vmem_limit). */
@@ -55,65 +55,12 @@ typedef struct qmm_params {
  * even (jnp.round), for |v| < 2^22: how a TPU kernel rounds on the VPU. */
 #define ROUND_MAGIC 12582912.0
 
-/* ref[:, pl.ds(start, n / 2, stride=2)]: every other lane of a rank-2 Ref,
- * as pl.ds with a stride spells it; tilesim's pl_ds has no stride, so the
- * view is made from the Ref's public shape and strides (inside r). */
-static pl_ref lane_view(pl_ref r, int start)
-{
-    r.data = (char *)r.data + (size_t)start * pl_dtype_size(r.dtype);
-    r.shape[1] /= 2;
-    r.stride[1] *= 2;
-    return r;
-}
-
-/* dst = the fp4 value of each nibble in code: 0..15 (unsigned: the low
- * nibble) or -8..7 (signed: the high one, after an arithmetic shift). The
- * sign s is the code's bit 3, the magnitude index m = code & 7, and
- * 2|v| = max(m, 2m - 4, 4m - 16) gives 0, 1, 2, 3, 4, 6, 8, 12 for m = 0..7
- * (values 0 .. 6). 12 VPU ops; code, s and a are overwritten. */
-static void fp4_decode(pl_ctx *c, pl_ref dst, pl_ref code, int is_signed, pl_ref s, pl_ref a)
-{
-    pl_cmp_scalar(c, s, code, is_signed ? PL_LT : PL_GE, is_signed ? 0.0 : 8.0);
-    pl_scale(c, a, s, is_signed ? 8.0 : -8.0);
-    pl_add(c, code, code, a); /* m = code & 7 */
-    pl_scale(c, a, code, 2.0);
-    pl_add_scalar(c, a, a, -4.0);
-    pl_max(c, code, code, a); /* max(m, 2m - 4) */
-    pl_scale(c, a, a, 2.0);
-    pl_add_scalar(c, a, a, -8.0);
-    pl_max(c, code, code, a); /* 2|v| */
-    pl_scale(c, s, s, -1.0);
-    pl_add_scalar(c, s, s, 0.5); /* +0.5, or -0.5 for a set sign bit */
-    pl_mul(c, dst, code, s);
-}
-
-/* Widen the packed fp4 weights w (bo, bi/2 bytes) into the fp8 value wu
- * (bo, bi): the VPU work a kernel does where the MXU has no fp4 input
- * (v7x), in vector registers, with f32 arithmetic standing in for the
- * shifts and masks: the high nibble is floor(b / 16) (rounded by the
- * 1.5 * 2^23 trick, as x is), the low one b - 16 floor(b / 16). 6 ops per
- * byte, then 12 per nibble (fp4_decode): about 15 VPU ops per weight, more
- * than a bit-level unpack would take. t, h, s, a: (bo, bi/2) f32 values. */
-static void fp4_unpack(pl_ctx *c, pl_ref wu, pl_ref w, ex_values *vals)
-{
-    pl_ref t = ex_value(vals, PL_F32, w.shape[0], w.shape[1]), h = ex_value(vals, PL_F32, w.shape[0], w.shape[1]);
-    pl_ref s = ex_value(vals, PL_F32, w.shape[0], w.shape[1]), a = ex_value(vals, PL_F32, w.shape[0], w.shape[1]);
-    pl_copy(c, t, w); /* the byte, signed: -128..127 */
-    pl_scale(c, h, t, 1.0 / 16);
-    pl_add_scalar(c, h, h, ROUND_MAGIC - 15.0 / 32); /* b / 16 - 15/32 rounds to floor(b / 16), no ties */
-    pl_add_scalar(c, h, h, -ROUND_MAGIC);
-    pl_scale(c, a, h, -16.0);
-    pl_add(c, t, t, a);
-    fp4_decode(c, lane_view(wu, 0), t, 0, s, a); /* weight 2k: the low nibble */
-    fp4_decode(c, lane_view(wu, 1), h, 1, s, a);
-}
-
 /* Host bytes of one grid point's values (the most it takes: fp4 and all). */
 static size_t values_bytes(const qmm_params *p)
 {
     size_t b = 3 * ex_value_bytes(PL_F32, p->bb, 1) + ex_value_bytes(PL_F32, p->bb, p->bi) +
                ex_value_bytes(p->xdt, p->bb, p->bi) + 2 * ex_value_bytes(PL_F32, p->bb, p->bo);
-    if (p->is_fp4) b += ex_value_bytes(PL_F8E4M3, p->bo, p->bi) + 4 * ex_value_bytes(PL_F32, p->bo, p->bi / 2);
+    if (p->is_fp4) b += ex_value_bytes(PL_F8E4M3, p->bo, p->bi);
     return b;
 }
 
@@ -155,7 +102,7 @@ static void qmm_kernel(pl_ctx *c, pl_ref *r)
     if (!p->save_xq || j == 0) quantize_x(c, xq, x, amax, p, vals);
     if (p->is_fp4) {
         pl_ref wu = ex_value(vals, PL_F8E4M3, p->bo, p->bi);
-        fp4_unpack(c, wu, w, vals);
+        pl_unpack_f4(c, wu, w);
         w = wu;
     }
     pl_ref acc = p->save_acc ? r[5] : ex_value(vals, p->accdt, p->bb, p->bo);
