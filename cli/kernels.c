@@ -305,7 +305,10 @@ static void print_def(const pl_kernel_def *d, FILE *f)
         if (q->kind == PL_PARAM_DTYPE) snprintf(def, sizeof def, "%s", pl_dtype_name((pl_dtype)q->def));
         else snprintf(def, sizeof def, "%lld", (long long)q->def);
         fprintf(f, "  %-*s = %-6s  %s", w, q->name, def, q->help ? q->help : "");
-        if (q->n_candidates > 0) {
+        if (q->divides && q->multiple > 1)
+            fprintf(f, " (sweep: the multiples of %lld dividing %s)", (long long)q->multiple, q->divides);
+        else if (q->divides) fprintf(f, " (sweep: the divisors of %s)", q->divides);
+        else if (q->n_candidates > 0) {
             fprintf(f, " (sweep:");
             for (int c = 0; c < q->n_candidates; c++)
                 if (q->kind == PL_PARAM_DTYPE) fprintf(f, "%s%s", c ? "," : " ", pl_dtype_name((pl_dtype)q->candidates[c]));

@@ -63,6 +63,31 @@ static int parse_vary(const cli_cmd *cmd, const pl_kernel_def *d, const char *te
     return 0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The multiples of m that divide dim, ascending, at most max of them (the
+ * smallest): trial division of dim / m up to its square root, stopped at
+ * 2^20 trials so that a huge --set value cannot stall the sweep. */
+static int divisor_list(int64_t dim, int64_t m, int64_t *out, int max)
+{
+    if (dim <= 0 || m <= 0 || dim % m) return 0;
+    int64_t k = dim / m, found[2 * CLI_MAX_LIST];
+    int n = 0;
+    for (int64_t i = 1; i <= k / i && i <= (1 << 20) && n + 2 <= 2 * CLI_MAX_LIST; i++)
+        if (k % i == 0) {
+            found[n++] = i * m;
+            if (i != k / i) found[n++] = k / i * m;
+        }
+    qsort(found, (size_t)n, sizeof *found, cmp_i64);
+    if (n > max) n = max;
+    memcpy(out, found, (size_t)n * sizeof *out);
+    return n;
+}
+
 /* Every parameter's list of values; the product's size in *total. */
 static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, axis_list *lists,
                        int64_t *total)
@@ -81,7 +106,13 @@ static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kop
     *total = 1;
     for (int p = 0; p < d->n_params; p++) {
         const pl_kernel_param *q = &d->params[p];
-        if (!seen[p] && q->candidates && q->n_candidates > 0) {
+        int t = q->divides ? pl_kernel_param_index(d, q->divides) : -1;
+        if (!seen[p] && t >= 0 && !(seen[t] == 1 && lists[t].n > 1)) {
+            /* every multiple of q->multiple dividing the dimension it tiles */
+            int64_t dim = seen[t] == 1 ? lists[t].v[0] : base[t], m = q->multiple > 0 ? q->multiple : 1;
+            lists[p].n = divisor_list(dim, m, lists[p].v, CLI_MAX_LIST);
+            if (!lists[p].n) lists[p].n = 1, lists[p].v[0] = base[p];
+        } else if (!seen[p] && q->candidates && q->n_candidates > 0) {
             lists[p].n = q->n_candidates < CLI_MAX_LIST ? q->n_candidates : CLI_MAX_LIST;
             memcpy(lists[p].v, q->candidates, (size_t)lists[p].n * sizeof *lists[p].v);
         } else if (seen[p] != 1) lists[p].n = 1, lists[p].v[0] = base[p];

@@ -47,7 +47,7 @@
 extern "C" {
 #endif
 
-#define PL_KERNEL_ABI 1
+#define PL_KERNEL_ABI 2 /* 2: pl_kernel_param.divides and .multiple */
 #define PL_PLUGIN_SYMBOL "tilesim_kernels"
 #define PL_KDEF_MAX_PARAMS 16
 #define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */
@@ -61,6 +61,13 @@ typedef struct pl_kernel_param {
     const int64_t *candidates; /* values a sweep tries when not told; NULL: the default only */
     int n_candidates;
     const char *help;          /* one line, shown by `tilesim list` */
+    /* A block size that tiles another parameter's dimension: a sweep tries
+     * every multiple of `multiple` (0: 1) that divides that parameter's value
+     * (at most 64, the smallest first), as an autotuner searches, in place
+     * of `candidates` (which stay the list when that parameter is itself
+     * swept over several values). NULL: `candidates`. */
+    const char *divides;
+    int64_t multiple;
 } pl_kernel_param;
 
 /* What build fills: the call, its arguments (prefetch, then inputs) and

@@ -15,7 +15,10 @@
 /* A change that saves less than this share of the time is noise, not advice. */
 #define MIN_GAIN 0.01
 
-static int tiling_param(const pl_kernel_param *p) { return p->kind == PL_PARAM_INT && p->n_candidates > 0; }
+static int tiling_param(const pl_kernel_param *p)
+{
+    return p->kind == PL_PARAM_INT && (p->n_candidates > 0 || p->divides);
+}
 
 /* The time of d at v changed in parameter i to value x, cost-only; <0 when
  * the definition or the call refuses it. */

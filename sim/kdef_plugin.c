@@ -125,6 +125,20 @@ static int check_param(probe *pr, const char *path, int i, const pl_kernel_def *
     if (q->n_candidates > 0 && !readable(pr, q->candidates, (size_t)q->n_candidates * sizeof *q->candidates))
         return fail_def(msg, n, path, i, d->name, "parameter '%s' has n_candidates = %d but candidates is %s",
                         q->name, q->n_candidates, q->candidates ? "not readable memory" : "NULL");
+    if (q->divides) {
+        int t = -1;
+        if (string_len(pr, q->divides, MAX_TEXT) >= 0)
+            for (int o = 0; o < d->n_params; o++)
+                if (o != p && string_len(pr, d->params[o].name, MAX_NAME) > 0 &&
+                    !strcmp(d->params[o].name, q->divides))
+                    t = o;
+        if (t < 0 || q->kind != PL_PARAM_INT || d->params[t].kind != PL_PARAM_INT)
+            return fail_def(msg, n, path, i, d->name, "parameter '%s': divides names no other integer parameter "
+                            "of the definition", q->name);
+    }
+    if (q->multiple < 0)
+        return fail_def(msg, n, path, i, d->name, "parameter '%s' has multiple = %lld (0 or more)", q->name,
+                        (long long)q->multiple);
     if (q->kind == PL_PARAM_DTYPE) {
         if (q->def < 0 || q->def >= PL_DTYPE_COUNT)
             return fail_def(msg, n, path, i, d->name, "dtype parameter '%s' has default %lld, not a pl_dtype",

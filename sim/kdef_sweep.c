@@ -116,20 +116,8 @@ static void settle_limits(const pl_kernel_def *d, int n, const int64_t *values, 
 {
     for (int i = 0; i < n; i++) {
         pl_report *r = &reports[i];
-        const int64_t *v = values + (size_t)i * (size_t)d->n_params;
-        int64_t own = sim_kdef_vmem_limit(d, v, chip);
-        if (r->status == PL_OK && own > 0 && r->vmem_bytes > own) {
-            /* the call sets this limit itself: on the chip, Mosaic refuses
-             * buffers over it, so an autotuner never ran this row */
-            r->status = PL_EVMEM;
-            r->vmem_limit = own;
-            snprintf(r->error, sizeof r->error,
-                     "VMEM budget exceeded: %lld bytes of buffers over the %lld-byte vmem_limit_bytes the kernel's "
-                     "definition sets for this configuration (rule M4); use smaller blocks, or change the "
-                     "definition's limit (--vmem-limit pins one for the sweep)",
-                     (long long)r->vmem_bytes, (long long)own);
-        } else if (r->status == PL_OK)
-            r->vmem_limit = needed_limit(d, v, chip, r->vmem_bytes);
+        if (r->status == PL_OK)
+            r->vmem_limit = needed_limit(d, values + (size_t)i * (size_t)d->n_params, chip, r->vmem_bytes);
         else if (r->status == PL_EVMEM && r->vmem_bytes > chip->vmem_bytes)
             snprintf(r->error, sizeof r->error,
                      "VMEM budget exceeded: %lld bytes of buffers, more than the %lld bytes of physical VMEM of a %s "

@@ -145,6 +145,13 @@ Test(plugin_guard, candidates_null_with_a_count_is_refused_before_list_prints_th
     expect_refused("null_candidates", "parameter 'br' has n_candidates = 3 but candidates is NULL");
 }
 
+/* .divides must name another integer parameter, in readable memory */
+Test(plugin_guard, a_divides_naming_no_parameter_is_refused)
+{
+    expect_refused("bad_divides", "parameter 'br': divides names no other integer parameter");
+    expect_refused("wild_divides", "parameter 'br': divides names no other integer parameter");
+}
+
 Test(plugin_guard, a_negative_candidate_count_is_refused)
 {
     expect_refused("negative_candidates", "n_candidates = -1");

@@ -289,6 +289,10 @@ static double qmm_bytes(const int64_t *v)
     return 2 * b * in + 4 * b + wbytes + 4 * out + 2 * b * out;
 }
 
+/* A sweep tries every block that divides its dimension, as the hardware
+ * autotuner behind vLLM's tuned table does (bench/autotune_agree): bb a
+ * multiple of 16 (bf16 x's tile rows on v7x), bo and bi of 128 lanes. The
+ * lists below are what it tries when that dimension is itself swept. */
 static const int64_t bb_cands[] = {64, 128, 256};
 static const int64_t bo_cands[] = {128, 256, 512};
 static const int64_t bi_cands[] = {128, 256, 512};
@@ -305,10 +309,12 @@ const pl_kernel_def ex_def_quant_matmul = {
     .params = {{.name = "batch", .def = 256, .help = "rows of x and o"},
                {.name = "in", .def = 1024, .help = "features in: the contraction"},
                {.name = "out", .def = 1024, .help = "features out: rows of w_q, columns of o"},
-               {.name = "bb", .def = 128, .candidates = bb_cands, .n_candidates = 3, .help = "batch rows per block"},
-               {.name = "bo", .def = 256, .candidates = bo_cands, .n_candidates = 3, .help = "out columns per block"},
+               {.name = "bb", .def = 128, .candidates = bb_cands, .n_candidates = 3, .help = "batch rows per block",
+                .divides = "batch", .multiple = 16},
+               {.name = "bo", .def = 256, .candidates = bo_cands, .n_candidates = 3, .help = "out columns per block",
+                .divides = "out", .multiple = 128},
                {.name = "bi", .def = 256, .candidates = bi_cands, .n_candidates = 3,
-                .help = "contraction elements per step"},
+                .help = "contraction elements per step", .divides = "in", .multiple = 128},
                {.name = "wdtype", .kind = PL_PARAM_DTYPE, .def = PL_I8, .candidates = wdt_cands, .n_candidates = 3,
                 .help = "of w_q: i8 (v5e, v6e), f8e4m3 or f4e2m1 (v7x; packed in VMEM, widened to fp8 in registers)"}},
     .check = qmm_check, .build = qmm_build, .inputs = qmm_inputs, .reference = qmm_reference,

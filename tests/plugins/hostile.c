@@ -10,7 +10,7 @@
  *
  * The loader itself misbehaves when the environment variable
  * TILESIM_HOSTILE_LOADER names how: "garbage" (a pointer to nothing),
- * "null_candidates", "negative_candidates", "long_name", "bad_kind",
+ * "null_candidates", "bad_divides", "wild_divides", "negative_candidates", "long_name", "bad_kind",
  * "bad_build", "duplicate", "huge_count", "null_def", "crash" (segfaults
  * inside tilesim_kernels).
  */
@@ -131,6 +131,10 @@ int tilesim_kernels(int abi, const pl_kernel_def *const **defs)
         *defs = (const pl_kernel_def *const *)(uintptr_t)0x10;
     } else if (!strcmp(how, "null_candidates")) {
         broken.params[P_BR].candidates = NULL; /* n_candidates stays 3 */
+    } else if (!strcmp(how, "bad_divides")) {
+        broken.params[P_BR].divides = "no_such_param";
+    } else if (!strcmp(how, "wild_divides")) {
+        broken.params[P_BR].divides = (const char *)(uintptr_t)0x10; /* not readable */
     } else if (!strcmp(how, "negative_candidates")) {
         broken.params[P_BR].n_candidates = -1;
     } else if (!strcmp(how, "long_name")) {
