@@ -207,7 +207,7 @@ static void print_summary(const pl_report *r, int generic, FILE *f)
 
 /* ---- the command -------------------------------------------------------------------- */
 
-static const cli_optspec specs[] = {{"--dtype", 1}, {"--chip", 1}, {"--chip-file", 1}};
+static const cli_optspec specs[] = {{"--dtype", 1}, {"--chip", 1}, {"--chip-file", 1}, {"--vmem-limit", 1}};
 enum { NSPECS = sizeof specs / sizeof *specs };
 
 static int parse_sizes(const cli_cmd *cmd, const cli_args *a, int64_t *v)
@@ -241,13 +241,19 @@ int cli_explain(int argc, char **argv)
         (rc = cli_select_chip(cmd, cli_opt(&a, specs, NSPECS, "--chip"), cli_opt(&a, specs, NSPECS, "--chip-file"),
                               &file_chip, &chip)))
         return rc;
+    int64_t limit = 0; /* --vmem-limit: the scoped limit the call sets (M4), at most physical VMEM */
+    const char *lims = cli_opt(&a, specs, NSPECS, "--vmem-limit");
+    if (lims && (rc = cli_parse_count(cmd, "--vmem-limit", lims, 1LL << 50, &limit))) return rc;
+    if (limit > chip->vmem_bytes)
+        return cli_fail(cmd, "--vmem-limit: %lld bytes exceeds the %lld bytes of physical VMEM of a %s TensorCore "
+                             "(rule M4)", (long long)limit, (long long)chip->vmem_bytes, chip->name);
 
     mm_params p;
     pl_call call;
     mm_call(&call, &p, v[0], v[1], v[2], v[3], v[4], v[5]);
     pl_array args[2] = {PL_ARRAY(NULL, dt, v[0], v[2]), PL_ARRAY(NULL, dt, v[2], v[1])};
     pl_array out = PL_ARRAY(NULL, dt, v[0], v[1]);
-    pl_options opt = {.chip_spec = chip, .cost_only = 1};
+    pl_options opt = {.chip_spec = chip, .cost_only = 1, .vmem_limit_bytes = limit};
     int64_t steps = 1;
     for (int d = 0; d < 3; d++) steps = steps > (1LL << 40) / call.grid[d] ? (1LL << 40) : steps * call.grid[d];
 

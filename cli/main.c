@@ -20,7 +20,7 @@ const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
     "       [--vmem-limit BYTES]\n"
-    "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE]"};
+    "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE] [--vmem-limit BYTES]"};
 static const cli_cmd tool_cmd = {
     "", "tilesim chips | list | run | verify | sweep | tune | calibrate | explain | hlo | profile | memory | review | help [COMMAND]",
     ""};

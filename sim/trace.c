@@ -79,9 +79,17 @@ static void write_waits(FILE *f, int *first, int pid, const sim_coreline *cl)
         const sim_kevent *e = &cl->kev[i];
         if ((e->kind != SIM_KEV_WAIT && e->kind != SIM_KEV_TAKE) || !(e->t1 > e->t0) || e->t0 < 0) continue;
         if (!named++) meta(f, first, pid, 999, "thread_name", "waits (semaphores)");
-        fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":999,\"ts\":%.6f,\"dur\":%.6f}",
-                e->kind == SIM_KEV_WAIT ? "wait: own copy" : "wait: another device", pid, e->t0 * 1e6,
-                (e->t1 - e->t0) * 1e6);
+        if (e->kind == SIM_KEV_WAIT && e->xfer >= 0 && e->xfer < cl->manual.n) {
+            /* named as the slice of the copy it waits for ("copy J" on a manual DMA track) */
+            const sim_xfer *x = &cl->manual.x[e->xfer];
+            fprintf(f, ",\n{\"name\":\"wait: copy %lld\",\"ph\":\"X\",\"pid\":%d,\"tid\":999,\"ts\":%.6f,"
+                       "\"dur\":%.6f,\"args\":{\"copy\":%lld,\"bytes\":%lld,\"started at step\":%lld%s}}",
+                    (long long)e->xfer, pid, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (long long)e->xfer,
+                    (long long)x->bytes, (long long)x->step, x->hops ? ",\"to another device\":true" : "");
+        } else
+            fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":999,\"ts\":%.6f,\"dur\":%.6f}",
+                    e->kind == SIM_KEV_WAIT ? "wait: own copy" : "wait: another device's copy or signal", pid,
+                    e->t0 * 1e6, (e->t1 - e->t0) * 1e6);
     }
 }
 

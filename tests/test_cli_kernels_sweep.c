@@ -296,3 +296,21 @@ Test(cli_kernels, sweep_tries_every_block_that_divides_its_dimension)
     cr_expect(strstr(r.out, "sweep: the multiples of 128 dividing out"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* `explain matmul M N K ...` takes --vmem-limit as every other verb does:
+ * it sets the call's scoped limit (M4), at most physical VMEM. */
+Test(cli_kernels, explain_matmul_takes_vmem_limit)
+{
+    th_run r = TH_RUN("explain", "matmul", "1024", "1024", "1024", "1024", "1024", "1024", "--vmem-limit", "4194304");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "scoped limit of 4194304 bytes"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("explain", "matmul", "1024", "1024", "1024", "1024", "1024", "1024", "--vmem-limit", "33554432");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "of the 32.0 MiB scoped limit"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("explain", "matmul", "256", "256", "256", "256", "256", "256", "--vmem-limit", "999999999999");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "physical VMEM"), "%s", r.err);
+    th_run_free(&r);
+}

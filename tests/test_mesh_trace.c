@@ -4,6 +4,7 @@
  * collective (a long wait with nothing beside it) shows (rule M11). */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,6 +49,23 @@ Test(mesh_trace, a_ring_all_gather_shows_its_links_devices_and_waits)
         cr_expect_eq(count_events(t, "X", 1 + d * 64, "step ("), 3, "%s: its 3 grid steps", name);
         cr_expect_geq(count_events(t, "X", 1 + d * 64, "wait: "), 1, "%s: its waits as slices", name);
     }
+    /* a wait for a copy of the core's own names that copy, as its slice is named */
+    const json_t *ev = json_object_get(t, "traceEvents"), *e;
+    size_t i;
+    int named = 0;
+    json_array_foreach(ev, i, e) {
+        const char *nm = th_json_str(e, "name");
+        if (!nm || strncmp(nm, "wait: copy ", 11) != 0) continue;
+        json_t *args = json_object_get(e, "args");
+        cr_expect_eq(json_integer_value(json_object_get(args, "copy")), atoll(nm + 11), "%s", nm);
+        cr_expect_gt(json_integer_value(json_object_get(args, "bytes")), 0, "%s", nm);
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        char slice[32];
+        snprintf(slice, sizeof slice, "copy %s", nm + 11);
+        cr_expect_geq(count_events(t, "X", pid, slice), 2, "the copy's own slice beside its wait: %s", slice);
+        named++;
+    }
+    cr_expect_gt(named, 0, "the waits name their copies");
     json_decref(t);
     unlink(path);
     mh_ring_free(&r);
