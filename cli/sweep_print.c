@@ -48,7 +48,8 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
             fprintf(f, "      ... %lld more legal configurations (--top N shows more)\n",
                     (long long)(s->n_legal - shown(s)));
         fprintf(f, "AI = bm*bn/(bm+bn): FLOP per byte of x and y that a step loads, in bf16 (half that in f32);\n"
-                   "VMEM = double-buffered x, y and o blocks plus the f32 accumulator, under the scoped limit.\n");
+                   "VMEM = double-buffered x, y and o blocks plus the f32 accumulator (none when bk covers K), under the "
+                   "scoped limit.\n");
     }
     if (s->n_rejected) {
         fprintf(f, "\nrejected (%d):\n%6s %6s %6s  %s\n", s->n_rejected, "bm", "bn", "bk", "reason");

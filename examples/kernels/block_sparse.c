@@ -217,6 +217,7 @@ int bs_call(pl_call *call, bs_params *p, const bs_pattern *pat, int64_t m, int64
     call->kernel = bs_kernel;
     call->user = p;
     call->grid[2] = pat->max_row > 0 ? pat->max_row : 1;
+    call->n_scratch = 1; /* the accumulator stays: a row's blocks vary in number, and an empty row stores its zeros */
     call->num_scalar_prefetch = 2;
     call->in[0].map = PL_MAP_FN(x_map, p);
     call->in[1].map = PL_MAP_FN(y_map, p);

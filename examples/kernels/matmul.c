@@ -1,18 +1,31 @@
 /* examples/kernels/matmul.c: the tiled matmul kernel and its call. */
 #include "matmul.h"
+#include "values.h"
+
+pl_ref mm_acc(pl_ctx *c, pl_ref *refs, int acc, pl_ref o, unsigned *flags)
+{
+    if (pl_num_programs(c, 2) == 1) { /* one contraction step: the dot's result is a value */
+        ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_F32, o.shape[0], o.shape[1]));
+        return ex_value(vals, PL_F32, o.shape[0], o.shape[1]);
+    }
+    if (pl_program_id(c, 2) == 0) pl_fill(c, refs[acc], 0.0);
+    *flags |= PL_DOT_ACC;
+    return refs[acc];
+}
 
 void mm_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
+    pl_ref x = refs[0], y = refs[1], o = refs[2];
     const mm_params *p = pl_kernel_user(c);
     int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
-    if (k == 0) pl_fill(c, acc, 0.0);
+    unsigned flags = 0;
+    pl_ref acc = mm_acc(c, refs, 3, o, &flags);
     int64_t bk = x.shape[1], valid = p->k - k * bk;
     if (valid < bk) { /* B6: the last block's overhang is garbage; drop it */
         x = pl_ds(c, x, 1, 0, valid);
         y = pl_ds(c, y, 0, 0, valid);
     }
-    pl_dot(c, acc, x, y, PL_DOT_ACC);
+    pl_dot(c, acc, x, y, flags);
     if (k == nk - 1) pl_copy(c, o, acc);
 }
 
@@ -40,4 +53,8 @@ void mm_call(pl_call *call, mm_params *p, int64_t m, int64_t n, int64_t k, int64
     call->in[1].name = "y";
     call->out[0].name = "o";
     call->scratch[0].name = "acc";
+    /* one contraction step: the dot's result goes straight to o (a value on
+     * the way when o is not f32), as a production kernel writes it: no
+     * accumulator in VMEM (issue 22) */
+    if (call->grid[2] == 1) call->n_scratch = 0;
 }

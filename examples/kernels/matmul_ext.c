@@ -66,16 +66,17 @@ static int matmul_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t 
  * ragged contraction tail. */
 static void tb_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
+    pl_ref x = refs[0], y = refs[1], o = refs[2];
     const mm_params *p = pl_kernel_user(c);
     int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
-    if (k == 0) pl_fill(c, acc, 0.0);
+    unsigned flags = PL_DOT_TRANS_B;
+    pl_ref acc = mm_acc(c, refs, 3, o, &flags);
     int64_t bk = x.shape[1], valid = p->k - k * bk;
     if (valid < bk) { /* B6 */
         x = pl_ds(c, x, 1, 0, valid);
         y = pl_ds(c, y, 1, 0, valid);
     }
-    pl_dot(c, acc, x, y, PL_DOT_ACC | PL_DOT_TRANS_B);
+    pl_dot(c, acc, x, y, flags);
     if (k == nk - 1) pl_copy(c, o, acc);
 }
 
@@ -95,16 +96,17 @@ static int tb_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
  * last k step. Refs: x, y, bias, o, acc. */
 static void br_kernel(pl_ctx *c, pl_ref *refs)
 {
-    pl_ref x = refs[0], y = refs[1], bias = refs[2], o = refs[3], acc = refs[4];
+    pl_ref x = refs[0], y = refs[1], bias = refs[2], o = refs[3];
     const mm_params *p = pl_kernel_user(c);
     int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
-    if (k == 0) pl_fill(c, acc, 0.0);
+    unsigned flags = 0;
+    pl_ref acc = mm_acc(c, refs, 4, o, &flags);
     int64_t bk = x.shape[1], valid = p->k - k * bk;
     if (valid < bk) { /* B6 */
         x = pl_ds(c, x, 1, 0, valid);
         y = pl_ds(c, y, 0, 0, valid);
     }
-    pl_dot(c, acc, x, y, PL_DOT_ACC);
+    pl_dot(c, acc, x, y, flags);
     if (k == nk - 1) {
         pl_add_row(c, acc, acc, bias);
         pl_relu(c, o, acc);
