@@ -132,8 +132,8 @@ static void reread_advice(const pl_report *r, const sim_plan *plan, char *buf, s
         snprintf(buf, n, "%s, so the traffic is already about the least the kernel needs, at %.0f%% of the HBM "
                  "bandwidth%s", r->dma_bytes > r->hbm_bytes / 2 ? "most of it is the kernel's own copies and every "
                  "pipelined operand moves about once" : "every operand moves about once, its own size",
-                 100 * r->hbm_bw_fraction, r->hbm_bw_fraction < 0.5 ? "; larger blocks hide the latency of each copy "
-                 "better" : "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
+                 100 * r->hbm_bw_fraction, r->hbm_bw_fraction < 0.5 ? "; HBM idles the rest of the run, "
+                 "waiting on each copy's latency and on the pipeline's start and end" : "; only fewer bytes (a narrower dtype, fusing with the next kernel) make it faster");
         return;
     }
     int at = one_reread(r, plan, i, buf, n);
