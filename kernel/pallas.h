@@ -340,6 +340,11 @@ void pl_cast(pl_ctx *c, pl_ref dst, pl_ref src);
  * float4_e2m1fn Ref, as a kernel widens packed weights for the MXU.
  * Cost (model choice): 1 VPU op per value of dst. */
 void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src);
+/* dst (n, m) = src (m, n).T, converted to dst's dtype: x.T or
+ * jnp.transpose(x) of a 2-D block (the XLU's job on a TPU). dst may be src
+ * itself when it is square. Cost (model choice): 1 VPU op per element and
+ * the bytes of a copy through VMEM. A reshape needs no op: take a view. */
+void pl_transpose(pl_ctx *c, pl_ref dst, pl_ref src);
 
 #ifdef __cplusplus
 }
