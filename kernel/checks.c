@@ -83,10 +83,22 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
     if (src->role == PL_ROLE_SCRATCH && !a->initialized && !c->uninit_read[0]) {
         kern_ref_name(c, src, name, sizeof name);
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        snprintf(c->uninit_read, sizeof c->uninit_read,
-                 "%s read %s at grid point %s before any op wrote all of it (scratch starts uninitialized, "
-                 "rule M2)",
-                 fn, name, point);
+        if (c->core > 0) { /* megacore: core 0's init at its first point never reaches this core */
+            char nth[48];
+            if (c->step == 0) snprintf(nth, sizeof nth, "its first grid point");
+            else snprintf(nth, sizeof nth, "its grid point number %lld", (long long)c->step + 1);
+            c->uninit_core = 1;
+            snprintf(c->uninit_read, sizeof c->uninit_read,
+                     "%s read %s at grid point %s, %s on core %d, before any op on core %d wrote all of it: "
+                     "scratch is per core (rules G4, M2), so what core 0 wrote at its own first point is not "
+                     "there; initialize scratch where each core starts its walk (when the reduction index is 0), "
+                     "not at one grid point",
+                     fn, name, point, nth, c->core, c->core);
+        } else
+            snprintf(c->uninit_read, sizeof c->uninit_read,
+                     "%s read %s at grid point %s before any op wrote all of it (scratch starts uninitialized, "
+                     "rule M2)",
+                     fn, name, point);
     }
     if (a->clipped && !c->padding_read[0]) {
         int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];

@@ -222,7 +222,8 @@ struct pl_ctx {
     kern_arg *args;
     int n_args;
     /* the first suspicious reads, to explain a NaN that reaches HBM (V1) */
-    char uninit_read[512];      /* scratch read before anything wrote all of it */
+    char uninit_read[768];      /* scratch read before anything wrote all of it */
+    int uninit_core;            /* ... on a core other than core 0: its scratch is its own (G4, M2) */
     char padding_read[512];     /* an edge block's overhang read */
     char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
     /* manual DMA (kernel/dma.c); the executor frees dma and checks what is

@@ -189,6 +189,8 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
         sim_format_idx(pos, op->rank, at, sizeof at);
         const char *cause, *because = "";
         if (k->ctx.oob_read[0]) cause = "a read outside a Ref: ", because = k->ctx.oob_read;
+        else if (k->ctx.uninit_read[0] && k->ctx.uninit_core)
+            cause = "scratch this core never initialized: ", because = k->ctx.uninit_read;
         else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", because = k->ctx.uninit_read;
         else if (k->ctx.padding_read[0]) cause = "a read of edge-block padding: ", because = k->ctx.padding_read;
         else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))

@@ -414,3 +414,51 @@ Test(jax_cores, P6_report_names_single_buffered_operands)
     cr_assert(!strstr(x, "single-buffered"), "x changes: %s", x);
     free(text);
 }
+
+/* ---- scratch is per core: an init at grid point (0, 0) never reaches core 1 ---- */
+
+/* acc is zeroed only at grid point (0, 0); on v5p the first parallel axis
+ * is split over the two cores (G4), so core 1 starts at (1, 0) and adds
+ * into a scratch nobody on it initialized. The finding says so (core 1's
+ * first grid point, scratch per core) instead of "an accumulator that was
+ * never zeroed", which the author did zero (issue 23; JAX's megacore tests,
+ * tests/pallas/tpu_pallas_test.py, initialize scratch per core). */
+static void zero_once_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (pl_program_id(c, 0) == 0 && pl_program_id(c, 1) == 0) pl_fill(c, refs[2], 0);
+    pl_add(c, refs[2], refs[2], refs[0]);
+    pl_copy(c, refs[1], refs[2]);
+}
+
+Test(jax_cores, scratch_zeroed_at_one_point_is_named_per_core_on_core_1)
+{
+    static float x[2 * R * 2 * L], o[2 * R * 2 * L];
+    for (int i = 0; i < 2 * R * 2 * L; i++) x[i] = 1;
+    pl_call call = th_copy_call_2d(2 * R, 2 * L, R, L);
+    call.kernel = zero_once_kernel;
+    call.semantics[0] = PL_PARALLEL, call.semantics[1] = PL_ARBITRARY;
+    call.n_scratch = 1;
+    call.scratch[0] = PLTPU_VMEM(PL_F32, R, L);
+    pl_array a = PL_ARRAY(x, PL_F32, 2 * R, 2 * L), out = PL_ARRAY(o, PL_F32, 2 * R, 2 * L);
+    static const char *chips[] = {"v5p", "v4"};
+    for (int ci = 0; ci < 2; ci++) {
+        pl_options opt = {.chip = chips[ci]};
+        pl_report rep;
+        cr_assert_eq(pl_pallas_call(&call, &a, &out, &opt, &rep), PL_OK, "%s", rep.error);
+        int found = 0;
+        for (int i = 0; i < rep.n_findings && i < PL_MAX_FINDINGS; i++) {
+            const char *m = rep.findings[i].msg;
+            if (strcmp(rep.findings[i].rule, "V1") != 0) continue;
+            found = 1;
+            cr_expect(strstr(m, "core 1") && strstr(m, "its first grid point") && strstr(m, "per core"), "%s: %s",
+                      chips[ci], m);
+            cr_expect(!strstr(m, "never zeroed"), "%s: %s", chips[ci], m);
+        }
+        cr_expect(found, "%s: core 1's rows are NaN: a V1 finding", chips[ci]);
+    }
+    /* on one core (0, 0) is the only start: every read follows the zeroing */
+    pl_options one = {.chip = "v5e"};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &a, &out, &one, &rep), PL_OK, "%s", rep.error);
+    cr_expect_eq(rep.n_findings, 0, "%s", rep.n_findings ? rep.findings[0].msg : "");
+}
