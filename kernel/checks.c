@@ -77,6 +77,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
 
 void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
 {
+    if (c->n_dma) kern_check_read_in_flight(c, src, fn);
     kern_arg *a = arg_of(c, src);
     if (!a) return;
     char name[96], point[128];

@@ -71,6 +71,7 @@ typedef struct kern_dma {
     uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
     uint8_t remote;             /* to another device of a mesh: dst is there (kernel/remote.c) */
     uint8_t nomove;             /* a race on a mesh: the call fails at its end, and the data does not move */
+    uint8_t read_early;         /* a vector op read its destination before the wait: reported once (M7) */
 } kern_dma;
 
 /* kernel/dma.c for kernel/remote.c: semaphore checks, counts and waits,
@@ -90,6 +91,9 @@ void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
                         int remote, const char *fn);
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
+/* A read of src by op fn while a copy of this core that writes src's bytes
+ * is in flight (started, not waited): a warning naming the copy (M7, M8). */
+void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn);
 /* Bytes [lo, hi) that view r spans. */
 void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
 

@@ -358,3 +358,45 @@ Test(dma, T5_an_any_operand_is_reachable_only_by_dma)
 {
     expect_fault(touch_any_kernel, PL_ESPACE, "reachable only by DMA");
 }
+
+/* ---- a read of a copy's destination before its wait (issue 23) ------------------ */
+
+/* Reads its slot, then waits: on a TPU the read races the copy. Every
+ * checked run says so, naming the copy (M7, M8), not only
+ * pl_check_dma_modes; the double-buffered kernel above, which reads the
+ * other slot while the next copy lands, is clean. */
+static void read_before_wait_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = page(c, refs, i, 0);
+    pltpu_copy_start(c, &cp);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0)); /* too early */
+    pltpu_copy_wait(c, &cp);
+}
+
+static int early_reads(const pl_report *rep)
+{
+    int n = 0;
+    for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
+        n += strstr(rep->findings[i].msg, "was still writing it") != NULL;
+    return n;
+}
+
+Test(dma, M7_a_read_before_the_wait_is_found_in_every_checked_run)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(read_before_wait_kernel);
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(early_reads(&rep), STEPS, "one per copy read early");
+    const char *m = NULL;
+    for (int i = 0; i < rep.n_findings; i++)
+        if (strstr(rep.findings[i].msg, "was still writing it")) m = m ? m : rep.findings[i].msg;
+    cr_expect(strstr(m, "pl_copy read") && strstr(m, "copy 0") && strstr(m, "M7"), "%s", m);
+    th_io_free(&io);
+    pl_report ok;
+    run_ok(double_buffered_kernel, NULL, &ok);
+    cr_expect_eq(early_reads(&ok), 0, "%s", ok.n_findings ? ok.findings[0].msg : "");
+    run_ok(serial_kernel, NULL, &ok);
+    cr_expect_eq(early_reads(&ok), 0);
+}
