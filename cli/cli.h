@@ -209,9 +209,11 @@ enum {
     K_CSV = 1 << 6, K_TRACE = 1 << 7, K_STRICT = 1 << 8, K_SEED = 1 << 9, K_SVG = 1 << 10, K_TOP = 1 << 11,
     K_HEATMAP = 1 << 12, K_THREADS = 1 << 13, K_OUTPUT = 1 << 14, K_HOST_THREADS = 1 << 15, K_HTML = 1 << 16,
     K_VMEM_REPORT = 1 << 17, K_VMEM_LIMIT = 1 << 18, K_SHAPES = 1 << 20, K_OUT_FILE = 1 << 21, K_FIT = 1 << 22,
+    K_DMA_MODES = 1 << 23,
     K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS |
-                 K_HTML | K_VMEM_REPORT | K_VMEM_LIMIT,
-    K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS | K_VMEM_LIMIT,
+                 K_HTML | K_VMEM_REPORT | K_VMEM_LIMIT | K_DMA_MODES,
+    K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS | K_VMEM_LIMIT |
+                    K_DMA_MODES,
 };
 
 #define CLI_MAX_SETS 64
@@ -228,6 +230,7 @@ typedef struct cli_kopts {
     const char *shapes, *out_file; /* tune: --shapes FILE, -o FILE */
     const char *fit;               /* calibrate: --fit LIST */
     int64_t vmem_limit; /* --vmem-limit: 0, the call's own (the definition's, or the chip's default) */
+    int check_dma_modes; /* --check-dma-modes: pl_options.check_dma_modes */
 } cli_kopts;
 
 /* Parse a kernel verb's arguments (argv[0] is the verb's own name, as

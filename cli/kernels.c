@@ -20,11 +20,11 @@ const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list 
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
                              "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] "
-                             "[--vmem-limit BYTES] [--strict] [--seed N] [--host-threads N]"};
+                             "[--vmem-limit BYTES] [--strict] [--seed N] [--host-threads N] [--check-dma-modes]"};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
                                 "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N] "
-                                "[--vmem-limit BYTES]"};
+                                "[--vmem-limit BYTES] [--check-dma-modes]"};
 
 typedef struct kopt {
     struct option o;
@@ -54,6 +54,9 @@ static const kopt table[] = {
                                                       "rule M4), in place of the one the kernel sets or the chip's "
                                                       "default; at most the chip's physical VMEM"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
+    {{"check-dma-modes", 0, 0, 'D'}, K_DMA_MODES, NULL, "run twice, manual copies moving their data at start and "
+                                                        "when waited: outputs that differ mean a read before a "
+                                                        "wait (M7, M8; exit 1)"},
     {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
     {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
     {{"top", 1, 0, 'T'}, K_TOP, "N", "show only the N fastest legal configurations"},
@@ -138,6 +141,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
         break;
     case 'V': o->vmem_report = 1; break;
     case 'S': o->strict = 1; break;
+    case 'D': o->check_dma_modes = 1; break;
     case 'g': o->svg = arg; break;
     case 'H': o->heatmap = arg; break;
     case 'o': o->output = arg; break;
@@ -285,6 +289,7 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     opt->trace_limit_bytes = o->trace_limit;
     opt->host_threads = (int)o->host_threads;
     opt->vmem_limit_bytes = o->vmem_limit;
+    opt->check_dma_modes = o->check_dma_modes;
     if (o->vmem_limit > chip->vmem_bytes) /* refused here, before any run, as the matmul sweep does */
         return cli_fail(cmd, "--vmem-limit %lld: more than the %lld bytes of physical VMEM of a %s TensorCore "
                              "(rule M4)", (long long)o->vmem_limit, (long long)chip->vmem_bytes, chip->name);

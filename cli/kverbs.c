@@ -19,7 +19,7 @@
 /* PL_ENOMEM is a rejected call (2), as the mesh programs exit: pl_kernel_run
  * refuses a configuration this host lacks the memory for before it runs
  * anything. 1 stays for a wrong result and the command's own allocations. */
-static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY ? 1 : 2; }
+static int exit_for(int status) { return status == PL_OK ? 0 : status == PL_EVERIFY || status == PL_ERACE ? 1 : 2; }
 
 static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, const pl_report *rep)
 {
@@ -100,6 +100,8 @@ int cli_run(int argc, char **argv)
         pl_report_print(rep, stdout);
         if (o.vmem_report) fprintf(stdout, "\n"), pl_vmem_report(rep, stdout);
         if (vlen) fprintf(stdout, "\nreference check (V5):\n%s", verdicts);
+        if (opt.check_dma_modes && !opt.cost_only)
+            fprintf(stdout, "\ncopies (M7): the outputs are the same whether copies move at start or when waited\n");
         if (st == PL_EVERIFY) fprintf(stdout, "\nFAIL: %s\n", rep->error);
         else if (checked) fprintf(stdout, "\nPASS\n");
     }
@@ -162,7 +164,9 @@ static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
         snprintf(s->rep.error, sizeof s->rep.error, "%s", msg);
         return s->rep.status = rc < 0 ? rc : PL_EINVAL;
     }
-    if ((rc = pl_pallas_call(&s->b.call, s->b.args, s->b.outs, opt, &s->rep)) != PL_OK) return rc;
+    rc = opt->check_dma_modes ? pl_check_dma_modes(&s->b.call, s->b.args, s->b.outs, opt, &s->rep)
+                              : pl_pallas_call(&s->b.call, s->b.args, s->b.outs, opt, &s->rep);
+    if (rc != PL_OK) return rc;
     if ((rc = sim_kdef_call_reference(d, v, &s->b, s->want)) != PL_OK) {
         snprintf(s->rep.error, sizeof s->rep.error, "kernel '%s': its reference failed: %s", d->name, pl_strerror(rc));
         return s->rep.status = rc < 0 ? rc : PL_EINVAL;

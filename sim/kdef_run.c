@@ -141,7 +141,8 @@ static int run_built(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
         release(b, owned);
         return fail(rep, rc < 0 ? rc : PL_EINVAL, msg);
     }
-    rc = pl_pallas_call(&b->call, b->args, b->outs, opt, rep);
+    rc = opt && opt->check_dma_modes && !cost_only ? pl_check_dma_modes(&b->call, b->args, b->outs, opt, rep)
+                                                   : pl_pallas_call(&b->call, b->args, b->outs, opt, rep);
     if (rc == PL_OK && !cost_only) {
         if (want) rc = verify(d, v, b, check, f, rep);
         else if (f)

@@ -363,6 +363,9 @@ struct pl_options {
     int64_t vmem_limit_bytes; /* nonzero: the scoped VMEM limit of the call, in place of its own
                                  pl_call.vmem_limit_bytes (`--vmem-limit`); at most the chip's
                                  physical VMEM, negative: PL_EINVAL (M4) */
+    int check_dma_modes; /* pl_kernel_run (`tilesim run` and `verify --check-dma-modes`): run the call
+                            twice, copies moving their data at start and when waited, and fail with
+                            PL_ERACE where the outputs differ (pl_check_dma_modes; M7, M8) */
 };
 /* 256 MiB: a trace far larger than Perfetto opens comfortably; a grid of a million steps writes ~1 GB */
 #define PL_TRACE_LIMIT_DEFAULT ((int64_t)256 << 20)

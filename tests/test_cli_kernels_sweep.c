@@ -314,3 +314,20 @@ Test(cli_kernels, explain_matmul_takes_vmem_limit)
     cr_expect(strstr(r.err, "physical VMEM"), "%s", r.err);
     th_run_free(&r);
 }
+
+/* `run` and `verify` take --check-dma-modes (issue 23): paged_attention's
+ * manual copies give the same outputs whether they move at start or when
+ * waited, so both pass and say what was checked. */
+Test(cli_kernels, run_and_verify_take_check_dma_modes)
+{
+    th_run r = TH_RUN("run", "paged_attention", "--check-dma-modes");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "copies (M7): the outputs are the same"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("verify", "paged_attention", "--check-dma-modes");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    th_run_free(&r);
+    r = TH_RUN("run", "--help");
+    cr_expect(strstr(r.out, "--check-dma-modes"), "%s", r.out);
+    th_run_free(&r);
+}

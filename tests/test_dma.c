@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "../kernel/pltpu.h"
+#include "../sim/kdef.h"
 #include "helpers.h"
 
 /* The input stays in HBM (ANY, rule T5); each grid point copies its rows
@@ -399,4 +400,40 @@ Test(dma, M7_a_read_before_the_wait_is_found_in_every_checked_run)
     cr_expect_eq(early_reads(&ok), 0, "%s", ok.n_findings ? ok.findings[0].msg : "");
     run_ok(serial_kernel, NULL, &ok);
     cr_expect_eq(early_reads(&ok), 0);
+}
+
+/* pl_kernel_run with check_dma_modes (`tilesim run --check-dma-modes`)
+ * runs the call twice, copies moving at start and at their waits: the
+ * early read gives different outputs, PL_ERACE; the serial kernel agrees. */
+static int paging_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    b->call = paging_call(v[0] ? read_before_wait_kernel : serial_kernel);
+    b->n_args = 1, b->n_outs = 1;
+    b->args[0] = PL_ARRAY(NULL, PL_F32, ROWS * STEPS, COLS);
+    b->outs[0] = PL_ARRAY(NULL, PL_F32, ROWS * STEPS, COLS);
+    return PL_OK;
+}
+
+static int paging_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)
+{
+    (void)v;
+    memcpy(want[0].data, b->args[0].data, sizeof(float) * ROWS * STEPS * COLS);
+    return PL_OK;
+}
+
+static const pl_kernel_def paging_def = {
+    .name = "paging", .summary = "copy rows by hand", .n_params = 1,
+    .params = {{.name = "early", .def = 0, .help = "read before the wait"}},
+    .build = paging_build, .reference = paging_reference,
+};
+
+Test(dma, M7_check_dma_modes_on_a_kernel_run_fails_the_early_read)
+{
+    int64_t v[1] = {1};
+    pl_options opt = {.check_dma_modes = 1};
+    pl_report rep;
+    cr_assert_eq(pl_kernel_run(&paging_def, v, &opt, &rep, NULL, NULL), PL_ERACE, "%s", rep.error);
+    v[0] = 0;
+    cr_assert_eq(pl_kernel_run(&paging_def, v, &opt, &rep, NULL, NULL), PL_OK, "%s", rep.error);
 }
