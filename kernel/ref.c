@@ -155,6 +155,14 @@ static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t star
     if (!c->target.chip || r->space != PL_VMEM || r->rank < 2 || dim < r->rank - 2) return;
     int rows = dim == r->rank - 2;
     int64_t tile = rows ? kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), r->shape[dim]) : 128;
+    /* Rows of a buffer one tile column wide (a row pitch of at most 128
+     * lanes) follow each other in VMEM: one vector load reads 8 sublanes
+     * from any row, so Mosaic needs only the rows packed into one 32-bit
+     * sublane to stay together (1 for 32-bit types, 2 for 16-bit, 4 for
+     * 8-bit). A wider buffer interleaves its tile columns, and a dynamic
+     * row start must be a whole tile (E2003). */
+    if (rows && r->stride[dim] <= 128) tile = pl_dtype_bits(r->dtype) >= 32 ? 1 : 32 / pl_dtype_bits(r->dtype);
+    if (tile <= 1) return;
     struct kern_ds_site *s = ds_site(c, site, r->arg, dim, start, tile);
     if (!s) return;
     if (start % tile != 0 && s->unaligned < 0) s->unaligned = start, s->tile = tile;

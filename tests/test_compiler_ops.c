@@ -128,7 +128,7 @@ static void ds_kernel(pl_ctx *c, pl_ref *refs)
     pl_copy(c, refs[1], v);
 }
 
-static int run_ds(const ds_case *k, pl_dtype dt, const char *chip, pl_report *rep)
+static int run_ds_w(const ds_case *k, pl_dtype dt, const char *chip, int64_t width, pl_report *rep)
 {
     size_t es = pl_dtype_size(dt);
     char *x = calloc(4 * 16 * 128, es), *o = calloc(4 * 16 * 128, es);
@@ -139,13 +139,18 @@ static int run_ds(const ds_case *k, pl_dtype dt, const char *chip, pl_report *re
         .grid_rank = 1, .grid = {4},
         .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 16, 128)},
         .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 16, 128)},
-        .n_scratch = 1, .scratch = {PLTPU_VMEM(dt, 64, 256)},
+        .n_scratch = 1, .scratch = {PLTPU_VMEM(dt, 64, width)},
     };
     pl_options opt = {.chip = chip};
     int rc = pl_pallas_call(&call, &in, &out, &opt, rep);
     free(x);
     free(o);
     return rc;
+}
+
+static int run_ds(const ds_case *k, pl_dtype dt, const char *chip, pl_report *rep)
+{
+    return run_ds_w(k, dt, chip, 256, rep);
 }
 
 Test(compiler_ops, T9_a_dynamic_row_start_off_the_tile_is_rejected)
@@ -241,4 +246,26 @@ Test(compiler_ops, T9_one_helper_slicing_at_two_constants_passes)
     th_expect_ok(pl_pallas_call(&call, &in, &out, NULL, &rep), &rep);
     free(x);
     free(o);
+}
+
+/* JAX's scalar-prefetch test stores one row of an f32 output at a dynamic
+ * start (dst[pl.ds(s[i], 1), :], tests/pallas/tpu_pallas_test.py), and it
+ * runs on TPUs: in a buffer one tile column wide (128 lanes) rows follow
+ * each other and one vector load reads 8 of them from any row. Mosaic
+ * refuses a dynamic row start only where tile columns interleave (the
+ * (64, 256) scratch above) or where packed rows would split: bf16 packs 2
+ * rows into a 32-bit sublane, so its dynamic starts must be even (T9). */
+Test(compiler_ops, T9_a_dynamic_row_start_in_one_tile_column_passes_for_32_bit_types)
+{
+    ds_case k = {.step = 3};
+    pl_report rep;
+    th_expect_ok(run_ds_w(&k, PL_F32, "v5e", 128, &rep), &rep);
+    th_expect_ok(run_ds_w(&k, PL_F32, "v7x", 128, &rep), &rep);
+    int rc = run_ds_w(&k, PL_BF16, "v5e", 128, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "pl_ds(3, 16) on dimension 0", "E2003", "rule T9");
+    k.step = 2;
+    th_expect_ok(run_ds_w(&k, PL_BF16, "v6e", 128, &rep), &rep);
+    k.step = 3; /* two tile columns: still a whole tile */
+    rc = run_ds_w(&k, PL_F32, "v5e", 256, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "8-row tile of f32 on v5e", "E2003");
 }
