@@ -74,7 +74,7 @@ static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, co
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: the %s %s is not reachable from other devices: a remote copy or signal "
-                   "reaches an ANY (HBM) operand or a scratch buffer of the other device (rule M11)",
+                   "reaches an ANY (HBM) operand, a VMEM block or a scratch buffer of the other device (rule M11)",
                    fn, what, name);
     }
     t.data = p;

@@ -29,6 +29,10 @@ typedef struct sim_mesh_link {
 typedef struct sim_exec {
     sim_plan plan;
     pl_report rep;
+    /* a mesh: remote copies that landed in each operand's VMEM block (M11),
+     * counted by the sending device's thread (atomics), so that an output
+     * block another device filled is not called unwritten (P4) */
+    int remote_written[SIM_MAX_OPS];
     /* options */
     pl_uninit uninit;
     int cost_only;

@@ -131,8 +131,8 @@ int sim_mesh_mpi_begin(mesh_run *r, int status)
         m->args = args;
         MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
         for (int d = r->first; d < r->first + r->count; d++)
-            for (int a = 0; a < args; a++) m->base[(size_t)d * (size_t)args + (size_t)a] =
-                (uintptr_t)r->dev[d].x->cores[0]->refs[a].data;
+            for (int a = 0; a < args; a++)
+                m->base[(size_t)d * (size_t)args + (size_t)a] = sim_mesh_arg_base(r->dev[d].x, a);
         blocks(r, (size_t)args * sizeof *m->base, counts, displs);
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, m->base, counts, displs, MPI_BYTE, m->comm);
     } else if (m) {
@@ -218,6 +218,8 @@ static void apply(mesh_run *r, const char *buf, int len)
     pl_ref dst = w.dst;
     dst.data = (void *)(sim_mesh_mpi_base(r, w.to, w.dst.arg) + (uintptr_t)w.dst_off);
     int raced = 0;
+    if (w.is_copy && dst.arg >= 0 && dst.arg < SIM_MAX_OPS) /* an output block another device filled (P4, M11) */
+        __atomic_add_fetch(&r->dev[w.to].x->remote_written[dst.arg], 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&r->lock);
     if (r->race && w.n_clock == sim_mesh_race_devices(r->race)) {
         sim_mesh_race_learn(r->race, w.from, clock);

@@ -94,12 +94,26 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
 }
 
 /* Can other devices name argument `arg`? An ANY operand or a scratch
- * buffer, whose place is fixed; not a pipelined block or SMEM prefetch. */
+ * buffer, whose place is fixed, or a pipelined VMEM block (an input's or
+ * an output's buffers: the distributed Pallas guide copies into the other
+ * device's out_ref); not SMEM prefetch or an SMEM block. */
 int sim_mesh_reachable(const sim_exec *x, int arg)
 {
     int n_ops = x->plan.n_ops;
     if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
-    return arg >= n_ops || (!x->plan.ops[arg].pipelined && x->plan.ops[arg].role != PL_ROLE_PREFETCH);
+    if (arg >= n_ops) return 1;
+    const sim_operand *op = &x->plan.ops[arg];
+    return op->role != PL_ROLE_PREFETCH && (!op->pipelined || op->space == PL_VMEM);
+}
+
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg)
+{
+    const sim_core *k = x->cores[0];
+    /* a pipelined block: its slots, one after the other, so that a Ref into
+     * slot s on one device is slot s on the other: the same VMEM address,
+     * as on the chip, whichever block that device holds there now */
+    if (arg < x->plan.n_ops && x->plan.ops[arg].pipelined) return (uintptr_t)k->pipe[arg].slots;
+    return (uintptr_t)k->refs[arg].data;
 }
 
 /* r on device `to`: the same argument, at the same offset from its base. */
@@ -109,8 +123,8 @@ static int run_translate(void *p, int from, int to, const pl_ref *ref, void **ou
     const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
     int arg = ref->arg;
     if (!sim_mesh_reachable(xf, arg)) return 0;
-    uintptr_t base_from = (uintptr_t)xf->cores[0]->refs[arg].data;
-    uintptr_t base_to = sim_mesh_here(r, to) ? (uintptr_t)xt->cores[0]->refs[arg].data : sim_mesh_mpi_base(r, to, arg);
+    uintptr_t base_from = sim_mesh_arg_base(xf, arg);
+    uintptr_t base_to = sim_mesh_here(r, to) ? sim_mesh_arg_base(xt, arg) : sim_mesh_mpi_base(r, to, arg);
     *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
     return 1;
 }
@@ -142,7 +156,7 @@ int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintp
 {
     const sim_exec *x = r->dev[device].x;
     if (!sim_mesh_reachable(x, arg)) return 0;
-    uintptr_t base = (uintptr_t)x->cores[0]->refs[arg].data, key = (uintptr_t)(arg + 1) << 48;
+    uintptr_t base = sim_mesh_arg_base(x, arg), key = (uintptr_t)(arg + 1) << 48;
     *lo = key + (*lo - base);
     *hi = key + (*hi - base);
     return 1;
@@ -153,6 +167,7 @@ static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintpt
 {
     mesh_run *r = p;
     if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
+    if (arg >= 0 && arg < SIM_MAX_OPS) __atomic_add_fetch(&r->dev[to].x->remote_written[arg], 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&r->lock);
     int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
     pthread_mutex_unlock(&r->lock);

@@ -64,8 +64,12 @@ static inline int sim_mesh_here(const mesh_run *r, int device)
 }
 
 /* mesh_run.c */
-/* Can other devices name argument `arg`? (an ANY operand or scratch) */
+/* Can other devices name argument `arg`? (an ANY operand, scratch, or a
+ * pipelined VMEM block, slot for slot) */
 int sim_mesh_reachable(const sim_exec *x, int arg);
+/* Where argument `arg` of a device starts, as remote Refs are translated:
+ * a pipelined block's first slot, else its buffer. */
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg);
 /* Bytes [lo, hi) of argument `arg` of `device` as the race detector keys them; 0: unreachable */
 int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi);
 /* The deadlock message from every device's blocked/what/held (lock held or

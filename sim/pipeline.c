@@ -55,6 +55,14 @@ int sim_pipe_start(sim_core *k, sim_pipe *p)
     p->have_block = 0;
     p->ahead = 0;
     p->slot = op->buffers - 1; /* the first new block takes slot 0 */
+    p->fresh = 0;
+    if (op->role == PL_ROLE_OUT && op->pipelined && k->x->mesh.ops && !k->x->cost_only && k->x->checks) {
+        /* a device of a mesh: another device may copy into these slots before
+         * this one takes its first block there (M11), so they are made
+         * garbage now, before any device runs, not at their first use (P4) */
+        sim_poison(p->slots, op->arr->dtype, op->block_elems * op->buffers, k->x->uninit);
+        p->fresh = (uint8_t)((1u << (op->buffers < 8 ? op->buffers : 8)) - 1);
+    }
     if (op->role != PL_ROLE_PREFETCH) return PL_OK;
     memcpy(p->slots, op->arr->data, p->slots_bytes); /* whole, before the grid (M5) */
     if (sim_opline_push(p->line, 0, (int64_t)p->slots_bytes, 0, NULL))
@@ -163,6 +171,8 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
         if (so) so->bytes = bytes;
         if (push_copy(p, step, bytes, bidx))
             return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
+    } else if (p->slot < 8 && (p->fresh >> p->slot & 1u)) {
+        p->fresh &= (uint8_t)~(1u << p->slot); /* poisoned at the start (a mesh device) */
     } else if (!fetch && !k->x->cost_only && k->x->checks) {
         sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
     }

@@ -41,6 +41,7 @@ typedef struct sim_pipe {
     sim_blockset written;          /* output: block -> global step of its write-back (P5) */
     sim_blockset writers;          /* output: block -> first global step that selected it (V4) */
     uint8_t race_warned;           /* a single-core race was reported once for this output (V4) */
+    uint8_t fresh;                 /* a mesh device's output: slots poisoned at the start, not yet used */
 } sim_pipe;
 
 /* The buffers of p (its plan's buffers x block, or the prefetch array):
