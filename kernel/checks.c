@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "views.h"
 
 static kern_arg *arg_of(pl_ctx *c, const pl_ref *r)
 {
@@ -121,5 +122,22 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
                          (long long)a->vhi[d] - 1);
             break;
         }
+    }
+}
+
+void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn)
+{
+    for (int i = 0; i < c->n_dma; i++) {
+        kern_dma *m = &c->dma[i];
+        if (m->remote || m->read_early || !kern_views_overlap(&m->dst, src)) continue;
+        m->read_early = 1;
+        char name[96], at[128], from[128];
+        kern_ref_name(c, src, name, sizeof name);
+        kern_format_point(c->idx, c->grid_rank, at, sizeof at);
+        kern_format_point(m->point, c->grid_rank, from, sizeof from);
+        kern_warn(c, src->arg, "%s read %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) "
+                  "was still writing it: on a TPU the read sees old or partial data; wait for the copy before "
+                  "reading its destination (rules M7, M8)",
+                  fn, name, at, (long long)m->id, from, (long long)m->bytes);
     }
 }

@@ -15,6 +15,7 @@
 
 #include "context.h"
 #include "pltpu.h"
+#include "views.h"
 
 /* ---- checks ------------------------------------------------------------------- */
 
@@ -233,47 +234,6 @@ static void land(pl_ctx *c, kern_dma *m)
     m->moved = 1;
 }
 
-/* Does view b touch an element of view a? Views of one buffer with the same
- * strides are compared per dimension; anything else by the bytes they span. */
-static int overlaps(const pl_ref *a, const pl_ref *b)
-{
-    size_t es = pl_dtype_size(a->dtype);
-    /* addresses as integers: cost-only ANY views are offsets from NULL (ref.c) */
-    uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
-    int64_t span_a = 1, span_b = 1;
-    for (int d = 0; d < a->rank; d++) span_a += (a->shape[d] - 1) * a->stride[d];
-    for (int d = 0; d < b->rank; d++) span_b += (b->shape[d] - 1) * b->stride[d];
-    if (pl_size(*a) == 0 || pl_size(*b) == 0) return 0;
-    if (pb >= pa + (uintptr_t)span_a * es || pa >= pb + (uintptr_t)span_b * pl_dtype_size(b->dtype)) return 0;
-    int same = a->rank == b->rank && a->dtype == b->dtype;
-    for (int d = 0; same && d < a->rank; d++) same = a->stride[d] == b->stride[d];
-    if (!same) return 1; /* spans overlap; be conservative */
-    int64_t off = (int64_t)(pb - pa) / (int64_t)es; /* b's start relative to a's, in elements */
-    for (int d = 0; d < a->rank; d++) { /* strides descend in the layouts tilesim makes */
-        int64_t delta = off >= 0 ? off / a->stride[d] : -((-off + a->stride[d] - 1) / a->stride[d]);
-        off -= delta * a->stride[d];
-        if (delta + b->shape[d] <= 0 || delta >= a->shape[d]) return 0;
-    }
-    return 1;
-}
-
-void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn)
-{
-    for (int i = 0; i < c->n_dma; i++) {
-        kern_dma *m = &c->dma[i];
-        if (m->remote || m->read_early || !overlaps(&m->dst, src)) continue;
-        m->read_early = 1;
-        char name[96], at[128], from[128];
-        kern_ref_name(c, src, name, sizeof name);
-        kern_format_point(c->idx, c->grid_rank, at, sizeof at);
-        kern_format_point(m->point, c->grid_rank, from, sizeof from);
-        kern_warn(c, src->arg, "%s read %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) "
-                  "was still writing it: on a TPU the read sees old or partial data; wait for the copy before "
-                  "reading its destination (rules M7, M8)",
-                  fn, name, at, (long long)m->id, from, (long long)m->bytes);
-    }
-}
-
 /* ---- copies ------------------------------------------------------------------------ */
 
 /* A copy of `bytes` from src to dst, its bytes counted on sem, enters the
@@ -292,7 +252,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
                    fn, KERN_MAX_DMA_IN_FLIGHT, first);
     }
     for (int i = 0; i < c->n_dma; i++) {
-        if (!c->dma[i].remote != !remote || !overlaps(&c->dma[i].dst, dst)) continue;
+        if (!c->dma[i].remote != !remote || !kern_views_overlap(&c->dma[i].dst, dst)) continue;
         char name[96], then[128];
         kern_ref_name(c, dst, name, sizeof name);
         kern_format_point(c->dma[i].point, c->grid_rank, then, sizeof then);
