@@ -208,3 +208,10 @@ int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out)
     else return cli_fail(cmd, "--dtype: '%s' is not a supported dtype; use f32 or bf16", CLI_CUT(s));
     return 0;
 }
+
+int cli_check_vmem_limit(const cli_cmd *cmd, int64_t limit, const pl_chip *chip)
+{
+    if (limit <= chip->vmem_bytes) return 0;
+    return cli_fail(cmd, "--vmem-limit %lld exceeds the %lld bytes of physical VMEM of a %s TensorCore, the most a "
+                         "call can set (rule M4)", (long long)limit, (long long)chip->vmem_bytes, chip->name);
+}

@@ -244,9 +244,7 @@ int cli_explain(int argc, char **argv)
     int64_t limit = 0; /* --vmem-limit: the scoped limit the call sets (M4), at most physical VMEM */
     const char *lims = cli_opt(&a, specs, NSPECS, "--vmem-limit");
     if (lims && (rc = cli_parse_count(cmd, "--vmem-limit", lims, 1LL << 50, &limit))) return rc;
-    if (limit > chip->vmem_bytes)
-        return cli_fail(cmd, "--vmem-limit: %lld bytes exceeds the %lld bytes of physical VMEM of a %s TensorCore "
-                             "(rule M4)", (long long)limit, (long long)chip->vmem_bytes, chip->name);
+    if ((rc = cli_check_vmem_limit(cmd, limit, chip))) return rc;
 
     mm_params p;
     pl_call call;

@@ -290,10 +290,7 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     opt->host_threads = (int)o->host_threads;
     opt->vmem_limit_bytes = o->vmem_limit;
     opt->check_dma_modes = o->check_dma_modes;
-    if (o->vmem_limit > chip->vmem_bytes) /* refused here, before any run, as the matmul sweep does */
-        return cli_fail(cmd, "--vmem-limit %lld: more than the %lld bytes of physical VMEM of a %s TensorCore "
-                             "(rule M4)", (long long)o->vmem_limit, (long long)chip->vmem_bytes, chip->name);
-    return 0;
+    return cli_check_vmem_limit(cmd, o->vmem_limit, chip); /* refused before any run */
 }
 
 /* ---- tilesim list ------------------------------------------------------------------- */

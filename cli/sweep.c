@@ -184,10 +184,7 @@ static int parse(const cli_cmd *cmd, const cli_args *a, cli_sweep_result *s, int
     if (OPT(a, "--vmem-limit")) {
         if ((rc = cli_parse_count(cmd, "--vmem-limit", OPT(a, "--vmem-limit"), 1LL << 50, &s->vmem_limit)))
             return rc;
-        if (s->vmem_limit > s->chip->vmem_bytes)
-            return cli_fail(cmd, "--vmem-limit: %lld bytes exceeds the %lld bytes of physical VMEM of a %s TensorCore "
-                                 "(rule M4)",
-                            (long long)s->vmem_limit, (long long)s->chip->vmem_bytes, s->chip->name);
+        if ((rc = cli_check_vmem_limit(cmd, s->vmem_limit, s->chip))) return rc;
     }
     return 0;
 }
