@@ -70,9 +70,17 @@ void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src)
         kern_fault(c, PL_EDTYPE, "%s: %s is %s; packed fp4 lives in int8 bytes, two values each", fn, a,
                    pl_dtype_name(src.dtype));
     }
-    pl_ref half = dst; /* dst's shape with its last dimension halved: src's shape */
-    if (half.rank > 0) half.shape[half.rank - 1] = dst.shape[dst.rank - 1] % 2 ? -1 : dst.shape[dst.rank - 1] / 2;
-    check_same_shape(c, &half, &src, fn);
+    int same = dst.rank == src.rank && dst.rank > 0 && dst.shape[dst.rank - 1] == 2 * src.shape[src.rank - 1];
+    for (int d = 0; same && d + 1 < dst.rank; d++) same = dst.shape[d] == src.shape[d];
+    if (!same) {
+        char a[96], b[96], sa[128], sb[128];
+        kern_ref_name(c, &dst, a, sizeof a);
+        kern_ref_name(c, &src, b, sizeof b);
+        kern_format_point(dst.shape, dst.rank, sa, sizeof sa);
+        kern_format_point(src.shape, src.rank, sb, sizeof sb);
+        kern_fault(c, PL_ESHAPE, "%s: %s has shape %s, but the bytes of %s %s hold twice its last dimension in "
+                   "values: dst must have src's shape with the last dimension doubled", fn, a, sa, b, sb);
+    }
     if (c->args) {
         kern_note_read(c, &src, fn);
         kern_note_write(c, &dst, fn);

@@ -291,6 +291,12 @@ Test(cli_kernels, sweep_tries_every_block_that_divides_its_dimension)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "bo=512") && !strstr(r.out, "bo=1024 "), "%s", r.out);
     th_run_free(&r);
+    /* no multiple of 16 divides batch = 8: the whole dimension is the block */
+    r = TH_RUN("sweep", "quant_matmul", "--set", "batch=8", "--set", "out=256", "--set", "in=256", "--chip", "v6e",
+               "--csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "bb=8 ") && !strstr(r.out, "bb=128"), "%s", r.out);
+    th_run_free(&r);
     /* tilesim list says what a sweep tries */
     r = TH_RUN("list");
     cr_expect(strstr(r.out, "sweep: the multiples of 128 dividing out"), "%s", r.out);
