@@ -169,8 +169,9 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
     const sim_operand *op = p->op;
     const kern_arg *a = &k->args[op->arg];
     int64_t pos[PL_MAX_RANK];
-    /* filled by another device's remote copy (M11) counts as written */
-    int unwritten = !a->written && !__atomic_load_n(&((sim_exec *)x)->remote_written[op->arg], __ATOMIC_ACQUIRE);
+    /* filled by another device's remote copy (M11) while this block was here counts as written */
+    int unwritten = !a->written &&
+                    __atomic_load_n(&x->remote_written[op->arg][sim_remote_slot(p)], __ATOMIC_ACQUIRE) == p->remote_seen;
     if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, &p->win, k->refs[op->arg].data, pos)))
         return PL_OK; /* the common case: nothing to say, nothing formatted */
 

@@ -26,13 +26,16 @@ typedef struct sim_mesh_link {
     int device, n_devices;
 } sim_mesh_link;
 
+#define SIM_REMOTE_SLOTS 4
 typedef struct sim_exec {
     sim_plan plan;
     pl_report rep;
-    /* a mesh: remote copies that landed in each operand's VMEM block (M11),
-     * counted by the sending device's thread (atomics), so that an output
-     * block another device filled is not called unwritten (P4) */
-    int remote_written[SIM_MAX_OPS];
+    /* a mesh: remote copies that landed in each VMEM slot of each operand
+     * (M11; slots past the last share it), counted by the sending device's
+     * thread (atomics); an output block whose slot's count grew while it was
+     * there (sim_pipe.remote_seen) was filled by another device and is not
+     * called unwritten (P4) */
+    int remote_written[SIM_MAX_OPS][SIM_REMOTE_SLOTS];
     /* options */
     pl_uninit uninit;
     int cost_only;

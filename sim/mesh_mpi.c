@@ -218,8 +218,8 @@ static void apply(mesh_run *r, const char *buf, int len)
     pl_ref dst = w.dst;
     dst.data = (void *)(sim_mesh_mpi_base(r, w.to, w.dst.arg) + (uintptr_t)w.dst_off);
     int raced = 0;
-    if (w.is_copy && dst.arg >= 0 && dst.arg < SIM_MAX_OPS) /* an output block another device filled (P4, M11) */
-        __atomic_add_fetch(&r->dev[w.to].x->remote_written[dst.arg], 1, __ATOMIC_RELEASE);
+    if (w.is_copy) /* a block another device filled (P4, M11) */
+        sim_mesh_landed(r->dev[w.to].x, dst.arg, (uintptr_t)w.dst_off);
     pthread_mutex_lock(&r->lock);
     if (r->race && w.n_clock == sim_mesh_race_devices(r->race)) {
         sim_mesh_race_learn(r->race, w.from, clock);

@@ -162,12 +162,21 @@ int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintp
     return 1;
 }
 
+void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset)
+{
+    if (arg < 0 || arg >= x->plan.n_ops || !x->plan.ops[arg].pipelined) return;
+    const sim_operand *op = &x->plan.ops[arg];
+    uintptr_t block = (uintptr_t)op->block_elems * op->elem_size, slot = block ? offset / block : 0;
+    if (slot >= SIM_REMOTE_SLOTS) slot = SIM_REMOTE_SLOTS - 1;
+    __atomic_add_fetch(&x->remote_written[arg][slot], 1, __ATOMIC_RELEASE);
+}
+
 static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
                         int64_t bytes, const char *point)
 {
     mesh_run *r = p;
     if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
-    if (arg >= 0 && arg < SIM_MAX_OPS) __atomic_add_fetch(&r->dev[to].x->remote_written[arg], 1, __ATOMIC_RELEASE);
+    sim_mesh_landed(r->dev[to].x, arg, lo - ((uintptr_t)(arg + 1) << 48));
     pthread_mutex_lock(&r->lock);
     int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
     pthread_mutex_unlock(&r->lock);

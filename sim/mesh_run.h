@@ -70,6 +70,9 @@ int sim_mesh_reachable(const sim_exec *x, int arg);
 /* Where argument `arg` of a device starts, as remote Refs are translated:
  * a pipelined block's first slot, else its buffer. */
 uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg);
+/* A remote copy landed `offset` bytes into argument `arg` of device x:
+ * count it on the slot there (sim_exec.remote_written; any thread). */
+void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset);
 /* Bytes [lo, hi) of argument `arg` of `device` as the race detector keys them; 0: unreachable */
 int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi);
 /* The deadlock message from every device's blocked/what/held (lock held or

@@ -173,8 +173,12 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
             return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
     } else if (p->slot < 8 && (p->fresh >> p->slot & 1u)) {
         p->fresh &= (uint8_t)~(1u << p->slot); /* poisoned at the start (a mesh device) */
-    } else if (!fetch && !k->x->cost_only && k->x->checks) {
-        sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
+        p->remote_seen = 0; /* a copy may have landed in this slot already: it counts for this block */
+    } else {
+        /* remote copies from here on fill this block (M11) */
+        p->remote_seen = __atomic_load_n(&k->x->remote_written[op->arg][sim_remote_slot(p)], __ATOMIC_ACQUIRE);
+        if (!fetch && !k->x->cost_only && k->x->checks)
+            sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
     }
     sim_checks_new_block(k, p);
     int rc = fetch ? fetch_back(k, p, bidx, step) : PL_OK;

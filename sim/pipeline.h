@@ -42,7 +42,11 @@ typedef struct sim_pipe {
     sim_blockset writers;          /* output: block -> first global step that selected it (V4) */
     uint8_t race_warned;           /* a single-core race was reported once for this output (V4) */
     uint8_t fresh;                 /* a mesh device's output: slots poisoned at the start, not yet used */
+    int remote_seen;               /* its slot's remote_written count when the current block was taken (M11) */
 } sim_pipe;
+
+/* The sim_exec.remote_written column of p's current slot. */
+static inline int sim_remote_slot(const sim_pipe *p) { return p->slot < SIM_REMOTE_SLOTS ? p->slot : SIM_REMOTE_SLOTS - 1; }
 
 /* The buffers of p (its plan's buffers x block, or the prefetch array):
  * PL_OK or PL_ENOMEM with the report's message. sim_pipe_free releases them. */

@@ -63,3 +63,38 @@ Test(mesh_vmem, a_remote_copy_into_an_smem_block_is_refused)
               r.mr.error);
     mh_free(&r);
 }
+
+/* Only the first of two output blocks is filled, by the neighbour: the
+ * second, which nobody wrote, is still found unwritten (P4), block by
+ * block, not hidden by the copy that filled the first. */
+static void first_block_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (pl_program_id(c, 0) != 0) return;
+    permute_kernel(c, refs);
+}
+
+Test(mesh_vmem, a_block_no_device_filled_is_still_unwritten)
+{
+    pl_call call = {
+        .name = "first_block", .kernel = first_block_kernel, .grid_rank = 1, .grid = {2},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+        .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE_DMA(2)},
+    };
+    mh_run r;
+    mh_alloc(&r, "ring:2", 16, 128, 16, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    for (int d = 0; d < r.n; d++) {
+        int p4 = 0, first = 0;
+        for (int i = 0; i < r.reps[d].n_findings && i < PL_MAX_FINDINGS; i++) {
+            const char *m = r.reps[d].findings[i].msg;
+            if (!strstr(m, "no op wrote to it")) continue;
+            p4++;
+            first |= strstr(m, "block (0, 0)") != NULL;
+        }
+        cr_expect_eq(p4, 1, "device %d: block (1, 0) alone is unwritten: %d findings, first %s", d, r.reps[d].n_findings, r.reps[d].n_findings ? r.reps[d].findings[0].msg : "");
+        cr_expect(!first, "device %d: block (0, 0) was filled by the neighbour", d);
+    }
+    mh_free(&r);
+}
