@@ -290,8 +290,9 @@ static double qmm_bytes(const int64_t *v)
 }
 
 /* A sweep tries every block that divides its dimension, as the hardware
- * autotuner behind vLLM's tuned table does (bench/autotune_agree): bb a
- * multiple of 16 (bf16 x's tile rows on v7x), bo and bi of 128 lanes. The
+ * autotuner behind vLLM's tuned table does (its autotune.py, make_configs;
+ * bench/autotune_agree): bb, bo and bi multiples of 128, and the whole
+ * batch when it is under 128 rows (no multiple of 128 divides it). The
  * lists below are what it tries when that dimension is itself swept. */
 static const int64_t bb_cands[] = {64, 128, 256};
 static const int64_t bo_cands[] = {128, 256, 512};
@@ -310,7 +311,7 @@ const pl_kernel_def ex_def_quant_matmul = {
                {.name = "in", .def = 1024, .help = "features in: the contraction"},
                {.name = "out", .def = 1024, .help = "features out: rows of w_q, columns of o"},
                {.name = "bb", .def = 128, .candidates = bb_cands, .n_candidates = 3, .help = "batch rows per block",
-                .divides = "batch", .multiple = 16},
+                .divides = "batch", .multiple = 128},
                {.name = "bo", .def = 256, .candidates = bo_cands, .n_candidates = 3, .help = "out columns per block",
                 .divides = "out", .multiple = 128},
                {.name = "bi", .def = 256, .candidates = bi_cands, .n_candidates = 3,
