@@ -22,9 +22,10 @@
  *   - top: shapes where it is tilesim's best;
  * and the shapes it misses by most, with both configurations.
  *
- *     build/bench/autotune_agree [CSV] [--every N] [--chip-file F ...]
+ *     build/bench/autotune_agree [CSV] [--every N] [--all] [--chip-file F ...]
  *
- * --every N keeps every Nth shape (a quick look); the whole file takes
+ * --all lists every shape, not the 12 missed by most. --every N keeps
+ * every Nth shape (a quick look); the whole file takes
  * about two minutes on two cores. --chip-file F (repeatable) times the rows
  * of F's base chip on the what-if chip F instead: how a calibration
  * experiment is judged.
@@ -182,9 +183,11 @@ static void summary(row *rows, int n, const char *chip)
 int main(int argc, char **argv)
 {
     const char *path = "bench/data/quant_matmul_autotuned.csv";
-    int every = 1;
+    int every = 1, show = 12;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--every") == 0 && a + 1 < argc) every = atoi(argv[++a]);
+        else if (strcmp(argv[a], "--all") == 0) show = MAX_ROWS;
+        else if (strcmp(argv[a], "--all") == 0) show = MAX_ROWS;
         else if (strcmp(argv[a], "--chip-file") == 0 && a + 1 < argc && n_what_if < MAX_FILES) {
             char err[512];
             if (pl_chip_load(argv[++a], &what_if[n_what_if], err, sizeof err) != PL_OK)
@@ -211,8 +214,9 @@ int main(int argc, char **argv)
     summary(rows, n, "v6e");
     summary(rows, n, "v7x");
     qsort(rows, (size_t)n, sizeof *rows, by_ratio);
-    printf("\nthe 12 shapes missed by most (batch x out x in, wdtype: hardware's bb/bo/bi, tilesim's best):\n");
-    for (int i = 0; i < n && i < 12; i++) {
+    printf("\nthe %d shapes missed by most (batch x out x in, wdtype: hardware's bb/bo/bi, tilesim's best):\n",
+           show < n ? show : n);
+    for (int i = 0; i < n && i < show; i++) {
         const row *r = &rows[i];
         printf("  %s %5lld x %5lld x %5lld %-7s hw %lld/%lld/%lld ", r->chip, (long long)r->batch, (long long)r->out,
                (long long)r->in, r->wdtype, (long long)r->bb, (long long)r->bo, (long long)r->bi);
