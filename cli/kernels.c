@@ -57,7 +57,7 @@ static const kopt table[] = {
     {{"check-dma-modes", 0, 0, 'D'}, K_DMA_MODES, NULL, "run twice, manual copies moving their data at start and "
                                                         "when waited: outputs that differ mean a read before a "
                                                         "wait (M7, M8; exit 1)"},
-    {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0)"},
+    {{"seed", 1, 0, 'e'}, K_SEED, "N", "seed of the generated inputs (default 0); nonzero also visits each parallel axis in an order shuffled by it, which shows grid points that wrongly depend on one another (rule V4)"},
     {{"svg", 1, 0, 'g'}, K_SVG, "FILE", "also write a roofline plot of the legal configurations"},
     {{"top", 1, 0, 'T'}, K_TOP, "N", "show only the N fastest legal configurations"},
     {{"heatmap", 1, 0, 'H'}, K_HEATMAP, "FILE.svg", "write the error per output block as an SVG heatmap"},
