@@ -162,22 +162,39 @@ static int by_ratio(const void *a, const void *b)
     return rx < ry ? 1 : rx > ry ? -1 : 0;
 }
 
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void summary(row *rows, int n, const char *chip)
 {
-    int total = 0, refused = 0, over = 0, within = 0, top = 0;
+    int total = 0, refused = 0, over = 0, within = 0, within10 = 0, top = 0, k = 0;
+    static double ratio[MAX_ROWS];
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         if (strcmp(r->chip, chip)) continue;
         total++;
         over += r->hw_over_own;
-        if (r->hw_s < 0) refused++;
-        else if (r->hw_s <= 1.05 * r->best_s) within++;
-        if (r->hw_s >= 0 && r->hw_s <= r->best_s * (1 + 1e-12)) top++;
+        if (r->hw_s < 0) {
+            refused++;
+            continue;
+        }
+        within += r->hw_s <= 1.05 * r->best_s;
+        within10 += r->hw_s <= 1.10 * r->best_s;
+        top += r->hw_s <= r->best_s * (1 + 1e-12);
+        ratio[k++] = r->hw_s / r->best_s;
     }
     if (!total) return;
+    qsort(ratio, (size_t)k, sizeof *ratio, by_double);
     printf("%s: %d shapes; hardware's choice refused %d (over the kernel's own limit %d), within 5%% of tilesim's "
            "best %d (%.1f%%; goal 80%%), tilesim's best %d\n",
            chip, total, refused, over, within, 100.0 * within / total, top);
+    if (k)
+        printf("     within 10%%: %d (%.1f%%); the hardware's choice over tilesim's best, median %.3f, 90th "
+               "percentile %.3f\n",
+               within10, 100.0 * within10 / total, ratio[k / 2], ratio[k * 9 / 10]);
 }
 
 int main(int argc, char **argv)

@@ -20,12 +20,25 @@
  *     when the clock is not published), added to the step's compute time.
  *     A TPU reads one vector element through a vector load and a lane
  *     extract, so this is a floor: an element loop is never free.
- *   - Per-step overhead 0.35 us: the figure the Pallas TPU pipelining docs
- *     quote for one grid step ("a few tenths of a microsecond", rule P9).
- *   - DMA issue latency 0.2 us: not published. It must stay below the step
- *     overhead, or a double-buffered pipeline of tiny blocks could not hide
- *     it, and the Pallas docs' observation that such kernels cost ~0.35 us
- *     per step (overhead, not DMA) would not hold.
+ *   - Per-step overhead 0.35 us (v4, v5e, v5p): the figure the Pallas TPU
+ *     pipelining docs quote for one grid step ("a few tenths of a
+ *     microsecond", rule P9).
+ *   - DMA issue latency 0.2 us (v4, v5e, v5p): not published. It must stay
+ *     below the step overhead, or a double-buffered pipeline of tiny blocks
+ *     could not hide it, and the Pallas docs' observation that such kernels
+ *     cost ~0.35 us per step (overhead, not DMA) would not hold.
+ *   - v6e and v7x: step overhead 0.1 us and DMA latency 0.4 us, a
+ *     calibration against a hardware autotuner's choices (the block sizes
+ *     vLLM's TPU backend chose by timing every tiling of its quantized
+ *     matmul on these chips; bench/autotune_agree, docs/CHIPS.md). With the
+ *     docs' 0.35 / 0.2 us the hardware's choice was within 5 % of tilesim's
+ *     best on 63.6 % (v6e) and 58.7 % (v7x) of the shapes; with 0.1 / 0.4 us
+ *     on 70.2 % and 67.1 %. A longer latency agreed a little better (0.6 us:
+ *     71.8 % and 71.6 %) but slows every pipeline of small copies (a
+ *     memory-bound stream of 2 MiB blocks on v7x to 71 % of HBM, paged
+ *     attention's page copies by 40 %) on no measurement of its own; 0.4 us
+ *     keeps a pipeline of tiny blocks near the Pallas docs' ~0.35 us a step
+ *     (0.1 us of overhead plus the latency its short steps cannot hide).
  *   - What a step costs beyond its fixed overhead (issue 22; docs/CHIPS.md
  *     has the sources and how well each is reproduced): a DMA issue or
  *     semaphore wait 0.02 us on the core (model choice from public TPU
@@ -86,8 +99,13 @@
 /* VMEM bandwidth of a TensorCore: VMEM_X times its share of HBM (see above) */
 #define VMEM_X 22.0
 #define COMMON .sublanes_8bit = 32, .sublanes_4bit = 64, \
-               .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6, \
+               .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, \
                .ici_latency_s = 1e-6, .dma_issue_s = 0.02e-6, .dma_row_bytes = 512, .prologue_s = 0.35e-6
+/* A grid step's fixed cost and a DMA's latency: the Pallas docs' figure and
+ * a model choice (v4, v5e, v5p); calibrated against a hardware autotuner's
+ * choices (v6e, v7x; see above) */
+#define STEP_DOCS .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6
+#define STEP_AUTOTUNED .step_overhead_s = 0.1e-6, .dma_latency_s = 0.4e-6
 
 static const pl_chip chips[] = {
     /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
@@ -97,14 +115,14 @@ static const pl_chip chips[] = {
     {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
      .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON},
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON, STEP_DOCS},
     /* v5e (the default): 197 TFLOP/s bf16, 394 TOP/s int8, one TensorCore;
      * 819 GB/s; 16 GiB; 128 MiB VMEM, 16 MiB scoped default; 4 MXUs of
      * 128x128; 1.5 GHz; 4 ICI links at 45 GB/s. */
     {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
      .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON},
+     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON, STEP_DOCS},
     /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
      * (megacore); HBM 2765 GB/s per chip (the Cloud page; JAX's table says
      * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
@@ -112,7 +130,7 @@ static const pl_chip chips[] = {
     {.name = "v5p", .bf16_flops = 459 * TERA / 2, .int8_ops = 918 * TERA / 2, .vpu_flops = 459 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON,
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON, STEP_DOCS,
      .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
      * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
@@ -120,7 +138,7 @@ static const pl_chip chips[] = {
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
      .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON,
+     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_AUTOTUNED,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
@@ -133,7 +151,7 @@ static const pl_chip chips[] = {
      .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
      .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
-     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON,
+     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_AUTOTUNED,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
 };
 

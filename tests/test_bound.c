@@ -16,7 +16,7 @@ static const char *const big_matmul[] = {"M=4096", "N=4096", "K=4096", "bm=512",
 Test(bound, hbm_busiest_run_is_hbm_bound)
 {
     pl_report *r = th_run_builtin("matmul", "v6e", big_matmul);
-    cr_assert_gt(r->busy[PL_BOUND_HBM], 0.98, "HBM busy %g", r->busy[PL_BOUND_HBM]);
+    cr_assert_gt(r->busy[PL_BOUND_HBM], 0.85, "HBM busy %g", r->busy[PL_BOUND_HBM]);
     cr_assert_lt(r->busy[PL_BOUND_COMPUTE], 0.5);
     cr_assert_eq(r->bound, PL_BOUND_HBM, "%s", r->bound_msg);
     cr_assert(strncmp(r->bound_msg, "HBM-bound", 9) == 0, "%s", r->bound_msg);
@@ -59,9 +59,9 @@ Test(bound, report_prints_busy_fractions_and_json_has_them)
     pl_report_json(rep, g);
     fclose(f);
     fclose(g);
-    cr_assert_not_null(strstr(text, "  busy: HBM 98.4%, MXU 47.6%"), "%s", text);
-    cr_assert_not_null(strstr(json, "\"busy\":{\"MXU\":0.47"), "%s", json);
-    cr_assert_not_null(strstr(json, "\"HBM\":0.98"), "%s", json);
+    cr_assert_not_null(strstr(text, "  busy: HBM 95.7%, MXU 46.3%"), "%s", text);
+    cr_assert_not_null(strstr(json, "\"busy\":{\"MXU\":0.46"), "%s", json);
+    cr_assert_not_null(strstr(json, "\"HBM\":0.95"), "%s", json);
     free(text);
     free(json);
     free(rep);
@@ -110,12 +110,12 @@ Test(bound, advice_states_a_simulated_gain)
     int gained;
     pl_report *rep = advised_matmul(big_matmul, &gained);
     cr_assert_eq(gained, 1, "%s", rep->bound_msg);
-    cr_assert_not_null(strstr(rep->bound_msg, "; simulated: bm=1024: 289.31 us instead of 353.90 us"), "%s",
+    cr_assert_not_null(strstr(rep->bound_msg, "; simulated: bm=1024: 307.29 us instead of 363.78 us"), "%s",
                        rep->bound_msg);
     static const char *const bigger[] = {"M=4096", "N=4096", "K=4096", "bm=1024", "bn=512", "bk=1024", "dtype=bf16",
                                          NULL};
     pl_report *after = th_run_builtin("matmul", "v6e", bigger);
-    cr_assert_float_eq(after->time_s, 289.31e-6, 0.005e-6, "%g", after->time_s);
+    cr_assert_float_eq(after->time_s, 307.29e-6, 0.005e-6, "%g", after->time_s);
     free(after);
     free(rep);
 }

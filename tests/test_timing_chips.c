@@ -1,5 +1,6 @@
 /* tests/test_timing_chips.c: the chip presets (the figures of CHIPS.md) and
  * what-if chip files: how they override a preset and how their errors read. */
+#include <string.h>
 #include <stdio.h>
 
 #include "helpers.h"
@@ -26,7 +27,12 @@ Test(chips, presets_carry_the_chips_md_figures)
     cr_assert_null(pl_chip_find("v9z"));
     for (int i = 0; i < pl_chip_count(); i++) {
         const pl_chip *c = pl_chip_at(i);
-        cr_assert_lt(c->dma_latency_s, c->step_overhead_s, "%s: latency must hide under a step", c->name);
+        /* the docs' figures where nothing better is known; v6e and v7x take
+         * the pair calibrated against a hardware autotuner (docs/CHIPS.md) */
+        int tuned = !strcmp(c->name, "v6e") || !strcmp(c->name, "v7x");
+        cr_assert_float_eq(c->step_overhead_s, tuned ? 0.1e-6 : 0.35e-6, 1e-12, "%s", c->name);
+        cr_assert_float_eq(c->dma_latency_s, tuned ? 0.4e-6 : 0.2e-6, 1e-12, "%s", c->name);
+        if (!tuned) cr_assert_lt(c->dma_latency_s, c->step_overhead_s, "%s: latency must hide under a step", c->name);
         cr_assert_leq(c->vmem_default_limit, c->vmem_bytes, "%s", c->name);
         /* critical intensity as CHIPS.md quotes it: 240 on v5e, 560 on v6e, ... */
         double crit = c->bf16_flops * c->cores_per_device / c->hbm_bw;
