@@ -15,10 +15,7 @@
 void pl_transpose(pl_ctx *c, pl_ref dst, pl_ref src)
 {
     const char *fn = "pl_transpose";
-    kern_check_ref(c, &dst, fn);
-    kern_check_ref(c, &src, fn);
-    check_data(c, &dst, fn);
-    check_data(c, &src, fn);
+    check_pair(c, &dst, &src, fn);
     char a[96], b[96];
     if (src.rank != 2 || dst.rank != 2) {
         kern_ref_name(c, src.rank != 2 ? &src : &dst, a, sizeof a);
@@ -32,10 +29,7 @@ void pl_transpose(pl_ctx *c, pl_ref dst, pl_ref src)
                    (long long)dst.shape[0], (long long)dst.shape[1], b, (long long)src.shape[0],
                    (long long)src.shape[1], (long long)src.shape[1], (long long)src.shape[0]);
     }
-    if (c->args) {
-        kern_note_read(c, &src, fn);
-        kern_note_write(c, &dst, fn);
-    }
+    note_pair(c, &dst, &src, fn);
     /* Cost (model choice, docs/CHIPS.md): the XLU turns whole (8, 128)
      * tiles while the vector slots stream them: one op per element, and no
      * faster than its bytes in and out of VMEM, the cost of a copy. */
@@ -60,10 +54,7 @@ void pl_transpose(pl_ctx *c, pl_ref dst, pl_ref src)
 void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src)
 {
     const char *fn = "pl_unpack_f4";
-    kern_check_ref(c, &dst, fn);
-    kern_check_ref(c, &src, fn);
-    check_data(c, &dst, fn);
-    check_data(c, &src, fn);
+    check_pair(c, &dst, &src, fn);
     if (src.dtype != PL_I8) {
         char a[96];
         kern_ref_name(c, &src, a, sizeof a);
@@ -81,10 +72,7 @@ void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src)
         kern_fault(c, PL_ESHAPE, "%s: %s has shape %s, but the bytes of %s %s hold twice its last dimension in "
                    "values: dst must have src's shape with the last dimension doubled", fn, a, sa, b, sb);
     }
-    if (c->args) {
-        kern_note_read(c, &src, fn);
-        kern_note_write(c, &dst, fn);
-    }
+    note_pair(c, &dst, &src, fn);
     /* Cost (model choice, docs/CHIPS.md): one VPU op per value. The nibble
      * masks and shifts work on whole 32-bit words, 8 values each, and the
      * e2m1 -> wider conversion is a few word ops more: about one op per

@@ -153,10 +153,7 @@ static void reduce_rows(pl_ctx *c, pl_ref dst, pl_ref src, int is_max, const cha
     check_rank2(c, &src, fn);
     check_rank2(c, &dst, fn);
     check_shape_2d(c, &dst, src.shape[0], 1, "the keepdims result of reducing", &src, fn);
-    if (c->args) {
-        kern_note_read(c, &src, fn);
-        kern_note_write(c, &dst, fn);
-    }
+    note_pair(c, &dst, &src, fn);
     int64_t n = src.shape[1], rows = src.shape[0];
     kern_op op = {.kind = KERN_OP_VPU, .dtype = (uint8_t)dst.dtype, .elems = rows, .name = fn};
     op.flops = FLOPS_SIMPLE * (double)(rows * n);

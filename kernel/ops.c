@@ -52,10 +52,7 @@ static void int_row(const pl_ref *dst, char *d, const pl_ref *a, const char *pa,
  * integer ref cannot hold: refused, naming the cast. */
 void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const char *fn)
 {
-    kern_check_ref(c, &dst, fn);
-    kern_check_ref(c, &src, fn);
-    check_data(c, &dst, fn);
-    check_data(c, &src, fn);
+    check_pair(c, &dst, &src, fn);
     char name[96];
     if (!is_int(src.dtype)) {
         kern_ref_name(c, &src, name, sizeof name);
@@ -69,10 +66,7 @@ void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const
                    pl_dtype_name(dst.dtype), s);
     }
     check_same_shape(c, &dst, &src, fn);
-    if (c->args) {
-        kern_note_read(c, &src, fn);
-        kern_note_write(c, &dst, fn);
-    }
+    note_pair(c, &dst, &src, fn);
     record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst), k = (int64_t)s;
@@ -118,15 +112,9 @@ void pl_fill(pl_ctx *c, pl_ref dst, double value)
 /* pl_copy and pl_cast (its jnp name): fn names the one the kernel called. */
 static void copy_as(pl_ctx *c, pl_ref dst, pl_ref src, const char *fn)
 {
-    kern_check_ref(c, &dst, fn);
-    kern_check_ref(c, &src, fn);
-    check_data(c, &dst, fn);
-    check_data(c, &src, fn);
+    check_pair(c, &dst, &src, fn);
     check_same_shape(c, &dst, &src, fn);
-    if (c->args) {
-        kern_note_read(c, &src, fn);
-        kern_note_write(c, &dst, fn);
-    }
+    note_pair(c, &dst, &src, fn);
     record_vpu(c, KERN_OP_COPY, &dst, 1, fn, kern_ref_bytes(&src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);

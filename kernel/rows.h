@@ -77,6 +77,25 @@ static inline void check_data(pl_ctx *c, const pl_ref *r, const char *fn)
     }
 }
 
+/* The checks an op that writes dst from src starts with: both are Refs of
+ * this kernel (kern_check_ref) and hold data a block op may touch. */
+static inline void check_pair(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
+{
+    kern_check_ref(c, dst, fn);
+    kern_check_ref(c, src, fn);
+    check_data(c, dst, fn);
+    check_data(c, src, fn);
+}
+
+/* For the checks that watch accesses (uninitialized reads, races, writes to
+ * inputs): fn read src and wrote dst. */
+static inline void note_pair(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
+{
+    if (!c->args) return;
+    kern_note_read(c, src, fn);
+    kern_note_write(c, dst, fn);
+}
+
 static inline void check_same_shape(pl_ctx *c, const pl_ref *dst, const pl_ref *src, const char *fn)
 {
     int same = dst->rank == src->rank;

@@ -29,6 +29,13 @@ static pl_call one_block(void (*k)(pl_ctx *, pl_ref *))
     return (pl_call){.name = "transpose", .kernel = k, .n_in = 1, .n_out = 1};
 }
 
+/* out (n, m) holds in (m, n) transposed, value for value */
+static void expect_transposed(const float *in, const float *out, int m, int n)
+{
+    for (int r = 0; r < m; r++)
+        for (int k = 0; k < n; k++) cr_assert_eq(out[k * m + r], in[r * n + k], "(%d, %d)", r, k);
+}
+
 Test(transpose, f32_and_bf16_blocks_keep_every_value)
 {
     float in[8 * 128], out[128 * 8];
@@ -37,8 +44,7 @@ Test(transpose, f32_and_bf16_blocks_keep_every_value)
     pl_array a = PL_ARRAY(in, PL_F32, 8, 128), o = PL_ARRAY(out, PL_F32, 128, 8);
     pl_report rep;
     th_expect_ok(pl_pallas_call(&call, &a, &o, NULL, &rep), &rep);
-    for (int r = 0; r < 8; r++)
-        for (int k = 0; k < 128; k++) cr_assert_eq(out[k * 8 + r], in[r * 128 + k], "(%d, %d)", r, k);
+    expect_transposed(in, out, 8, 128);
 
     uint16_t bin[16 * 256], bout[256 * 16];
     for (int i = 0; i < 16 * 256; i++) bin[i] = pl_f32_to_bf16((float)(i % 251) - 3.5f);
@@ -56,8 +62,7 @@ Test(transpose, a_square_block_transposes_in_place)
     pl_array a = PL_ARRAY(in, PL_F32, 128, 128), o = PL_ARRAY(out, PL_F32, 128, 128);
     pl_report rep;
     th_expect_ok(pl_pallas_call(&call, &a, &o, NULL, &rep), &rep);
-    for (int r = 0; r < 128; r++)
-        for (int k = 0; k < 128; k++) cr_assert_eq(out[k * 128 + r], in[r * 128 + k], "(%d, %d)", r, k);
+    expect_transposed(in, out, 128, 128);
 }
 
 Test(transpose, a_shape_that_is_not_the_transpose_is_refused_by_name)
