@@ -20,6 +20,8 @@
  *   - within 5 %: shapes where the hardware's choice is predicted within
  *     5 % of tilesim's best (goal >= 80 %);
  *   - top: shapes where it is tilesim's best;
+ *   - candidates refused by a rule other than VMEM (goal 0: the
+ *     autotuner compiled and timed each one);
  * and the shapes it misses by most, with both configurations.
  *
  *     build/bench/autotune_agree [CSV] [--every N] [--all] [--chip-file F ...]
@@ -51,6 +53,8 @@ typedef struct row {
     int64_t batch, out, in, bb, bo, bi;
     double hw_s, best_s; /* predicted times; hw_s < 0: refused */
     int hw_over_own;     /* the hardware's choice needs more than the kernel's own limit */
+    int cands, cand_refused; /* candidates searched; refused by a rule other than VMEM (M4) */
+    char cand_why[160];      /* the first such refusal */
     int64_t best[3];
     char why[160];
 } row;
@@ -114,6 +118,10 @@ static int evaluate(const pl_kernel_def *d, row *r)
     int rc = pl_kernel_sweep(d, n, values, &opt, &sopt, reps);
     const pl_chip *chip = opt.chip_spec ? opt.chip_spec : pl_chip_find(r->chip);
     r->best_s = -1;
+    r->cands = n;
+    for (int i = 0; rc == PL_OK && i < n; i++)
+        if (reps[i].status != PL_OK && reps[i].status != PL_EVMEM && !r->cand_refused++)
+            snprintf(r->cand_why, sizeof r->cand_why, "%.150s", reps[i].error);
     for (int i = 0; rc == PL_OK && i < n; i++)
         if (reps[i].status == PL_OK && reps[i].vmem_bytes <= d->vmem_limit(values + (size_t)i * (size_t)np, chip) &&
             (r->best_s < 0 || reps[i].time_s < r->best_s)) {
@@ -170,12 +178,15 @@ static int by_double(const void *a, const void *b)
 
 static void summary(row *rows, int n, const char *chip)
 {
-    int total = 0, refused = 0, over = 0, within = 0, within10 = 0, top = 0, k = 0;
+    int total = 0, refused = 0, over = 0, within = 0, within10 = 0, top = 0, k = 0, cands = 0, cand_refused = 0;
+    const char *cand_why = NULL;
     static double ratio[MAX_ROWS];
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         if (strcmp(r->chip, chip)) continue;
         total++;
+        cands += r->cands, cand_refused += r->cand_refused;
+        if (r->cand_refused && !cand_why) cand_why = r->cand_why;
         over += r->hw_over_own;
         if (r->hw_s < 0) {
             refused++;
@@ -195,6 +206,9 @@ static void summary(row *rows, int n, const char *chip)
         printf("     within 10%%: %d (%.1f%%); the hardware's choice over tilesim's best, median %.3f, 90th "
                "percentile %.3f\n",
                within10, 100.0 * within10 / total, ratio[k / 2], ratio[k * 9 / 10]);
+    /* the autotuner compiled and timed every candidate: none may break a block rule */
+    printf("     candidates searched %d, refused by a rule other than VMEM %d (goal 0)%s%s\n", cands, cand_refused,
+           cand_why ? ", first: " : "", cand_why ? cand_why : "");
 }
 
 int main(int argc, char **argv)
@@ -203,7 +217,6 @@ int main(int argc, char **argv)
     int every = 1, show = 12;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--every") == 0 && a + 1 < argc) every = atoi(argv[++a]);
-        else if (strcmp(argv[a], "--all") == 0) show = MAX_ROWS;
         else if (strcmp(argv[a], "--all") == 0) show = MAX_ROWS;
         else if (strcmp(argv[a], "--chip-file") == 0 && a + 1 < argc && n_what_if < MAX_FILES) {
             char err[512];

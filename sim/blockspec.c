@@ -43,6 +43,20 @@ static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
  * is neither a multiple of those rows nor the whole dimension is rejected
  * (XLA E2002). One that is the whole dimension is legal and only pads (T6).
  * The message names the tile and the nearest legal sizes. */
+/* The block and the array counted in elements, and their dtype: a packed4
+ * int8 array holds two 4-bit values per byte along its last dimension
+ * (pl_array.packed4), and its blocks follow the 4-bit rules. */
+static pl_dtype element_view(const sim_operand *op, int64_t *blk, int64_t *shp)
+{
+    const pl_array *a = op->arr;
+    int r = a->rank;
+    memcpy(blk, op->block, (size_t)r * sizeof *blk);
+    memcpy(shp, a->shape, (size_t)r * sizeof *shp);
+    if (!a->packed4) return a->dtype;
+    blk[r - 1] = sim_sat_mul(blk[r - 1], 2), shp[r - 1] = sim_sat_mul(shp[r - 1], 2);
+    return PL_I4;
+}
+
 static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, const char *blk, const char *shp,
                                pl_report *rep)
 {
@@ -50,8 +64,11 @@ static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, cons
     int r = a->rank;
     if (op->space != PL_VMEM || op->element[r - 2] || op->squeezed[r - 2]) return PL_OK;
     char msg[PL_MSG_MAX];
-    if (!kern_check_t8(plan->chip->name, a->dtype, r, op->block, op->squeezed, a->shape,
-                       pl_chip_tile_rows(plan->chip, a->dtype, a->shape[r - 2]), blk, shp, msg, sizeof msg))
+    int64_t eb[PL_MAX_RANK], es[PL_MAX_RANK];
+    pl_dtype t = element_view(op, eb, es);
+    /* rows are rows either way: the block as the caller wrote it, the tile of its elements */
+    if (!kern_check_t8(plan->chip->name, t, r, op->block, op->squeezed, a->shape,
+                       pl_chip_tile_rows(plan->chip, t, es[r - 2]), blk, shp, msg, sizeof msg))
         return PL_OK;
     return sim_fail(rep, PL_ETILING, "%s: %s", op->rep->name, msg);
 }
@@ -63,21 +80,25 @@ static int check_tiling(const sim_plan *plan, const sim_operand *op, const char 
 {
     const pl_array *a = op->arr;
     int r = a->rank;
+    int64_t eb[PL_MAX_RANK], es[PL_MAX_RANK];
+    pl_dtype t = element_view(op, eb, es);
+    const char *unit = a->packed4 ? " (counted in 4-bit elements, two per byte: packed4)" : "";
     if (r == 1) {
-        int64_t b = op->block[0], min = 128 * (32 / pl_dtype_bits(a->dtype));
-        if (b == a->shape[0] || b % 1024 == 0 || (is_pow2(b) && b >= min)) return PL_OK;
+        int64_t b = eb[0], min = 128 * (32 / pl_dtype_bits(t));
+        if (b == es[0] || b % 1024 == 0 || (is_pow2(b) && b >= min)) return PL_OK;
         return sim_fail(rep, PL_EBLOCKSHAPE,
-                        "%s: rank-1 block %s of %s array %s must equal the array's size, be a multiple of "
-                        "1024, or be a power of two >= %lld (rule T2)",
-                        op->rep->name, blk, pl_dtype_name(a->dtype), shp, (long long)min);
+                        "%s: rank-1 block %s of %s array %s: %lld elements%s must equal the array's %lld, be a "
+                        "multiple of 1024, or be a power of two >= %lld (rule T2)",
+                        op->rep->name, blk, pl_dtype_name(t), shp, (long long)b, unit, (long long)es[0],
+                        (long long)min);
     }
-    int64_t last = op->block[r - 1], second = op->block[r - 2];
-    if (last % 128 != 0 && last != a->shape[r - 1])
+    int64_t last = eb[r - 1], second = eb[r - 2];
+    if (last % 128 != 0 && last != es[r - 1])
         return sim_fail(rep, PL_EBLOCKSHAPE,
-                        "%s: block %s of array %s: the last block dimension %lld%s must be a multiple of 128 "
+                        "%s: block %s of array %s: the last block dimension %lld%s%s must be a multiple of 128 "
                         "or equal the array's last dimension %lld (rule T1, the (8,128) rule)",
-                        op->rep->name, blk, shp, (long long)last, op->squeezed[r - 1] ? " (squeezed)" : "",
-                        (long long)a->shape[r - 1]);
+                        op->rep->name, blk, shp, (long long)last, unit, op->squeezed[r - 1] ? " (squeezed)" : "",
+                        (long long)es[r - 1]);
     if (second % 8 != 0 && second != a->shape[r - 2])
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block %s of array %s: the second-last block dimension %lld%s must be a multiple "
@@ -263,15 +284,16 @@ static void report_operand(const sim_plan *plan, const sim_operand *op, pl_repor
     memcpy(or->block, op->pipelined ? op->block : a->shape, sizeof or->block);
     or->buffers = op->buffers;
     or->block_bytes = sim_sat_mul(op->block_elems, (int64_t)op->elem_size);
-    or->vmem_bytes = op->pipelined ? sim_laid_out_bytes(op->block, a->rank, a->dtype, op->space, plan->chip) : 0;
+    int64_t eb[PL_MAX_RANK], es[PL_MAX_RANK];
+    pl_dtype t = a->rank >= 1 ? element_view(op, eb, es) : a->dtype; /* packed4: laid out as 4-bit tiles */
+    or->vmem_bytes = op->pipelined ? sim_laid_out_bytes(eb, a->rank, t, op->space, plan->chip) : 0;
 
     or->array_bytes = sim_sat_mul(pl_array_size(a), (int64_t)op->elem_size);
     or->tile_rows = op->space == PL_VMEM && op->pipelined && a->rank >= 2
-                        ? pl_chip_tile_rows(plan->chip, a->dtype, a->shape[a->rank - 2])
+                        ? pl_chip_tile_rows(plan->chip, t, es[a->rank - 2])
                         : 0;
     if (op->space == PL_VMEM && op->pipelined)
-        sim_warn_padding(rep, or->name, "block", op->block, a->rank, a->dtype, plan->chip, or->vmem_bytes,
-                         or->block_bytes);
+        sim_warn_padding(rep, or->name, "block", eb, a->rank, t, plan->chip, or->vmem_bytes, or->block_bytes);
 }
 
 int sim_plan_operand(const sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)

@@ -22,7 +22,8 @@ static int native_sublanes(pl_dtype t, const pl_chip *chip)
 {
     int bits = pl_dtype_bits(t);
     int rows8 = chip->sublanes_8bit > 0 ? chip->sublanes_8bit : 32; /* the chip's table (T8), 32 if unset */
-    return bits >= 32 ? 8 : bits == 16 ? chip->sublanes_16bit : rows8;
+    int rows4 = chip->sublanes_4bit > 0 ? chip->sublanes_4bit : 64;
+    return bits >= 32 ? 8 : bits == 16 ? chip->sublanes_16bit : bits == 4 ? rows4 : rows8;
 }
 
 /* Bytes a buffer of this shape takes in VMEM, laid out in (sublanes, 128)
@@ -30,7 +31,7 @@ static int native_sublanes(pl_dtype t, const pl_chip *chip)
  * elements; SMEM holds 32-bit words unpadded. */
 int64_t sim_laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_memspace space, const pl_chip *chip)
 {
-    int64_t es = (int64_t)pl_dtype_size(t), n = 1;
+    int64_t es = (int64_t)pl_dtype_size(t), n = 1, bits = pl_dtype_bits(t);
     if (space == PL_SMEM) {
         for (int d = 0; d < rank; d++) n = sim_sat_mul(n, shape[d]);
         return sim_sat_mul(n, es < 4 ? 4 : es);
@@ -41,7 +42,7 @@ int64_t sim_laid_out_bytes(const int64_t *shape, int rank, pl_dtype t, pl_memspa
         else if (d == rank - 2) s = round_up(s, native_sublanes(t, chip));
         n = sim_sat_mul(n, s);
     }
-    return sim_sat_mul(n, es);
+    return bits == 4 ? n / 2 + n % 2 : sim_sat_mul(n, es); /* 4-bit: two per byte */
 }
 
 /* T6, one rule for blocks and scratch alike: warn when the tiled layout at

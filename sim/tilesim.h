@@ -86,6 +86,14 @@ typedef struct pl_array {
     pl_dtype dtype;
     int rank;
     int64_t shape[PL_MAX_RANK];
+    /* 1: an int8 array of packed 4-bit values, two per byte along its last
+     * dimension (pl_i4_store, pl_f4_store), as HBM holds an int4 or
+     * float4_e2m1fn array; shape counts bytes. Its blocks follow the rules
+     * of the 4-bit elements, as a BlockSpec over the int4 or fp4 array
+     * would: T1 and T2 count the last dimension in elements (two per byte),
+     * T8 takes the 4-bit tile rows, and the VMEM layout (T6) is that of
+     * 4-bit tiles. 0 (the default): one element per byte of dtype. */
+    int packed4;
 } pl_array;
 
 #ifndef __cplusplus

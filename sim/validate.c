@@ -37,6 +37,10 @@ static int check_array(const pl_array *a, const char *what, int allow_null, pl_r
     }
     if (a->rank < 0 || a->rank > PL_MAX_RANK)
         return sim_fail(rep, PL_EINVAL, "%s: rank %d is outside 0..%d", what, a->rank, PL_MAX_RANK);
+    if (a->packed4 && (a->packed4 != 1 || a->dtype != PL_I8 || a->rank < 1))
+        return sim_fail(rep, PL_EINVAL, "%s: packed4 = %d on a rank-%d %s array; packed4 = 1 marks an int8 array of "
+                        "rank >= 1 whose bytes each hold two 4-bit values along the last dimension (0: none)",
+                        what, a->packed4, a->rank, pl_dtype_name(a->dtype));
     for (int d = 0; d < a->rank; d++)
         if (a->shape[d] < 1)
             return sim_fail(rep, PL_EINVAL, "%s: dimension %d has size %lld; sizes must be >= 1", what, d,

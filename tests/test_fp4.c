@@ -301,3 +301,62 @@ Test(fp4, unpack_refuses_a_wrong_shape_or_dtype_by_name)
     cr_assert_eq(pl_pallas_call(&call, a2, o2, NULL, &rep), PL_EDTYPE, "%s", rep.error);
     cr_expect(strstr(rep.error, "int8"), "%s", rep.error);
 }
+
+/* ---- packed4: an int8 array of fp4 or int4 pairs, blocked as the 4-bit array --------- */
+
+/* The autotuner's candidates for an fp4 weight are bi = every multiple of
+ * 128 weights that divides in, so 384 (192 bytes) too: a BlockSpec over
+ * the float4_e2m1fn array counts weights, not bytes (T1). Such a block
+ * runs, verifies, and takes (bo, 384) fp4 = bo x 192 bytes of VMEM a buffer,
+ * laid out in 4-bit tiles without lane padding (T6). */
+Test(fp4, quant_matmul_fp4_blocks_of_an_odd_multiple_of_128_weights_run)
+{
+    static const char *sets[] = {"wdtype=f4e2m1", "batch=16", "bb=16", "out=256", "bo=128", "in=1152", "bi=384"};
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    int rc = qmm_run("v7x", sets, 7, 0, &rep, chk);
+    cr_assert_eq(rc, PL_OK, "%s", rep.error);
+    cr_assert_eq(chk[0].verdict, PL_PASS, "max abs err %g", chk[0].max_abs_err);
+    for (int i = 0; i < rep.n_operands; i++)
+        if (strcmp(rep.op[i].name, "w_q") == 0) {
+            cr_expect_eq(rep.op[i].block[1], 192, "192 bytes hold 384 weights");
+            cr_expect_eq(rep.op[i].vmem_bytes, 128 * 192, "no lane padding: 4-bit tiles hold 128 weights a row");
+            cr_expect_eq(rep.op[i].tile_rows, 64, "the 4-bit tile has 64 rows (T8)");
+        }
+}
+
+/* A pallas_call over a packed4 int8 array: its blocks follow the 4-bit
+ * rules, and the messages count weights. */
+static void nop_kernel(pl_ctx *c, pl_ref *r) { (void)c, (void)r; }
+
+static int packed_call(int64_t rows, int64_t bytes, int64_t brows, int64_t bbytes, int packed4, pl_dtype dt,
+                       pl_report *rep)
+{
+    pl_array a = PL_ARRAY(NULL, dt, rows, bytes), o = PL_ARRAY(NULL, PL_F32, 8, 128);
+    a.packed4 = packed4;
+    pl_call call = {.name = "packed", .kernel = nop_kernel, .grid_rank = 1, .grid = {1}, .n_in = 1,
+                    .in = {PL_BLOCK(PL_MAP(PL_ZERO, 0), brows, bbytes)}, .n_out = 1,
+                    .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};
+    pl_options opt = {.chip = "v7x", .cost_only = 1};
+    return pl_pallas_call(&call, &a, &o, &opt, rep);
+}
+
+Test(fp4, a_packed4_block_is_checked_in_weights)
+{
+    pl_report rep;
+    cr_expect_eq(packed_call(256, 512, 64, 64, 1, PL_I8, &rep), PL_OK, "(64, 128 weights): %s", rep.error);
+    cr_expect_eq(packed_call(256, 512, 64, 64, 0, PL_I8, &rep), PL_EBLOCKSHAPE, "unpacked int8: 64 lanes (T1)");
+    int rc = packed_call(256, 512, 64, 32, 1, PL_I8, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "dimension 64 (counted in 4-bit elements", "rule T1");
+    rc = packed_call(256, 512, 32, 64, 1, PL_I8, &rep); /* 32 rows: the int8 tile, not the 4-bit one */
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "(64, 128) tiles", "E2002", "Nearest legal block shapes: (64, 64)");
+}
+
+Test(fp4, packed4_belongs_to_int8_arrays_only)
+{
+    pl_report rep;
+    int rc = packed_call(256, 512, 64, 128, 1, PL_F32, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "packed4 = 1", "f32");
+    rc = packed_call(256, 512, 64, 128, 2, PL_I8, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "packed4 = 2", "two 4-bit values");
+}

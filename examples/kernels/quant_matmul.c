@@ -27,7 +27,9 @@
  *
  * wdtype=f4e2m1 (v7x): fp4 weights, stored packed as on hardware: w_q is an
  * int8 array of [out, in/2] bytes, weight 2k in the low nibble of byte k
- * (pl_f4_store), half of fp8's HBM and VMEM bytes. v7x's MXU has no fp4
+ * (pl_f4_store), half of fp8's HBM and VMEM bytes, marked packed4 so that
+ * its blocks obey the rules of the fp4 array the production BlockSpec
+ * names (bi a multiple of 128 weights, 64 bytes; T1, T8, T6). v7x's MXU has no fp4
  * path (bf16 and fp8 only), so the packed block is widened to fp8 e4m3 on
  * its way to the MXU, in vector registers (values): VPU work, counted
  * (pl_unpack_f4, every value exact in e4m3), no VMEM; x is quantized to fp8.
@@ -175,6 +177,7 @@ static int qmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     b->args[0] = PL_ARRAY(NULL, PL_BF16, v[P_B], v[P_IN]);
     b->args[1] = PL_ARRAY(NULL, PL_F32, v[P_B], 1);
     b->args[2] = PL_ARRAY(NULL, p->is_fp4 ? PL_I8 : p->xdt, v[P_OUT], v[P_IN] / pack);
+    b->args[2].packed4 = p->is_fp4; /* its blocks follow the fp4 rules: bi a multiple of 128 weights (T1) */
     b->args[3] = PL_ARRAY(NULL, PL_F32, 1, v[P_OUT]);
     b->n_outs = 1;
     b->outs[0] = PL_ARRAY(NULL, PL_BF16, v[P_B], v[P_OUT]);
