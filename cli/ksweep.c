@@ -111,7 +111,7 @@ static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kop
             /* every multiple of q->multiple dividing the dimension it tiles */
             int64_t dim = seen[t] == 1 ? lists[t].v[0] : base[t], m = q->multiple > 0 ? q->multiple : 1;
             lists[p].n = divisor_list(dim, m, lists[p].v, CLI_MAX_LIST);
-            /* no multiple of m divides it (batch 8, bb in 16s): the whole
+            /* no multiple of m divides it (batch 64, bb in 128s): the whole
              * dimension, the one block the (8, 128) rule always allows */
             if (!lists[p].n) lists[p].n = 1, lists[p].v[0] = dim > 0 ? dim : base[p];
         } else if (!seen[p] && q->candidates && q->n_candidates > 0) {
