@@ -1,9 +1,10 @@
 /* kernel/pipeline_emit_check.c: pltpu_emit_pipeline's checks (rule K3), the
  * rules pallas_call applies to a BlockSpec applied to each inner block:
  * its rank and sizes (B1), squeezed dimensions (B4), ragged edge blocks and
- * the range of block indices (B2, B6), the (8,128) rule and its rank-1 form
- * (T1, T2), the compiler's tiling check with the chip's dtype table (T8),
- * and outputs revisited after their write-back (P5). Messages name the
+ * the range of block indices (B2, B6), the window rule of nested pipelines
+ * (K6: lanes as T1, rows by the dtype's packing, T2 for rank 1; not T8, the
+ * chip's memory tiling of pallas_call operands), and outputs revisited
+ * after their write-back (P5). Messages name the
  * operand ("in_specs[0]") and the inner grid point, as pallas_call's name
  * the operand and the grid point. */
 #include <stdio.h>
@@ -33,8 +34,15 @@ void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *
 
 static int is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-/* T1 on a block of rank 2 or more (a squeezed dimension counts as 1), T2 on a rank-1 one. */
-static void check_t1_t2(pl_ctx *c, const kern_emit_op *o)
+/* K6: a nested pipeline's window. emit_pipeline copies each block as a
+ * slice of its ref (jax/_src/pallas/mosaic/pipeline.py: no (8,128) check;
+ * the tile comes from the ref's dtype, not the chip's memory layout), so:
+ * lanes as T1; rows a multiple of the rows one 32-bit sublane word packs
+ * (1 for 32-bit, 2 for 16-bit, 4 for 8-bit, 8 for 4-bit) or the whole
+ * dimension; a block that does not divide its dimension (a ragged edge, B6)
+ * a multiple of the pipeline's tile (that packing doubled up to min(rows,
+ * 8)), else Pallas's "Block size must divide tiling". Rank 1 keeps T2. */
+static void check_window(pl_ctx *c, const kern_emit_op *o)
 {
     const pl_ref *r = &o->hbm;
     int n = r->rank;
@@ -45,28 +53,28 @@ static void check_t1_t2(pl_ctx *c, const kern_emit_op *o)
                    "the ref's size, be a multiple of 1024, or be a power of two >= %lld (rules T2, K3)", o->name,
                    (long long)b, pl_dtype_name(r->dtype), (long long)r->shape[0], (long long)min);
     }
-    int64_t lane = o->block[n - 1], sub = o->block[n - 2];
-    if ((lane % 128 && lane != r->shape[n - 1]) || (sub % 8 && sub != r->shape[n - 2]))
+    int64_t lane = o->block[n - 1], sub = o->block[n - 2], rows = r->shape[n - 2];
+    if (lane % 128 && lane != r->shape[n - 1])
         kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block (..., %lld, %lld) of a ref (..., %lld, "
-                   "%lld) breaks the (8,128) rule: the last two dimensions must be multiples of 8 and 128 or "
-                   "equal the ref's (a squeezed dimension counts as 1) (rules T1, K3)", o->name, (long long)sub,
-                   (long long)lane, (long long)r->shape[n - 2], (long long)r->shape[n - 1]);
-}
-
-/* T8 by the check pallas_call's BlockSpecs get (kern_check_t8): the ref
- * lives in (rows, 128) tiles from the chip's table for its dtype. Without a
- * chip there is no table, and no check (as T9, T10). */
-static void check_t8(pl_ctx *c, const kern_emit_op *o)
-{
-    const pl_ref *r = &o->hbm;
-    int n = r->rank;
-    if (!c->target.chip || n < 2 || o->squeezed[n - 2]) return;
-    char blk[128], shp[128], msg[PL_MSG_MAX];
-    kern_format_block(o->block, o->squeezed, n, -1, blk, sizeof blk);
-    kern_format_point(r->shape, n, shp, sizeof shp);
-    if (kern_check_t8(c->target.chip, r->dtype, n, o->block, o->squeezed, r->shape,
-                      kern_tile_rows(&c->target, pl_dtype_bits(r->dtype), r->shape[n - 2]), blk, shp, msg, sizeof msg))
-        kern_fault(c, PL_ETILING, "pltpu_emit_pipeline: %s: %s (rules T8, K3)", o->name, msg);
+                   "%lld): the last dimension must be a multiple of 128 lanes or equal the ref's (a squeezed "
+                   "dimension counts as 1) (rules T1, K6)", o->name, (long long)sub, (long long)lane,
+                   (long long)rows, (long long)r->shape[n - 1]);
+    if (o->squeezed[n - 2] || sub == rows) return;
+    int bits = pl_dtype_bits(r->dtype);
+    int64_t pack = bits >= 32 ? 1 : 32 / bits, tile = pack, cap = rows < 8 ? rows : 8;
+    while (tile < cap) tile *= 2;
+    if (rows % sub == 0 && sub % pack == 0) return;
+    if (rows % sub != 0 && sub % tile == 0) return;
+    if (rows % sub == 0)
+        kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: a window of %lld row%s of a %s ref (..., %lld, %lld): "
+                   "a %d-bit dtype packs %lld rows in each 32-bit sublane word, so a window's rows must be a "
+                   "multiple of %lld or the whole dimension (rule K6)", o->name, (long long)sub, sub == 1 ? "" : "s",
+                   pl_dtype_name(r->dtype), (long long)rows, (long long)r->shape[n - 1], bits, (long long)pack,
+                   (long long)pack);
+    kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: a window of %lld rows does not divide the ref's %lld, "
+               "so its last block is ragged, and a ragged window must be a multiple of the pipeline's %lld-row "
+               "tile for %s (Pallas: \"Block size must divide tiling\"; rules B6, K6)", o->name, (long long)sub,
+               (long long)rows, (long long)tile, pl_dtype_name(r->dtype));
 }
 
 /* B1, B4, B5, B6: each dimension's size, squeezed or not, and its index range. */
@@ -118,8 +126,7 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
                    s->buffers, s->buffers, (int)KERN_EMIT_MAX_BUFFERS);
     o->nbuf = s->buffers ? s->buffers : 2;
     check_dims(c, p, o);
-    check_t1_t2(c, o);
-    check_t8(c, o);
+    check_window(c, o);
 }
 
 /* ---- the block of an inner grid point -------------------------------------------- */

@@ -90,14 +90,14 @@ Test(emit_pipeline, K3_skips_the_copy_of_an_unchanged_block_P2)
     th_io_free(&io);
 }
 
-Test(emit_pipeline, K3_a_block_off_the_8_128_rule_is_refused_T1)
+Test(emit_pipeline, K6_a_block_off_the_128_lanes_is_refused_T1)
 {
     th_io io = th_io_2d(R, C);
     copy_case k = tiles(BR, 64); /* 64 lanes of a 256-wide ref */
     pl_call call = copy_call(&k);
     pl_report rep;
     int rc = pl_pallas_call(&call, &io.a, &io.o, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "pltpu_emit_pipeline", "in_specs[0]", "(8,128)", "T1", "K3");
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "pltpu_emit_pipeline", "in_specs[0]", "128 lanes", "T1", "K6");
     th_io_free(&io);
 }
 

@@ -218,54 +218,70 @@ Test(emit_pipeline_more, K3_element_dimensions_stay_refused)
     th_io_free(&io);
 }
 
-/* ---- 3. the compiler's tiling check (T8) with the chip's dtype table ----------------- */
+/* ---- 3. the windows of a nested pipeline (K6) ---------------------------------------- */
 
-static void i8_copy_pipeline(emit_case *k)
+/* Copy a (rows, 128) ref of `dt` through windows of `br` rows on `chip`;
+ * the output must equal the input byte for byte. */
+static int copy_rows(pl_dtype dt, int64_t rows, int64_t br, const char *chip, pl_report *rep)
 {
-    *k = (emit_case){.pipe = {.grid_rank = 1, .grid = {256 / 8}, .n_in = 1, .n_out = 1,
-                              .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
-                              .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}},
-                     .body = copy_body};
+    size_t es = pl_dtype_size(dt), n = (size_t)rows * 128 * es;
+    uint8_t *in = malloc(n), *out = calloc(n, 1);
+    for (size_t i = 0; i < n; i++) in[i] = (uint8_t)(i * 7 + 3);
+    pl_array a = PL_ARRAY(in, dt, rows, 128), o = PL_ARRAY(out, dt, rows, 128);
+    emit_case k = {.pipe = {.grid_rank = 1, .grid = {rows / br + (rows % br != 0)}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), br, 128)},
+                            .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), br, 128)}},
+                   .body = copy_body};
+    int rc = run(&k, &a, &o, chip, rep);
+    if (rc == PL_OK) cr_expect_eq(memcmp(in, out, n), 0, "%s, %lld-row windows on %s: the copy differs",
+                                  pl_dtype_name(dt), (long long)br, chip);
+    free(in), free(out);
+    return rc;
 }
 
-Test(emit_pipeline_more, K3_an_int8_8x128_block_is_refused_as_pallas_call_refuses_it_T8)
+/* JAX's emit_pipeline copies each window as a slice of its ref, with no
+ * (8,128) check (jax/_src/pallas/mosaic/pipeline.py); on v4 and later JAX
+ * runs windows of 1, 2 and 4 rows of int32, 2 and 4 of int16 and 4 of int8
+ * (the issue's port of tpu_pallas_pipeline_test.py), and 8 and 16 of int8,
+ * which pallas_call's T8 would refuse. On two chips. */
+Test(emit_pipeline_more, K6_small_windows_of_whole_sublane_words_run)
 {
-    int8_t *in = calloc(256 * 128, 1), *out = calloc(256 * 128, 1);
-    pl_array a = PL_ARRAY(in, PL_I8, 256, 128), o = PL_ARRAY(out, PL_I8, 256, 128);
-    emit_case k;
-    i8_copy_pipeline(&k);
-    pl_report rep;
-    int rc = run(&k, &a, &o, "v5e", &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "pltpu_emit_pipeline", "in_specs[0]", "i8", "v5e", "(32, 128) tiles",
-                    "(32, 128)", "E2002", "T8", "K3");
-    /* the same block in a pallas_call: the same words after the operand's name */
-    char emit_msg[sizeof rep.error];
-    snprintf(emit_msg, sizeof emit_msg, "%s", rep.error);
-    pl_call call = th_copy_call_2d(256, 128, 8, 128);
-    pl_options opt = {.chip = "v5e"};
-    rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
-    cr_assert_eq(rc, PL_ETILING, "%s", rep.error);
-    const char *want = strstr(rep.error, "block (8, 128)"), *got = strstr(emit_msg, "block (8, 128)");
-    cr_assert(want && got, "pallas_call: %s\nemit_pipeline: %s", rep.error, emit_msg);
-    cr_assert(strncmp(got, want, strlen(want)) == 0 || strstr(got, want), "pallas_call: %s\nemit_pipeline: %s",
-              want, got);
-    free(in), free(out);
+    static const struct { pl_dtype dt; int64_t br; } ok[] = {
+        {PL_I32, 1}, {PL_I32, 2}, {PL_I32, 4}, {PL_I16, 2}, {PL_I16, 4}, {PL_I8, 4}, {PL_I8, 8}, {PL_I8, 16},
+        {PL_BF16, 8}};
+    static const char *const chips[] = {"v5e", "v7x"};
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+            pl_report rep;
+            int rc = copy_rows(ok[i].dt, 64, ok[i].br, chips[c], &rep);
+            cr_expect_eq(rc, PL_OK, "%s, %lld rows on %s: %s", pl_dtype_name(ok[i].dt), (long long)ok[i].br,
+                         chips[c], rep.error);
+        }
 }
 
-/* bf16 (8, 256) blocks of a (64, 256) ref: 8-row tiles on v5e, 16-row ones on v7x. */
-Test(emit_pipeline_more, K3_the_tile_comes_from_the_chips_dtype_table_T8)
+/* Fewer rows than one 32-bit sublane word packs are refused by name: 1 row
+ * of int16 (2 a word), 2 of int8 (4 a word). */
+Test(emit_pipeline_more, K6_a_window_that_splits_a_sublane_word_is_refused)
 {
-    uint16_t *in = calloc(64 * 256, 2), *out = calloc(64 * 256, 2);
-    for (int i = 0; i < 64 * 256; i++) in[i] = (uint16_t)(0x3f80 + i % 64); /* bf16 1.0 and neighbours */
-    pl_array a = PL_ARRAY(in, PL_BF16, 64, 256), o = PL_ARRAY(out, PL_BF16, 64, 256);
-    emit_case k = copy_2d(8, 1, 8, 256);
     pl_report rep;
-    th_expect_ok(run(&k, &a, &o, "v5e", &rep), &rep);
-    cr_assert_eq(memcmp(in, out, 64 * 256 * 2), 0, "v5e: the copy must equal the input");
-    int rc = run(&k, &a, &o, "v7x", &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "in_specs[0]", "bf16", "v7x", "(16, 128) tiles", "(16, 256)", "T8",
-                    "K3");
-    free(in), free(out);
+    int rc = copy_rows(PL_I16, 64, 1, "v5e", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in_specs[0]", "1 row", "i16", "multiple of 2", "K6");
+    rc = copy_rows(PL_I8, 64, 2, "v7x", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in_specs[0]", "2 rows", "i8", "multiple of 4", "K6");
+}
+
+/* A window that does not divide its ref leaves a ragged last block, which
+ * JAX slices in whole tiles: 4 rows of a 20-row int32 ref is refused
+ * ("Block size must divide tiling"), 8 rows runs (B6). */
+Test(emit_pipeline_more, K6_a_ragged_window_must_be_whole_tiles)
+{
+    pl_report rep;
+    int rc = copy_rows(PL_I32, 20, 4, "v5e", &rep);
+    cr_assert_eq(rc, PL_OK, "4 divides 20: %s", rep.error);
+    rc = copy_rows(PL_I32, 22, 4, "v5e", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in_specs[0]", "ragged", "8-row tile", "divide tiling", "K6");
+    rc = copy_rows(PL_I32, 22, 8, "v5e", &rep);
+    cr_assert_eq(rc, PL_OK, "8 rows, the last block 6: %s", rep.error);
 }
 
 /* ---- 4. output revisits (P5) --------------------------------------------------------- */
