@@ -68,7 +68,7 @@ static int block_views(pl_ctx *c, const pipe_op *o, int slot, const int64_t *bi,
     *h = o->hbm;
     *v = slot_ref(o, slot);
     for (int d = 0; d < o->hbm.rank; d++) {
-        int64_t at = o->squeezed[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
+        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
         int64_t size = left < o->block[d] ? left : o->block[d];
         partial |= size < o->block[d];
         *h = pl_ds(c, *h, d, at, size);

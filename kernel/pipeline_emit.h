@@ -20,7 +20,9 @@ typedef struct kern_emit_op {
     char name[24];                  /* "in_specs[0]" */
     int64_t block[PL_MAX_RANK];     /* elements per dimension: the spec's, 1 where squeezed (B4) */
     uint8_t squeezed[PL_MAX_RANK];  /* dropped from the body's ref; its index is an element index (B4) */
-    int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6) */
+    uint8_t element[PL_MAX_RANK];   /* pl.Element(n): the index map gives the window's first element (B5, K6) */
+    int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6); Element:
+                                     * ref - block + 1 first elements */
     int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6) */
     char *buf;                      /* nbuf slots of block bytes */
     int64_t *sems;                  /* one DMA semaphore per slot, KERN_SEM_STRIDE cells each */

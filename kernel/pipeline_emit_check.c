@@ -59,13 +59,18 @@ static void check_window(pl_ctx *c, const kern_emit_op *o)
                    "%lld): the last dimension must be a multiple of 128 lanes or equal the ref's (a squeezed "
                    "dimension counts as 1) (rules T1, K6)", o->name, (long long)sub, (long long)lane,
                    (long long)rows, (long long)r->shape[n - 1]);
-    if (o->squeezed[n - 2] || sub == rows) return;
+    if (o->squeezed[n - 2] || (sub == rows && !o->element[n - 2])) return;
     int bits = pl_dtype_bits(r->dtype);
     int64_t pack = bits >= 32 ? 1 : 32 / bits, tile = pack, cap = rows < 8 ? rows : 8;
     while (tile < cap) tile *= 2;
-    if (rows % sub == 0 && sub % pack == 0) return;
-    if (rows % sub != 0 && sub % tile == 0) return;
-    if (rows % sub == 0)
+    int ragged = rows % sub != 0 || o->element[n - 2]; /* an Element window starts anywhere: whole tiles */
+    if (!ragged && sub % pack == 0) return;
+    if (ragged && sub % tile == 0) return;
+    if (o->element[n - 2])
+        kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: an Element window of %lld rows of a %s ref: JAX "
+                   "copies it as a slice of whole %lld-row tiles, so its rows must be a multiple of %lld (rules "
+                   "B5, K6)", o->name, (long long)sub, pl_dtype_name(r->dtype), (long long)tile, (long long)tile);
+    if (!ragged)
         kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: a window of %lld row%s of a %s ref (..., %lld, %lld): "
                    "a %d-bit dtype packs %lld rows in each 32-bit sublane word, so a window's rows must be a "
                    "multiple of %lld or the whole dimension (rule K6)", o->name, (long long)sub, sub == 1 ? "" : "s",
@@ -83,17 +88,20 @@ static void check_dims(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
     const pl_block_spec *s = o->spec;
     const pl_ref *r = &o->hbm;
     for (int d = 0; d < r->rank; d++) {
-        if (s->element[d])
-            kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block dimension %d is an Element dimension; "
-                       "emit_pipeline takes block sizes >= 1 or PL_SQUEEZED, not Element dimensions (rules B5, K3)",
-                       o->name, d);
+        o->element[d] = s->element[d] != 0;
+        if (o->element[d] && (s->block[d] < 1 || s->block[d] > r->shape[d]))
+            kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: Element dimension %d of %lld elements in a ref "
+                       "of %lld; an Element window is 1 to the ref's size (rules B5, K6)", o->name, d,
+                       (long long)s->block[d], (long long)r->shape[d]);
         if (s->block[d] < 1 && s->block[d] != PL_SQUEEZED)
             kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block dimension %d is %lld; sizes must be >= 1 "
                        "or PL_SQUEEZED (rules B1, K3)", o->name, d, (long long)s->block[d]);
         o->squeezed[d] = s->block[d] == PL_SQUEEZED;
         o->block[d] = o->squeezed[d] ? 1 : s->block[d];
         /* ceil without overflow for a huge block; a squeezed index is an element index (B4) */
-        o->nblocks[d] = o->squeezed[d] ? r->shape[d] : r->shape[d] / o->block[d] + (r->shape[d] % o->block[d] != 0);
+        o->nblocks[d] = o->squeezed[d] ? r->shape[d]
+                        : o->element[d] ? r->shape[d] - o->block[d] + 1 /* first elements of a window inside */
+                                        : r->shape[d] / o->block[d] + (r->shape[d] % o->block[d] != 0);
         if (!s->map.fn && s->map.axis[d] != PL_ZERO && (s->map.axis[d] < 0 || s->map.axis[d] >= p->grid_rank))
             kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: index map entry %d names grid axis %d of a "
                        "%d-axis grid (rules B2, K3)", o->name, d, s->map.axis[d], p->grid_rank);
@@ -149,6 +157,11 @@ void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, in
             kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: element index %lld along squeezed dimension %d "
                        "at inner grid point %s lies outside a ref of %lld (rules B4, B2, K3)", o->name,
                        (long long)bi[d], d, pt, (long long)o->hbm.shape[d]);
+        if (o->element[d])
+            kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: the Element window of %lld along dimension %d "
+                       "starts at element %lld at inner grid point %s; in a ref of %lld it starts at 0 to %lld "
+                       "(rules B5, B2, K6)", o->name, (long long)o->block[d], d, (long long)bi[d], pt,
+                       (long long)o->hbm.shape[d], (long long)o->nblocks[d] - 1);
         kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: block index %lld along dimension %d at inner "
                    "grid point %s: a ref of %lld holds %lld blocks of %lld (indices 0 to %lld%s) (rules B2, K3)",
                    o->name, (long long)bi[d], d, pt, (long long)o->hbm.shape[d], (long long)o->nblocks[d],

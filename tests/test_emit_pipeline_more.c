@@ -207,15 +207,64 @@ Test(emit_pipeline_more, K3_a_squeezed_index_past_the_ref_is_refused_B4)
     free(in), free(out);
 }
 
-Test(emit_pipeline_more, K3_element_dimensions_stay_refused)
+/* JAX's test_compute_slice_mixed_block_dims: x (2, 16, 512) int32, grid
+ * (2, 2, 2); the input blocked (None, 8, 256) at (i, j, k), the output
+ * (Squeezed, Element(8), 256) at (i, j * 8, k): an Element dimension's
+ * index is the window's first element (B5). Every element lands where it
+ * came from. */
+static void element_rows_map(const int64_t *g, const pl_ref *pf, int64_t *bi, void *u)
 {
-    th_io io = th_io_2d(64, 256);
-    emit_case k = copy_2d(4, 2, 16, 128);
-    k.pipe.in[0].element[0] = 1;
+    (void)pf, (void)u;
+    bi[0] = g[0], bi[1] = g[1] * 8, bi[2] = g[2];
+}
+
+static emit_case mixed_block_dims(void)
+{
+    emit_case k = {.pipe = {.grid_rank = 3, .grid = {2, 2, 2}, .n_in = 1, .n_out = 1,
+                            .in = {PL_BLOCK(PL_MAP(0, 1, 2), PL_SQUEEZED, 8, 256)},
+                            .out = {PL_BLOCK(PL_MAP(0, 1, 2), PL_SQUEEZED, 8, 256)}},
+                   .body = copy_body};
+    k.pipe.out[0].map = (pl_index_map){.fn = element_rows_map};
+    k.pipe.out[0].element[1] = 1;
+    return k;
+}
+
+Test(emit_pipeline_more, K6_element_dimensions_take_the_first_element_B5)
+{
+    int32_t *in = malloc(2 * 16 * 512 * 4), *out = malloc(2 * 16 * 512 * 4);
+    for (int i = 0; i < 2 * 16 * 512; i++) in[i] = i * 3 - 7, out[i] = -1;
+    pl_array a = PL_ARRAY(in, PL_I32, 2, 16, 512), o = PL_ARRAY(out, PL_I32, 2, 16, 512);
+    emit_case k = mixed_block_dims();
     pl_report rep;
-    int rc = run(&k, &io.a, &io.o, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in_specs[0]", "Element", "K3");
-    th_io_free(&io);
+    th_expect_ok(run(&k, &a, &o, "v5e", &rep), &rep);
+    cr_assert_eq(memcmp(in, out, 2 * 16 * 512 * 4), 0, "every element where it came from");
+    cr_assert_eq(k.seen_rank, 2, "the squeezed dimension is dropped from the body's ref");
+    free(in), free(out);
+}
+
+/* An Element window that starts past ref - window is refused by name, and
+ * one whose rows are not whole tiles too (JAX slices it in tiles). */
+static void element_past_map(const int64_t *g, const pl_ref *pf, int64_t *bi, void *u)
+{
+    (void)pf, (void)u;
+    bi[0] = g[0], bi[1] = g[1] * 9, bi[2] = g[2];
+}
+
+Test(emit_pipeline_more, K6_element_windows_are_checked)
+{
+    int32_t *in = calloc(2 * 16 * 512, 4), *out = calloc(2 * 16 * 512, 4);
+    pl_array a = PL_ARRAY(in, PL_I32, 2, 16, 512), o = PL_ARRAY(out, PL_I32, 2, 16, 512);
+    emit_case k = mixed_block_dims();
+    k.pipe.out[0].map.fn = element_past_map;
+    pl_report rep;
+    int rc = run(&k, &a, &o, "v5e", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "out_specs[0]", "Element window of 8", "starts at element 9",
+                    "0 to 8", "B5", "K6");
+    k = mixed_block_dims();
+    k.pipe.out[0].block[1] = 4, k.pipe.in[0].block[1] = 4, k.pipe.grid[1] = 4;
+    rc = run(&k, &a, &o, "v5e", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "out_specs[0]", "Element window of 4 rows", "multiple of 8", "K6");
+    free(in), free(out);
 }
 
 /* ---- 3. the windows of a nested pipeline (K6) ---------------------------------------- */
