@@ -151,6 +151,9 @@ typedef struct kern_mesh_ops {
      * semaphore sem there when it lands; from a device thread, lock not held */
     void (*post)(void *run, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
                  int64_t amount, const char *point);
+    /* the context of `device` of this process (its run_scoped allocations, read under the lock:
+     * kern_scoped_peer), or NULL when it runs in another process */
+    pl_ctx *(*peer)(void *run, int device);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

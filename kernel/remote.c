@@ -17,6 +17,7 @@
 
 #include "context.h"
 #include "pltpu.h"
+#include "scoped.h"
 
 int pltpu_device_id(pl_ctx *c) { return c->device; }
 int pltpu_num_devices(pl_ctx *c) { return c->n_devices; }
@@ -74,11 +75,55 @@ static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, co
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: the %s %s is not reachable from other devices: a remote copy or signal "
-                   "reaches an ANY (HBM) operand, a VMEM block or a scratch buffer of the other device (rule M11)",
-                   fn, what, name);
+                   "reaches an ANY (HBM) operand, a VMEM block or a scratch buffer of the other device, or a "
+                   "run_scoped semaphore there (rules M11, K4)", fn, what, name);
     }
     t.data = p;
     return t;
+}
+
+/* A run_scoped semaphore named for another device (K4, M11): on the chip a
+ * scope's semaphores sit at the same address on every device, so it is the
+ * semaphore at the same depth of that device's live run_scoped stack. */
+static int scoped_sem(const pl_ctx *c, const pl_ref *sem, int device)
+{
+    return device != c->device && sem->arg == -1 && sem->space == PL_SEMAPHORE;
+}
+
+/* That semaphore's count there, located and `add` added to it (0: only
+ * located) in one hold of the mesh's lock, so that the other device cannot
+ * leave the scope in between; a fault naming why when it is not inside. */
+static int64_t *scoped_sem_there(pl_ctx *c, const pl_ref *sem, int device, int64_t add, const char *fn)
+{
+    char why[320] = "";
+    pl_ctx *peer = c->mesh && c->mesh->peer ? c->mesh->peer(c->mesh_run, device) : NULL;
+    if (!peer)
+        snprintf(why, sizeof why, "device %d %s", device, c->mesh ? "runs in another process (Open MPI), which "
+                 "run_scoped semaphores do not reach: give the call a semaphore scratch for it"
+                 : "is not here: this call runs on one device");
+    int64_t was = 0;
+    int over = 0;
+    kern_sem_lock(c);
+    int64_t *cell = peer ? kern_scoped_peer(c, sem->data, peer, why, sizeof why) : NULL;
+    if (cell && add > 0) {
+        was = *cell;
+        over = was > INT64_MAX - add;
+        if (!over) {
+            *cell += add;
+            c->mesh->added(c->mesh_run, c->device, cell, add);
+            c->mesh->wake(c->mesh_run, device);
+        }
+    }
+    kern_sem_unlock(c);
+    char name[96];
+    if (!cell || over) kern_ref_name(c, sem, name, sizeof name);
+    if (!cell)
+        kern_fault(c, PL_ESPACE, "%s: the run_scoped semaphore %s on device %d: %s (rules K4, M11)", fn, name, device,
+                   why);
+    if (over)
+        kern_fault(c, PL_EINVAL, "%s: %s on device %d holds %lld; adding %lld would overflow its count (rule M9)",
+                   fn, name, device, (long long)was, (long long)add);
+    return cell;
 }
 
 /* V4 on the other device: 1 when this copy races with an earlier copy or a
@@ -104,7 +149,10 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
     pl_ref dst = there(c, &cp->dst, cp->device, "destination", fn);
-    pl_ref recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
+    int scoped = scoped_sem(c, &cp->recv_sem, cp->device);
+    pl_ref recv = cp->recv_sem;
+    if (scoped) recv.data = scoped_sem_there(c, &cp->recv_sem, cp->device, 0, fn); /* checked now, added below */
+    else recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
     int away = c->mesh && c->mesh->away(c->mesh_run, cp->device);
     int raced = away ? 0 : races_there(c, &dst, &recv, cp); /* away: the other process looks */
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->device, cp->device);
@@ -119,7 +167,8 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
         c->mesh->post(c->mesh_run, c->device, cp->device, &cp->src, &dst, &recv, cp->bytes, point);
     } else {
         if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
-        kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there */
+        if (scoped) scoped_sem_there(c, &cp->recv_sem, cp->device, cp->bytes, fn); /* M8: there, still in scope */
+        else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there */
     }
     m->moved = 1;
     kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, cp->bytes, fn); /* here, the sent ones */
@@ -162,10 +211,14 @@ void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int devic
                    (long long)inc);
     }
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
-    pl_ref t = there(c, &sem, device_id, "semaphore", fn);
-    if (c->mesh && c->mesh->away(c->mesh_run, device_id)) c->mesh->post(c->mesh_run, c->device, device_id, NULL, NULL,
-                                                                       &t, inc, "");
-    else kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
+    pl_ref t = sem;
+    if (scoped_sem(c, &sem, device_id)) t.data = scoped_sem_there(c, &sem, device_id, inc, fn); /* located, added */
+    else {
+        t = there(c, &sem, device_id, "semaphore", fn);
+        if (c->mesh && c->mesh->away(c->mesh_run, device_id))
+            c->mesh->post(c->mesh_run, c->device, device_id, NULL, NULL, &t, inc, "");
+        else kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
+    }
     kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data, .name = fn};
     kern_record(c, &op);
 }

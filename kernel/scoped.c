@@ -75,7 +75,9 @@ void *kern_scoped_push(pl_ctx *c, size_t bytes, int64_t counted, const char *wha
     s->prev = c->scoped;
     s->counted = counted;
     s->bytes = bytes;
+    kern_sem_lock(c); /* other devices of a mesh read the stack (kern_scoped_peer) */
     c->scoped = s;
+    kern_sem_unlock(c);
     c->scoped_release = kern_scoped_free_all; /* kern_ctx_free calls it after a fault */
     snprintf(s->what, sizeof s->what, "%s", what);
     c->scoped_bytes += counted;
@@ -103,7 +105,9 @@ void kern_scoped_pop(pl_ctx *c, const char *fn)
                        "buffer or semaphore goes out of scope: wait for it inside the scope (rules M10, K4)", fn,
                        (long long)m->id, (long long)m->bytes);
     }
+    kern_sem_lock(c); /* unlinked under the lock: no other device finds it from here on */
     c->scoped = s->prev;
+    kern_sem_unlock(c);
     c->scoped_bytes -= s->counted;
     free(s);
 }
@@ -112,10 +116,43 @@ void kern_scoped_free_all(pl_ctx *c)
 {
     while (c->scoped) {
         kern_scoped *s = c->scoped;
+        kern_sem_lock(c);
         c->scoped = s->prev;
+        kern_sem_unlock(c);
         free(s);
     }
     c->scoped_bytes = 0;
+}
+
+static int depth_of(const pl_ctx *c)
+{
+    int n = 0;
+    for (const kern_scoped *s = c->scoped; s; s = s->prev) n++;
+    return n;
+}
+
+void *kern_scoped_peer(const pl_ctx *c, const void *p, const pl_ctx *peer, char *why, size_t n)
+{
+    int depth = depth_of(c), m = depth_of(peer);
+    const kern_scoped *mine = c->scoped;
+    uintptr_t q = (uintptr_t)p, lo = 0;
+    for (; mine; mine = mine->prev) { /* from the newest: depth counts from the oldest, 0 */
+        depth--;
+        lo = (uintptr_t)scoped_data((kern_scoped *)mine);
+        if (q >= lo && q < lo + mine->bytes) break;
+    }
+    if (!mine) return snprintf(why, n, "it lies in no run_scoped allocation live here"), NULL;
+    if (m <= depth)
+        return snprintf(why, n, "device %d is not inside that run_scoped now (it has %d run_scoped allocation%s "
+                        "live, this one is number %d): enter the scope on every device before one signals into "
+                        "another (a barrier), and leave it only after the last wait", peer->device, m,
+                        m == 1 ? "" : "s", depth + 1), NULL;
+    const kern_scoped *s = peer->scoped;
+    for (int k = m - 1; k > depth; k--) s = s->prev;
+    if (s->bytes != mine->bytes)
+        return snprintf(why, n, "device %d holds another allocation at that depth (%s, %zu bytes, not %s, %zu)",
+                        peer->device, s->what, s->bytes, mine->what, mine->bytes), NULL;
+    return scoped_data((kern_scoped *)s) + (q - lo);
 }
 
 void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst)

@@ -15,6 +15,13 @@ void *kern_scoped_push(pl_ctx *c, size_t bytes, int64_t counted, const char *wha
  * still in flight into or out of it, or on a semaphore in it, is
  * PL_ESEMAPHORE (M10): its memory is about to go. */
 void kern_scoped_pop(pl_ctx *c, const char *fn);
+/* p, inside one of c's live run_scoped allocations, on another device:
+ * the same bytes of the allocation at the same depth of peer's live
+ * run_scoped stack, as the same VMEM or semaphore address names them on
+ * every chip of a mesh (K4, M11). NULL when peer is not inside that scope
+ * (or holds another allocation there), with why filled in. Call with the
+ * mesh's lock held: peer's stack changes under it. */
+void *kern_scoped_peer(const pl_ctx *c, const void *p, const pl_ctx *peer, char *why, size_t n);
 /* Bytes a VMEM buffer of this shape takes laid out in (rows, 128) tiles (T6, T8). */
 int64_t kern_laid_out_bytes(const pl_ctx *c, const int64_t *shape, int rank, pl_dtype t);
 

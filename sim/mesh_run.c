@@ -218,9 +218,18 @@ static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref 
     sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
 }
 
+/* A device's context: its cores are made before any device thread starts and freed after all end. */
+static pl_ctx *run_peer(void *p, int device)
+{
+    mesh_run *r = p;
+    if (device < 0 || device >= r->n || !sim_mesh_here(r, device) || !r->dev[device].x->cores[0]) return NULL;
+    return &r->dev[device].x->cores[0]->ctx;
+}
+
 static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
                                        run_axis,    run_perturb,  run_incoming,   run_local_copy,
-                                       run_added,   run_taken,    run_hops,       run_away,  run_post};
+                                       run_added,   run_taken,    run_hops,       run_away,  run_post,
+                                       run_peer};
 
 /* ---- the run ----------------------------------------------------------------------- */
 

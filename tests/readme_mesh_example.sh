@@ -14,4 +14,12 @@ OPENBLAS_NUM_THREADS=1 "$tmp/ring" > "$tmp/out"
 grep -q "ring: PASS, every device holds all 4 shards" "$tmp/out" || {
     echo "readme_mesh_example: unexpected output" >&2; cat "$tmp/out" >&2; exit 1; }
 grep -q "^mesh: 4 devices" "$tmp/out" || { echo "readme_mesh_example: no mesh report" >&2; exit 1; }
-echo "readme_mesh_example: the README's mesh program compiles and runs"
+# the right permute with run_scoped semaphores (permute.c), the guide's first example
+awk '/^\/\* permute.c/{p=1} p{print} /^```$/{if(p)exit}' "$readme" | grep -v '^```' > "$tmp/permute.c"
+test -s "$tmp/permute.c" || { echo "readme_mesh_example: the permute.c example is missing from README.md" >&2; exit 1; }
+cc -std=c11 -O2 -Wall -Wextra -Werror -I. "$tmp/permute.c" "$1" $(pkg-config --cflags --libs openblas hwloc) -lm \
+    -pthread -o "$tmp/permute"
+OPENBLAS_NUM_THREADS=1 "$tmp/permute" > "$tmp/out"
+grep -q "permute: PASS, each device holds its left neighbour's block" "$tmp/out" || {
+    echo "readme_mesh_example: permute: unexpected output" >&2; cat "$tmp/out" >&2; exit 1; }
+echo "readme_mesh_example: the README's mesh programs compile and run"
