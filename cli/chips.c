@@ -68,6 +68,7 @@ CELL(c_issue, "%.3f", c->dma_issue_s * 1e6)
 CELL(c_row, "%.0f", c->dma_row_bytes)
 CELL(c_fill, "%.0f", c->mxu_fill_cycles)
 CELL(c_prologue, "%.2f", c->prologue_s * 1e6)
+CELL(c_regular, "%s", c->dma_regular_sems ? "yes" : "no")
 CELL(c_vmem_bw, "%.0f", c->vmem_bw / 1e9)
 CELL(c_crit, "%.0f", critical_intensity(c))
 
@@ -144,6 +145,7 @@ static const struct {
     {"DMA full-bandwidth row, bytes", c_row},
     {"MXU fill + drain per dot, cycles", c_fill},
     {"pipeline prologue, us", c_prologue},
+    {"DMA signals a regular semaphore (M8)", c_regular},
     {"critical intensity, FLOP/B", c_crit},
 };
 
@@ -191,14 +193,15 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
                 "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d,\"sc_cores\":%d,"
                 "\"sc_subcores\":%d,\"sc_lanes\":%d,\"sc_vmem_bytes\":%lld,\"dma_issue_s\":%.6g,\"dma_row_bytes\":%.6g,"
-                "\"mxu_fill_cycles\":%.6g,\"prologue_s\":%.6g}",
+                "\"mxu_fill_cycles\":%.6g,\"prologue_s\":%.6g,\"dma_regular_sems\":%d}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
                 c->sublanes_16bit, c->cores_per_device, c->devices_per_chip, c->ici_links, c->ici_bw,
                 c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw,
                 c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit, c->sc_cores, c->sc_subcores, c->sc_lanes,
-                (long long)c->sc_vmem_bytes, c->dma_issue_s, c->dma_row_bytes, c->mxu_fill_cycles, c->prologue_s);
+                (long long)c->sc_vmem_bytes, c->dma_issue_s, c->dma_row_bytes, c->mxu_fill_cycles, c->prologue_s,
+                c->dma_regular_sems);
     }
     fprintf(f, "\n]}\n");
 }

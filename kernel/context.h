@@ -34,6 +34,7 @@ typedef enum kern_op_kind {
 typedef struct kern_op {
     uint8_t kind;   /* kern_op_kind */
     uint8_t dtype;  /* pl_dtype of the inputs (dot) or of the destination */
+    uint8_t regular; /* a DMA start: its semaphores are regular ones, each signalled by 1 when it ends (M8) */
     int64_t m, n, k;  /* dot: the matmul's dimensions; DMA start: m = 1 if the copy touches HBM */
     int64_t elems;    /* VPU / copy: elements produced */
     double flops;     /* 2mnk for a dot, elems for an elementwise op */
@@ -78,6 +79,17 @@ typedef struct kern_dma {
  * moving data, the copies in flight. */
 #define PL_KERN_MESH_MSG 2048
 void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb);
+/* A copy's semaphore: a DMA semaphore, or a regular one where the chip's
+ * DMAs can signal it (target.dma_regular, or no chip: interpret mode takes
+ * both); returns 1 for a regular one (M8). */
+int kern_check_dma_sem(pl_ctx *c, const pl_ref *sem, const char *fn, const char *verb);
+/* A DMA wait (copy_wait, wait_send, wait_recv) on a regular semaphore: refused as JAX refuses it (M8). */
+void kern_refuse_regular_wait(pl_ctx *c, const pl_ref *sem, const char *fn);
+/* What a finished copy adds to its semaphore: its bytes, or 1 on a regular one (M8). */
+static inline int64_t kern_sem_amount(const pl_ref *sem, int64_t bytes)
+{
+    return sem->sem_kind == PL_SEM_REGULAR ? 1 : bytes;
+}
 /* A copy's two sides (shapes, dtypes, bounds, spaces): its bytes, or a fault
  * citing `rule`. */
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
@@ -177,6 +189,7 @@ typedef struct kern_target {
     int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
     int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
+    int dma_regular;   /* a DMA may signal a regular semaphore, by 1 (M8: v6e and later) */
     int subcores;      /* a SparseCore vector-subcore mesh (K5): subcores per SparseCore (core = this core / it,
                           subcore = this core % it), and no MXU; 0: TensorCores */
     /* pl_run_scoped and pltpu_emit_pipeline (kernel/scoped.c, rules K3, K4): the scoped VMEM limit left

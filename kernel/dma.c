@@ -42,6 +42,33 @@ void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *
     }
 }
 
+int kern_check_dma_sem(pl_ctx *c, const pl_ref *sem, const char *fn, const char *verb)
+{
+    if (sem->space != PL_SEMAPHORE || sem->sem_kind != PL_SEM_REGULAR) {
+        kern_check_sem(c, sem, PL_SEM_DMA, fn, verb);
+        return 0;
+    }
+    kern_check_sem(c, sem, PL_SEM_REGULAR, fn, verb);
+    if (c->target.chip && !c->target.dma_regular) {
+        char name[96];
+        kern_ref_name(c, sem, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s: %s is a regular semaphore, and a DMA on %s signals DMA semaphores only; DMAs "
+                   "signal regular ones from TPU v6 on (JAX: \"Regular semaphores in DMAs require TPU v6+\"): "
+                   "declare it with PLTPU_SEMAPHORE_DMA (rule M8)", fn, name, c->target.chip);
+    }
+    return 1;
+}
+
+void kern_refuse_regular_wait(pl_ctx *c, const pl_ref *sem, const char *fn)
+{
+    if (sem->space != PL_SEMAPHORE || sem->sem_kind != PL_SEM_REGULAR) return;
+    char name[96];
+    kern_ref_name(c, sem, name, sizeof name);
+    kern_fault(c, PL_EINVAL, "%s: the copy signals the regular semaphore %s, and a DMA wait needs a DMA semaphore "
+               "(JAX: \"dma_wait requires a DMA semaphore, but got a regular semaphore. Use pl.semaphore_wait() "
+               "instead.\"): wait with pltpu_semaphore_wait(c, sem, 1), 1 for each copy (rule M8)", fn, name);
+}
+
 /* The count of one semaphore: 64 bits in two i32 cells (kernel/context.h). */
 static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
 
@@ -137,9 +164,18 @@ static void check_side(pl_ctx *c, const pl_ref *r, const char *side, const char 
     }
 }
 
+/* Mosaic's verifier: "Non-DMA semaphores are not supported for DMAs involving SMEM" (M8). */
+static void check_regular_spaces(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn)
+{
+    if (src->space != PL_SMEM && dst->space != PL_SMEM) return;
+    kern_fault(c, PL_ESPACE, "%s: a copy %s SMEM signals a DMA semaphore only (Mosaic: \"Non-DMA semaphores are not "
+               "supported for DMAs involving SMEM\"): declare it with PLTPU_SEMAPHORE_DMA (rule M8)", fn,
+               src->space == PL_SMEM ? "from" : "into");
+}
+
 pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 {
-    kern_check_sem(c, &sem, PL_SEM_DMA, "pltpu_async_copy", "copy with");
+    if (kern_check_dma_sem(c, &sem, "pltpu_async_copy", "copy with")) check_regular_spaces(c, &src, &dst, "pltpu_async_copy");
     return (pltpu_copy){.src = src, .dst = dst, .sem = sem,
                         .bytes = kern_copy_check(c, &src, &dst, "pltpu_async_copy", "rule M7")};
 }
@@ -230,7 +266,7 @@ static void land(pl_ctx *c, kern_dma *m)
     if (m->moved) return;
     if (!c->cost_only && !m->nomove && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
     else if (!c->cost_only && !m->nomove) kern_dma_move(&m->dst, &m->src);
-    sem_add(c, &m->sem, m->bytes, "a finished copy"); /* M8: a finished copy adds its bytes */
+    sem_add(c, &m->sem, kern_sem_amount(&m->sem, m->bytes), "a finished copy"); /* M8: its bytes, or 1 */
     m->moved = 1;
 }
 
@@ -277,6 +313,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
                     .remote = (uint8_t)(remote != 0)};
     memcpy(m->point, c->idx, sizeof m->point);
     kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)src->dtype, .elems = bytes, .dma = m->id,
+                  .regular = sem->sem_kind == PL_SEM_REGULAR,
                   .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = remote, .name = fn};
     kern_record(c, &op);
     return m;
@@ -301,7 +338,8 @@ void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t b
 
 void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
 {
-    kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_start", "start a copy on");
+    if (kern_check_dma_sem(c, &cp->sem, "pltpu_copy_start", "start a copy on"))
+        check_regular_spaces(c, &cp->src, &cp->dst, "pltpu_copy_start");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not touch its bytes until its wait (V4) */
@@ -335,6 +373,7 @@ void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
 {
+    kern_refuse_regular_wait(c, &cp->sem, "pltpu_copy_wait");
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_wait");
     kern_dma_take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
@@ -359,6 +398,29 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
     }
 }
 
+/* A wait on a regular semaphore that copies in flight signal (M8): each of
+ * them adds 1 when it ends, so the wait takes the oldest `value` of them
+ * off the copies in flight, as a DMA wait takes its bytes (their data lands
+ * then in on_wait mode, and the timing model waits for them). */
+static int64_t retire_regular(pl_ctx *c, const pl_ref *sem, int64_t value)
+{
+    int64_t want = value;
+    for (int i = 0; i < c->n_dma && value > 0;) {
+        kern_dma *m = &c->dma[i];
+        if (m->sem.data != sem->data) {
+            i++;
+            continue;
+        }
+        land(c, m);
+        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = "pltpu_semaphore_wait"};
+        kern_record(c, &op);
+        memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
+        c->n_dma--;
+        value--;
+    }
+    return want - value;
+}
+
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
     kern_check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait", "wait on");
@@ -368,9 +430,10 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait on %s for %lld: the value must be >= 0 (rule M9)", name,
                    (long long)value);
     }
+    int64_t copies = retire_regular(c, &sem, value); /* in time: until those copies end */
     take_or_fault(c, &sem, value, "pltpu_semaphore_wait", 0);
-    if (c->mesh) { /* in time, too: until the signals it takes were made */
-        kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value, .cell = (uintptr_t)sem.data,
+    if (c->mesh && value > copies) { /* in time, too: until the signals it takes were made */
+        kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value - copies, .cell = (uintptr_t)sem.data,
                       .name = "pltpu_semaphore_wait"};
         kern_record(c, &op);
     }

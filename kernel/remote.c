@@ -53,12 +53,27 @@ static void check_device(pl_ctx *c, int device, const char *fn)
                    c->n_devices - 1);
 }
 
+/* A remote copy's two semaphores: DMA ones, or regular ones where the
+ * chip's DMAs signal them, both of one kind (Mosaic: "DMA source and target
+ * semaphore must have the same type"; rule M8). */
+static void check_sems(pl_ctx *c, const pl_ref *send, const pl_ref *recv, const char *fn)
+{
+    int rs = kern_check_dma_sem(c, send, fn, "send with"), rr = kern_check_dma_sem(c, recv, fn, "receive with");
+    if (rs != rr) {
+        char a[96], b[96];
+        kern_ref_name(c, send, a, sizeof a);
+        kern_ref_name(c, recv, b, sizeof b);
+        kern_fault(c, PL_ESPACE, "%s: the send semaphore %s is a %s one and the receive semaphore %s a %s one; they "
+                   "must be of one kind (Mosaic: \"DMA source and target semaphore must have the same type\") "
+                   "(rule M8)", fn, a, rs ? "regular" : "DMA", b, rr ? "regular" : "DMA");
+    }
+}
+
 pltpu_remote_copy pltpu_make_async_remote_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem, pl_ref recv_sem,
                                                int device_id)
 {
     const char *fn = "pltpu_make_async_remote_copy";
-    kern_check_sem(c, &send_sem, PL_SEM_DMA, fn, "send with");
-    kern_check_sem(c, &recv_sem, PL_SEM_DMA, fn, "receive with");
+    check_sems(c, &send_sem, &recv_sem, fn);
     int64_t bytes = kern_copy_check(c, &src, &dst, fn, "rules M7, M11");
     check_device(c, device_id, fn);
     return (pltpu_remote_copy){.src = src, .dst = dst, .send_sem = send_sem, .recv_sem = recv_sem,
@@ -143,8 +158,8 @@ static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const p
 void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
 {
     const char *fn = "pltpu_remote_copy_start";
-    kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, fn, "send with");
-    kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, fn, "receive with");
+    check_sems(c, &cp->send_sem, &cp->recv_sem, fn);
+    int64_t amount = kern_sem_amount(&cp->recv_sem, cp->bytes); /* M8: its bytes, or 1 on regular semaphores */
     check_device(c, cp->device, fn);
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
@@ -164,18 +179,19 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     if (away) { /* it lands there when its message arrives, its bytes added there then */
         char point[128];
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        c->mesh->post(c->mesh_run, c->device, cp->device, &cp->src, &dst, &recv, cp->bytes, point);
+        c->mesh->post(c->mesh_run, c->device, cp->device, &cp->src, &dst, &recv, amount, point);
     } else {
         if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
-        if (scoped) scoped_sem_there(c, &cp->recv_sem, cp->device, cp->bytes, fn); /* M8: there, still in scope */
-        else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, cp->bytes, fn); /* M8: there */
+        if (scoped) scoped_sem_there(c, &cp->recv_sem, cp->device, amount, fn); /* M8: there, still in scope */
+        else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, amount, fn); /* M8: there */
     }
     m->moved = 1;
-    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, cp->bytes, fn); /* here, the sent ones */
+    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, amount, fn); /* here, the sent ones */
 }
 
 void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
 {
+    kern_refuse_regular_wait(c, &cp->send_sem, "pltpu_remote_copy_wait_send");
     kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_send", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_send");
     kern_dma_take(c, &cp->send_sem, cp->bytes, "pltpu_remote_copy_wait_send");
@@ -183,6 +199,7 @@ void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
 
 void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
 {
+    kern_refuse_regular_wait(c, &cp->recv_sem, "pltpu_remote_copy_wait_recv");
     kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_recv", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_recv");
     kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");

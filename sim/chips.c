@@ -106,6 +106,10 @@
  * choices (v6e, v7x; see above) */
 #define STEP_DOCS .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6
 #define STEP_AUTOTUNED .step_overhead_s = 0.1e-6, .dma_latency_s = 0.4e-6
+/* DMAs that signal a regular semaphore (rule M8): TPU v6 and later, the
+ * chips on which JAX runs test_dma_with_regular_semaphore (it skips below
+ * v6: "Regular semaphores in DMAs require TPU v6+") */
+#define DMA_REGULAR .dma_regular_sems = 1
 
 static const pl_chip chips[] = {
     /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
@@ -138,7 +142,7 @@ static const pl_chip chips[] = {
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
      .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_AUTOTUNED,
+     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_AUTOTUNED, DMA_REGULAR,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
@@ -151,7 +155,7 @@ static const pl_chip chips[] = {
      .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
      .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
-     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_AUTOTUNED,
+     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_AUTOTUNED, DMA_REGULAR,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
 };
 
@@ -220,6 +224,7 @@ static const chip_key keys[] = {
     KEY_D("dma_row_bytes", dma_row_bytes, 1, 0, 1e9, "bytes: the contiguous row at full DMA bandwidth (0: any)"),
     KEY_D("mxu_fill_cycles", mxu_fill_cycles, 1, 0, 1e6, "cycles of MXU fill and drain per pl_dot"),
     KEY_D("prologue_us", prologue_s, 1e-6, 0, 1e6, "microseconds per core per call, before the first copy"),
+    KEY_I("dma_regular_semaphores", dma_regular_sems, 0, 1), /* a DMA may signal a regular semaphore (M8) */
     KEY_I("sc_cores", sc_cores, 0, SIM_MAX_CORES),           /* SparseCores per device, 0: none (K5) */
     KEY_I("sc_subcores", sc_subcores, 1, SIM_MAX_CORES),     /* vector subcores per SparseCore */
     KEY_I("sc_lanes", sc_lanes, 1, 1024),                    /* f32 lanes of a vector subcore */

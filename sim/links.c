@@ -129,7 +129,8 @@ int sim_links_advance(sim_links *l, double now, double t)
         }
         c->x->done = 1;
         c->x->t_done = t;
-        if (c->x->cell && l->credits && sim_credit_add(l->credits, c->x->to, c->x->cell, c->x->bytes)) rc = -1;
+        if (c->x->cell && l->credits && sim_credit_add(l->credits, c->x->to, c->x->cell, c->x->regular ? 1 : c->x->bytes))
+            rc = -1;
         free(c->links);
         l->live[i] = l->live[--l->n];
     }

@@ -168,6 +168,7 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
             x->hops = (uint8_t)(o->k > 255 ? 255 : o->k); /* k: ICI hops (M11) */
             x->to = (int32_t)o->n;
             x->cell = o->cell; /* mesh: the receiving semaphore, credited when the transfer ends */
+            x->regular = o->regular; /* by 1, not its bytes (M8) */
             r->dma_copies++;
             if (o->m) r->dma_bytes += o->elems; /* m: the copy touches HBM */
             if (o->k) r->ici_copies++, r->ici_bytes += o->elems; /* k: to another device (M11) */

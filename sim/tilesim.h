@@ -665,6 +665,8 @@ struct pl_chip {
                                     (efficiency min(1, row / this)); 0: every copy at full bandwidth */
     double mxu_fill_cycles;      /* MXU fill and drain per pl_dot, cycles at clock_hz (or the MXU's implied clock) */
     double prologue_s;           /* seconds of a pipeline's prologue on each core, before its first copy */
+    int dma_regular_sems;        /* 1: a DMA may signal a regular semaphore, by 1 when it ends (v6e and later:
+                                    JAX's test_dma_with_regular_semaphore; rule M8); 0: DMA semaphores only */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The

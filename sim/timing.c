@@ -105,7 +105,9 @@ static void dma_advance(dma_engine *d, double t)
         if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
             l->x->done = 1;
             l->x->t_done = t;
-            if (l->x->cell && d->credits && sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->bytes)) d->oom = 1;
+            if (l->x->cell && d->credits &&
+                sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
+                d->oom = 1;
             d->live[i] = d->live[--d->n];
         } else i++;
     }

@@ -35,6 +35,7 @@ typedef struct sim_xfer {
     uint8_t hops;     /* on the manual line: a copy to another device over this many ICI links (M11); 0: local */
     uint8_t prof_row; /* on the manual line: its row in its core's op profile (pl_report.profile) */
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
+    uint8_t regular;  /* ... or 1, not its bytes: a regular semaphore (M8) */
     uintptr_t cell;   /* 0: none */
 } sim_xfer;
 
