@@ -112,8 +112,8 @@ typedef struct pltpu_pipeline {
     int grid_rank;                      /* 1 .. PL_MAX_GRID */
     int64_t grid[PL_MAX_GRID];
     int n_in, n_out;                    /* each at most PL_MAX_OPERANDS / 2 */
-    pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; sizes or
-                                                                         PL_SQUEEZED, no Element dims */
+    pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; sizes,
+                                                                         PL_SQUEEZED or Element dims (K6) */
 } pltpu_pipeline;
 
 /* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):
@@ -123,7 +123,8 @@ typedef struct pltpu_pipeline {
  * output block written back when it changes and after the last step. A
  * spec's .buffers is pipeline_mode=pl.Buffered(n): 0 the default 2, 1 no
  * overlap, 3 to 8 copies up to n - 1 changed blocks ahead (use_lookahead).
- * Blocks are checked as a BlockSpec is (B1-B4, T1, T2, T8, P5); an edge
+ * Blocks are checked as JAX's emit_pipeline checks them (B1-B5, P5, and the
+ * window rule K6: rows a multiple of the dtype's sublane packing); an edge
  * block may hang over its ref (B6: only its part inside is copied, the rest
  * reads as poison); the buffers count against the VMEM limit (M4); every
  * step costs a grid step's overhead (P9), reported as step overhead. */
