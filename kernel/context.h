@@ -190,6 +190,7 @@ typedef struct kern_target {
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
     int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
     int dma_regular;   /* a DMA may signal a regular semaphore, by 1 (M8: v6e and later) */
+    int cores;         /* the cores the call walks (pl_kernel: the device's TensorCores; K7) */
     int subcores;      /* a SparseCore vector-subcore mesh (K5): subcores per SparseCore (core = this core / it,
                           subcore = this core % it), and no MXU; 0: TensorCores */
     /* pl_run_scoped and pltpu_emit_pipeline (kernel/scoped.c, rules K3, K4): the scoped VMEM limit left

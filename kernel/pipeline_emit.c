@@ -28,7 +28,15 @@ typedef struct emit_run {
     kern_emit_revisits written;
     pltpu_pipeline_body body;
     void *user;
+    int64_t offset[PL_MAX_GRID]; /* this core's part of a grid split over cores (K7): its first point */
 } emit_run;
+
+/* Inner point s of this core's part, as the grid's global indices (K7). */
+static void run_point(const emit_run *run, int64_t s, int64_t *idx)
+{
+    kern_emit_point(run->p, s, idx);
+    for (int a = 0; a < run->p->grid_rank; a++) idx[a] += run->offset[a];
+}
 
 /* A slot as the copies see it: the whole block, squeezed dimensions as 1. */
 static pl_ref slot_ref(const pipe_op *o, int slot)
@@ -128,7 +136,7 @@ static void fetch_ahead(pl_ctx *c, const emit_run *run, pipe_op *o, int64_t s)
     while (o->ahead < o->nbuf - 1 && o->fetch_step < reach) {
         if (++o->fetch_step == s + 1) memcpy(b, o->next, sizeof b); /* the map already ran there */
         else {
-            kern_emit_point(run->p, o->fetch_step, at);
+            run_point(run, o->fetch_step, at);
             kern_emit_block_at(c, o, at, run->p->grid_rank, b);
         }
         if (same(b, o->fetch_blk, rank)) continue;
@@ -251,8 +259,11 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
                          pltpu_pipeline_body body, void *user)
 {
     kern_emit_check_pipeline(c, p, ins, outs, body);
+    pltpu_pipeline part = *p; /* this core's part of the grid (K7) */
     pipe_op ops[KERN_EMIT_MAX_OPS];
-    emit_run run = {.p = p, .ops = ops, .n = p->n_in + p->n_out, .steps = 1, .body = body, .user = user};
+    emit_run run = {.p = &part, .ops = ops, .n = p->n_in + p->n_out, .steps = 1, .body = body, .user = user};
+    kern_emit_split(c, p, &part, run.offset);
+    p = &part;
     for (int a = 0; a < p->grid_rank; a++)
         run.steps = run.steps > INT64_MAX / p->grid[a] ? INT64_MAX : run.steps * p->grid[a];
     int64_t host, counted;
@@ -264,14 +275,15 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
                                  all_two ? "pltpu_emit_pipeline: its double buffers"
                                          : "pltpu_emit_pipeline: its Buffered(n) buffers");
     run.written.slot = (kern_emit_written *)carve(c, ops, run.n, mem);
-    int64_t idx[PL_MAX_GRID] = {0}, nidx[PL_MAX_GRID] = {0};
+    int64_t idx[PL_MAX_GRID] = {0}, nidx[PL_MAX_GRID] = {0}, gidx[PL_MAX_GRID], gnidx[PL_MAX_GRID];
     for (int64_t s = 0; s < run.steps; s++) {
         memcpy(nidx, idx, sizeof idx); /* the next point, row-major (G1) */
         for (int a = p->grid_rank - 1; a >= 0; a--) {
             if (++nidx[a] < p->grid[a]) break;
             nidx[a] = 0;
         }
-        step(c, &run, s, idx, nidx);
+        for (int a = 0; a < PL_MAX_GRID; a++) gidx[a] = idx[a] + run.offset[a], gnidx[a] = nidx[a] + run.offset[a];
+        step(c, &run, s, gidx, gnidx); /* the body and the index maps see global indices */
         memcpy(idx, nidx, sizeof idx);
     }
     for (int i = 0; i < run.n; i++)

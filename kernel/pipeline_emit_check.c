@@ -236,3 +236,26 @@ void kern_emit_revisit_put(kern_emit_revisits *t, const kern_emit_op *o, int op,
     w->op = op;
     w->used = 1;
 }
+
+/* ---- the grid over cores (K7) ------------------------------------------------------ */
+
+void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, int64_t *offset)
+{
+    *part = *p;
+    for (int a = 0; a < PL_MAX_GRID; a++) offset[a] = 0;
+    int cores = c->target.subcores > 0 ? c->target.cores / c->target.subcores : c->target.cores;
+    if (!p->core_split || cores <= 1) return;
+    /* the first parallel axis the cores divide evenly, else the largest parallel one (the first of equals) */
+    int dim = -1, even = 0;
+    for (int a = 0; a < p->grid_rank && dim < 0; a++)
+        if (p->semantics[a] == PL_PARALLEL && p->grid[a] % cores == 0) dim = a, even = 1;
+    for (int a = 0; a < p->grid_rank && !even; a++)
+        if (p->semantics[a] == PL_PARALLEL && (dim < 0 || p->grid[a] > p->grid[dim])) dim = a;
+    if (dim < 0)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_split over %d cores, but no grid axis is PL_PARALLEL: "
+                   "mark the axis the cores share in .semantics (JAX: \"Cannot partition over cores without "
+                   "parallel grid dimensions\"; rule K7)", cores);
+    int64_t n = p->grid[dim], core = pl_core_index(c), base = n / cores, rem = n % cores;
+    part->grid[dim] = base + (core < rem);                          /* the first rem cores take one more */
+    offset[dim] = core < rem ? core * (base + 1) : core * base + rem; /* contiguous parts, in core order */
+}
