@@ -216,7 +216,7 @@ enum {
     K_RUN_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_COST | K_JSON | K_TRACE | K_STRICT | K_SEED | K_HOST_THREADS |
                  K_HTML | K_VMEM_REPORT | K_VMEM_LIMIT | K_DMA_MODES,
     K_VERIFY_OPTS = K_SET | K_CHIP | K_CHIP_FILE | K_SEED | K_HEATMAP | K_OUTPUT | K_HOST_THREADS | K_VMEM_LIMIT |
-                    K_DMA_MODES,
+                    K_DMA_MODES | K_STRICT,
 };
 
 #define CLI_MAX_SETS 64

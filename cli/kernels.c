@@ -53,7 +53,8 @@ static const kopt table[] = {
     {{"vmem-limit", 1, 0, 'L'}, K_VMEM_LIMIT, "BYTES", "the scoped VMEM limit of the call (its vmem_limit_bytes, "
                                                       "rule M4), in place of the one the kernel sets or the chip's "
                                                       "default; at most the chip's physical VMEM"},
-    {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error"},
+    {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error, and a MARGINAL "
+                                             "result exit 1 (rule V5)"},
     {{"check-dma-modes", 0, 0, 'D'}, K_DMA_MODES, NULL, "run twice, manual copies moving their data at start and "
                                                         "when waited: outputs that differ mean a read before a "
                                                         "wait (M7, M8; exit 1)"},

@@ -134,6 +134,27 @@ static const char wrong_src[] =
     "int tilesim_kernels(int abi, const pl_kernel_def *const **defs) {\n"
     "    if (abi != PL_KERNEL_ABI) return -1; *defs = all; return 1; }\n";
 
+/* The same plugin with a kernel a little off everywhere: y = x * 1.00002,
+ * twice f32's default rtol (1e-5): past the tolerance, short of a FAIL. */
+static const char marginal_src[] =
+    "#include \"kernel/pallas.h\"\n#include \"sim/kdef.h\"\n#include <string.h>\n"
+    "static void k(pl_ctx *c, pl_ref *r) { pl_mul_scalar(c, r[1], r[0], 1.00002); }\n"
+    "static int build(const int64_t *v, pl_kernel_build *b, char *m, size_t n) {\n"
+    "    (void)v, (void)m, (void)n;\n"
+    "    b->call = (pl_call){.name = \"off\", .kernel = k, .grid_rank = 1, .grid = {4}, .n_in = 1,\n"
+    "        .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}, .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}};\n"
+    "    b->call.out[0].name = \"y\";\n"
+    "    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, 32, 128);\n"
+    "    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 32, 128);\n"
+    "    return PL_OK; }\n"
+    "static int ref(const int64_t *v, const pl_kernel_build *b, pl_array *w) {\n"
+    "    (void)v; memcpy(w[0].data, b->args[0].data, 32 * 128 * 4); return PL_OK; }\n"
+    "static const pl_kernel_def d = {.name = \"off\", .summary = \"y = x, a little off\", .n_params = 1,\n"
+    "    .params = {{.name = \"unused\", .def = 1}}, .build = build, .reference = ref};\n"
+    "static const pl_kernel_def *const all[] = {&d};\n"
+    "int tilesim_kernels(int abi, const pl_kernel_def *const **defs) {\n"
+    "    if (abi != PL_KERNEL_ABI) return -1; *defs = all; return 1; }\n";
+
 /* The source tree: the first directory above the build holding sim/kdef.h. */
 static int source_root(char *root, size_t n)
 {
@@ -261,4 +282,36 @@ Test(cli_kernels, allclose_heatmap_marks_the_bad_block)
     cr_expect_eq(pl_allclose_heatmap(&g, &w, 8, 128, 0, 0, "/nonexistent/h.svg", msg, sizeof msg), PL_EINVAL);
     cr_expect(strstr(msg, "/nonexistent/h.svg"), "%s", msg);
     free(got), free(want);
+}
+
+/* Issue 24: a MARGINAL result's last line says MARGINAL, not PASS; exit 0,
+ * and 1 with --strict (V5). Before, a final PASS followed it. */
+Test(cli_kernels, a_marginal_result_says_so_last_and_strict_makes_it_exit_1)
+{
+    char root[PATH_MAX / 2], src[] = "/tmp/tck_marginal_XXXXXX", so[64], cmd[PATH_MAX + 256];
+    if (!source_root(root, sizeof root)) cr_skip_test("the source tree is not above the build directory");
+    int fd = mkstemp(src);
+    cr_assert(fd >= 0 && write(fd, marginal_src, strlen(marginal_src)) == (ssize_t)strlen(marginal_src));
+    close(fd);
+    snprintf(so, sizeof so, "%s.so", src);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -x c -I'%s' '%s' -o '%s'", root, src, so);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    static const char *const verbs[] = {"run", "verify"};
+    for (int i = 0; i < 2; i++) {
+        th_run r = TH_RUN(verbs[i], so);
+        cr_expect_eq(r.status, 0, "%s: MARGINAL exits 0: %s%s", verbs[i], r.out, r.err);
+        const char *last = strstr(r.out, "MARGINAL: output 'y'");
+        cr_expect(last && !strstr(last, "PASS"), "%s: the last line says MARGINAL, no PASS after it: %s", verbs[i],
+                  r.out);
+        th_run_free(&r);
+        r = TH_RUN(verbs[i], so, "--strict");
+        cr_expect_eq(r.status, 1, "%s --strict: MARGINAL exits 1: %s%s", verbs[i], r.out, r.err);
+        th_run_free(&r);
+    }
+    th_run r = TH_RUN("run", so, "--json");
+    json_t *doc = th_json_parse(r.out, "run --json of a marginal kernel");
+    cr_expect_str_eq(th_json_str(doc, "verdict"), "MARGINAL");
+    json_decref(doc);
+    th_run_free(&r);
+    unlink(src), unlink(so);
 }
