@@ -172,16 +172,24 @@ static int source_root(char *root, size_t n)
     return 0;
 }
 
-Test(cli_kernels, a_wrong_kernel_fails_with_exit_1_naming_its_block)
+/* Compile a plugin's source (text) into src.so next to src (a mkstemp
+ * template, filled in); skips when the source tree is not above the build. */
+static void build_plugin(const char *text, char *src, char *so, size_t n)
 {
-    char root[PATH_MAX / 2], src[] = "/tmp/tck_wrong_XXXXXX", so[64], cmd[PATH_MAX + 256];
+    char root[PATH_MAX / 2], cmd[PATH_MAX + 256];
     if (!source_root(root, sizeof root)) cr_skip_test("the source tree is not above the build directory");
     int fd = mkstemp(src);
-    cr_assert(fd >= 0 && write(fd, wrong_src, strlen(wrong_src)) == (ssize_t)strlen(wrong_src));
+    cr_assert(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     close(fd);
-    snprintf(so, sizeof so, "%s.so", src);
+    snprintf(so, n, "%s.so", src);
     snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -x c -I'%s' '%s' -o '%s'", root, src, so);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+Test(cli_kernels, a_wrong_kernel_fails_with_exit_1_naming_its_block)
+{
+    char src[] = "/tmp/tck_wrong_XXXXXX", so[64];
+    build_plugin(wrong_src, src, so, sizeof so);
     th_run r = TH_RUN("verify", so);
     cr_expect_eq(r.status, 1, "a wrong result exits 1: %s%s", r.out, r.err);
     cr_expect(strstr(r.out, "FAIL") && strstr(r.out, "block (1, 0)"), "the verdict and the block (V5): %s", r.out);
@@ -288,14 +296,8 @@ Test(cli_kernels, allclose_heatmap_marks_the_bad_block)
  * and 1 with --strict (V5). Before, a final PASS followed it. */
 Test(cli_kernels, a_marginal_result_says_so_last_and_strict_makes_it_exit_1)
 {
-    char root[PATH_MAX / 2], src[] = "/tmp/tck_marginal_XXXXXX", so[64], cmd[PATH_MAX + 256];
-    if (!source_root(root, sizeof root)) cr_skip_test("the source tree is not above the build directory");
-    int fd = mkstemp(src);
-    cr_assert(fd >= 0 && write(fd, marginal_src, strlen(marginal_src)) == (ssize_t)strlen(marginal_src));
-    close(fd);
-    snprintf(so, sizeof so, "%s.so", src);
-    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -x c -I'%s' '%s' -o '%s'", root, src, so);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    char src[] = "/tmp/tck_marginal_XXXXXX", so[64];
+    build_plugin(marginal_src, src, so, sizeof so);
     static const char *const verbs[] = {"run", "verify"};
     for (int i = 0; i < 2; i++) {
         th_run r = TH_RUN(verbs[i], so);
