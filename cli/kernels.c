@@ -10,13 +10,14 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../examples/kernels/registry.h"
 #include "../examples/kernels/mesh_progs.h"
 #include "../sim/outfile.h"
 #include "cli.h"
 
-const cli_cmd cli_list_cmd = {"list", "tilesim list [PLUGIN.so]", "tilesim list [PLUGIN.so]"};
+const cli_cmd cli_list_cmd = {"list", "tilesim list [KERNEL | PLUGIN.so]", "tilesim list [KERNEL | PLUGIN.so]"};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
                              "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] "
@@ -329,6 +330,21 @@ int cli_list(int argc, char **argv)
     int rc = cli_kparse(cmd, 0, argc + 1, argv - 1, &o);
     if (rc >= 0) return rc;
     if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s'; give at most one PLUGIN.so", CLI_CUT(o.pos[1]));
+    /* a built-in's name (no path, no .so): that kernel alone, as the full list shows it */
+    const pl_kernel_def *builtin = o.npos == 1 && !strchr(o.pos[0], '/') && !strstr(o.pos[0], ".so")
+                                       ? ex_kernel_find(o.pos[0]) : NULL;
+    if (builtin) {
+        fprintf(stdout, "built-in kernel (parameter = default, what it is, the values a sweep tries when not told):\n\n");
+        print_def(builtin, stdout);
+        fprintf(stdout, "\nChange a parameter with --set name=value; sweep one with --vary name=v1,v2,...\n");
+        return cli_finish_stdout(cmd, 0);
+    }
+    if (o.npos == 1 && !builtin && !strchr(o.pos[0], '/') && !strstr(o.pos[0], ".so") && access(o.pos[0], F_OK)) {
+        char names[1024] = "";
+        for (int i = 0, at = 0; i < ex_kernel_count() && at < (int)sizeof names; i++)
+            at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", ex_kernel_at(i)->name);
+        return cli_fail(cmd, "'%s' is neither a built-in kernel (%s) nor a plugin file", CLI_CUT(o.pos[0]), names);
+    }
     if (o.npos == 1) {
         const pl_kernel_def *const *defs;
         int n;

@@ -51,6 +51,23 @@ Test(cli_kernels, list_of_the_plugin)
     th_run_free(&r);
 }
 
+/* Issue 24: `tilesim list quant_matmul` said "plugin 'quant_matmul': cannot
+ * open it"; a built-in's name shows that kernel, and a name that is neither
+ * says so, listing the built-ins. */
+Test(cli_kernels, list_of_a_builtin_name_shows_that_kernel)
+{
+    th_run r = TH_RUN("list", "quant_matmul");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "quant_matmul:") && strstr(r.out, "wdtype"), "%s", r.out);
+    cr_expect(!strstr(r.out, "rmsnorm:"), "that kernel alone: %s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("list", "quant_matmu");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "'quant_matmu' is neither a built-in kernel") && strstr(r.err, "quant_matmul"), "%s",
+              r.err);
+    th_run_free(&r);
+}
+
 /* ---- run ----------------------------------------------------------------------------- */
 
 Test(cli_kernels, run_passes_and_reports_bandwidth_first)
