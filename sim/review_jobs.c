@@ -71,6 +71,9 @@ static const char *const names[RV_ALLREDUCE][8] = {
  * few seconds of host time each at most, whatever the model file says. */
 #define MAX_STEPS ((double)(1 << 19))
 
+/* The review's weight choice as the matmul's dtype parameter (printed by name). */
+static int64_t weight_dtype(int64_t w) { return w == PL_W_INT8 ? PL_I8 : w == PL_W_FP8 ? PL_F8E4M3 : PL_BF16; }
+
 static double cdiv_d(int64_t a, int64_t b) { return (double)(a / b + (a % b != 0)); }
 
 static int add_row(rv_sweep *s, int job, const int64_t *set, int nset)
@@ -105,7 +108,7 @@ static int job_rows(rv_sweep *s, int kind, int j, const pl_review_job *job)
             for (int y = 0; y < nb; y++)
                 for (int z = 0; z < nc && rc == PL_OK; z++)
                     if (cdiv_d(d[0], a[x]) * cdiv_d(d[1], b[y]) * cdiv_d(d[2], c[z]) <= MAX_STEPS)
-                        rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], a[x], b[y], c[z], d[3]}, 7);
+                        rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], a[x], b[y], c[z], weight_dtype(d[3])}, 7);
     } else if (kind == RV_FLASH) {
         na = blocks(d[1], fa, 4, a);
         for (int x = 0; x < na; x++)

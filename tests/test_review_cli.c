@@ -25,6 +25,9 @@ Test(review_cli, the_text_names_the_recommendation_its_bottleneck_and_every_conf
     cr_expect(strstr(r.out, "weighed 12 configurations"), "2 TP x 2 dtypes (bf16, int8) x 3 batches: %s", r.out);
     cr_expect(strstr(r.out, "fewer tokens/s/chip"), "%s", r.out);
     cr_expect(strstr(r.err, "review: [") == NULL, "no progress bar when stderr is not a terminal: %s", r.err);
+    /* issue 24: the kernels' weight dtype by name, as every dtype parameter prints (not "wdtype=1") */
+    cr_expect(strstr(r.out, "wdtype=i8") || strstr(r.out, "wdtype=bf16"), "%s", r.out);
+    cr_expect(!strstr(r.out, "wdtype=0") && !strstr(r.out, "wdtype=1") && !strstr(r.out, "wdtype=2"), "%s", r.out);
     th_run_free(&r);
 }
 

@@ -45,8 +45,8 @@ static int rmm_check(const int64_t *v, char *msg, size_t n)
                      (long long)v[i]);
             return PL_EINVAL;
         }
-    if (v[R_WQ] < 0 || v[R_WQ] >= PL_W_COUNT) {
-        snprintf(msg, n, "review_matmul: wdtype = %lld must be 0 (bf16), 1 (int8) or 2 (fp8)", (long long)v[R_WQ]);
+    if (v[R_WQ] != PL_BF16 && v[R_WQ] != PL_I8 && v[R_WQ] != PL_F8E4M3) {
+        snprintf(msg, n, "review_matmul: wdtype = %s must be bf16, i8 or f8e4m3", pl_dtype_name((pl_dtype)v[R_WQ]));
         return PL_EINVAL;
     }
     return PL_OK;
@@ -57,7 +57,7 @@ static int rmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     int rc = rmm_check(v, msg, n);
     if (rc != PL_OK) return rc;
     int64_t m = v[R_M], nn = v[R_N], k = v[R_K], bm = v[R_BM], bn = v[R_BN], bk = v[R_BK];
-    pl_dtype wt = v[R_WQ] == PL_W_BF16 ? PL_BF16 : PL_I8;
+    pl_dtype wt = v[R_WQ] == PL_BF16 ? PL_BF16 : PL_I8; /* 8-bit weights are bytes, dequantized in VMEM */
     ((rmm_params *)b->param)->k = k;
     b->call = (pl_call){
         .name = "review_matmul", .kernel = rmm_kernel, .user = b->param, .grid_rank = 3,
@@ -81,7 +81,7 @@ static int rmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 static double rmm_flops(const int64_t *v) { return 2.0 * v[R_M] * (double)v[R_N] * v[R_K]; }
 static double rmm_bytes(const int64_t *v)
 {
-    double wb = v[R_WQ] == PL_W_BF16 ? 2 : 1;
+    double wb = v[R_WQ] == PL_BF16 ? 2 : 1;
     return 2.0 * v[R_M] * v[R_K] + wb * v[R_K] * v[R_N] + 2.0 * v[R_M] * v[R_N];
 }
 
@@ -96,7 +96,8 @@ const pl_kernel_def ex_def_review_matmul = {
                {.name = "bm", .def = 256, .candidates = rblk, .n_candidates = 3, .help = "rows per block"},
                {.name = "bn", .def = 256, .candidates = rblk, .n_candidates = 3, .help = "columns per block"},
                {.name = "bk", .def = 256, .candidates = rblk, .n_candidates = 3, .help = "contraction per step"},
-               {.name = "wdtype", .def = PL_W_BF16, .help = "weights: 0 bf16, 1 int8, 2 fp8 (8-bit, a byte each)"}},
+               {.name = "wdtype", .kind = PL_PARAM_DTYPE, .def = PL_BF16,
+                .help = "weights: bf16, i8 or f8e4m3 (8-bit, a byte each)"}},
     .check = rmm_check, .build = rmm_build, .flops = rmm_flops, .bytes = rmm_bytes,
 };
 
