@@ -143,12 +143,10 @@ int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const 
     if (autolim) o.vmem_limit_bytes = chip->vmem_bytes; /* the wall; each row's own limit is settled after */
     int rc = pl_sweep(n, build_one, &s, &o, sopt, reports);
     if (rc == PL_OK && autolim) settle_limits(d, n, values, chip, reports);
-    char vals[256];
     for (int i = 0; i < n; i++) {
-        if (rc == PL_OK && s.slots[i].rc != PL_OK) {
-            pl_kernel_format(d, values + (size_t)i * (size_t)d->n_params, vals, sizeof vals);
-            snprintf(reports[i].error, sizeof reports[i].error, "%s: %s", vals, s.slots[i].reason);
-        }
+        /* the reason alone, as a rejected call's: the caller holds row i's values and prints them once */
+        if (rc == PL_OK && s.slots[i].rc != PL_OK)
+            snprintf(reports[i].error, sizeof reports[i].error, "%s", s.slots[i].reason);
         if (rc == PL_OK) sim_kdef_ideal(d, values + (size_t)i * (size_t)d->n_params, &reports[i]);
         for (int a = 0; a < PL_MAX_OPERANDS; a++) free(s.slots[i].prefetch[a]);
     }
