@@ -183,6 +183,16 @@ typedef struct pl_block_spec {
 #else /* C++: built by inline functions, see the end of this header */
 #define PL_BLOCK(m, ...) (::pl_cxx::block(m, __VA_ARGS__))
 #endif
+/* The same with its name, which messages and reports use:
+ * PL_BLOCK_NAMED("x", PL_MAP(0, 2), bm, bk). */
+#ifndef __cplusplus
+#define PL_BLOCK_NAMED(nm, m, ...)                                                                \
+    ((pl_block_spec){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),         \
+                     .block = {__VA_ARGS__},                                                      \
+                     .map = m, .name = (nm)})
+#else
+#define PL_BLOCK_NAMED(nm, m, ...) (::pl_cxx::named((nm), ::pl_cxx::block(m, __VA_ARGS__)))
+#endif
 
 /* ---- scratch (rule M2) --------------------------------------------------- */
 
@@ -214,6 +224,28 @@ typedef struct pl_scratch {
 #define PLTPU_SEMAPHORE(n) (::pl_cxx::semaphores((n), PL_SEM_REGULAR))
 #define PLTPU_SEMAPHORE_DMA(n) (::pl_cxx::semaphores((n), PL_SEM_DMA))
 #define PLTPU_SMEM(dt, ...) (::pl_cxx::scratch(PL_SMEM, (dt), __VA_ARGS__))
+#endif
+/* Named forms: PLTPU_VMEM_NAMED("acc", PL_F32, bm, bn), PLTPU_SEMAPHORE_DMA_NAMED("sems", 2). */
+#ifndef __cplusplus
+#define PLTPU_VMEM_NAMED(nm, dt, ...)                                                             \
+    ((pl_scratch){.space = PL_VMEM, .dtype = (dt),                                                \
+                  .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
+                  .shape = {__VA_ARGS__}, .name = (nm)})
+#define PLTPU_SMEM_NAMED(nm, dt, ...)                                                             \
+    ((pl_scratch){.space = PL_SMEM, .dtype = (dt),                                                \
+                  .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
+                  .shape = {__VA_ARGS__}, .name = (nm)})
+#define PLTPU_SEMAPHORE_NAMED(nm, n)                                                              \
+    ((pl_scratch){.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 1, .shape = {(n)}, .name = (nm),  \
+                  .sem_kind = PL_SEM_REGULAR})
+#define PLTPU_SEMAPHORE_DMA_NAMED(nm, n)                                                          \
+    ((pl_scratch){.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 1, .shape = {(n)}, .name = (nm),  \
+                  .sem_kind = PL_SEM_DMA})
+#else
+#define PLTPU_VMEM_NAMED(nm, dt, ...) (::pl_cxx::named((nm), PLTPU_VMEM(dt, __VA_ARGS__)))
+#define PLTPU_SMEM_NAMED(nm, dt, ...) (::pl_cxx::named((nm), PLTPU_SMEM(dt, __VA_ARGS__)))
+#define PLTPU_SEMAPHORE_NAMED(nm, n) (::pl_cxx::named((nm), PLTPU_SEMAPHORE(n)))
+#define PLTPU_SEMAPHORE_DMA_NAMED(nm, n) (::pl_cxx::named((nm), PLTPU_SEMAPHORE_DMA(n)))
 #endif
 
 /* ---- the call -------------------------------------------------------------- */
@@ -901,6 +933,11 @@ template <class... D> inline pl_scratch scratch(pl_memspace space, pl_dtype dt, 
     s.dtype = dt;
     s.rank = dims(s.shape, d...);
     return s;
+}
+template <class T> inline T named(const char *name, T spec) /* PL_BLOCK_NAMED, PLTPU_*_NAMED */
+{
+    spec.name = name;
+    return spec;
 }
 inline pl_scratch semaphores(int64_t n, pl_sem_kind kind)
 {

@@ -10,6 +10,7 @@
  * arguments of the types C++ code has at hand (int, size_t, variables).
  */
 #include <criterion/criterion.h>
+#include <cstring>
 
 #include <cmath>
 #include <cstddef>
@@ -155,6 +156,15 @@ Test(cplusplus, macros_fill_the_structs_as_in_c)
     pl_scratch r = PLTPU_SEMAPHORE(nsem), d = PLTPU_SEMAPHORE_DMA(2);
     cr_assert(r.space == PL_SEMAPHORE && r.dtype == PL_I32 && r.rank == 1 && r.shape[0] == 3);
     cr_assert(r.sem_kind == PL_SEM_REGULAR && d.sem_kind == PL_SEM_DMA && d.shape[0] == 2);
+
+    /* the named forms (issue 24) fill the same fields and the name */
+    pl_block_spec nb = PL_BLOCK_NAMED("x", mp, PL_SQUEEZED, 8, 128);
+    cr_assert(nb.rank == 3 && nb.block[2] == 128 && nb.map.n == 3 && std::strcmp(nb.name, "x") == 0);
+    pl_scratch nv = PLTPU_VMEM_NAMED("acc", PL_F32, 8, 128), ns = PLTPU_SEMAPHORE_DMA_NAMED("sems", 2);
+    cr_assert(nv.space == PL_VMEM && nv.rank == 2 && std::strcmp(nv.name, "acc") == 0);
+    cr_assert(ns.sem_kind == PL_SEM_DMA && ns.shape[0] == 2 && std::strcmp(ns.name, "sems") == 0);
+    pl_scratch nr = PLTPU_SEMAPHORE_NAMED("bar", 1), nm = PLTPU_SMEM_NAMED("idx", PL_I32, 4);
+    cr_assert(nr.sem_kind == PL_SEM_REGULAR && std::strcmp(nr.name, "bar") == 0 && nm.space == PL_SMEM);
 }
 
 /* The checks of sim/tilesim_check.h from C++: pl_allclose and
