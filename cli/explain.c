@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../examples/kernels/matmul.h"
+#include "../sim/html.h"
 #include "../sim/kdef_internal.h"
 #include "cli.h"
 
@@ -109,15 +110,25 @@ static void print_specs(const pl_call *call, const pl_report *v, int generic, FI
 
 /* ---- the steps -------------------------------------------------------------------- */
 
+/* The column the operand names take: the longest (at least 3), so that
+ * "gamma" or "bias" lines up with "x" (issue 24). */
+static int name_width(const char *const *names, int n)
+{
+    int w = 3;
+    for (int i = 0; i < n; i++)
+        if (names[i] && (int)strlen(names[i]) > w) w = (int)strlen(names[i]);
+    return w > 24 ? 24 : w;
+}
+
 static void write_backs(const pl_step_info *s, FILE *f)
 {
     char blk[64];
-    int first = 1;
+    int first = 1, w = name_width(s->names, s->n_operands);
     for (int i = 0; i < s->n_operands; i++) {
         if (!s->op[i].wrote_back) continue;
         if (s->final && first) fprintf(f, "after the last step:\n");
         first = 0;
-        fprintf(f, "  %-3s block %-8s written back to HBM: %s (rule P3)\n", s->names[i],
+        fprintf(f, "  %-*s block %-8s written back to HBM: %s (rule P3)\n", w, s->names[i],
                 cli_tuple(s->op[i].wb_block, s->ranks[i], blk, sizeof blk),
                 s->final ? "the grid is done, every output writes back its last block"
                          : "the next step selects another block");
@@ -137,10 +148,11 @@ static void on_step(const pl_step_info *s, void *user)
     fprintf(f, "step %lld  grid %s", (long long)s->step, cli_tuple(s->idx, s->grid_rank, g, sizeof g));
     if (s->core) fprintf(f, " (core %d)", s->core); /* what-if chips may have more than two */
     fprintf(f, ":\n");
+    int w = name_width(s->names, s->n_operands);
     for (int i = 0; i < s->n_operands; i++) {
         const pl_step_operand *o = &s->op[i];
         if (o->action == PL_ACT_NONE) continue;
-        fprintf(f, "  %-3s block %-8s ", s->names[i], cli_tuple(o->block, s->ranks[i], blk, sizeof blk));
+        fprintf(f, "  %-*s block %-8s ", w, s->names[i], cli_tuple(o->block, s->ranks[i], blk, sizeof blk));
         switch (o->action) {
         case PL_ACT_COPY: fprintf(f, "copied HBM -> VMEM slot %d (new block, rule P1)\n", o->slot); break;
         case PL_ACT_SKIP: fprintf(f, "skipped: same block as the previous step (rule P2)\n"); break;
@@ -167,18 +179,21 @@ static void print_summary(const pl_report *r, int generic, FILE *f)
     char a[32], t[4][32];
     int64_t skipped = 0;
     fprintf(f, "\nsummary: %lld steps on %s\n", (long long)r->steps, r->chip->name);
+    const char *names[PL_MAX_CALL_OPERANDS];
+    for (int i = 0; i < r->n_operands && i < PL_MAX_CALL_OPERANDS; i++) names[i] = r->op[i].name;
+    int w = name_width(names, r->n_operands < PL_MAX_CALL_OPERANDS ? r->n_operands : PL_MAX_CALL_OPERANDS);
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         if (generic && (o->space == PL_ANY || o->role == PL_ROLE_PREFETCH)) continue; /* no pipeline copies */
         if (o->role == PL_ROLE_IN) {
-            fprintf(f, "  %-3s %lld copies HBM -> VMEM (%s), %lld skipped (rule P2)\n", o->name, (long long)o->copies,
+            fprintf(f, "  %-*s %lld copies HBM -> VMEM (%s), %lld skipped (rule P2)\n", w, o->name, (long long)o->copies,
                     pl_format_bytes((double)o->bytes_in, a, sizeof a), (long long)o->skipped);
             skipped += o->skipped;
         } else if (o->role == PL_ROLE_OUT) {
-            fprintf(f, "  %-3s %lld write-backs VMEM -> HBM (%s) (rule P3)\n", o->name, (long long)o->writebacks,
+            fprintf(f, "  %-*s %lld write-backs VMEM -> HBM (%s) (rule P3)\n", w, o->name, (long long)o->writebacks,
                     pl_format_bytes((double)o->bytes_out, a, sizeof a));
             if (o->fetchbacks)
-                fprintf(f, "  %-3s %lld fetched back from HBM (%s): revisited (RevisitMode.ANY, P5)\n", o->name,
+                fprintf(f, "  %-*s %lld fetched back from HBM (%s): revisited (RevisitMode.ANY, P5)\n", w, o->name,
                         (long long)o->fetchbacks, pl_format_bytes((double)o->bytes_in, a, sizeof a));
         }
     }
@@ -323,6 +338,17 @@ static int64_t grid_steps(const pl_call *call)
     return steps;
 }
 
+/* The kernel explain narrates (one call at a time) and its block ops after
+ * each step: what any kernel, a plugin's too, did there. */
+static pl_kernel_fn narrated;
+static void narrating_kernel(pl_ctx *c, pl_ref *refs)
+{
+    narrated(c, refs);
+    char ops[1024];
+    sim_step_ops_words(c, ops, sizeof ops);
+    fprintf(stdout, "  kernel: %s\n", ops);
+}
+
 static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, pl_kernel_build *b,
                    pl_options *opt)
 {
@@ -346,7 +372,10 @@ static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const char *label
     narrator nr = {stdout, 1, opt->chip_spec->cores_per_device > 1 && many, 1};
     opt->on_step = on_step;
     opt->on_step_user = &nr;
-    if (pl_pallas_call(&b->call, b->args, b->outs, opt, rep) != PL_OK) {
+    pl_call call = b->call;
+    narrated = call.kernel;
+    call.kernel = narrating_kernel;
+    if (pl_pallas_call(&call, b->args, b->outs, opt, rep) != PL_OK) {
         fflush(stdout);
         fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep->error);
         free(rep);

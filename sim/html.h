@@ -90,6 +90,10 @@ typedef struct sim_page {
 int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, sim_page *page, char *msg,
                     size_t n);
 void sim_page_free(sim_page *page);
+/* The block ops the kernel made at c's current step, in words ("x @ y into
+ * acc (256x128x256); ..."), repeats counted; "no block ops" when none. For
+ * a wrapper around a kernel (the page's recorder, explain's narrator). */
+void sim_step_ops_words(pl_ctx *c, char *buf, size_t cap);
 
 /* Write the page to f. extras: NULL, or the sections other tools give.
  * 0, or -1 on a write error. */

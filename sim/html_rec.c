@@ -41,9 +41,11 @@ static void op_words(const kern_op *o, char *buf, size_t n)
         snprintf(buf, n, "pl_dot %lldx%lld @ %lldx%lld %s (MXU)", (long long)o->m, (long long)o->k, (long long)o->k,
                  (long long)o->n, pl_dtype_name((pl_dtype)o->dtype));
         break;
-    case KERN_OP_VPU: snprintf(buf, n, "VPU op, %lld elements", (long long)o->elems); break;
-    case KERN_OP_EUP: snprintf(buf, n, "EUP op (transcendental), %lld elements", (long long)o->elems); break;
-    case KERN_OP_COPY: snprintf(buf, n, "copy, %lld elements", (long long)o->elems); break;
+    case KERN_OP_VPU: snprintf(buf, n, "%s (VPU), %lld elements", o->name ? o->name : "VPU op", (long long)o->elems); break;
+    case KERN_OP_EUP:
+        snprintf(buf, n, "%s (EUP, transcendental), %lld elements", o->name ? o->name : "EUP op", (long long)o->elems);
+        break;
+    case KERN_OP_COPY: snprintf(buf, n, "%s, %lld elements", o->name ? o->name : "copy", (long long)o->elems); break;
     case KERN_OP_SCALAR: snprintf(buf, n, "%lld scalar accesses (pl_get / pl_set)", (long long)o->elems); break;
     case KERN_OP_DMA_START: snprintf(buf, n, "DMA start (copy %lld, M7)", (long long)o->dma); break;
     case KERN_OP_DMA_WAIT: snprintf(buf, n, "DMA wait (copy %lld, M7)", (long long)o->dma); break;
@@ -53,7 +55,7 @@ static void op_words(const kern_op *o, char *buf, size_t n)
 
 static int same_op(const kern_op *a, const kern_op *b)
 {
-    return a->kind == b->kind && a->dtype == b->dtype && a->m == b->m && a->n == b->n && a->k == b->k &&
+    return a->kind == b->kind && a->name == b->name && a->dtype == b->dtype && a->m == b->m && a->n == b->n && a->k == b->k &&
            a->elems == b->elems && a->kind != KERN_OP_DMA_START && a->kind != KERN_OP_DMA_WAIT;
 }
 
@@ -78,6 +80,13 @@ static void summarise(const kern_op *ops, int n, char *buf, size_t cap)
         i = j;
     }
     if (!n) snprintf(buf, cap, "no block ops");
+}
+
+void sim_step_ops_words(pl_ctx *c, char *buf, size_t cap)
+{
+    int n = 0;
+    const kern_op *ops = kern_step_ops(c, &n);
+    summarise(ops, n, buf, cap);
 }
 
 static void wrapped_kernel(pl_ctx *c, pl_ref *refs)

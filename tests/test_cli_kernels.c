@@ -68,6 +68,20 @@ Test(cli_kernels, list_of_a_builtin_name_shows_that_kernel)
     th_run_free(&r);
 }
 
+/* Issue 24: explain of a plugin shows the ops its kernel made at each step,
+ * and the operand names line up however long they are ("gamma"). */
+Test(cli_kernels, explain_of_a_plugin_shows_its_ops_and_aligns_the_names)
+{
+    th_need_plugin();
+    th_run r = TH_RUN("explain", th_plugin(), "--set", "rows=32", "--set", "d=256", "--set", "br=8");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "  kernel: ") && strstr(r.out, "pl_mul_row (VPU), 2048 elements") &&
+                  strstr(r.out, "pl_rsqrt (EUP"), "%s", r.out);
+    const char *x = strstr(r.out, "\n  x     block (1, 0)"), *g = strstr(r.out, "\n  gamma block (0, 0)");
+    cr_expect(x && g, "x and gamma in one column:\n%s", r.out);
+    th_run_free(&r);
+}
+
 /* ---- run ----------------------------------------------------------------------------- */
 
 Test(cli_kernels, run_passes_and_reports_bandwidth_first)

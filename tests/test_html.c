@@ -123,7 +123,7 @@ Test(html, explain_writes_the_page_after_its_narration)
               r.out);
     cr_expect_eq(count(html, "<div class=\"cell\" id=\"c"), 3 * 4, "x, y, z: 2 x 2 blocks each");
     cr_expect(strstr(html, "tilesim explain ... --html"), "the page does not say which command wrote it");
-    cr_expect(strstr(html, "VPU op, 131072 elements"), "the kernel's ops are missing");
+    cr_expect(strstr(html, "pl_add (VPU), 131072 elements"), "the kernel's ops are missing");
     th_run_free(&r);
     free(html);
 }
