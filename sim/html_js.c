@@ -97,7 +97,7 @@ const char sim_page_js[] =
     "  cur = Math.max(0, Math.min(N - 1, n));\n"
     "  var s = S[cur], nx = nextOf(cur), st = slotsAt(cur), ev = $('events');\n"
     "  $('slider').value = cur;\n"
-    "  $('stepno').textContent = 'step ' + (cur + 1) + ' of ' + N;\n"
+    "  $('stepno').textContent = 'step ' + cur + ' of 0..' + (N - 1);\n" /* numbered as the status and explain are */
     "  $('status').textContent = 'step ' + cur + ': core ' + s.c + ', grid point ' + tup(s.g) +\n"
     "    (s.s !== cur ? ' (its step ' + s.s + ')' : '');\n"
     "  ev.textContent = '';\n"
@@ -221,7 +221,8 @@ const char sim_page_js[] =
     "    'slider max: ' + $('slider').max, 'slider value: ' + $('slider').value,\n"
     "    'cells: ' + document.querySelectorAll('.grid .cell').length,\n"
     "    'held cells: ' + document.querySelectorAll('.grid .cell.s0, .grid .cell.s1').length,\n"
-    "    'status: ' + $('status').textContent, 'events: ' + $('events').children.length,\n"
+    "    'status: ' + $('status').textContent, 'stepno: ' + $('stepno').textContent,\n"
+    "    'events: ' + $('events').children.length,\n"
     "    'kernel: ' + $('kops').textContent, 'timeline steps: ' + tlsteps,\n"
     "    'not available: ' + document.querySelectorAll('section.tool .na').length, 'selftest done'].join('\\n');\n"
     "}\n"
