@@ -15,7 +15,7 @@
 const cli_cmd cli_review_cmd = {
     "review", "tilesim review --model NAME|FILE --chip NAME --prompt P --context C --ttft T --tpot T [options]",
     "tilesim review --model NAME|FILE [--chip NAME | --chip-file FILE] --prompt P --context C --ttft 500ms "
-    "--tpot 30ms [--quant bf16,int8,fp8] [--chips LIST] [--batch LIST] [--json] [--threads N]"};
+    "--tpot 30ms [--quant bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]"};
 
 void cli_review_help(FILE *f)
 {
@@ -34,7 +34,9 @@ void cli_review_help(FILE *f)
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
             "  --chips LIST       TP degrees to weigh (default 1,2,4,8; 1 on a chip with ici_links = 0)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
-            "  --json             one JSON object instead of the text\n"
+            "  --all              list every configuration weighed (default: the ten with the most tokens/s/chip,\n"
+            "                     then one line per kind of verdict for the rest)\n"
+            "  --json             one JSON object instead of the text (every configuration)\n"
             "  --threads N        host threads for the sweeps (default: one per core)\n"
             "A chip is the simulator's device (v7x: 2 devices per chip package); tokens/s/chip counts packages.\n"
             "Exit status: 0 a recommendation, 1 none meets the targets, 2 a bad command line or a model whose\n"
@@ -96,10 +98,11 @@ static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
     return 0;
 }
 
-enum { O_MODEL, O_CHIP, O_CHIP_FILE, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT, O_QUANT, O_CHIPS, O_BATCH, O_JSON, O_THREADS };
+enum { O_MODEL, O_CHIP, O_CHIP_FILE, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT, O_QUANT, O_CHIPS, O_BATCH, O_JSON, O_THREADS,
+       O_ALL };
 static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file", 1}, {"--prompt", 1},
                                     {"--context", 1}, {"--ttft", 1}, {"--tpot", 1}, {"--quant", 1},
-                                    {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}};
+                                    {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}, {"--all", 0}};
 #define NSPECS ((int)(sizeof specs / sizeof *specs))
 
 static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
@@ -141,7 +144,7 @@ static int parse(const cli_cmd *cmd, const cli_args *a, pl_model *m, pl_chip *fc
     return lists(cmd, a, b);
 }
 
-void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
+void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s, int all);
 void cli_review_json(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s);
 
 int cli_review(int argc, char **argv)
@@ -173,7 +176,7 @@ int cli_review(int argc, char **argv)
     if (rc_run != PL_OK) return fprintf(stderr, "tilesim review: %s\n", err), 1;
     double wall = cli_progress_elapsed(&prog);
     if (a.val[O_JSON]) cli_review_json(stdout, &b, &r, wall);
-    else cli_review_print(stdout, &b, &r, wall);
+    else cli_review_print(stdout, &b, &r, wall, a.val[O_ALL] != NULL);
     int status = r.best >= 0 ? 0 : 1;
     pl_review_free(&r);
     return cli_finish_stdout(cmd, status);

@@ -91,7 +91,58 @@ static void print_detail(FILE *f, const pl_review_result *r, const pl_review_con
     }
 }
 
-void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s)
+enum { SHOWN_BEST = 10 }; /* configurations the text lists without --all */
+
+/* The ten best, into pick (the recommendation, then those meeting the
+ * targets, then the misses, each by tokens/s/chip); the count. Those with
+ * no time (illegal, do not fit) are left to the verdict lines. */
+static int best_ten(const pl_review_result *r, int *pick)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_configs; i++) {
+        const pl_review_config *c = &r->configs[i];
+        if (!(c->tok_s_chip > 0) && i != r->best) continue;
+        int at = n < SHOWN_BEST ? n++ : SHOWN_BEST;
+        while (at > 0) { /* insertion, best first: by verdict (the recommendation, those meeting the targets,
+                          * then the misses), then by tokens/s/chip */
+            const pl_review_config *p = &r->configs[pick[at - 1]];
+            int pv = pick[at - 1] == r->best ? -1 : (int)p->verdict, cv = i == r->best ? -1 : (int)c->verdict;
+            if (pv < cv || (pv == cv && p->tok_s_chip >= c->tok_s_chip)) break;
+            if (at < SHOWN_BEST) pick[at] = pick[at - 1];
+            at--;
+        }
+        if (at < SHOWN_BEST) pick[at] = i;
+    }
+    return n;
+}
+
+/* The rest, one line per kind of verdict: how many, and the first of them as an example. */
+static void print_classes(FILE *f, const pl_review_result *r, const int *pick, int n_pick, char *shown)
+{
+    static const char *what[] = {"recommended", "fewer tokens/s/chip", "miss TPOT", "miss TTFT", "do not fit HBM",
+                                 "illegal (no legal tiling)"};
+    char *listed = calloc((size_t)r->n_configs + 1, 1);
+    if (!listed) return;
+    for (int k = 0; k < n_pick; k++) listed[pick[k]] = 1;
+    int rest = 0;
+    for (int v = PL_RV_SLOWER; v <= PL_RV_ILLEGAL; v++) {
+        int count = 0, first = -1;
+        for (int i = 0; i < r->n_configs; i++)
+            if (!listed[i] && r->configs[i].verdict == (pl_review_verdict)v && count++ == 0) first = i;
+        if (!count) continue;
+        if (!rest++) fprintf(f, "the other %d configurations, by verdict (--all lists each):\n",
+                             r->n_configs - n_pick);
+        const pl_review_config *c = &r->configs[first];
+        char e[sizeof c->reason];
+        cli_first_sentence(c->reason, VERDICT_MAX, e, sizeof e);
+        fprintf(f, "  %-26s %4d, e.g. %lld device%s, %s weights, batch %lld: %s\n", what[v], count,
+                (long long)c->chips, c->chips == 1 ? "" : "s", pl_wdtype_name(c->wq), (long long)c->batch, e);
+        if (shown) print_detail(f, r, c, e, shown); /* an illegal kernel's whole message, once */
+    }
+    free(listed);
+}
+
+void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result *r, double wall_s, int all)
 {
     char tt[32], tp[32];
     fprintf(f, "review: %s on %s (%.1f GB HBM at %.2f TB/s per device, %d device%s per chip); prompt %lld, "
@@ -106,7 +157,10 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
     fprintf(f, "%7s %4s %7s %4s %6s %11s %11s %11s  %s\n", "devices", "TP", "weights", "KV", "batch", "TTFT",
             "TPOT", "tok/s/chip", "verdict");
     char *shown = calloc((size_t)r->n_jobs + 1, 1); /* the kernel shapes whose detail is printed */
-    for (int i = 0; i < r->n_configs; i++) {
+    all |= r->best < 0; /* nothing meets the targets: every configuration's reason is the answer */
+    int pick[SHOWN_BEST], n_pick = all ? r->n_configs : best_ten(r, pick);
+    for (int k = 0; k < n_pick; k++) {
+        int i = all ? k : pick[k];
         const pl_review_config *c = &r->configs[i];
         char t1[32], t2[32], tok[32], verdict[sizeof c->reason];
         snprintf(tok, sizeof tok, c->tok_s_chip > 0 ? "%.0f" : "-", c->tok_s_chip);
@@ -116,6 +170,7 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
                 ms(c->tpot_s, t2, sizeof t2), tok, verdict);
         if (i != r->best && shown) print_detail(f, r, c, verdict, shown);
     }
+    if (!all && n_pick < r->n_configs) fputc('\n', f), print_classes(f, r, pick, n_pick, shown);
     free(shown);
 }
 

@@ -15,6 +15,30 @@
 #define BRIEF8B "review", "--model", "llama3-8b", "--chip", "v6e", "--prompt", "1024", "--context", "4096", \
                 "--ttft", "2s", "--tpot", "50ms", "--chips", "1,2", "--batch", "1,8,64"
 
+/* issue 24: the table lists the ten best; the rest are one line per verdict, and --all lists them all */
+static int table_rows(const char *out)
+{
+    int n = 0;
+    const char *p = strstr(out, "tok/s/chip  verdict\n");
+    for (p = p ? strchr(p, '\n') + 1 : NULL; p && *p && *p != '\n'; p = strchr(p, '\n') + 1)
+        n += p[0] == ' ' && p[6] >= '0' && p[6] <= '9'; /* a row starts with the right-aligned device count */
+    return n;
+}
+
+Test(review_cli, the_table_shows_the_ten_best_and_one_line_per_other_verdict)
+{
+    th_run r = TH_RUN(BRIEF8B);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect_eq(table_rows(r.out), 10, "%s", r.out);
+    cr_expect(strstr(r.out, "the other 2 configurations, by verdict (--all lists each):"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN(BRIEF8B, "--all");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect_eq(table_rows(r.out), 12, "--all: every configuration weighed: %s", r.out);
+    cr_expect(!strstr(r.out, "the other "), "%s", r.out);
+    th_run_free(&r);
+}
+
 Test(review_cli, the_text_names_the_recommendation_its_bottleneck_and_every_configuration)
 {
     th_run r = TH_RUN(BRIEF8B);
