@@ -73,6 +73,27 @@ int pl_check_matmul(const pl_array *a, const pl_array *b, const pl_array *c, pl_
 int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array *b, const pl_array *c, pl_check *out,
                          FILE *f);
 
+/* ---- references for a kernel definition (a plugin's `reference` calls these) ---- */
+
+/* out = op(a) @ op(b), op(x) = x, or x transposed when trans_x is 1: op(a)
+ * (m, k), op(b) (k, n), out (m, n); rank-2 arrays of any dtype of whole
+ * bytes (bf16, f16, fp8 and int8 widen exactly to f32), multiplied by
+ * cblas_sgemm with f32 accumulation and each element rounded to out's dtype
+ * once. PL_OK, or PL_ESHAPE / PL_EINVAL / PL_ENOMEM with a message in msg
+ * (n bytes; msg may be NULL). Inside host threads of your own, set
+ * OpenBLAS to one thread. */
+int pl_ref_matmul(const pl_array *a, const pl_array *b, int trans_a, int trans_b, pl_array *out, char *msg,
+                  size_t n);
+/* Softmax over the last dimension of x into out (same shape), in double. */
+int pl_ref_softmax(const pl_array *x, pl_array *out, char *msg, size_t n);
+/* RMSNorm over the last dimension: out = x / sqrt(mean(x^2) + eps) * gamma
+ * (gamma: the last dimension's size, or NULL for 1), in double. */
+int pl_ref_rmsnorm(const pl_array *x, const pl_array *gamma, double eps, pl_array *out, char *msg, size_t n);
+/* LayerNorm over the last dimension: (x - mean) / sqrt(var + eps) * gamma +
+ * beta (either NULL: 1 and 0), the population variance, in double. */
+int pl_ref_layernorm(const pl_array *x, const pl_array *gamma, const pl_array *beta, double eps, pl_array *out,
+                     char *msg, size_t n);
+
 /* Which block of output `out` of call holds element elem (arr->rank
  * indices), and which grid points select it (so wrote it), in words, into
  * buf (n bytes). A function-form map of a call with scalar prefetch is not

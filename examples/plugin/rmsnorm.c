@@ -104,28 +104,14 @@ static int rmsnorm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t
     return PL_OK;
 }
 
-/* The expected output, computed on the host in double from the inputs the
- * driver filled (b->args), rounded once to the output's dtype. */
+/* The expected output, from the inputs the driver filled (b->args): the
+ * library's reference RMSNorm (sim/tilesim_check.h), in double, rounded
+ * once to the output's dtype. pl_ref_matmul, pl_ref_softmax and
+ * pl_ref_layernorm serve other kernels the same way. */
 static int rmsnorm_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)
 {
-    int64_t rows = v[P_ROWS], d = v[P_D];
-    pl_dtype t = (pl_dtype)v[P_DTYPE];
-    size_t es = pl_dtype_size(t);
-    const char *x = b->args[0].data, *g = b->args[1].data;
-    char *y = want[0].data;
-    for (int64_t r = 0; r < rows; r++) {
-        double ss = 0;
-        for (int64_t j = 0; j < d; j++) {
-            double e = pl_load_elem(x + (size_t)(r * d + j) * es, t);
-            ss += e * e;
-        }
-        double scale = 1.0 / sqrt(ss / (double)d + EPS);
-        for (int64_t j = 0; j < d; j++) {
-            double e = pl_load_elem(x + (size_t)(r * d + j) * es, t), ge = pl_load_elem(g + (size_t)j * es, t);
-            pl_store_elem(y + (size_t)(r * d + j) * es, t, e * scale * ge);
-        }
-    }
-    return PL_OK;
+    (void)v;
+    return pl_ref_rmsnorm(&b->args[0], &b->args[1], EPS, &want[0], NULL, 0);
 }
 
 /* Ideal work and traffic of RMSNorm, whatever the tiling: per element a
