@@ -179,8 +179,62 @@ int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_bui
     return rc;
 }
 
+/* ---- how each output is checked: what the reference asked (pl_want_*) -------------- */
+
+typedef struct want_rule {
+    const void *data;        /* the want[] array's data: which output */
+    int has_tol, dot, ta, tb;
+    double rtol, atol;
+    pl_array a, b;           /* dot: the operands (arrays of b->args) */
+} want_rule;
+static _Thread_local want_rule rules[PL_MAX_OPERANDS]; /* the reference runs on the driver's thread */
+static _Thread_local int n_rules;
+
+static want_rule *rule_for(const pl_array *want)
+{
+    if (!want || !want->data) return NULL;
+    for (int i = 0; i < n_rules; i++)
+        if (rules[i].data == want->data) return &rules[i];
+    if (n_rules == PL_MAX_OPERANDS) return NULL;
+    rules[n_rules] = (want_rule){.data = want->data};
+    return &rules[n_rules++];
+}
+
+int pl_want_tolerance(const pl_array *want, double rtol, double atol)
+{
+    if (!(rtol >= 0 && rtol < 1e30) || !(atol >= 0 && atol < 1e30)) return PL_EINVAL;
+    want_rule *r = rule_for(want);
+    if (!r) return PL_EINVAL;
+    r->has_tol = 1, r->rtol = rtol, r->atol = atol;
+    return PL_OK;
+}
+
+int pl_want_dot(const pl_array *want, const pl_array *a, const pl_array *b, int trans_a, int trans_b)
+{
+    want_rule *r = rule_for(want);
+    if (!r || !a || !b || !a->data || !b->data) return PL_EINVAL;
+    r->dot = 1, r->a = *a, r->b = *b, r->ta = trans_a != 0, r->tb = trans_b != 0;
+    return PL_OK;
+}
+
+int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_array *want, pl_check *k,
+                          double *rtol, double *atol)
+{
+    const want_rule *r = NULL;
+    for (int i = 0; want && i < n_rules; i++)
+        if (rules[i].data == want->data) r = &rules[i];
+    *rtol = r && r->has_tol ? r->rtol : d->rtol, *atol = r && r->has_tol ? r->atol : d->atol;
+    if (r && r->dot) {
+        *rtol = *atol = -1; /* no tolerance: the dot's normalised error */
+        int rc = pl_check_dot(got, &r->a, &r->b, r->ta, r->tb, k, NULL);
+        return rc == PL_EVERIFY ? PL_OK : rc; /* the verdict is in k */
+    }
+    return pl_allclose(got, want, *rtol, *atol, k, NULL);
+}
+
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want)
 {
+    n_rules = 0; /* this reference's own pl_want_* calls */
     kern_guard_zone(KDEF_ZONE, d->name, "reference callback");
     int rc = d->reference(v, b, want);
     kern_guard_zone(NULL, NULL, NULL);

@@ -122,6 +122,20 @@ typedef struct pl_kernel_def {
     int64_t (*vmem_limit)(const int64_t *v, const pl_chip *chip);
 } pl_kernel_def;
 
+/* ---- how a reference's outputs are checked ---------------------------------- */
+
+/* Called by a definition's reference on one of its want[] arrays, these
+ * choose how the driver checks that output (V5), instead of pl_allclose
+ * with the definition's rtol and atol:
+ *   pl_want_tolerance: with these tolerances (an f32 output and a bf16 one
+ *     of one kernel need not share them; 0, 0: the dtype's defaults);
+ *   pl_want_dot: the output is op(a) @ op(b) of two of the arrays in
+ *     b->args; it is checked as pl_check_dot checks it, the error scaled by
+ *     what rounding over the contraction explains.
+ * PL_OK, or PL_EINVAL (a negative or infinite tolerance, no data). */
+int pl_want_tolerance(const pl_array *want, double rtol, double atol);
+int pl_want_dot(const pl_array *want, const pl_array *a, const pl_array *b, int trans_a, int trans_b);
+
 /* ---- parameters ------------------------------------------------------------ */
 
 /* The index of parameter `name`, or -1. */

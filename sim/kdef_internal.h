@@ -29,6 +29,13 @@ int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b
  * owner check, as the tools that call it want) and d->reference. */
 int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed);
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want);
+/* Check one output against its reference as the last reference call asked
+ * (pl_want_dot: pl_check_dot; pl_want_tolerance: those tolerances), else
+ * with the definition's rtol/atol; the tolerances used into *rtol, *atol
+ * (-1, -1 for a dot, whose k->norm_err is pl_check_dot's).
+ * Returns as pl_allclose (PL_OK with the verdict in k, or PL_ESHAPE ...). */
+int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_array *want, pl_check *k,
+                          double *rtol, double *atol);
 
 /* rep's ideal_flops, ideal_bytes, ideal_s and efficiency from d->flops and
  * d->bytes at v (kdef_ideal.c); zeros when unknown or the run failed. */

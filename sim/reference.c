@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tilesim.h"
 
@@ -144,5 +145,35 @@ int pl_ref_layernorm(const pl_array *x, const pl_array *gamma, const pl_array *b
             put(out, r * d + j,
                 (at(x, r * d + j) - mean) * inv * (gamma ? at(gamma, j) : 1.0) + (beta ? at(beta, j) : 0.0));
     }
+    return rc;
+}
+
+/* a's elements with its two dimensions swapped, in its own dtype (bytes moved, not converted), or NULL */
+static void *transposed(const pl_array *a)
+{
+    int64_t r = a->shape[0], c = a->shape[1];
+    size_t es = pl_dtype_size(a->dtype);
+    char *t = malloc(es * (size_t)(r * c > 0 ? r * c : 1));
+    for (int64_t i = 0; t && i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy(t + (size_t)(j * r + i) * es, (const char *)a->data + (size_t)(i * c + j) * es, es);
+    return t;
+}
+
+int pl_check_dot(const pl_array *got, const pl_array *a, const pl_array *b, int trans_a, int trans_b, pl_check *out,
+                 FILE *f)
+{
+    pl_array ta = a ? *a : (pl_array){0}, tb = b ? *b : (pl_array){0};
+    void *pa = NULL, *pb = NULL;
+    if (trans_a && a && a->rank == 2 && a->data) {
+        if (!(pa = transposed(a))) return PL_ENOMEM;
+        ta = PL_ARRAY(pa, a->dtype, a->shape[1], a->shape[0]);
+    }
+    if (trans_b && b && b->rank == 2 && b->data) {
+        if (!(pb = transposed(b))) return free(pa), PL_ENOMEM;
+        tb = PL_ARRAY(pb, b->dtype, b->shape[1], b->shape[0]);
+    }
+    int rc = pl_check_matmul(&ta, &tb, got, out, f);
+    free(pa), free(pb);
     return rc;
 }

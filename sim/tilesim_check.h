@@ -84,6 +84,13 @@ int pl_check_matmul_call(const pl_call *call, const pl_array *a, const pl_array 
  * OpenBLAS to one thread. */
 int pl_ref_matmul(const pl_array *a, const pl_array *b, int trans_a, int trans_b, pl_array *out, char *msg,
                   size_t n);
+/* Check got against op(a) @ op(b) as pl_check_matmul does (the normalised
+ * error |C - ref| / (u * sum |a||b|), thresholds by the contraction
+ * length), op transposing an operand when trans_x is 1: for an output that
+ * is a dot, where a tolerance of the dtype is either too loose or fails a
+ * correct long accumulation. Returns as pl_check_matmul. */
+int pl_check_dot(const pl_array *got, const pl_array *a, const pl_array *b, int trans_a, int trans_b, pl_check *out,
+                 FILE *f);
 /* Softmax over the last dimension of x into out (same shape), in double. */
 int pl_ref_softmax(const pl_array *x, pl_array *out, char *msg, size_t n);
 /* RMSNorm over the last dimension: out = x / sqrt(mean(x^2) + eps) * gamma

@@ -186,6 +186,32 @@ static const char marginal_src[] =
     "int tilesim_kernels(int abi, const pl_kernel_def *const **defs) {\n"
     "    if (abi != PL_KERNEL_ABI) return -1; *defs = all; return 1; }\n";
 
+/* A plugin whose output is a long f32 dot, o = x @ w (8 x 4096 @ 4096 x 128),
+ * with a plain double reference, as a new user wrote it; dotcheck=1 makes
+ * the reference declare the output a dot (pl_want_dot). */
+static const char dot_src[] =
+    "#include \"kernel/pallas.h\"\n#include \"sim/kdef.h\"\n"
+    "static void k(pl_ctx *c, pl_ref *r) { pl_dot(c, r[2], r[0], r[1], 0); }\n"
+    "static int build(const int64_t *v, pl_kernel_build *b, char *m, size_t n) {\n"
+    "    (void)v, (void)m, (void)n;\n"
+    "    b->call = (pl_call){.name = \"dot\", .kernel = k, .grid_rank = 1, .grid = {1}, .n_in = 2,\n"
+    "        .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 4096), PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 4096, 128)},\n"
+    "        .n_out = 1, .out = {PL_BLOCK_NAMED(\"o\", PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};\n"
+    "    b->n_args = 2, b->args[0] = PL_ARRAY(NULL, PL_F32, 8, 4096), b->args[1] = PL_ARRAY(NULL, PL_F32, 4096, 128);\n"
+    "    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 8, 128);\n"
+    "    return PL_OK; }\n"
+    "static int ref(const int64_t *v, const pl_kernel_build *b, pl_array *w) {\n"
+    "    const float *x = b->args[0].data, *y = b->args[1].data; float *o = w[0].data;\n"
+    "    for (int i = 0; i < 8; i++) for (int j = 0; j < 128; j++) { double s = 0;\n"
+    "        for (int p = 0; p < 4096; p++) s += (double)x[i * 4096 + p] * y[p * 128 + j];\n"
+    "        o[i * 128 + j] = (float)s; }\n"
+    "    return v[0] ? pl_want_dot(&w[0], &b->args[0], &b->args[1], 0, 0) : PL_OK; }\n"
+    "static const pl_kernel_def d = {.name = \"dot\", .summary = \"o = x @ w, K = 4096\", .n_params = 1,\n"
+    "    .params = {{.name = \"dotcheck\", .def = 0}}, .build = build, .reference = ref};\n"
+    "static const pl_kernel_def *const all[] = {&d};\n"
+    "int tilesim_kernels(int abi, const pl_kernel_def *const **defs) {\n"
+    "    if (abi != PL_KERNEL_ABI) return -1; *defs = all; return 1; }\n";
+
 /* The source tree: the first directory above the build holding sim/kdef.h. */
 static int source_root(char *root, size_t n)
 {
@@ -345,6 +371,30 @@ Test(cli_kernels, a_marginal_result_says_so_last_and_strict_makes_it_exit_1)
     json_t *doc = th_json_parse(r.out, "run --json of a marginal kernel");
     cr_expect_str_eq(th_json_str(doc, "verdict"), "MARGINAL");
     json_decref(doc);
+    th_run_free(&r);
+    unlink(src), unlink(so);
+}
+
+/* Issue 24: a correct long f32 dot FAILed against a double reference at the
+ * f32 default tolerance ("worst 6.7 of the tolerance"); declared a dot
+ * (pl_want_dot) it is checked by the error its contraction explains, and
+ * passes. */
+Test(cli_kernels, a_dot_output_is_checked_by_its_normalised_error)
+{
+    char src[] = "/tmp/tck_dot_XXXXXX", so[64];
+    build_plugin(dot_src, src, so, sizeof so);
+    th_run r = TH_RUN("verify", so, "--set", "dotcheck=1");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "normalised error") && strstr(r.out, "PASS"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("run", so, "--set", "dotcheck=1");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "vs op(a) @ op(b)") && strstr(r.out, "pass below"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("verify", so, "--set", "dotcheck=0"); /* the f32 tolerance: what the user met */
+    cr_expect(strstr(r.out, "of the tolerance"), "%s", r.out);
+    cr_expect_eq(r.status, 1, "the correct dot FAILs at the f32 tolerance, as the user found: %s", r.out);
+    cr_log_info("the same dot at the f32 tolerance: %s", strstr(r.out, "output 0") ? strstr(r.out, "output 0") : r.out);
     th_run_free(&r);
     unlink(src), unlink(so);
 }

@@ -331,3 +331,37 @@ Test(kdef, sweep_moves_map_parameters_with_the_call)
     pl_report r;
     cr_assert_eq(pl_kernel_run(&fnmap_def, v, NULL, &r, NULL, NULL), PL_OK, "%s", r.error);
 }
+
+/* ---- a reference's own tolerance for one output (pl_want_tolerance, issue 24) ---- */
+
+static double off_by; /* the reference's error, relative */
+static double own_rtol; /* 0: no pl_want_tolerance */
+static int loose_reference(const int64_t *v, const pl_kernel_build *b, pl_array *want)
+{
+    scale_reference(v, b, want);
+    size_t es = pl_dtype_size(want[0].dtype);
+    for (int64_t i = 0; i < pl_array_size(&want[0]); i++) {
+        char *p = (char *)want[0].data + i * es;
+        pl_store_elem(p, want[0].dtype, pl_load_elem(p, want[0].dtype) * (1 + off_by));
+    }
+    return own_rtol > 0 ? pl_want_tolerance(&want[0], own_rtol, 0) : PL_OK;
+}
+static const pl_kernel_def loose_def = {.name = "loose", .summary = "y = 2 x, its reference a little off",
+                                        SCALE_PARAMS, .build = scale_build, .reference = loose_reference};
+
+Test(kdef, a_reference_sets_one_outputs_tolerance)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(&loose_def, v);
+    pl_report rep;
+    pl_check chk[PL_MAX_OPERANDS];
+    off_by = 5e-5, own_rtol = 0; /* 5x f32's default rtol: past MARGINAL, a FAIL */
+    cr_assert_eq(pl_kernel_run(&loose_def, v, NULL, &rep, chk, NULL), PL_EVERIFY, "%s", rep.error);
+    cr_assert_eq(chk[0].verdict, PL_FAIL);
+    own_rtol = 1e-4; /* the definition's own tolerance for this output */
+    cr_assert_eq(pl_kernel_run(&loose_def, v, NULL, &rep, chk, NULL), PL_OK, "%s", rep.error);
+    cr_assert_eq(chk[0].verdict, PL_PASS, "worst %g of rtol 1e-4", chk[0].norm_err);
+    pl_array none = {0};
+    cr_assert_eq(pl_want_tolerance(&none, 1e-3, 0), PL_EINVAL, "no data: no output");
+    cr_assert_eq(pl_want_tolerance(&none, -1, 0), PL_EINVAL);
+}
