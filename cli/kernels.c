@@ -25,7 +25,7 @@ const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
                                 "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N] "
-                                "[--vmem-limit BYTES] [--check-dma-modes]"};
+                                "[--vmem-limit BYTES] [--check-dma-modes] [--strict]"};
 
 typedef struct kopt {
     struct option o;
@@ -80,15 +80,17 @@ enum { NTABLE = sizeof table / sizeof *table };
 static const char *verb_text(const cli_cmd *cmd)
 {
     if (cmd == &cli_list_cmd)
-        return "List the built-in kernels (or a plugin's), each with its summary and parameters: name, default,\n"
-               "the candidates a sweep tries, and what it means.\n";
+        return "List the built-in kernels (one of them, given its name; or a plugin's), each with its summary and\n"
+               "parameters: name, default, the candidates a sweep tries, and what it means.\n";
     if (cmd == &cli_run_cmd)
         return "Run one configuration of a kernel (its defaults, changed by --set), check every output against\n"
                "the kernel's reference (the verdict, and the worst block with the grid points that wrote it)\n"
-               "and print the report. Exit 0 PASS, 1 wrong result, 2 rejected or a bad command line.\n";
+               "and print the report. Exit 0 PASS (or MARGINAL: its last line says so; --strict: 1), 1 wrong\n"
+               "result, 2 rejected or a bad command line.\n";
     if (cmd == &cli_verify_cmd)
         return "Run one configuration and compare every output with the kernel's reference, output by output;\n"
-               "--heatmap draws the worst error per output block. Exit 0 PASS, 1 FAIL, 2 rejected.\n";
+               "--heatmap draws the worst error per output block. Exit 0 PASS (or MARGINAL; --strict: 1), 1 FAIL,\n"
+               "2 rejected.\n";
     return "";
 }
 
