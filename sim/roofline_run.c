@@ -61,20 +61,78 @@ static sim_axes run_axes(const pl_report *r, const run_roofs *rf)
     return sim_plot_axes(xmin, xmax, ymin, ymax);
 }
 
-static void ceilings(const sim_axes *a, const run_roofs *rf, FILE *f)
+/* Labels placed so far (boxes on the page), so that the next one moves
+ * down until it hides none: ops of one shape land on one spot (a norm's
+ * multiplies), and their names would print over each other. */
+typedef struct label_boxes {
+    int n;
+    double x0[PL_MAX_PROFILE], x1[PL_MAX_PROFILE], y0[PL_MAX_PROFILE], y1[PL_MAX_PROFILE];
+} label_boxes;
+
+#define CHAR_W 7.2 /* px per character of the page's 12 px sans-serif, with room */
+
+/* A label already on the page (a ceiling's), which the op labels avoid. */
+static void taken(label_boxes *b, double x0, double y, size_t chars)
 {
+    if (b->n >= PL_MAX_PROFILE) return;
+    b->x0[b->n] = x0, b->x1[b->n] = x0 + CHAR_W * (double)chars, b->y0[b->n] = y - 11, b->y1[b->n] = y + 3;
+    b->n++;
+}
+
+/* The row a label of `chars` characters starting at x takes: y, moved down
+ * past every label it would hide. */
+static double free_row(label_boxes *b, double x, double y, size_t chars)
+{
+    double w = CHAR_W * (double)chars;
+    for (int moved = 1, tries = 0; moved && tries < 2 * PL_MAX_PROFILE; tries++) {
+        moved = 0;
+        for (int k = 0; k < b->n; k++)
+            if (x < b->x1[k] && x + w > b->x0[k] && y - 11 < b->y1[k] && y + 3 > b->y0[k]) y += 14, moved = 1;
+    }
+    if (b->n < PL_MAX_PROFILE) {
+        b->x0[b->n] = x, b->x1[b->n] = x + w, b->y0[b->n] = y - 11, b->y1[b->n] = y + 3;
+        b->n++;
+    }
+    return y;
+}
+
+/* A flat roof's label as sim_plot_flat_roof writes it, right-aligned at the plot's edge: its box. */
+static void roof_label(const sim_axes *a, double peak, const char *name, label_boxes *b)
+{
+    char t[64];
+    size_t n = (size_t)snprintf(t, sizeof t, "%s peak %.3g TFLOP/s", name, peak);
+    taken(b, SIM_PLOT_R - 6 - CHAR_W * (double)n, sim_plot_y(a, peak) - 6, n);
+}
+
+static void ceilings(const sim_axes *a, const run_roofs *rf, label_boxes *b, FILE *f)
+{
+    char t[96];
     sim_plot_slope(a, rf->hbm, rf->mxu, "#009E73", f);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#009E73\">HBM %.0f GB/s x intensity (a core's share)</text>\n",
-            SIM_PLOT_L + 8, SIM_PLOT_T + 16, rf->hbm / 1e9);
+    taken(b, SIM_PLOT_L + 8, SIM_PLOT_T + 16,
+          (size_t)snprintf(t, sizeof t, "HBM %.0f GB/s x intensity (a core's share)", rf->hbm / 1e9));
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#009E73\">%s</text>\n", SIM_PLOT_L + 8, SIM_PLOT_T + 16, t);
     double flat_from = rf->hbm;
     if (rf->vmem > 0) {
         sim_plot_slope(a, rf->vmem, rf->mxu, "#56B4E9", f);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#56B4E9\">VMEM %.0f GB/s x intensity</text>\n",
-                SIM_PLOT_L + 8, SIM_PLOT_T + 32, rf->vmem / 1e9);
+        taken(b, SIM_PLOT_L + 8, SIM_PLOT_T + 32,
+              (size_t)snprintf(t, sizeof t, "VMEM %.0f GB/s x intensity", rf->vmem / 1e9));
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#56B4E9\">%s</text>\n", SIM_PLOT_L + 8, SIM_PLOT_T + 32, t);
         flat_from = rf->vmem;
     }
     sim_plot_flat_roof(a, flat_from, rf->mxu, "#E69F00", "MXU", f);
-    if (rf->vpu > 0 && rf->vpu < rf->mxu) sim_plot_flat_roof(a, flat_from, rf->vpu, "#CC79A7", "VPU", f);
+    roof_label(a, rf->mxu, "MXU", b);
+    if (rf->vpu > 0 && rf->vpu < rf->mxu) {
+        sim_plot_flat_roof(a, flat_from, rf->vpu, "#CC79A7", "VPU", f);
+        roof_label(a, rf->vpu, "VPU", b);
+    }
+}
+
+/* x where a label of `chars` characters beside a point at px starts: to its
+ * right, or to its left where the right would run off the page. */
+static double label_x(double px, size_t chars)
+{
+    double w = CHAR_W * (double)chars;
+    return px + 8 + w <= SIM_PLOT_W - 4 ? px + 8 : px - 8 - w;
 }
 
 static const char *colour_of(pl_prof_cat c)
@@ -90,29 +148,6 @@ static void place(const sim_axes *a, const pl_report *r, int i, double *x, doubl
     *y = sim_plot_y(a, p.flops_per_s / 1e12);
 }
 
-/* Labels placed so far (boxes on the page), so that the next one moves
- * down until it hides none: ops of one shape land on one spot (a norm's
- * multiplies), and their names would print over each other. */
-typedef struct label_boxes {
-    int n;
-    double x0[PL_MAX_PROFILE], x1[PL_MAX_PROFILE], y0[PL_MAX_PROFILE], y1[PL_MAX_PROFILE];
-} label_boxes;
-
-static double free_row(label_boxes *b, double x, double y, size_t chars)
-{
-    double w = 6.7 * (double)chars;
-    for (int moved = 1, tries = 0; moved && tries < 2 * PL_MAX_PROFILE; tries++) {
-        moved = 0;
-        for (int k = 0; k < b->n; k++)
-            if (x < b->x1[k] && x + w > b->x0[k] && y - 11 < b->y1[k] && y + 3 > b->y0[k]) y += 14, moved = 1;
-    }
-    if (b->n < PL_MAX_PROFILE) {
-        b->x0[b->n] = x, b->x1[b->n] = x + w, b->y0[b->n] = y - 11, b->y1[b->n] = y + 3;
-        b->n++;
-    }
-    return y;
-}
-
 static void point(const sim_axes *a, const pl_report *r, int i, label_boxes *boxes, FILE *f)
 {
     char t[32];
@@ -126,12 +161,13 @@ static void point(const sim_axes *a, const pl_report *r, int i, label_boxes *box
     fprintf(f, " (%s): %lld ops, %s busy, %.3g FLOP per VMEM byte, %.3g TFLOP/s of %.3g%s</title></circle>\n",
             pl_prof_cat_name(w->cat), (long long)w->count, pl_format_time(w->busy_s, t, sizeof t), p.intensity,
             p.flops_per_s / 1e12, p.peak_flops / 1e12, p.vmem_bound ? ", VMEM-bound" : "");
-    double ly = free_row(boxes, x + 8, y - 6, strlen(w->name) + (p.vmem_bound ? 14 : 0));
+    size_t chars = strlen(w->name) + (p.vmem_bound ? 14 : 0);
+    double lx = label_x(x, chars), ly = free_row(boxes, lx, y - 6, chars);
     if (ly > y + 8) /* moved down past others: a leader line back to its point */
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"0.6\"/>\n", x, y,
-                x + 7, ly - 4, colour_of(w->cat));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
-            x + 8, ly, colour_of(w->cat));
+                lx > x ? lx - 1 : lx + CHAR_W * (double)chars + 1, ly - 4, colour_of(w->cat));
+    fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" "
+               "paint-order=\"stroke\">", lx, ly, colour_of(w->cat));
     sim_xml_text(f, w->name);
     fprintf(f, "%s</text>\n", p.vmem_bound ? " (VMEM-bound)" : "");
 }
@@ -149,14 +185,17 @@ static int above_vmem(const pl_report *r, const run_roofs *rf)
     return 0;
 }
 
-static void run_point(const sim_axes *a, const pl_report *r, FILE *f)
+static void run_point(const sim_axes *a, const pl_report *r, label_boxes *boxes, FILE *f)
 {
     if (!(run_x(r) > 0 && run_y(r) > 0)) return;
     double x = sim_plot_x(a, run_x(r)), y = sim_plot_y(a, run_y(r));
     fprintf(f, "<rect class=\"run\" x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"#000\"><title>the run: "
                "%.3g FLOP per HBM byte, %.3g TFLOP/s per core, %s-bound</title></rect>\n",
             x - 5, y - 5, run_x(r), run_y(r), pl_bound_name(r->bound));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">the run (per HBM byte)</text>\n", x + 8, y + 16);
+    static const char label[] = "the run (per HBM byte)";
+    size_t chars = sizeof label - 1 + 2; /* bold: wider */
+    double lx = label_x(x, chars), ly = free_row(boxes, lx, y + 16, chars);
+    fprintf(f, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", lx, ly, label);
 }
 
 int pl_roofline_run_svg(const pl_report *r, const char *title, FILE *f)
@@ -174,14 +213,14 @@ int pl_roofline_run_svg(const pl_report *r, const char *title, FILE *f)
     fprintf(f, ", one TensorCore's ceilings</text>\n");
     sim_plot_ticks(&a, "arithmetic intensity (FLOP per byte: ops per VMEM byte, the run per HBM byte)",
                    "achieved TFLOP/s (per TensorCore)", f);
-    ceilings(&a, &rf, f);
     label_boxes boxes = {0};
+    ceilings(&a, &rf, &boxes, f);
     for (int i = 0; i < r->n_profile; i++)
         if (plotted(&r->profile[i])) point(&a, r, i, &boxes, f);
     if (above_vmem(r, &rf))
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Ops above the VMEM line are timed at their unit's rate; "
                    "on hardware VMEM bandwidth would hold them to it.</text>\n", SIM_PLOT_L, SIM_PLOT_H - 8);
-    run_point(&a, r, f);
+    run_point(&a, r, &boxes, f);
     fprintf(f, "</svg>\n");
     return ferror(f) ? -1 : 0;
 }
