@@ -19,6 +19,30 @@ static kern_arg *arg_of(pl_ctx *c, const pl_ref *r)
     return c->args && r->arg >= 0 && r->arg < c->n_args ? &c->args[r->arg] : NULL;
 }
 
+void kern_check_span(pl_ctx *c, const pl_ref *r, const char *fn)
+{
+    const kern_arg *a = arg_of(c, r);
+    if (!a || !a->base || !r->data) return;
+    int64_t lo = 0, hi = 0, cap = 0; /* the view's first and last element, from its start; the buffer's last */
+    for (int d = 0; d < r->rank; d++) {
+        if (r->shape[d] <= 0) return; /* empty: names no element */
+        int64_t e = (r->shape[d] - 1) * r->stride[d];
+        if (e < 0) lo += e;
+        else hi += e;
+    }
+    for (int d = 0; d < a->tmpl.rank; d++) cap += (a->tmpl.shape[d] - 1) * a->tmpl.stride[d];
+    size_t es = pl_dtype_size(r->dtype);
+    int64_t off = ((const char *)r->data - a->base) / (int64_t)(es ? es : 1);
+    if ((const char *)r->data >= a->base && off + lo >= 0 && off + hi <= cap) return;
+    char name[96], shape[128], stride[128];
+    kern_ref_name(c, r, name, sizeof name);
+    kern_format_point(r->shape, r->rank, shape, sizeof shape);
+    kern_format_point(r->stride, r->rank, stride, sizeof stride);
+    kern_fault(c, PL_EBOUNDS, "%s on a view of %s with shape %s and strides %s: some of the elements it names lie "
+               "outside that Ref's buffer (rule V2); a view made by hand (a transpose: shape and strides swapped) "
+               "must stay inside its Ref", fn, name, shape, stride);
+}
+
 void kern_warn(pl_ctx *c, int arg, const char *fmt, ...)
 {
     if (!c->warn) return;

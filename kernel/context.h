@@ -98,6 +98,9 @@ int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const c
 void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn);
 /* owner: the device whose semaphore cell is (its waiters wake) */
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
+/* The same with the mesh's lock held (kern_sem_lock): 1 when the count
+ * would overflow (nothing is added; the caller faults, unlocked), else 0. */
+int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 /* remote: the ICI hops to dst's device (M11), 0 for a copy on this device */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
@@ -418,38 +421,21 @@ static inline int kern_is_past(const pl_ref *r)
     return any != 0;
 }
 
-/* What every op checks first on each ref: that it exists, and that it lies
- * inside its Ref (ops other than pl_load / pl_store never touch elements
- * past the end, so they never read host memory out of bounds). */
 /* A view made by hand (shape and strides written into a pl_ref, as a
  * transposed or reshaped view) is fine while every element it names lies
  * in its argument's buffer; one that reaches outside is PL_EBOUNDS (V2),
- * never a read of host memory out of bounds. */
-#if defined(__GNUC__)
-__attribute__((noreturn))
-#endif
-void kern_outside_ref(pl_ctx *c, const pl_ref *r, const char *fn);
-static inline void kern_check_span(pl_ctx *c, const pl_ref *r, const char *fn)
-{
-    if (!c->args || r->arg < 0 || r->arg >= c->n_args || !c->args[r->arg].base || !r->data) return;
-    const kern_arg *a = &c->args[r->arg];
-    int64_t lo = 0, hi = 0, cap = 0;
-    for (int d = 0; d < r->rank; d++) {
-        if (r->shape[d] <= 0) return; /* empty: names no element */
-        int64_t e = (r->shape[d] - 1) * r->stride[d];
-        if (e < 0) lo += e;
-        else hi += e;
-    }
-    for (int d = 0; d < a->tmpl.rank; d++) cap += (a->tmpl.shape[d] - 1) * a->tmpl.stride[d];
-    int64_t off = ((const char *)r->data - a->base) / (int64_t)(pl_dtype_size(r->dtype) ? pl_dtype_size(r->dtype) : 1);
-    if ((const char *)r->data < a->base || off + lo < 0 || off + hi > cap) kern_outside_ref(c, r, fn);
-}
+ * never a read of host memory out of bounds (kernel/checks.c: it needs the
+ * argument table, which the checks keep). */
+void kern_check_span(pl_ctx *c, const pl_ref *r, const char *fn);
 
+/* What every op checks first on each ref: that it exists, and that it lies
+ * inside its Ref (ops other than pl_load / pl_store never touch elements
+ * past the end, so they never read host memory out of bounds). */
 static inline void kern_check_ref(pl_ctx *c, const pl_ref *r, const char *fn)
 {
     kern_check_arg(c, r, fn);
     if (kern_is_past(r)) kern_past_ref(c, r, fn);
-    kern_check_span(c, r, fn);
+    if (c->args) kern_check_span(c, r, fn);
 }
 
 /* What uninitialized memory of dtype t reads as (V1): NaN, or the integer

@@ -75,16 +75,22 @@ static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
 /* Add n >= 0 to a count; a count past INT64_MAX is an error, never undefined
  * behaviour (M8, M9). cell: sem's count, here or (a remote signal) on
  * another device; under the mesh's lock there. */
+int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n)
+{
+    if (*cell > INT64_MAX - n) return 1;
+    *cell += n;
+    if (c->mesh) {
+        c->mesh->added(c->mesh_run, c->device, cell, n);
+        c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
+    }
+    return 0;
+}
+
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn)
 {
     kern_sem_lock(c);
     int64_t was = *cell;
-    int over = was > INT64_MAX - n;
-    if (!over) *cell += n;
-    if (!over && c->mesh) {
-        c->mesh->added(c->mesh_run, c->device, cell, n);
-        c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
-    }
+    int over = kern_sem_add_held(c, cell, owner, n);
     kern_sem_unlock(c);
     if (over) {
         char name[96];
@@ -351,8 +357,11 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     if (!c->dma_on_wait) land(c, m);
 }
 
-/* Take copies in flight on sem, oldest first, until `need` bytes are there. */
-void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
+/* Take copies in flight on sem off the list, oldest first, until what they
+ * add to it (their bytes, or 1 each on a regular semaphore, M8) covers
+ * `need`: their data lands (on_wait mode), and the timing model waits for
+ * each. Returns what they cover. */
+static int64_t take_in_flight(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 {
     int64_t covered = 0;
     for (int i = 0; i < c->n_dma && covered < need;) {
@@ -361,13 +370,19 @@ void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
             i++;
             continue;
         }
-        land(c, m); /* on_wait mode: the data moves now */
-        covered += m->bytes;
+        land(c, m);
+        covered += kern_sem_amount(&m->sem, m->bytes);
         kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = fn};
         kern_record(c, &op);
         memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
         c->n_dma--;
     }
+    return covered;
+}
+
+void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
+{
+    take_in_flight(c, sem, need, fn);
     take_or_fault(c, sem, need, fn, 1);
 }
 
@@ -398,29 +413,6 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
     }
 }
 
-/* A wait on a regular semaphore that copies in flight signal (M8): each of
- * them adds 1 when it ends, so the wait takes the oldest `value` of them
- * off the copies in flight, as a DMA wait takes its bytes (their data lands
- * then in on_wait mode, and the timing model waits for them). */
-static int64_t retire_regular(pl_ctx *c, const pl_ref *sem, int64_t value)
-{
-    int64_t want = value;
-    for (int i = 0; i < c->n_dma && value > 0;) {
-        kern_dma *m = &c->dma[i];
-        if (m->sem.data != sem->data) {
-            i++;
-            continue;
-        }
-        land(c, m);
-        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = "pltpu_semaphore_wait"};
-        kern_record(c, &op);
-        memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
-        c->n_dma--;
-        value--;
-    }
-    return want - value;
-}
-
 void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
 {
     kern_check_sem(c, &sem, PL_SEM_REGULAR, "pltpu_semaphore_wait", "wait on");
@@ -430,7 +422,8 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_wait on %s for %lld: the value must be >= 0 (rule M9)", name,
                    (long long)value);
     }
-    int64_t copies = retire_regular(c, &sem, value); /* in time: until those copies end */
+    /* copies signalling it (M8: 1 each) are taken as a DMA wait takes its bytes; in time, until they end */
+    int64_t copies = take_in_flight(c, &sem, value, "pltpu_semaphore_wait");
     take_or_fault(c, &sem, value, "pltpu_semaphore_wait", 0);
     if (c->mesh && value > copies) { /* in time, too: until the signals it takes were made */
         kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value - copies, .cell = (uintptr_t)sem.data,

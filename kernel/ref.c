@@ -64,17 +64,6 @@ void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn)
                "touch such a view (rule V6)", fn, name, (long long)r->past[d], r->past[d] == 1 ? "" : "s", d);
 }
 
-void kern_outside_ref(pl_ctx *c, const pl_ref *r, const char *fn)
-{
-    char name[96], shape[128], stride[128];
-    kern_ref_name(c, r, name, sizeof name);
-    kern_format_point(r->shape, r->rank, shape, sizeof shape);
-    kern_format_point(r->stride, r->rank, stride, sizeof stride);
-    kern_fault(c, PL_EBOUNDS, "%s on a view of %s with shape %s and strides %s: some of the elements it names lie "
-               "outside that Ref's buffer (rule V2); a view made by hand (a transpose: shape and strides swapped) "
-               "must stay inside its Ref", fn, name, shape, stride);
-}
-
 int kern_tile_rows(const kern_target *t, int bits, int64_t rows)
 {
     int at = bits >= 32 ? 0 : bits >= 16 ? 1 : bits >= 8 ? 2 : 3;

@@ -120,15 +120,7 @@ static int64_t *scoped_sem_there(pl_ctx *c, const pl_ref *sem, int device, int64
     int over = 0;
     kern_sem_lock(c);
     int64_t *cell = peer ? kern_scoped_peer(c, sem->data, peer, why, sizeof why) : NULL;
-    if (cell && add > 0) {
-        was = *cell;
-        over = was > INT64_MAX - add;
-        if (!over) {
-            *cell += add;
-            c->mesh->added(c->mesh_run, c->device, cell, add);
-            c->mesh->wake(c->mesh_run, device);
-        }
-    }
+    if (cell && add > 0) was = *cell, over = kern_sem_add_held(c, cell, device, add);
     kern_sem_unlock(c);
     char name[96];
     if (!cell || over) kern_ref_name(c, sem, name, sizeof name);
