@@ -211,8 +211,9 @@ int pl_want_tolerance(const pl_array *want, double rtol, double atol)
 
 int pl_want_dot(const pl_array *want, const pl_array *a, const pl_array *b, int trans_a, int trans_b)
 {
+    if (!a || !b || !a->data || !b->data) return PL_EINVAL;
     want_rule *r = rule_for(want);
-    if (!r || !a || !b || !a->data || !b->data) return PL_EINVAL;
+    if (!r) return PL_EINVAL;
     r->dot = 1, r->a = *a, r->b = *b, r->ta = trans_a != 0, r->tb = trans_b != 0;
     return PL_OK;
 }

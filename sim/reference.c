@@ -10,17 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim.h"
 #include "tilesim.h"
-
-/* a's elements as floats (every dtype here widens exactly), or NULL */
-static float *widen(const pl_array *a)
-{
-    int64_t n = pl_array_size(a);
-    size_t es = pl_dtype_size(a->dtype);
-    float *f = malloc(sizeof *f * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; f && i < n; i++) f[i] = (float)pl_load_elem((const char *)a->data + (size_t)i * es, a->dtype);
-    return f;
-}
 
 /* An array a reference reads or writes: data, a dtype of whole bytes, rank >= 1. */
 static int usable(const pl_array *a, const char *what, char *msg, size_t n)
@@ -52,7 +43,7 @@ int pl_ref_matmul(const pl_array *a, const pl_array *b, int trans_a, int trans_b
                         (long long)out->shape[0], (long long)out->shape[1]), PL_ESHAPE;
     if (m > INT32_MAX || nn > INT32_MAX || k > INT32_MAX)
         return snprintf(msg, n, "pl_ref_matmul: a dimension past 2^31 - 1"), PL_ESHAPE;
-    float *fa = widen(a), *fb = widen(b), *fc = malloc(sizeof *fc * (size_t)(m * nn > 0 ? m * nn : 1));
+    float *fa = sim_widen(a, 0), *fb = sim_widen(b, 0), *fc = malloc(sizeof *fc * (size_t)(m * nn > 0 ? m * nn : 1));
     if (!fa || !fb || !fc) {
         free(fa), free(fb), free(fc);
         return snprintf(msg, n, "pl_ref_matmul: out of host memory"), PL_ENOMEM;

@@ -76,6 +76,9 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
  * rtol and atol are replaced by the ones used. PL_OK, PL_ESHAPE, PL_ENOMEM. */
 int sim_allclose_errors(const pl_array *got, const pl_array *want, double *rtol, double *atol, double **err,
                         pl_check *out);
+/* verify.c: x's elements as floats (every float dtype and int8 widen exactly), |x| with take_abs; NULL when out of
+ * memory. The caller frees it. */
+float *sim_widen(const pl_array *x, int take_abs);
 /* verify.c: the matmul check's arguments (a (m,k), b (k,n), c (m,n) float
  * arrays): PL_OK, PL_EINVAL or PL_ESHAPE; and the normalised error of every
  * element of c against a @ b (OpenBLAS) into a malloc'd *err, with the

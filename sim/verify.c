@@ -36,10 +36,10 @@ static double unit_roundoff(pl_dtype t)
     }
 }
 
-static float *widen(const pl_array *x, int take_abs)
+float *sim_widen(const pl_array *x, int take_abs)
 {
     int64_t n = pl_array_size(x);
-    float *p = malloc((size_t)n * sizeof *p);
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     if (!p) return NULL;
     size_t es = pl_dtype_size(x->dtype);
     for (int64_t i = 0; i < n; i++) {
@@ -68,7 +68,7 @@ int sim_matmul_args(const pl_array *a, const pl_array *b, const pl_array *c)
 int sim_matmul_errors(const pl_array *a, const pl_array *b, const pl_array *c, double **err, pl_check *r)
 {
     int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
-    float *A = widen(a, 0), *B = widen(b, 0), *absA = widen(a, 1), *absB = widen(b, 1);
+    float *A = sim_widen(a, 0), *B = sim_widen(b, 0), *absA = sim_widen(a, 1), *absB = sim_widen(b, 1);
     float *ref = malloc((size_t)(m * n) * sizeof *ref), *mag = malloc((size_t)(m * n) * sizeof *mag);
     double *e = malloc((size_t)(m * n) * sizeof *e);
     int rc = PL_ENOMEM;
