@@ -11,7 +11,8 @@
  * so the throughputs may drop to a fifth and rise to twice the base's; the
  * fixed costs (a step, a copy's first byte) may go from almost nothing to
  * a hundred times the base's (tens of microseconds are seen on hosts that
- * launch kernels through a runtime). */
+ * launch kernels through a runtime), and to 10^4 times their floor where
+ * the base has none. */
 const sim_cal_param sim_cal_params[SIM_CAL_NPARAMS] = {
     {"bf16_tflops", offsetof(pl_chip, bf16_flops), 1e12, 0.2, 2.0, 1e9, "MXU peak (bf16)"},
     {"vpu_tflops", offsetof(pl_chip, vpu_flops), 1e12, 0.2, 2.0, 1e9, "VPU rate"},
@@ -319,10 +320,12 @@ int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int
     for (int j = 0; j < SIM_CAL_NPARAMS; j++) {
         if (!fitmask[j]) continue;
         const sim_cal_param *p = &sim_cal_params[j];
-        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = fmax(v * p->hi, 100 * p->abs_lo);
+        /* a figure the base sets to 0 (v6e's and v7x's step overhead) may still rise to 10 us */
+        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = fmax(v * p->hi, 1e4 * p->abs_lo);
         s->lo[s->np] = log(lo), s->hi[s->np] = log(hi);
         s->optional[j] = fitmask[j] == 2;
-        theta[s->np] = log(fmin(fmax(v, lo), hi));
+        /* from the base's value, or from the middle of the range where the base has none */
+        theta[s->np] = v > 0 ? log(fmin(fmax(v, lo), hi)) : 0.5 * (log(lo) + log(hi));
         s->idx[s->np++] = j;
     }
     int rc = PL_OK;

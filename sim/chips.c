@@ -27,18 +27,23 @@
  *     below the step overhead, or a double-buffered pipeline of tiny blocks
  *     could not hide it, and the Pallas docs' observation that such kernels
  *     cost ~0.35 us per step (overhead, not DMA) would not hold.
- *   - v6e and v7x: step overhead 0.1 us and DMA latency 0.4 us, a
- *     calibration against a hardware autotuner's choices (the block sizes
- *     vLLM's TPU backend chose by timing every tiling of its quantized
- *     matmul on these chips; bench/autotune_agree, docs/CHIPS.md). With the
- *     docs' 0.35 / 0.2 us the hardware's choice was within 5 % of tilesim's
- *     best on 63.6 % (v6e) and 58.7 % (v7x) of the shapes; with 0.1 / 0.4 us
- *     on 70.2 % and 67.1 %. A longer latency agreed a little better (0.6 us:
- *     71.8 % and 71.6 %) but slows every pipeline of small copies (a
- *     memory-bound stream of 2 MiB blocks on v7x to 71 % of HBM, paged
- *     attention's page copies by 40 %) on no measurement of its own; 0.4 us
- *     keeps a pipeline of tiny blocks near the Pallas docs' ~0.35 us a step
- *     (0.1 us of overhead plus the latency its short steps cannot hide).
+ *   - v6e and v7x: OpenXLA's measured platform figures for its Pallas
+ *     matmul cost model (openxla/xla, xla/benchmarks/core/platform_info.py,
+ *     2026): the HBM->VMEM DMA rate a copy gets (1373 GB/s on v6e, 3207
+ *     on v7x: 84 % and 87 % of the spec sheets' 1638 and 3690), a DMA's
+ *     latency from issue to completion (628 and 692 ns HBM->VMEM; the
+ *     VMEM->HBM figures, 523 and 594 ns, are not modelled apart), the
+ *     clock (1.75 GHz; 1.9 GHz at v7x's default P-state, where the MXUs
+ *     run at 1.9 / 2.2 of the spec sheet's peak) and the MXU's latency
+ *     from a matmul's start to its result (192 and 211 cycles). That
+ *     model has no fixed cost per grid step beyond the copies' latency,
+ *     and fitting it here agrees: with the step overhead at 0 instead of
+ *     0.1 us the hardware autotuner's choices (the block sizes vLLM's TPU
+ *     backend chose by timing every tiling of its quantized matmul on
+ *     these chips; bench/autotune_agree, docs/CHIPS.md) are within 5 % of
+ *     tilesim's best on 75.9 % (v6e) and 71.0 % (v7x) of the shapes
+ *     (70.2 and 67.1 % with the earlier fitted 0.1 / 0.4 us). A step
+ *     still pays its copies' issue and waits (below).
  *   - What a step costs beyond its fixed overhead (issue 22; docs/CHIPS.md
  *     has the sources and how well each is reproduced): a DMA issue or
  *     semaphore wait 0.02 us on the core (model choice from public TPU
@@ -102,14 +107,16 @@
                .f32_fraction = 1.0 / 3.0, .smem_bytes = 1 * MiB, \
                .ici_latency_s = 1e-6, .dma_issue_s = 0.02e-6, .dma_row_bytes = 512, .prologue_s = 0.35e-6
 /* A grid step's fixed cost and a DMA's latency: the Pallas docs' figure and
- * a model choice (v4, v5e, v5p); calibrated against a hardware autotuner's
- * choices (v6e, v7x; see above) */
+ * a model choice (v4, v5e, v5p); OpenXLA's measured latency and no fixed
+ * step cost (v6e, v7x; see above) */
 #define STEP_DOCS .step_overhead_s = 0.35e-6, .dma_latency_s = 0.2e-6
-#define STEP_AUTOTUNED .step_overhead_s = 0.1e-6, .dma_latency_s = 0.4e-6
+#define STEP_OPENXLA(lat_ns) .step_overhead_s = 0, .dma_latency_s = lat_ns * 1e-9
 /* DMAs that signal a regular semaphore (rule M8): TPU v6 and later, the
  * chips on which JAX runs test_dma_with_regular_semaphore (it skips below
  * v6: "Regular semaphores in DMAs require TPU v6+") */
 #define DMA_REGULAR .dma_regular_sems = 1
+/* v7x's default P-state clock over the one its peak is quoted at (OpenXLA) */
+#define V7X_PSTATE (1.9 / 2.2)
 
 static const pl_chip chips[] = {
     /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
@@ -137,25 +144,29 @@ static const pl_chip chips[] = {
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON, STEP_DOCS,
      .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
-     * 1638 GB/s; 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of
-     * 256x256; clock not published; 4 ICI links at 90 GB/s. */
+     * 1638 GB/s on the spec sheet, 1373 GB/s a DMA gets (OpenXLA, above);
+     * 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of 256x256;
+     * 1.75 GHz (OpenXLA); 4 ICI links at 90 GB/s. VMEM bandwidth scales
+     * the spec sheet's HBM figure. */
     {.name = "v6e", .bf16_flops = 918 * TERA, .int8_ops = 1836 * TERA, .vpu_flops = 918 * TERA / 30, .mxu_count = 2,
-     .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 1638 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
+     .mxu_width = 256, .mxu_fill_cycles = 192, .clock_hz = 1.75 * GIGA, .hbm_bw = 1373 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_AUTOTUNED, DMA_REGULAR,
+     .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_OPENXLA(628), DMA_REGULAR,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
-     * choice: a device has half the chip's 2307 TFLOP/s bf16, half its
-     * 7380 GB/s and half its 192 GiB. No int8 MXU path (fp8 instead): an
-     * int8 x int8 pl_dot is an error (T10). 64 MiB VMEM, 32 MiB scoped default; 2 MXUs of
-     * 256x256; 16-bit types tile as (16, 128) (rule T6); clock not
-     * published; ICI 1200 GB/s per chip both ways over 6 links = 100 GB/s
-     * per link one way. */
-    {.name = "v7x", .bf16_flops = 2307 * TERA / 2, .int8_ops = 0, .fp8_ops = 4614 * TERA / 2,
-     .vpu_flops = 2307 * TERA / 2 / 30, .mxu_count = 2,
-     .mxu_width = 256, .mxu_fill_cycles = 256, .clock_hz = 0, .hbm_bw = 7380 * GIGA / 2, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
+     * choice: a device has half the chip's 2307 TFLOP/s bf16 (4614 fp8),
+     * at the default P-state's 1.9 GHz of the peak's 2.2 (OpenXLA, above),
+     * half its 7380 GB/s of HBM on the spec sheet (3207 GB/s a DMA gets,
+     * OpenXLA) and half its 192 GiB. No int8 MXU path (fp8 instead): an
+     * int8 x int8 pl_dot is an error (T10). 64 MiB VMEM, 32 MiB scoped
+     * default; 2 MXUs of 256x256; 16-bit types tile as (16, 128) (rule
+     * T6); ICI 1200 GB/s per chip both ways over 6 links = 100 GB/s per
+     * link one way. */
+    {.name = "v7x", .bf16_flops = 2307 * TERA / 2 * V7X_PSTATE, .int8_ops = 0, .fp8_ops = 4614 * TERA / 2 * V7X_PSTATE,
+     .vpu_flops = 2307 * TERA / 2 * V7X_PSTATE / 30, .mxu_count = 2,
+     .mxu_width = 256, .mxu_fill_cycles = 211, .clock_hz = 1.9 * GIGA, .hbm_bw = 3207 * GIGA, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
-     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_AUTOTUNED, DMA_REGULAR,
+     .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_OPENXLA(692), DMA_REGULAR,
      .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
 };
 

@@ -28,20 +28,64 @@ double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t)
     return chip->bf16_flops; /* bf16, f16, and int8 where the chip has no int8 path */
 }
 
-/* The MXU holds the (k, n) operand in a width x width array and streams m
- * through it in rows of 8 sublanes: k and n pad to the width, m to 8. */
+/* The MXU holds the (k, n) operand in a width x width array (a "latch" of
+ * weights) and streams m through it one vector register of rows at a time
+ * (a vmatmul): 8 sublanes of 32-bit words, so 8 rows of f32, 16 of bf16,
+ * 32 of 8-bit types (OpenXLA's Pallas matmul cost model, cost_model.py:
+ * rows_per_vmatmul = sublanes * 32 / bits). k and n pad to the width, m to
+ * those rows. */
+static double dot_rows(pl_dtype t)
+{
+    int bits = pl_dtype_bits(t);
+    return 8.0 * 32 / (bits < 8 ? 8 : bits > 32 ? 32 : bits);
+}
+
 double sim_dot_padded_flops(const pl_chip *chip, const kern_op *op)
 {
-    return 2.0 * pad((double)op->m, 8) * pad((double)op->n, chip->mxu_width) * pad((double)op->k, chip->mxu_width);
+    return 2.0 * pad((double)op->m, dot_rows((pl_dtype)op->dtype)) * pad((double)op->n, chip->mxu_width) *
+           pad((double)op->k, chip->mxu_width);
+}
+
+/* The MXU's cycle: the chip's clock, or where it is not published the one
+ * its peak implies: 2 FLOP per cell per cycle */
+static double mxu_hz(const pl_chip *chip)
+{
+    double cells = (double)chip->mxu_count * chip->mxu_width * chip->mxu_width;
+    return chip->clock_hz > 0 ? chip->clock_hz : cells > 0 ? chip->bf16_flops / (2 * cells) : 0;
 }
 
 double sim_mxu_fill_seconds(const pl_chip *chip)
 {
-    /* the MXU's cycle: the chip's clock, or where it is not published
-     * (v6e, v7x) the one its peak implies: 2 FLOP per cell per cycle */
-    double cells = (double)chip->mxu_count * chip->mxu_width * chip->mxu_width;
-    double hz = chip->clock_hz > 0 ? chip->clock_hz : cells > 0 ? chip->bf16_flops / (2 * cells) : 0;
+    double hz = mxu_hz(chip);
     return hz > 0 && chip->mxu_fill_cycles > 0 ? chip->mxu_fill_cycles / hz : 0;
+}
+
+/* Loading a width x width tile of weights into the MXU (a latch) pushes one
+ * register of rows every 4 cycles (2 for f32): width / 4 cycles for 16- and
+ * 32-bit weights, width / 8 for 8-bit ones (OpenXLA's platform_info.py,
+ * latch_cadence_cycles_by_dtype, and cost_model.py). A dot whose m fills
+ * fewer vmatmuls than that waits on the next latch: a small-m dot is bound
+ * by its weights, not its FLOPs. */
+static double latch_seconds(const pl_chip *chip, pl_dtype t)
+{
+    double hz = mxu_hz(chip);
+    int bits = pl_dtype_bits(t);
+    double rows_per_latch = dot_rows(t), cadence = bits >= 32 ? 2 : 4;
+    return hz > 0 ? cadence * chip->mxu_width / rows_per_latch / hz : 0;
+}
+
+/* A dot's time on the MXUs: its vmatmuls spread over the MXUs, the first
+ * latch, the latches its vmatmuls do not cover, and the fill and drain. */
+static double dot_seconds(const pl_chip *chip, const kern_op *op, double padded)
+{
+    pl_dtype t = (pl_dtype)op->dtype;
+    double rate = pl_chip_mxu_rate(chip, t), w = chip->mxu_width, mxus = chip->mxu_count > 0 ? chip->mxu_count : 1;
+    double rows = dot_rows(t), latches = pad((double)op->k, w) / w * (pad((double)op->n, w) / w);
+    double vmatmuls = pad((double)op->m, rows) / rows;
+    double per_vmatmul = 2.0 * rows * w * w * mxus / rate; /* one MXU's time for one vmatmul */
+    double latch = latch_seconds(chip, t), between = vmatmuls * per_vmatmul, rest = latches / mxus - 1;
+    double stall = latch > between && rest > 0 ? (latch - between) * rest : 0;
+    return padded / rate + latch + stall + sim_mxu_fill_seconds(chip);
 }
 
 double sim_scalar_seconds(const pl_chip *chip, double accesses)
@@ -65,9 +109,10 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
     double streamed = chip->vmem_bw > 0 ? (double)op->vmem / chip->vmem_bw : 0, unit;
     if (op->kind == KERN_OP_DOT) {
         *padded = sim_dot_padded_flops(chip, op);
-        /* each dot fills the systolic array and drains it: latency no
-         * other work of the dot overlaps (docs/CHIPS.md, mxu_fill_cycles) */
-        unit = *padded / pl_chip_mxu_rate(chip, (pl_dtype)op->dtype) + sim_mxu_fill_seconds(chip);
+        /* each dot latches its first weights, fills the systolic array and
+         * drains it: latency no other work of the dot overlaps
+         * (docs/CHIPS.md, mxu_fill_cycles) */
+        unit = dot_seconds(chip, op, *padded);
     } else {
         /* the VPU works on whole (8, 128) registers; an op's FLOPs (4 per
          * element for exp and the other EUP ops, more for tanh and gelu,

@@ -74,17 +74,19 @@ static double dots_mxu_s(int n)
     return r.mxu_s;
 }
 
-/* An (8, 128) @ (128, 128) dot is 1.3 ns of MXU work on v5e; each one also
- * fills and drains the 128-wide array: 128 cycles at 1.5 GHz. */
+/* An (8, 128) @ (128, 128) bf16 dot on v5e streams one vmatmul of 16 rows
+ * (a register of bf16 rows: m pads to 16) through the 128-wide array: 2.7 ns
+ * of MXU work. Each one also latches its weights (one register of 16 rows
+ * every 4 cycles: 32 cycles) and fills and drains the array (128 cycles),
+ * at 1.5 GHz (OpenXLA's cost model). */
 Test(step_cost, an_extra_small_dot_costs_its_fill_and_drain)
 {
     const pl_chip *v5e = pl_chip_find("v5e");
-    double work = 2.0 * 8 * 128 * 128 / v5e->bf16_flops, fill = 128 / 1.5e9;
+    double work = 2.0 * 16 * 128 * 128 / v5e->bf16_flops, latch = 32 / 1.5e9, fill = 128 / 1.5e9;
     assert_near(sim_mxu_fill_seconds(v5e), fill, 1e-9, "v5e fill");
-    assert_near(dots_mxu_s(2) - dots_mxu_s(1), work + fill, 0.02, "the second dot");
-    /* v6e publishes no clock: its peak implies 918e12 / (2 x 2 x 256^2) Hz */
-    const pl_chip *v6e = pl_chip_find("v6e");
-    assert_near(sim_mxu_fill_seconds(v6e), 256 / (918e12 / (2.0 * 2 * 256 * 256)), 1e-9, "v6e fill");
+    assert_near(dots_mxu_s(2) - dots_mxu_s(1), work + latch + fill, 0.02, "the second dot");
+    /* v6e: OpenXLA's 192 cycles at 1.75 GHz */
+    assert_near(sim_mxu_fill_seconds(pl_chip_find("v6e")), 192 / 1.75e9, 1e-9, "v6e fill");
 }
 
 /* matmul bf16 M=512 N=4096 K=4096 on v6e: the 8-step 512 x 2048 x 1024 tiling
@@ -96,4 +98,31 @@ Test(step_cost, the_matmul_ranking_shifts_to_fewer_larger_steps)
     pl_report few = matmul_cost(512, 4096, 4096, 512, 2048, 1024, PL_BF16, "v6e", 0);
     cr_assert_gt(many.steps, few.steps);
     cr_assert_lt(few.time_s, many.time_s, "8 steps %g us, 32 steps %g us", few.time_s * 1e6, many.time_s * 1e6);
+}
+
+/* The MXU streams m one register of rows at a time (32 rows of int8) and
+ * loads each 256 x 256 tile of weights in 32 cycles (OpenXLA's Pallas
+ * matmul cost model). An int8 dot of a few rows is bound by its weights:
+ * 16 rows cost what 32 do, and 128 rows (4 vmatmuls of 8 cycles, one
+ * latch's time) cost about as much again; 1024 rows are bound by their
+ * FLOPs. */
+static double int8_dot_s(int64_t m)
+{
+    kern_op op = {.kind = KERN_OP_DOT, .dtype = PL_I8, .m = m, .n = 2048, .k = 2048, .flops = 2.0 * m * 2048 * 2048};
+    double padded;
+    return sim_op_seconds(pl_chip_find("v6e"), &op, &padded);
+}
+
+Test(step_cost, a_dot_of_few_rows_is_bound_by_latching_its_weights)
+{
+    const pl_chip *v6e = pl_chip_find("v6e");
+    double hz = 1.75e9, fill = 192 / hz, latch = 32 / hz, latches = 8 * 8, vmatmul = 8 / hz;
+    /* 64 latches over 2 MXUs: the first whole, 31 more each waiting latch - vmatmul */
+    double want32 = latches * vmatmul / 2 + latch + (latch - vmatmul) * (latches / 2 - 1) + fill;
+    assert_near(int8_dot_s(32), want32, 0.01, "32 rows");
+    assert_near(int8_dot_s(16), int8_dot_s(32), 1e-9, "16 rows pad to a register of 32");
+    assert_near(int8_dot_s(128), latches * 4 * vmatmul / 2 + latch + fill, 0.01, "128 rows: vmatmuls cover the latches");
+    cr_assert_lt(int8_dot_s(128), 1.1 * int8_dot_s(32), "4x the rows for about the same time");
+    double flops_1024 = 2.0 * 1024 * 2048 * 2048 / v6e->int8_ops;
+    assert_near(int8_dot_s(1024), flops_1024 + latch + fill, 0.01, "1024 rows: FLOP-bound");
 }

@@ -21,22 +21,24 @@ Test(chips, presets_carry_the_chips_md_figures)
     cr_assert_eq(v5p->cores_per_device, 2, "v5p is megacore");
     cr_assert_eq(v5p->bf16_flops, 459e12 / 2, "per TensorCore");
     cr_assert_eq(v7x->devices_per_chip, 2);
-    cr_assert_eq(v7x->hbm_bw, 7380e9 / 2, "a v7x device has half the chip");
+    cr_assert_eq(v7x->hbm_bw, 3207e9, "a v7x device's DMA rate (OpenXLA), under half the chip's 7380 GB/s");
     cr_assert_eq(v7x->sublanes_16bit, 16);
     cr_assert_eq(v6e->mxu_width, 256);
     cr_assert_null(pl_chip_find("v9z"));
     for (int i = 0; i < pl_chip_count(); i++) {
         const pl_chip *c = pl_chip_at(i);
         /* the docs' figures where nothing better is known; v6e and v7x take
-         * the pair calibrated against a hardware autotuner (docs/CHIPS.md) */
-        int tuned = !strcmp(c->name, "v6e") || !strcmp(c->name, "v7x");
-        cr_assert_float_eq(c->step_overhead_s, tuned ? 0.1e-6 : 0.35e-6, 1e-12, "%s", c->name);
-        cr_assert_float_eq(c->dma_latency_s, tuned ? 0.4e-6 : 0.2e-6, 1e-12, "%s", c->name);
-        if (!tuned) cr_assert_lt(c->dma_latency_s, c->step_overhead_s, "%s: latency must hide under a step", c->name);
+         * OpenXLA's measured DMA latency and no fixed step cost (docs/CHIPS.md) */
+        int measured = !strcmp(c->name, "v6e") || !strcmp(c->name, "v7x");
+        cr_assert_float_eq(c->step_overhead_s, measured ? 0 : 0.35e-6, 1e-12, "%s", c->name);
+        cr_assert_float_eq(c->dma_latency_s, !measured ? 0.2e-6 : c->name[1] == '6' ? 0.628e-6 : 0.692e-6, 1e-12,
+                           "%s", c->name);
+        if (!measured) cr_assert_lt(c->dma_latency_s, c->step_overhead_s, "%s: latency must hide under a step", c->name);
         cr_assert_leq(c->vmem_default_limit, c->vmem_bytes, "%s", c->name);
-        /* critical intensity as CHIPS.md quotes it: 240 on v5e, 560 on v6e, ... */
+        /* critical intensity as CHIPS.md quotes it: 240 on v5e, 560 on v6e
+         * (669 at the 1373 GB/s a DMA gets there), ... */
         double crit = c->bf16_flops * c->cores_per_device / c->hbm_bw;
-        cr_assert(crit > 150 && crit < 600, "%s: critical intensity %g", c->name, crit);
+        cr_assert(crit > 150 && crit < 700, "%s: critical intensity %g", c->name, crit);
     }
 }
 
