@@ -227,7 +227,7 @@ $(MPI_CASES): tests/mpi/mesh_cases.c mpi
 	@mkdir -p $(dir $@)
 	mpicc $(CFLAGS) -DTILESIM_MPI $< build/mpi/libexamples.a build/mpi/libtilesim.a $(PKG_LIBS) $(LDFLAGS) -o $@
 
-test-mpi: mpi $(CLI) $(MPI_CASES)
+test-mpi: mpi $(CLI) $(PLUGINS) $(MPI_CASES)
 	sh tests/mpi/test_mpi.sh $(CLI) build/tilesim-mpi $(MPI_CASES)
 
 # The teaching page (tilesim run/explain --html) in a real browser: headless

@@ -305,6 +305,15 @@ static void print_def(const pl_kernel_def *d, FILE *f)
     for (int p = 0; p < d->n_params; p++)
         if (d->params[p].name && (int)strlen(d->params[p].name) > w) w = (int)strlen(d->params[p].name);
     fprintf(f, "%s: %s\n", d->name, d->summary ? d->summary : "");
+    if (d->mesh) {
+        int64_t v[PL_KDEF_MAX_PARAMS];
+        pl_mesh mesh;
+        char shape[64], msg[PL_MSG_MAX];
+        pl_kernel_defaults(d, v);
+        fprintf(f, "  a mesh kernel: runs SPMD on every device of its mesh (%s at the defaults)\n",
+                pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg) == PL_OK ? pl_mesh_format(&mesh, shape, sizeof shape)
+                                                                       : "none");
+    }
     for (int p = 0; p < d->n_params; p++) {
         const pl_kernel_param *q = &d->params[p];
         char def[32];
@@ -373,5 +382,11 @@ int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, c
     if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
         (rc = cli_kernel_options(cmd, o, file_chip, opt)))
         return rc;
+    /* a mesh kernel (kdef_mesh.c) runs (every device checked) and sweeps;
+     * the single-device views do not draw a mesh yet: say so, run nothing */
+    if ((*d)->mesh && (strcmp(cmd->name, "run") || o->html))
+        return cli_fail(cmd, "kernel '%s' is a mesh kernel: 'tilesim run' (which checks every device against its "
+                        "reference; --trace draws the devices) and 'sweep' take it; %s does not draw a mesh yet",
+                        (*d)->name, o->html ? "--html" : cmd->name);
     return -1;
 }

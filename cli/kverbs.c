@@ -12,6 +12,7 @@
 
 #include "../sim/json.h"
 #include "../sim/kdef_internal.h"
+#include "../examples/kernels/mesh_cli.h"
 #include "../examples/kernels/mesh_progs.h"
 #include "cli.h"
 
@@ -75,6 +76,32 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
     fprintf(stdout, "}\n");
 }
 
+/* A mesh kernel's run: its mesh, every device's report and the mesh's. */
+typedef struct mesh_out {
+    pl_mesh mesh;
+    pl_mesh_report mr;
+    pl_report *reps;
+} mesh_out;
+
+static int run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep, pl_check *check,
+                    FILE *vf, mesh_out *mo)
+{
+    char msg[PL_MSG_MAX];
+    int rc = pl_kernel_def_mesh(d, v, &mo->mesh, msg, sizeof msg);
+    if (rc != PL_OK) {
+        rep->status = rc;
+        snprintf(rep->error, sizeof rep->error, "%s", msg);
+        return rc;
+    }
+    mo->reps = calloc((size_t)pl_mesh_devices(&mo->mesh), sizeof *mo->reps);
+    if (!mo->reps) {
+        rep->status = PL_ENOMEM;
+        snprintf(rep->error, sizeof rep->error, "out of host memory for the devices' reports");
+        return PL_ENOMEM;
+    }
+    return pl_kernel_run_mesh(d, v, opt, rep, check, vf, &mo->mr, mo->reps);
+}
+
 int cli_run(int argc, char **argv)
 {
     const ex_mesh_prog *prog = argc > 0 ? ex_mesh_prog_find(argv[0]) : NULL;
@@ -102,10 +129,12 @@ int cli_run(int argc, char **argv)
         return 1;
     }
     memset(check, 0, sizeof check);
-    int st = pl_kernel_run(d, v, &opt, rep, check, vf);
+    mesh_out mo = {0};
+    int st = d->mesh ? run_mesh(d, v, &opt, rep, check, vf, &mo) : pl_kernel_run(d, v, &opt, rep, check, vf);
     fclose(vf);
-    int checked = !opt.cost_only && d->reference && (st == PL_OK || st == PL_EVERIFY);
-    if (st == PL_OK || st == PL_EVERIFY) pl_kernel_advise(d, v, &opt, rep); /* only simulated gains (issue 22) */
+    int checked = !opt.cost_only && (d->mesh ? d->mesh_reference != NULL : d->reference != NULL) &&
+                  (st == PL_OK || st == PL_EVERIFY);
+    if (!d->mesh && (st == PL_OK || st == PL_EVERIFY)) pl_kernel_advise(d, v, &opt, rep); /* only simulated gains (issue 22) */
     const char *names[PL_MAX_OPERANDS];
     int n_outs = 0;
     for (int i = 0; i < rep->n_operands && n_outs < PL_MAX_OPERANDS; i++)
@@ -117,9 +146,12 @@ int cli_run(int argc, char **argv)
         rejected(cmd, d, label, rep);
     } else if (o.json) run_json(d, label, rep, check, checked, marginal != NULL);
     else {
-        fprintf(stdout, "run: %s %s on %s%s\n\n", d->name, label, opt.chip_spec->name,
+        char mesh_name[96] = "", shape[64];
+        if (d->mesh) snprintf(mesh_name, sizeof mesh_name, ", %s", pl_mesh_format(&mo.mesh, shape, sizeof shape));
+        fprintf(stdout, "run: %s %s on %s%s%s\n\n", d->name, label, opt.chip_spec->name, mesh_name,
                 opt.cost_only ? " (cost only: no data, outputs not checked)" : "");
-        pl_report_print(rep, stdout);
+        if (d->mesh) pl_mesh_report_print(&mo.mr, mo.reps, stdout), ex_mesh_ranks_line(&mo.mr);
+        else pl_report_print(rep, stdout);
         if (o.vmem_report) fprintf(stdout, "\n"), pl_vmem_report(rep, stdout);
         if (vlen) fprintf(stdout, "\nreference check (V5):\n%s", verdicts);
         if (opt.check_dma_modes && !opt.cost_only)
@@ -130,6 +162,7 @@ int cli_run(int argc, char **argv)
     }
     free(verdicts);
     free(rep);
+    free(mo.reps);
     rc = marginal && o.strict ? 1 : exit_for(st);
     if (o.html && rc != CLI_EXIT_USAGE) { /* the teaching page (cli/html.c) */
         int h = cli_html(cmd, d, v, &opt, o.html, NULL, o.json);

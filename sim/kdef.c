@@ -242,6 +242,24 @@ int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_k
     return rc;
 }
 
+int sim_kdef_call_mesh_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *devs, int n_devices,
+                                 int device, pl_array *want)
+{
+    n_rules = 0;
+    kern_guard_zone(KDEF_ZONE, d->name, "mesh_reference callback");
+    int rc = d->mesh_reference(v, devs, n_devices, device, want);
+    kern_guard_zone(NULL, NULL, NULL);
+    return rc;
+}
+
+int sim_kdef_call_mesh(const pl_kernel_def *d, const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
+{
+    kern_guard_zone(KDEF_ZONE, d->name, "mesh callback");
+    int rc = d->mesh(v, mesh, msg, n);
+    kern_guard_zone(NULL, NULL, NULL);
+    return rc;
+}
+
 /* ---- shared by the drivers ------------------------------------------------------ */
 
 int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_kernel_build *b, char *msg,

@@ -42,12 +42,13 @@
 #include <stdio.h>
 
 #include "tilesim.h"
+#include "tilesim_mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define PL_KERNEL_ABI 2 /* 2: pl_kernel_param.divides and .multiple */
+#define PL_KERNEL_ABI 3 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference) */
 #define PL_PLUGIN_SYMBOL "tilesim_kernels"
 #define PL_KDEF_MAX_PARAMS 16
 #define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */
@@ -120,6 +121,19 @@ typedef struct pl_kernel_def {
      * struct: definitions written before it leave both 0. */
     int64_t vmem_limit_bytes;
     int64_t (*vmem_limit)(const int64_t *v, const pl_chip *chip);
+    /* A mesh kernel (rules M11, M12; ABI 3): the call runs SPMD on every
+     * device of the mesh this fills for values v (pl_mesh_parse("ring:8"),
+     * or a shape taken from v), as shard_map + pallas_call does. build then
+     * describes one device's call and the shapes of one device's arrays;
+     * every device gets arrays of its own, which inputs fills with the seed
+     * plus the device's number (pl_kernel_device_seed), so that devices
+     * differ. NULL: a kernel of one device. */
+    int (*mesh)(const int64_t *v, pl_mesh *mesh, char *msg, size_t n);
+    /* A mesh kernel's reference: device `device`'s expected outputs into
+     * want[0 .. n_outs-1] from every device's inputs, devs[0 .. n_devices-1]
+     * (each as build and inputs left it). pl_want_tolerance and pl_want_dot
+     * apply as for reference. NULL: outputs not checked. */
+    int (*mesh_reference)(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want);
 } pl_kernel_def;
 
 /* ---- how a reference's outputs are checked ---------------------------------- */
@@ -157,6 +171,24 @@ const char *pl_kernel_format(const pl_kernel_def *d, const int64_t *v, char *buf
  * not NULL. Returns the call's code, or PL_EVERIFY when an output FAILs. */
 int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep, pl_check *check,
                   FILE *f);
+
+/* A mesh kernel's run (d->mesh set): the devices' arrays built, filled and
+ * run with pl_mesh_call, and, unless cost-only, each device's outputs
+ * compared with d->mesh_reference; a verdict line per output on f (the
+ * worst device's). mr: the mesh report (may be NULL); reps: one report per
+ * device, as many as pl_kernel_def_mesh's mesh has (may be NULL). rep gets the slowest device's report
+ * with the mesh's time, what a sweep ranks. check[o]: output o's worst
+ * check over the devices. Returns as pl_kernel_run. pl_kernel_run calls
+ * this for a mesh kernel. */
+int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep,
+                       pl_check *check, FILE *f, pl_mesh_report *mr, pl_report *reps);
+/* A mesh kernel's mesh at values v (d->mesh, checked): PL_OK, or an error
+ * code with a message naming the kernel (PL_EINVAL when d is not a mesh
+ * kernel). */
+int pl_kernel_def_mesh(const pl_kernel_def *d, const int64_t *v, pl_mesh *mesh, char *msg, size_t n);
+/* The seed a mesh kernel's inputs get on device `device`, from the run's
+ * seed (what inputs receives; a definition's own inputs need not call it). */
+uint64_t pl_kernel_device_seed(uint64_t seed, int device);
 
 /* Advice that was simulated: each tiling parameter (an integer parameter
  * with sweep candidates) at twice and half its value, cost-only on opt's

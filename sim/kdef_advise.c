@@ -33,15 +33,26 @@ static double try_value(const pl_kernel_def *d, const int64_t *v, int i, int64_t
     return pl_kernel_run(d, w, &opt, scratch, NULL, NULL) == PL_OK ? scratch->time_s : -1;
 }
 
-/* "bm, bn or bk": the tiling parameters' names. */
-static void names_of(const pl_kernel_def *d, char *buf, size_t n)
+/* Does parameter i at x leave the work the same? A change of the problem
+ * (a ring's devices, a matrix's size: the definition's ideal FLOPs or bytes
+ * move) is not tiling advice. Unknown work: assume it does. */
+static int same_problem(const pl_kernel_def *d, const int64_t *v, int i, int64_t x)
+{
+    int64_t w[PL_KDEF_MAX_PARAMS];
+    memcpy(w, v, sizeof w[0] * (size_t)d->n_params);
+    w[i] = x;
+    return (!d->flops || d->flops(w) == d->flops(v)) && (!d->bytes || d->bytes(w) == d->bytes(v));
+}
+
+/* "bm, bn or bk": the names of the parameters tried. */
+static void names_of(const pl_kernel_def *d, const unsigned char *tried, char *buf, size_t n)
 {
     int count = 0, total = 0;
-    for (int i = 0; i < d->n_params; i++) total += tiling_param(&d->params[i]);
+    for (int i = 0; i < d->n_params; i++) total += tried[i];
     size_t at = 0;
     buf[0] = '\0';
     for (int i = 0; i < d->n_params && at < n; i++)
-        if (tiling_param(&d->params[i]))
+        if (tried[i])
             at += (size_t)snprintf(buf + at, n - at, "%s%s", count++ == 0 ? "" : count == total ? " or " : ", ",
                                    d->params[i].name);
 }
@@ -54,11 +65,13 @@ int pl_kernel_advise(const pl_kernel_def *d, const int64_t *v, const pl_options 
     int best_i = -1;
     int64_t best_x = 0;
     double best_t = rep->time_s * (1 - MIN_GAIN);
+    unsigned char tried[PL_KDEF_MAX_PARAMS] = {0};
     for (int i = 0; i < d->n_params; i++) {
         if (!tiling_param(&d->params[i])) continue;
         const int64_t tries[2] = {v[i] * 2, v[i] / 2};
         for (int k = 0; k < 2; k++) {
-            if (tries[k] < 1 || tries[k] == v[i]) continue;
+            if (tries[k] < 1 || tries[k] == v[i] || !same_problem(d, v, i, tries[k])) continue;
+            tried[i] = 1;
             double t = try_value(d, v, i, tries[k], opt, scratch);
             if (t > 0 && t < best_t) best_t = t, best_i = i, best_x = tries[k];
         }
@@ -71,7 +84,7 @@ int pl_kernel_advise(const pl_kernel_def *d, const int64_t *v, const pl_options 
                  (long long)best_x, pl_format_time(best_t, a, sizeof a), pl_format_time(rep->time_s, b, sizeof b));
         return 1;
     }
-    names_of(d, names, sizeof names);
+    names_of(d, tried, names, sizeof names);
     if (names[0])
         snprintf(rep->bound_msg + used, room, "; simulated: no %s twice or half as large is faster", names);
     return 0;

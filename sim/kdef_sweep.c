@@ -126,12 +126,33 @@ static void settle_limits(const pl_kernel_def *d, int n, const int64_t *values, 
     }
 }
 
+/* A mesh kernel: one configuration after another, each on every device's
+ * host thread at once (pl_mesh_call), cost only; a configuration refused
+ * keeps its reason. */
+static int sweep_mesh(const pl_kernel_def *d, int n, const int64_t *values, const pl_options *opt,
+                      const pl_sweep_options *sopt, pl_report *reports)
+{
+    pl_options o = opt ? *opt : (pl_options){0};
+    o.cost_only = 1;
+    const pl_chip *chip = sim_kdef_chip(opt);
+    int autolim = sopt && sopt->vmem_limit_auto && !o.vmem_limit_bytes && chip;
+    if (autolim) o.vmem_limit_bytes = chip->vmem_bytes;
+    for (int i = 0; i < n; i++) {
+        int rc = pl_kernel_run_mesh(d, values + (size_t)i * (size_t)d->n_params, &o, &reports[i], NULL, NULL, NULL,
+                                    NULL);
+        if (rc == PL_ENOMEM && !reports[i].error[0]) return rc;
+    }
+    if (autolim) settle_limits(d, n, values, chip, reports);
+    return PL_OK;
+}
+
 int pl_kernel_sweep(const pl_kernel_def *d, int n, const int64_t *values, const pl_options *opt,
                     const pl_sweep_options *sopt, pl_report *reports)
 {
     if (!d || n < 0 || (n > 0 && (!values || !reports)) || d->n_params < 0 || d->n_params > PL_KDEF_MAX_PARAMS)
         return PL_EINVAL;
     if (n == 0) return PL_OK;
+    if (d->mesh) return sweep_mesh(d, n, values, opt, sopt, reports);
     kdef_sweep s = {.d = d, .values = values, .opt = opt, .seed = opt ? opt->seed : 0,
                     .slots = calloc((size_t)n, sizeof(kdef_slot))};
     if (!s.slots) return PL_ENOMEM;

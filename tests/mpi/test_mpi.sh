@@ -102,6 +102,15 @@ for n in 2 4; do
     check $? "a deadlock across $n ranks is reported within 5 s, naming the 7 stuck devices (exit $rc)"
 done
 
+# a mesh kernel of the user's own (examples/plugin/ring_reduce_scatter.c, issue 24)
+ring=$(dirname "$single")/examples/plugin/ring_reduce_scatter.so
+for n in 2 4; do
+    timeout 120 $MPIRUN -n $n "$mpi" run "$ring" --set devices=8 >"$tmp/ring" 2>&1
+    rc=$?
+    [ $rc = 0 ] && grep -q "the devices ran in $n processes" "$tmp/ring" && grep -q '^PASS$' "$tmp/ring"
+    check $? "a mesh plugin (ring_reduce_scatter.so, 8 devices) runs across $n ranks and every device passes (exit $rc)"
+done
+
 timeout 120 $MPIRUN -n 1 "$cases" "$tmp/trace1.json" >"$tmp/cases1" 2>"$tmp/err1"
 check $? "mesh cases on one rank"
 for n in 2 3 4; do

@@ -1,0 +1,215 @@
+/* tests/test_kdef_mesh.c: mesh kernels as kernel definitions (issue 24):
+ * a definition with .mesh runs SPMD on every device of its mesh through
+ * pl_kernel_run (pl_mesh_call), each device checked against
+ * .mesh_reference; sweeps rank meshes by the mesh's time and bound; the
+ * template examples/plugin/ring_reduce_scatter.c works with `tilesim run`
+ * and `tilesim sweep`, and the verbs that draw one device refuse it by name.
+ *
+ * The definitions here are small: each device sends its x to its right
+ * neighbour's o (a permute, the distributed Pallas guide's first example),
+ * correct, forgetting to send (a deadlock), or sending to the wrong device
+ * (a wrong result).
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernel/pltpu.h"
+#include "../sim/kdef.h"
+#include "helpers.h"
+#include "run.h"
+
+enum { P_DEVICES, P_HOW };
+enum { HOW_RIGHT, HOW_NONE, HOW_SELF };
+
+static void permute_kernel(pl_ctx *c, pl_ref *refs)
+{
+    const int64_t *v = pl_kernel_user(c);
+    int n = (int)v[P_DEVICES], me = pltpu_device_id(c);
+    int to = v[P_HOW] == HOW_SELF ? me : (me + 1) % n;
+    pltpu_remote_copy cp =
+        pltpu_make_async_remote_copy(c, refs[0], refs[1], pl_at(c, refs[2], 0), pl_at(c, refs[2], 1), to);
+    if (v[P_HOW] == HOW_NONE && me == n - 1) { /* the last device forgets to send: device 0 waits forever */
+        pltpu_remote_copy_wait_recv(c, &cp);
+        return;
+    }
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait(c, &cp);
+}
+
+static int permute_mesh(const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
+{
+    char spec[32];
+    snprintf(spec, sizeof spec, "ring:%lld", (long long)v[P_DEVICES]);
+    return pl_mesh_parse(spec, mesh, msg, n);
+}
+
+static int permute_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    memcpy(b->param, v, 2 * sizeof *v);
+    b->call = (pl_call){.name = "permute", .kernel = permute_kernel, .user = b->param, .grid_rank = 1, .grid = {1},
+                        .n_in = 1, .in = {PL_BLOCK_NAMED("x", PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+                        .n_out = 1, .out = {PL_BLOCK_NAMED("o", PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+                        .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE_DMA(2)}};
+    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, 8, 128);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 8, 128);
+    return PL_OK;
+}
+
+/* device d's o is its left neighbour's x */
+static int permute_reference(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    (void)v;
+    memcpy(want[0].data, devs[(device + n_devices - 1) % n_devices].args[0].data, pl_array_bytes(&want[0]));
+    return PL_OK;
+}
+
+static const int64_t dev_cands[] = {2, 4, 8};
+static const pl_kernel_def permute_def = {
+    .name = "permute",
+    .n_params = 2,
+    .params = {{.name = "devices", .def = 4, .candidates = dev_cands, .n_candidates = 3}, {.name = "how", .def = 0}},
+    .build = permute_build,
+    .mesh = permute_mesh,
+    .mesh_reference = permute_reference,
+};
+
+static int run_permute(int devices, int how, pl_report *rep, pl_check *check, char **verdicts)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS] = {devices, how};
+    pl_options opt = {.chip = "v5e"};
+    size_t len = 0;
+    FILE *f = open_memstream(verdicts, &len);
+    int rc = pl_kernel_run(&permute_def, v, &opt, rep, check, f);
+    fclose(f);
+    return rc;
+}
+
+Test(kdef_mesh, a_mesh_definition_runs_on_every_device_and_checks_each)
+{
+    pl_report rep;
+    pl_check check[PL_MAX_OPERANDS];
+    char *verdicts = NULL;
+    cr_assert_eq(run_permute(4, HOW_RIGHT, &rep, check, &verdicts), PL_OK, "%s", rep.error);
+    cr_assert_eq(check[0].verdict, PL_PASS);
+    cr_assert_eq(check[0].max_abs_err, 0, "a copy is exact");
+    cr_assert(strstr(verdicts, "verify output 0 'o' (f32 8x128) on device ") && strstr(verdicts, " of 4 (the worst)"),
+              "%s", verdicts);
+    cr_assert_eq(rep.ici_copies, 1, "the slowest device's report: its one copy over ICI (%lld)",
+                 (long long)rep.ici_copies);
+    cr_assert_gt(rep.time_s, 0);
+    free(verdicts);
+}
+
+Test(kdef_mesh, a_device_that_forgets_to_send_is_a_deadlock_not_a_hang)
+{
+    pl_report rep;
+    char *verdicts = NULL;
+    int rc = run_permute(4, HOW_NONE, &rep, NULL, &verdicts);
+    cr_assert_eq(rc, PL_EDEADLOCK, "%d: %s", rc, rep.error);
+    cr_assert(strstr(rep.error, "device 0"), "the stuck device is named: %s", rep.error);
+    free(verdicts);
+}
+
+Test(kdef_mesh, a_copy_to_the_wrong_device_fails_the_reference_naming_a_device)
+{
+    pl_report rep;
+    pl_check check[PL_MAX_OPERANDS];
+    char *verdicts = NULL;
+    cr_assert_eq(run_permute(4, HOW_SELF, &rep, check, &verdicts), PL_EVERIFY, "%s", rep.error);
+    cr_assert_eq(check[0].verdict, PL_FAIL);
+    cr_assert(strstr(verdicts, "FAIL"), "%s", verdicts);
+    cr_assert(strstr(rep.error, "on a device (V5)"), "%s", rep.error);
+    free(verdicts);
+}
+
+/* A sweep over the mesh's size: each row is the mesh's time, and a ring
+ * of 8 takes no less than a ring of 2 (the same copy, more devices). */
+Test(kdef_mesh, a_sweep_ranks_meshes_by_the_mesh_time)
+{
+    int64_t values[3 * 2] = {2, 0, 4, 0, 8, 0};
+    pl_report reps[3];
+    pl_options opt = {.chip = "v5e"};
+    cr_assert_eq(pl_kernel_sweep(&permute_def, 3, values, &opt, NULL, reps), PL_OK);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(reps[i].status, PL_OK, "row %d: %s", i, reps[i].error);
+        cr_assert_gt(reps[i].time_s, 0);
+        cr_assert(reps[i].bound_msg[0], "row %d has the mesh's bound", i);
+    }
+    cr_assert_geq(reps[2].time_s, reps[0].time_s * 0.999, "%g vs %g", reps[2].time_s, reps[0].time_s);
+}
+
+Test(kdef_mesh, a_definition_without_a_mesh_is_refused_by_pl_kernel_def_mesh)
+{
+    pl_kernel_def single = permute_def;
+    single.mesh = NULL;
+    int64_t v[PL_KDEF_MAX_PARAMS] = {4, 0};
+    pl_mesh mesh;
+    char msg[256];
+    cr_assert_eq(pl_kernel_def_mesh(&single, v, &mesh, msg, sizeof msg), PL_EINVAL);
+    cr_assert(strstr(msg, "'permute' is not a mesh kernel"), "%s", msg);
+    v[P_DEVICES] = 0; /* ring:0 */
+    cr_assert_neq(pl_kernel_def_mesh(&permute_def, v, &mesh, msg, sizeof msg), PL_OK);
+    cr_assert(strstr(msg, "kernel 'permute': its mesh:"), "%s", msg);
+}
+
+/* ---- the template plugin, through the CLI ------------------------------------------------ */
+
+static const char *ring_plugin(char *path, size_t n)
+{
+    return th_build_path("examples/plugin/ring_reduce_scatter.so", path, n);
+}
+
+Test(kdef_mesh, the_ring_reduce_scatter_template_runs_and_passes_on_8_devices)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("run", ring_plugin(path, sizeof path), "--set", "devices=8", "--set", "rows=16");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "on v5e, ring of 8 (x)"), "%s", r.out);
+    cr_assert(strstr(r.out, "  device   7: "), "%s", r.out);
+    cr_assert(strstr(r.out, "mesh: 8 devices"), "%s", r.out);
+    cr_assert(strstr(r.out, "of 8 (the worst) vs reference"), "%s", r.out);
+    cr_assert(strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}
+
+Test(kdef_mesh, list_says_a_mesh_kernel_and_its_mesh)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("list", ring_plugin(path, sizeof path));
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "  a mesh kernel: runs SPMD on every device of its mesh (ring of 4 (x) at the defaults)"),
+              "%s", r.out);
+    th_run_free(&r);
+}
+
+Test(kdef_mesh, the_template_sweeps_over_mesh_sizes)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("sweep", ring_plugin(path, sizeof path), "--vary", "devices=2,4", "--vary", "rows=8");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "devices=2 rows=8 cols=512"), "%s", r.out);
+    cr_assert(strstr(r.out, "devices=4 rows=8 cols=512"), "%s", r.out);
+    cr_assert(strstr(r.out, "2 configurations, 2 legal"), "%s", r.out);
+    th_run_free(&r);
+}
+
+Test(kdef_mesh, verbs_that_draw_one_device_refuse_a_mesh_kernel_by_name)
+{
+    char path[PATH_MAX];
+    ring_plugin(path, sizeof path);
+    const char *const verbs[] = {"profile", "explain", "memory", "verify"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        th_run r = TH_RUN(verbs[i], path);
+        cr_assert_eq(r.status, 2, "%s: %s%s", verbs[i], r.out, r.err);
+        cr_assert(strstr(r.err, "'ring_reduce_scatter' is a mesh kernel"), "%s: %s", verbs[i], r.err);
+        th_run_free(&r);
+    }
+    th_run r = TH_RUN("run", path, "--html", "/tmp/tilesim_mesh_page.html");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "--html does not draw a mesh yet"), "%s", r.err);
+    th_run_free(&r);
+}
