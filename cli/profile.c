@@ -110,7 +110,16 @@ int cli_profile(int argc, char **argv)
         goto out;
     }
     if (o.json) pl_profile_json(rep, stdout);
-    else pl_profile_print(rep, stdout);
+    else {
+        if (d->mesh) { /* pl_kernel_run kept the slowest device's report, with the mesh's time */
+            pl_mesh mesh;
+            char shape[64], msg[PL_MSG_MAX];
+            if (pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg) == PL_OK)
+                fprintf(stdout, "mesh kernel on a %s: the profile of its slowest device\n\n",
+                        pl_mesh_format(&mesh, shape, sizeof shape));
+        }
+        pl_profile_print(rep, stdout);
+    }
     rc = svg ? write_roofline(d, rep, svg, o.json) : 0;
     rc = cli_finish_stdout(cmd, rc);
 out:

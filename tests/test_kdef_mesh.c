@@ -186,6 +186,16 @@ Test(kdef_mesh, list_says_a_mesh_kernel_and_its_mesh)
     th_run_free(&r);
 }
 
+Test(kdef_mesh, profile_shows_the_slowest_device)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("profile", ring_plugin(path, sizeof path), "--set", "devices=4");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "mesh kernel on a ring of 4 (x): the profile of its slowest device"), "%s", r.out);
+    cr_assert(strstr(r.out, "pl_add"), "the device's ops: %s", r.out);
+    th_run_free(&r);
+}
+
 Test(kdef_mesh, the_template_sweeps_over_mesh_sizes)
 {
     char path[PATH_MAX];
@@ -201,7 +211,7 @@ Test(kdef_mesh, verbs_that_draw_one_device_refuse_a_mesh_kernel_by_name)
 {
     char path[PATH_MAX];
     ring_plugin(path, sizeof path);
-    const char *const verbs[] = {"profile", "explain", "memory", "verify"};
+    const char *const verbs[] = {"explain", "memory", "verify"};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
         th_run r = TH_RUN(verbs[i], path);
         cr_assert_eq(r.status, 2, "%s: %s%s", verbs[i], r.out, r.err);
