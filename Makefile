@@ -243,7 +243,7 @@ browser-deps:
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_DEBS)) >/dev/null || exit 1; \
 	fi
 
-test-browser: browser-deps $(CLI)
+test-browser: browser-deps $(CLI) $(PLUGINS)
 	sh tests/browser/test_browser.sh $(CLI) $(BUILD)/page.png
 
 # Install the library, the CLI, the public headers (and every project header

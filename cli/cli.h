@@ -275,6 +275,11 @@ struct sim_page_extras;
 int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,
              const struct sim_page_extras *extras, int quiet);
 
+/* --html FILE of a mesh kernel (mesh_page.c): every device's timeline and
+ * the links, from the run's trace. 0, 1 out of memory, 2 bad path/config. */
+int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
+                  const char *path, int quiet);
+
 /* profile KERNEL (profile.c): the op profile of one run and its roofline */
 extern const cli_cmd cli_profile_cmd;
 int cli_profile(int argc, char **argv);

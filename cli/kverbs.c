@@ -165,7 +165,7 @@ int cli_run(int argc, char **argv)
     free(mo.reps);
     rc = marginal && o.strict ? 1 : exit_for(st);
     if (o.html && rc != CLI_EXIT_USAGE) { /* the teaching page (cli/html.c) */
-        int h = cli_html(cmd, d, v, &opt, o.html, NULL, o.json);
+        int h = d->mesh ? cli_mesh_page(cmd, d, v, &opt, o.html, o.json) : cli_html(cmd, d, v, &opt, o.html, NULL, o.json);
         rc = h ? h : rc;
     }
     return cli_finish_stdout(cmd, rc);

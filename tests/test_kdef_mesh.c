@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../kernel/pltpu.h"
 #include "../sim/kdef.h"
@@ -218,8 +219,28 @@ Test(kdef_mesh, verbs_that_draw_one_device_refuse_a_mesh_kernel_by_name)
         cr_assert(strstr(r.err, "'ring_reduce_scatter' is a mesh kernel"), "%s: %s", verbs[i], r.err);
         th_run_free(&r);
     }
-    th_run r = TH_RUN("run", path, "--html", "/tmp/tilesim_mesh_page.html");
-    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
-    cr_assert(strstr(r.err, "--html does not draw a mesh yet"), "%s", r.err);
+}
+
+/* --html of a mesh kernel: a page with every device's timeline, drawn from
+ * the run's trace, which it carries (tests/browser draws it in Chromium) */
+Test(kdef_mesh, run_html_writes_the_mesh_page_with_its_trace)
+{
+    char path[PATH_MAX], page[64];
+    th_temp_file(page, "");
+    th_run r = TH_RUN("run", ring_plugin(path, sizeof path), "--set", "devices=4", "--html", page);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "page: "), "%s", r.out);
+    char *html = th_read_file(page);
+    cr_assert(strstr(html, "<title>ring_reduce_scatter devices=4 rows=64 cols=512 on a ring of 4 (x)</title>"), "%.400s",
+              html);
+    cr_assert(strstr(html, "<script id=\"trace\" type=\"application/json\">{"), "the trace, embedded");
+    cr_assert(strstr(html, "\"process_name\""), "its tracks' names");
+    cr_assert(strstr(html, "mesh: 4 devices"), "the report");
+    free(html);
     th_run_free(&r);
+    r = TH_RUN("run", path, "--html", "/nonexistent/dir/page.html");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "--html:"), "%s", r.err);
+    th_run_free(&r);
+    unlink(page);
 }

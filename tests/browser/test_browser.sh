@@ -54,6 +54,10 @@ long="$dir/long_page.html"
 ex="$dir/explain_page.html"
 "$tilesim" explain add --set rows=512 --set cols=1024 --html "$ex" >/dev/null 2>&1 || fail "tilesim explain --html"
 
+mesh="$dir/mesh_page.html"
+ring=$(dirname "$tilesim")/examples/plugin/ring_reduce_scatter.so
+"$tilesim" run "$ring" --set devices=4 --html "$mesh" >"$dir/mesh.out" 2>&1 || fail "tilesim run ring_reduce_scatter.so --html: $(cat "$dir/mesh.out")"
+
 # ---- matmul: next x5 ----
 dom "$mm" selftest=next5 next5.dom
 d="$dir/next5.dom"
@@ -97,6 +101,12 @@ check "the slider of a capped grid" "slider max: 511" "$dir/long.dom"
 dom "$ex" selftest=next1 explain.dom
 check "explain's page: x, y, z in (256, 512) blocks, 2 x 2 each" "cells: 12" "$dir/explain.dom"
 check "explain's page: step 1" "status: step 1: core 0, grid point (0, 1)" "$dir/explain.dom"
+
+# ---- a mesh kernel's page (issue 24): 4 devices' tracks and 4 links drawn ----
+dom "$mesh" selftest mesh.dom
+check "mesh page" 'rows=24 slices=52 devices=4 links=4' "$dir/mesh.dom"
+check "mesh page" 'class="row" data-row="device 3 / waits (semaphores)"' "$dir/mesh.dom"
+check "mesh page" 'class="slice"' "$dir/mesh.dom"
 
 # ---- the screenshot: not blank ----
 printf '<!DOCTYPE html><html><body></body></html>\n' >"$dir/blank.html"
