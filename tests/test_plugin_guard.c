@@ -234,3 +234,45 @@ Test(plugin_guard, a_crash_keeps_the_old_output_file_and_leaves_no_temporary_fil
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* ---- a mesh kernel (issue 24): the device, the kernel and the callback named ---- */
+
+static th_run run_hostile_mesh(const char *how, const char *where)
+{
+    setenv("TILESIM_HOSTILE_LOADER", "mesh", 1); /* hostile.so returns its mesh kernel */
+    return TH_RUN("run", hostile(), "--set", how, "--set", where);
+}
+
+Test(plugin_guard, a_mesh_kernel_that_behaves_passes_on_every_device)
+{
+    th_run r = run_hostile_mesh("how=0", "where=0");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "of 4 (the worst)") && strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}
+
+Test(plugin_guard, a_segfault_on_one_device_of_a_mesh_names_the_device)
+{
+    th_run r = run_hostile_mesh("how=1", "where=0");
+    expect_crash(&r, "crashed with SIGSEGV", "kernel 'hostile_mesh'");
+    cr_assert(strstr(r.err, "of device 1"), "no device: %s", r.err);
+    cr_assert(strstr(r.err, "the last tilesim op it called: pl_mul"), "no last op: %s", r.err);
+    th_run_free(&r);
+}
+
+Test(plugin_guard, pthread_exit_on_a_mesh_device_thread_is_reported)
+{
+    th_run r = run_hostile_mesh("how=4", "where=0");
+    expect_crash(&r, "called pthread_exit()", "of device 1");
+    th_run_free(&r);
+}
+
+Test(plugin_guard, a_crash_in_the_mesh_or_mesh_reference_callback_names_it)
+{
+    th_run r = run_hostile_mesh("how=1", "where=3");
+    expect_crash(&r, "its mesh callback crashed with SIGSEGV", "kernel definition 'hostile_mesh'");
+    th_run_free(&r);
+    r = run_hostile_mesh("how=2", "where=4");
+    expect_crash(&r, "its mesh_reference callback crashed with SIGABRT", "kernel definition 'hostile_mesh'");
+    th_run_free(&r);
+}

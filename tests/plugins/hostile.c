@@ -12,7 +12,10 @@
  * TILESIM_HOSTILE_LOADER names how: "garbage" (a pointer to nothing),
  * "null_candidates", "bad_divides", "wild_divides", "negative_candidates", "long_name", "bad_kind",
  * "bad_build", "duplicate", "huge_count", "null_def", "crash" (segfaults
- * inside tilesim_kernels).
+ * inside tilesim_kernels), "mesh" (the loader is fine, and returns the mesh
+ * kernel 'hostile_mesh' instead: a ring whose device `at` misbehaves as
+ * `how` says in its kernel (where 0), its mesh callback (where 3) or its
+ * mesh_reference (where 4)).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "kernel/pallas.h"
+#include "kernel/pltpu.h"
 #include "sim/kdef.h"
 
 enum { P_ROWS, P_BR, P_HOW, P_AT, P_WHERE, N_P };
@@ -111,6 +115,66 @@ static const pl_kernel_def hostile_def = {
     .reference = hostile_reference,
 };
 
+/* ---- a mesh kernel that misbehaves: each device copies x to its right
+ * neighbour's o (M11); device `at` misbehaves first ---------------------------------- */
+
+enum { M_DEVICES, M_HOW, M_AT, M_WHERE, M_N };
+
+static void mesh_kernel(pl_ctx *c, pl_ref *refs)
+{
+    const int64_t *v = pl_kernel_user(c);
+    int me = pltpu_device_id(c), n = (int)v[M_DEVICES];
+    pl_mul(c, refs[0], refs[0], refs[0]);
+    if (v[M_WHERE] == 0 && me == v[M_AT]) misbehave(v[M_HOW]);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[0], refs[1], pl_at(c, refs[2], 0),
+                                                        pl_at(c, refs[2], 1), (me + 1) % n);
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait(c, &cp);
+}
+
+static int mesh_of(const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
+{
+    if (v[M_WHERE] == 3) misbehave(v[M_HOW]);
+    char spec[32] = "ring:4";
+    if (v[M_DEVICES] == 8) strcpy(spec, "ring:8");
+    return pl_mesh_parse(spec, mesh, msg, n);
+}
+
+static int mesh_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    memcpy(b->param, v, M_N * sizeof *v);
+    b->call = (pl_call){.name = "hostile_mesh", .kernel = mesh_kernel, .user = b->param, .grid_rank = 1,
+                        .grid = {1}, .n_in = 1, .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+                        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+                        .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE_DMA(2)}};
+    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, 8, 128);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 8, 128);
+    return PL_OK;
+}
+
+static int mesh_reference(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    if (v[M_WHERE] == 4) misbehave(v[M_HOW]);
+    const float *x = devs[(device + n_devices - 1) % n_devices].args[0].data;
+    float *o = want[0].data;
+    for (int i = 0; i < 8 * 128; i++) o[i] = x[i] * x[i];
+    return PL_OK;
+}
+
+static const pl_kernel_def hostile_mesh_def = {
+    .name = "hostile_mesh",
+    .summary = "each device's x squared into its right neighbour's o, then misbehaves as told",
+    .n_params = M_N,
+    .params = {[M_DEVICES] = {.name = "devices", .def = 4, .help = "4 or 8"},
+               [M_HOW] = {.name = "how", .def = 0, .help = "as hostile's"},
+               [M_AT] = {.name = "at", .def = 1, .help = "the device that misbehaves"},
+               [M_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 3 mesh, 4 mesh_reference"}},
+    .build = mesh_build,
+    .mesh = mesh_of,
+    .mesh_reference = mesh_reference,
+};
+
 /* ---- the loader's misbehaviours --------------------------------------------------- */
 
 static pl_kernel_def broken;
@@ -125,6 +189,10 @@ int tilesim_kernels(int abi, const pl_kernel_def *const **defs)
     one[0] = &hostile_def;
     *defs = one;
     if (!how || !how[0]) return 1;
+    if (!strcmp(how, "mesh")) {
+        one[0] = &hostile_mesh_def;
+        return 1;
+    }
     broken = hostile_def;
     one[0] = &broken;
     if (!strcmp(how, "garbage")) {
