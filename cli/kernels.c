@@ -117,7 +117,9 @@ void cli_khelp(const cli_cmd *cmd, FILE *f)
     if (cmd != &cli_run_cmd) return;
     fprintf(f, "\nThe mesh programs run too, with their own options ('tilesim run NAME --help'), and in the\n"
                "MPI build across ranks ('mpirun -n 4 tilesim-mpi run ring_allreduce --devices 64'):\n");
-    for (const ex_mesh_prog *p = ex_mesh_progs; p->name; p++) fprintf(f, "  %-18s %s\n", p->name, p->summary);
+    for (const ex_mesh_prog *p = ex_mesh_progs; p->name; p++)
+        fprintf(f, "  %-18s %s%s\n", p->name, p->summary,
+                ex_mesh_kernel_find(p->name) ? " (also a mesh kernel: sweep, profile, run --set, --html)" : "");
 }
 
 static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
@@ -244,7 +246,7 @@ static int cli_plugin_defs(const cli_cmd *cmd, const char *path, const pl_kernel
 int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **out)
 {
     if (!is_plugin(spec)) {
-        if ((*out = ex_kernel_find(spec))) return 0;
+        if ((*out = ex_kernel_find(spec)) || (*out = ex_mesh_kernel_find(spec))) return 0;
         char names[512];
         builtin_names(names, sizeof names);
         return cli_fail(cmd, "unknown kernel '%s'; the kernels are %s (or give PLUGIN.so[:NAME]; see 'tilesim list')",
@@ -366,6 +368,9 @@ int cli_list(int argc, char **argv)
     }
     fprintf(stdout, "built-in kernels (parameter = default, what it is, the values a sweep tries when not told):\n\n");
     for (int i = 0; i < ex_kernel_count(); i++) print_def(ex_kernel_at(i), stdout), fputc('\n', stdout);
+    fprintf(stdout, "built-in mesh kernels (also programs with their own options: 'tilesim run NAME --devices N'):\n\n");
+    for (const ex_mesh_prog *p = ex_mesh_progs; p->name; p++)
+        if (ex_mesh_kernel_find(p->name)) print_def(ex_mesh_kernel_find(p->name), stdout), fputc('\n', stdout);
     fprintf(stdout, "Change a parameter with --set name=value; sweep one with --vary name=v1,v2,...\n");
     return cli_finish_stdout(cmd, 0);
 }

@@ -14,6 +14,7 @@
 #include "../sim/kdef_internal.h"
 #include "../examples/kernels/mesh_cli.h"
 #include "../examples/kernels/mesh_progs.h"
+#include "../examples/kernels/registry.h"
 #include "cli.h"
 
 
@@ -76,6 +77,18 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
     fprintf(stdout, "}\n");
 }
 
+/* `run ring_allreduce --devices 8` is the program; with an option only
+ * the definitions take (--set, --html, --json, --strict, --vmem-report) it
+ * is the mesh kernel definition of the same name (examples/kernels/mesh_defs.c). */
+static int definition_options(int argc, char **argv)
+{
+    static const char *const opts[] = {"--set", "--html", "--json", "--strict", "--vmem-report"};
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+            if (!strncmp(argv[i], opts[k], strlen(opts[k]))) return ex_mesh_kernel_find(argv[0]) != NULL;
+    return 0;
+}
+
 /* A mesh kernel's run: its mesh, every device's report and the mesh's. */
 typedef struct mesh_out {
     pl_mesh mesh;
@@ -105,7 +118,8 @@ static int run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *
 int cli_run(int argc, char **argv)
 {
     const ex_mesh_prog *prog = argc > 0 ? ex_mesh_prog_find(argv[0]) : NULL;
-    if (prog) return prog->main(argc, argv); /* a mesh program: its own options (NAME --help) */
+    if (prog && !definition_options(argc, argv))
+        return prog->main(argc, argv); /* a mesh program: its own options (NAME --help) */
     const cli_cmd *cmd = &cli_run_cmd;
     cli_kopts o;
     const pl_kernel_def *d;

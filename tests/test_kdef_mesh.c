@@ -244,3 +244,47 @@ Test(kdef_mesh, run_html_writes_the_mesh_page_with_its_trace)
     th_run_free(&r);
     unlink(page);
 }
+
+/* ---- the built-in rings as definitions ------------------------------------------------ */
+
+/* The definition runs the program's call: the same mesh time to the last
+ * printed digit, and every device checked against the sum. */
+Test(kdef_mesh, ring_allreduce_as_a_definition_times_what_the_program_times)
+{
+    th_run prog = TH_RUN("run", "ring_allreduce", "--devices", "4", "--rows", "256", "--cols", "256");
+    th_run def = TH_RUN("run", "ring_allreduce", "--set", "devices=4", "--set", "rows=256", "--set", "cols=256");
+    cr_assert_eq(prog.status, 0, "%s%s", prog.out, prog.err);
+    cr_assert_eq(def.status, 0, "%s%s", def.out, def.err);
+    const char *p = strstr(prog.out, "  mesh: "), *d = strstr(def.out, "\nmesh: 4 devices, ");
+    cr_assert(p && d, "%s\n%s", prog.out, def.out);
+    double tp = atof(p + strlen("  mesh: ")), td = atof(d + strlen("\nmesh: 4 devices, "));
+    cr_assert(tp > 0 && tp == td, "program %g us, definition %g us", tp, td);
+    cr_assert(strstr(def.out, "of 4 (the worst) vs reference") && strstr(def.out, "\nPASS\n"), "%s", def.out);
+    th_run_free(&prog);
+    th_run_free(&def);
+}
+
+Test(kdef_mesh, ring_allgather_passes_bit_for_bit_and_both_rings_sweep)
+{
+    th_run r = TH_RUN("run", "ring_allgather", "--set", "devices=4", "--set", "rows=16", "--set", "cols=256");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "max abs err 0,"), "a gather copies: %s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("sweep", "ring_allreduce", "--vary", "devices=2,4,8", "--set", "rows=512", "--set", "cols=512");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "3 configurations, 3 legal"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("sweep", "ring_allreduce", "--vary", "devices=3", "--set", "rows=512");
+    cr_assert(strstr(r.out, "multiple of 2") || strstr(r.err, "multiple of 2"), "rows=512 is not a multiple of "
+              "2 x 3: %s%s", r.out, r.err);
+    th_run_free(&r);
+}
+
+Test(kdef_mesh, list_shows_the_built_in_mesh_kernels)
+{
+    th_run r = TH_RUN("list");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "built-in mesh kernels"), "%s", r.out);
+    cr_assert(strstr(r.out, "ring_allgather: a ring all-gather"), "%s", r.out);
+    th_run_free(&r);
+}

@@ -28,6 +28,12 @@ extern const pl_kernel_def ex_def_block_sparse, ex_def_grouped, ex_def_flash, ex
 extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_def_add;
 extern const pl_kernel_def ex_def_quant_matmul;
 
+/* The built-in ring programs (mesh_progs.h) as mesh kernel definitions
+ * (mesh_defs.c): not among ex_kernel_at's, whose kernels run on one
+ * device; found by name for the verbs (`tilesim sweep ring_allreduce`). */
+extern const pl_kernel_def ex_def_ring_allreduce, ex_def_ring_allgather;
+const pl_kernel_def *ex_mesh_kernel_find(const char *name);
+
 /* The builds of two definitions with their tables given rather than drawn
  * from a parameter, for the example programs that take them on the command
  * line (the rest of the definition applies unchanged: its inputs and

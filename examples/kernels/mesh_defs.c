@@ -1,0 +1,135 @@
+/* examples/kernels/mesh_defs.c: the built-in ring programs as mesh kernel
+ * definitions (sim/kdef.h, .mesh and .mesh_reference; registry.h,
+ * ex_mesh_kernel_find), so that `tilesim sweep ring_allreduce --vary
+ * devices=4,8,16`, `tilesim profile ring_allgather` and `tilesim run
+ * ring_allreduce --set devices=8 --html page.html` take them as they take
+ * a plugin's. `tilesim run NAME --devices N` still runs the program
+ * (mesh_progs.h), with its closed form and its own checks.
+ *
+ * Both keep x and o in HBM (ANY) and are the kernels of ring_allreduce.h
+ * and ring_allgather.h unchanged; here only the parameters, the mesh (a
+ * ring of `devices`) and the references live. */
+#include <stdio.h>
+#include <string.h>
+
+#include "registry.h"
+#include "ring_allgather.h"
+#include "ring_allreduce.h"
+
+enum { MD_DEVICES, MD_ROWS, MD_COLS };
+
+static int ring_of(const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
+{
+    char spec[32];
+    snprintf(spec, sizeof spec, "ring:%lld", (long long)v[MD_DEVICES]);
+    return pl_mesh_parse(spec, mesh, msg, n);
+}
+
+static int ring_size_check(const int64_t *v, char *msg, size_t n)
+{
+    if (v[MD_DEVICES] < 2 || v[MD_DEVICES] > PL_MESH_MAX_DEVICES || v[MD_ROWS] < 1 || v[MD_COLS] < 1) {
+        snprintf(msg, n, "devices=%lld, rows=%lld, cols=%lld: a ring takes 2 to %d devices and rows, cols >= 1",
+                 (long long)v[MD_DEVICES], (long long)v[MD_ROWS], (long long)v[MD_COLS], PL_MESH_MAX_DEVICES);
+        return PL_EINVAL;
+    }
+    return PL_OK;
+}
+
+/* ---- ring_allreduce ---------------------------------------------------------- */
+
+static ar_shape ar_of(const int64_t *v) { return (ar_shape){(int)v[MD_DEVICES], v[MD_ROWS], v[MD_COLS]}; }
+
+static int ar_check(const int64_t *v, char *msg, size_t n)
+{
+    if (ring_size_check(v, msg, n) != PL_OK) return PL_EINVAL;
+    ar_shape s = ar_of(v);
+    return ar_shape_check(&s, msg, n);
+}
+
+static int ar_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    ar_shape s = ar_of(v);
+    ar_call(&b->call, &s, NULL);
+    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
+    return PL_OK;
+}
+
+/* Every device's o is the sum of every device's x, in double; N - 1 f32
+ * additions in the ring's order round by at most (N - 1) u sum|x| (u =
+ * 2^-24), and the inputs lie in [-1, 1). */
+static int ar_reference_of(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    (void)device;
+    int64_t count = v[MD_ROWS] * v[MD_COLS];
+    float *o = want[0].data;
+    for (int64_t i = 0; i < count; i++) {
+        double sum = 0;
+        for (int d = 0; d < n_devices; d++) sum += ((const float *)devs[d].args[0].data)[i];
+        o[i] = (float)sum;
+    }
+    return pl_want_tolerance(&want[0], 0, (double)(n_devices - 1) * n_devices * 0x1p-24 + 0x1p-24);
+}
+
+static double ar_bytes(const int64_t *v) { return 8.0 * (double)(v[MD_ROWS] * v[MD_COLS]); }
+
+const pl_kernel_def ex_def_ring_allreduce = {
+    .name = "ring_allreduce",
+    .summary = "a bidirectional ring all-reduce: every device ends with the sum of every device's x",
+    .n_params = 3,
+    .params = {{.name = "devices", .def = 8, .help = "devices in the ring"},
+               {.name = "rows", .def = 1024, .help = "rows of x and o (a multiple of 2 x devices)"},
+               {.name = "cols", .def = 1024, .help = "columns of x and o"}},
+    .check = ar_check,
+    .build = ar_build,
+    .bytes = ar_bytes,
+    .mesh = ring_of,
+    .mesh_reference = ar_reference_of,
+};
+
+/* ---- ring_allgather ---------------------------------------------------------- */
+
+static int ra_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    ra_shape s = {(int)v[MD_DEVICES], v[MD_ROWS], v[MD_COLS]};
+    ra_call(&b->call, &s, NULL);
+    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, s.devices * s.rows, s.cols);
+    return PL_OK;
+}
+
+/* Every device's o is the devices' shards one after the other, exactly. */
+static int ra_reference_of(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    (void)device;
+    size_t shard = (size_t)(v[MD_ROWS] * v[MD_COLS]) * sizeof(float);
+    for (int d = 0; d < n_devices; d++) memcpy((char *)want[0].data + (size_t)d * shard, devs[d].args[0].data, shard);
+    return pl_want_tolerance(&want[0], 0, 0x1p-149); /* a copy: bit for bit (below f32's least step) */
+}
+
+static double ra_bytes(const int64_t *v) { return 4.0 * (double)(v[MD_DEVICES] + 1) * (double)(v[MD_ROWS] * v[MD_COLS]); }
+
+const pl_kernel_def ex_def_ring_allgather = {
+    .name = "ring_allgather",
+    .summary = "a ring all-gather: every device ends with every device's shard, in device order",
+    .n_params = 3,
+    .params = {{.name = "devices", .def = 8, .help = "devices in the ring"},
+               {.name = "rows", .def = 256, .help = "rows of a shard"},
+               {.name = "cols", .def = 1024, .help = "columns"}},
+    .check = ring_size_check,
+    .build = ra_build,
+    .bytes = ra_bytes,
+    .mesh = ring_of,
+    .mesh_reference = ra_reference_of,
+};
+
+static const pl_kernel_def *const mesh_defs[] = {&ex_def_ring_allreduce, &ex_def_ring_allgather};
+
+const pl_kernel_def *ex_mesh_kernel_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof mesh_defs / sizeof *mesh_defs; i++)
+        if (strcmp(mesh_defs[i]->name, name) == 0) return mesh_defs[i];
+    return NULL;
+}
