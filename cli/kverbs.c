@@ -290,6 +290,43 @@ static int verify_outputs(const pl_kernel_def *d, const vstate *s, FILE *f, pl_c
     return worst;
 }
 
+/* verify of a mesh kernel: every device against its mesh_reference, the
+ * worst device's verdict per output (kdef_mesh.c), then PASS, MARGINAL or FAIL. */
+static int verify_mesh(const cli_cmd *cmd, const cli_kopts *o, const pl_kernel_def *d, const int64_t *v,
+                       const pl_options *opt)
+{
+    if (!d->mesh_reference)
+        return cli_fail(cmd, "kernel '%s' defines no mesh_reference: there is nothing to verify against", d->name);
+    if (o->heatmap) return cli_fail(cmd, "--heatmap draws one device's output; '%s' is a mesh kernel", d->name);
+    char label[512];
+    pl_kernel_format(d, v, label, sizeof label);
+    mesh_out mo = {0};
+    pl_report *rep = calloc(1, sizeof *rep);
+    pl_check check[PL_MAX_OPERANDS];
+    if (!rep) return fprintf(stderr, "tilesim verify: out of host memory\n"), 1;
+    memset(check, 0, sizeof check);
+    pl_options run_opt = *opt;
+    run_opt.cost_only = 0;
+    fprintf(stdout, "verify: %s %s on %s against its reference on every device (V5)\n", d->name, label,
+            opt->chip_spec->name);
+    fflush(stdout);
+    int st = run_mesh(d, v, &run_opt, rep, check, stdout, &mo), rc;
+    if (st != PL_OK && st != PL_EVERIFY) rejected(cmd, d, label, rep), rc = exit_for(st);
+    else {
+        const char *names[PL_MAX_OPERANDS];
+        int n_outs = 0;
+        for (int i = 0; i < rep->n_operands && n_outs < PL_MAX_OPERANDS; i++)
+            if (rep->op[i].role == PL_ROLE_OUT) names[n_outs++] = rep->op[i].name;
+        char mline[PL_MSG_MAX];
+        const char *marginal = st == PL_OK ? marginal_line(check, n_outs, names, mline, sizeof mline) : NULL;
+        fprintf(stdout, "%s\n", st == PL_OK ? (marginal ? marginal : "PASS") : "FAIL");
+        rc = marginal && o->strict ? 1 : exit_for(st);
+    }
+    free(mo.reps);
+    free(rep);
+    return cli_finish_stdout(cmd, rc);
+}
+
 int cli_verify(int argc, char **argv)
 {
     const cli_cmd *cmd = &cli_verify_cmd;
@@ -300,6 +337,7 @@ int cli_verify(int argc, char **argv)
     pl_options opt;
     int rc = cli_kernel_setup(cmd, K_VERIFY_OPTS, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
+    if (d->mesh) return verify_mesh(cmd, &o, d, v, &opt);
     if (!d->reference) return cli_fail(cmd, "kernel '%s' defines no reference: there is nothing to verify against",
                                        d->name);
     char label[512], msg[PL_MSG_MAX];

@@ -177,6 +177,20 @@ Test(kdef_mesh, the_ring_reduce_scatter_template_runs_and_passes_on_8_devices)
     th_run_free(&r);
 }
 
+Test(kdef_mesh, verify_checks_every_device_and_refuses_a_heatmap)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("verify", ring_plugin(path, sizeof path), "--set", "devices=8", "--set", "rows=8");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "against its reference on every device (V5)"), "%s", r.out);
+    cr_assert(strstr(r.out, "of 8 (the worst) vs reference") && strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("verify", path, "--heatmap", "/tmp/tilesim_mesh_heatmap.svg");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "--heatmap draws one device's output"), "%s", r.err);
+    th_run_free(&r);
+}
+
 Test(kdef_mesh, list_says_a_mesh_kernel_and_its_mesh)
 {
     char path[PATH_MAX];
@@ -212,7 +226,7 @@ Test(kdef_mesh, verbs_that_draw_one_device_refuse_a_mesh_kernel_by_name)
 {
     char path[PATH_MAX];
     ring_plugin(path, sizeof path);
-    const char *const verbs[] = {"explain", "memory", "verify"};
+    const char *const verbs[] = {"explain", "memory"};
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
         th_run r = TH_RUN(verbs[i], path);
         cr_assert_eq(r.status, 2, "%s: %s%s", verbs[i], r.out, r.err);
