@@ -15,7 +15,7 @@
 const cli_cmd cli_review_cmd = {
     "review", "tilesim review --model NAME|FILE --chip NAME --prompt P --context C --ttft T --tpot T [options]",
     "tilesim review --model NAME|FILE [--chip NAME | --chip-file FILE] --prompt P --context C --ttft 500ms "
-    "--tpot 30ms [--quant bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]"};
+    "--tpot 30ms [--quant bf16,int8,fp8] [--kv bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]"};
 
 void cli_review_help(FILE *f)
 {
@@ -32,6 +32,8 @@ void cli_review_help(FILE *f)
             "                     and TPOT is a decode step at the average context (P + C) / 2\n"
             "  --ttft T, --tpot T targets, with a unit: 500ms, 0.5s, 800us (from 1us to an hour)\n"
             "  --quant LIST       weight dtypes among bf16,int8,fp8 (default: those the chip's MXU serves, T10)\n"
+            "  --kv LIST          KV cache dtypes among bf16,int8,fp8 (default: bf16 and fp8, and int8 where the\n"
+            "                     MXU has an int8 path; 8-bit pages are widened in registers by the attention kernel)\n"
             "  --chips LIST       TP degrees to weigh (default 1,2,4,8; 1 on a chip with ici_links = 0)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
             "  --all              list every configuration weighed (default: the ten with the most tokens/s/chip,\n"
@@ -69,19 +71,20 @@ static int parse_duration(const cli_cmd *cmd, const char *what, const char *s, d
     return 0;
 }
 
-static int parse_quant(const cli_cmd *cmd, const char *s, pl_review_brief *b)
+/* --quant or --kv: a list of bf16, int8, fp8 into out[0 .. *n-1] */
+static int parse_wlist(const cli_cmd *cmd, const char *opt, const char *s, pl_wdtype *out, int *n)
 {
-    b->n_quant = 0;
+    *n = 0;
     for (const char *p = s;;) {
         size_t len = strcspn(p, ",");
         char one[16];
         snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), p);
         pl_wdtype w;
         if (len == 0 || len > 15 || pl_wdtype_parse(one, &w) != PL_OK)
-            return cli_fail(cmd, "--quant '%s': want a list of bf16, int8, fp8", CLI_CUT(s));
-        for (int i = 0; i < b->n_quant; i++)
-            if (b->quant[i] == w) return cli_fail(cmd, "--quant '%s': %s appears twice", CLI_CUT(s), one);
-        b->quant[b->n_quant++] = w;
+            return cli_fail(cmd, "%s '%s': want a list of bf16, int8, fp8", opt, CLI_CUT(s));
+        for (int i = 0; i < *n; i++)
+            if (out[i] == w) return cli_fail(cmd, "%s '%s': %s appears twice", opt, CLI_CUT(s), one);
+        out[(*n)++] = w;
         if (!p[len]) return 0;
         p += len + 1;
     }
@@ -99,10 +102,11 @@ static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
 }
 
 enum { O_MODEL, O_CHIP, O_CHIP_FILE, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT, O_QUANT, O_CHIPS, O_BATCH, O_JSON, O_THREADS,
-       O_ALL };
+       O_ALL, O_KV };
 static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file", 1}, {"--prompt", 1},
                                     {"--context", 1}, {"--ttft", 1}, {"--tpot", 1}, {"--quant", 1},
-                                    {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}, {"--all", 0}};
+                                    {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}, {"--all", 0},
+                                    {"--kv", 1}};
 #define NSPECS ((int)(sizeof specs / sizeof *specs))
 
 static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
@@ -115,10 +119,13 @@ static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
     b->n_chips = n;
     if ((rc = cli_parse_list(cmd, "--batch", batch, 4096, b->batch, &n))) return rc;
     b->n_batch = n;
-    if (a->val[O_QUANT]) return parse_quant(cmd, a->val[O_QUANT], b);
+    if (a->val[O_QUANT] && (rc = parse_wlist(cmd, "--quant", a->val[O_QUANT], b->quant, &b->n_quant))) return rc;
+    if (a->val[O_KV] && (rc = parse_wlist(cmd, "--kv", a->val[O_KV], b->kv, &b->n_kv))) return rc;
     for (int w = 0; w < PL_W_COUNT; w++) {
         char why[160];
-        if (pl_review_wdtype_ok(b->chip, (pl_wdtype)w, why, sizeof why)) b->quant[b->n_quant++] = (pl_wdtype)w;
+        if (!a->val[O_QUANT] && pl_review_wdtype_ok(b->chip, (pl_wdtype)w, why, sizeof why))
+            b->quant[b->n_quant++] = (pl_wdtype)w;
+        if (!a->val[O_KV] && pl_review_kv_ok(b->chip, (pl_wdtype)w, why, sizeof why)) b->kv[b->n_kv++] = (pl_wdtype)w;
     }
     return 0;
 }

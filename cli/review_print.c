@@ -38,7 +38,7 @@ static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result
     fprintf(f, "recommended: %lld device%s (%.1f chip%s of %s) as a 1 x %lld ring, TP %lld, weights %s, KV cache %s, "
             "batch %lld\n", (long long)c->chips, c->chips == 1 ? "" : "s", (double)c->chips / dpc,
             c->chips == dpc ? "" : "s", b->chip->name, (long long)c->chips, (long long)c->chips,
-            pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
+            pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch);
     fprintf(f, "  TTFT  %10s  (roofline %s; prefill %s + first decode step %s)\n", ms(c->ttft_s, t1, sizeof t1),
             ms(c->prefill.roof_s + c->decode.roof_s, t2, sizeof t2), ms(c->prefill.total_s, t3, sizeof t3),
             ms(c->decode.total_s, t4, sizeof t4));
@@ -166,7 +166,7 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
         snprintf(tok, sizeof tok, c->tok_s_chip > 0 ? "%.0f" : "-", c->tok_s_chip);
         cli_first_sentence(i == r->best ? "recommended" : c->reason, VERDICT_MAX, verdict, sizeof verdict);
         fprintf(f, "%7lld %4lld %7s %4s %6lld %11s %11s %11s  %s\n", (long long)c->chips, (long long)c->chips,
-                pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch, ms(c->ttft_s, t1, sizeof t1),
+                pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch, ms(c->ttft_s, t1, sizeof t1),
                 ms(c->tpot_s, t2, sizeof t2), tok, verdict);
         if (i != r->best && shown) print_detail(f, r, c, verdict, shown);
     }
@@ -210,7 +210,7 @@ static void json_config(FILE *f, const pl_review_result *r, const pl_review_conf
 {
     fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"mesh\": \"1x%lld\", \"weights\": \"%s\", \"kv\": \"%s\", "
             "\"batch\": %lld, \"verdict\": ", (long long)c->chips, (long long)c->chips, (long long)c->chips,
-            pl_wdtype_name(c->wq), pl_dtype_name(c->kv), (long long)c->batch);
+            pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch);
     pl_json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
     fprintf(f, ", \"reason\": "), pl_json_string(f, best ? "" : c->reason);
     fprintf(f, ", \"detail\": "), /* the whole message the one-line reason starts */

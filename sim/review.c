@@ -55,7 +55,8 @@ static int check_fit(const pl_review_brief *b, pl_review_config *c, const rv_dim
     const pl_model *m = b->model;
     double wb = c->wq == PL_W_BF16 ? 2 : 1;
     c->weight_bytes = m->params * wb / (double)c->chips;
-    c->kv_bytes = (double)c->batch * b->context * 2.0 * d->kvheads * m->head_dim * m->layers * 2.0;
+    c->kv_bytes = (double)c->batch * b->context * 2.0 * d->kvheads * m->head_dim * m->layers *
+                  (double)pl_dtype_size(c->kv);
     int64_t widest = d->qkv_n > d->up_n ? d->qkv_n : d->up_n;
     c->act_bytes = 2.0 * b->prompt * (double)(m->d_model + widest) * 2.0;
     c->hbm_bytes = (double)b->chip->hbm_bytes;
@@ -82,7 +83,7 @@ static int add_step(pl_review_result *r, const pl_review_brief *b, pl_review_con
     j[J_DOWN] = rv_job(r, RV_MATMUL, tok, D, d->down_k, c->wq, 0);
     j[J_HEAD] = rv_job(r, RV_MATMUL, pre ? 1 : tok, d->head_n, D, c->wq, 0);
     j[J_ATTN] = pre ? rv_job(r, RV_FLASH, d->qheads, b->prompt, m->head_dim, 1, 0)
-                    : rv_job(r, RV_PAGED, c->batch * d->kvheads, d->group, m->head_dim, r->avg_context, PL_BF16);
+                    : rv_job(r, RV_PAGED, c->batch * d->kvheads, d->group, m->head_dim, r->avg_context, c->kv);
     j[J_AR] = c->chips > 1 ? rv_job(r, RV_ALLREDUCE, c->chips, tok * D * 2, 0, 0, 0) : -1;
     for (int i = 0; i < J_PER_STEP; i++)
         if (j[i] < -1 || (j[i] == -1 && i != J_AR)) return PL_ENOMEM;
@@ -94,9 +95,9 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
     const pl_model *m = b->model;
     for (int i = 0; i < 16; i++) c->job[i] = -1;
     c->detail_job = -1;
-    c->kv = PL_BF16;
     if (!rv_tp_ok(b, c->chips, c->reason, sizeof c->reason) ||
-        !pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason)) {
+        !pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason) ||
+        !pl_review_kv_ok(b->chip, c->kvq, c->reason, sizeof c->reason)) {
         c->verdict = PL_RV_ILLEGAL;
         return;
     }
@@ -158,7 +159,7 @@ static void roofline(const pl_review_result *r, const pl_review_brief *b, const 
     rv_dims d = rv_dims_of(m, c->chips);
     double wb = c->wq == PL_W_BF16 ? 2 : 1, L = (double)m->layers, W = layer_weights(m, &d) * L;
     double head = (double)m->d_model * d.head_n, tok = pre ? (double)b->prompt : (double)c->batch;
-    double kv_tok = 2.0 * d.kvheads * m->head_dim * L * 2.0; /* KV bytes per token per device */
+    double kv_tok = 2.0 * d.kvheads * m->head_dim * L * (double)pl_dtype_size(c->kv); /* KV bytes per token per device */
     if (pre) {
         p->flops = 2 * tok * W + 2 * head + 2.0 * tok * tok * d.qheads * m->head_dim * L; /* causal: half of 4 */
         p->bytes = (W + head) * wb + tok * kv_tok;                                         /* write the KV */
@@ -220,8 +221,11 @@ static void choose(pl_review_result *r, const pl_review_brief *b)
         pl_review_config *c = &r->configs[i];
         if (c->verdict != PL_RV_BEST || i == r->best) continue;
         c->verdict = PL_RV_SLOWER;
-        snprintf(c->reason, sizeof c->reason, "fewer tokens/s/chip: %.0f vs %.0f", c->tok_s_chip,
-                 r->configs[r->best].tok_s_chip);
+        double top = r->configs[r->best].tok_s_chip;
+        if (c->tok_s_chip >= top) /* a tie: the first weighed is recommended */
+            snprintf(c->reason, sizeof c->reason, "fewer tokens/s/chip: none, it ties the recommended one at %.0f",
+                     top);
+        else snprintf(c->reason, sizeof c->reason, "fewer tokens/s/chip: %.0f vs %.0f", c->tok_s_chip, top);
     }
     if (r->best >= 0) bottleneck(r, b);
 }
@@ -234,7 +238,7 @@ static int check_brief(const pl_review_brief *b, const pl_review_kernels *k, cha
                         (long long)b->context, (long long)b->prompt), PL_EINVAL;
     if (!(b->ttft_s > 0) || !(b->tpot_s > 0)) return snprintf(err, n, "review: the targets must be > 0"), PL_EINVAL;
     if (b->n_chips < 1 || b->n_quant < 1 || b->n_batch < 1 || b->n_chips > PL_REVIEW_MAX_LIST ||
-        b->n_quant > PL_W_COUNT || b->n_batch > PL_REVIEW_MAX_LIST)
+        b->n_quant > PL_W_COUNT || b->n_batch > PL_REVIEW_MAX_LIST || b->n_kv < 0 || b->n_kv > PL_W_COUNT)
         return snprintf(err, n, "review: empty or too long a list of chips, quantizations or batches"), PL_EINVAL;
     for (int i = 0; i < b->n_chips; i++)
         if (b->chips[i] < 1 || b->chips[i] > 256) return snprintf(err, n, "review: chips must be 1 to 256"), PL_EINVAL;
@@ -253,15 +257,19 @@ int pl_review_run(const pl_review_brief *b, const pl_review_kernels *k, pl_revie
     int rc = check_brief(b, k, err, n);
     if (rc || (rc = pl_review_check(b, err, n))) return rc;
     r->avg_context = (b->prompt + b->context) / 2;
-    r->configs = calloc((size_t)(b->n_chips * b->n_quant * b->n_batch), sizeof *r->configs);
+    int n_kv = b->n_kv > 0 ? b->n_kv : 1;
+    r->configs = calloc((size_t)(b->n_chips * b->n_quant * n_kv * b->n_batch), sizeof *r->configs);
     if (!r->configs) return snprintf(err, n, "review: out of host memory"), PL_ENOMEM;
     for (int ci = 0; ci < b->n_chips; ci++)
         for (int qi = 0; qi < b->n_quant; qi++)
-            for (int bi = 0; bi < b->n_batch; bi++) {
-                pl_review_config *c = &r->configs[r->n_configs++];
-                c->chips = b->chips[ci], c->wq = b->quant[qi], c->batch = b->batch[bi];
-                setup_config(r, b, c, &rc);
-            }
+            for (int ki = 0; ki < n_kv; ki++)
+                for (int bi = 0; bi < b->n_batch; bi++) {
+                    pl_review_config *c = &r->configs[r->n_configs++];
+                    c->chips = b->chips[ci], c->wq = b->quant[qi], c->batch = b->batch[bi];
+                    c->kvq = b->n_kv > 0 ? b->kv[ki] : PL_W_BF16;
+                    c->kv = pl_review_kv_dtype(c->kvq);
+                    setup_config(r, b, c, &rc);
+                }
     if (rc == PL_ENOMEM) snprintf(err, n, "review: out of host memory");
     if (rc == PL_OK) rc = rv_jobs_run(r, b, k, err, n);
     if (rc != PL_OK) {

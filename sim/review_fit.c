@@ -38,6 +38,20 @@ int pl_wdtype_parse(const char *s, pl_wdtype *out)
     return PL_EINVAL;
 }
 
+pl_dtype pl_review_kv_dtype(pl_wdtype w) { return w == PL_W_INT8 ? PL_I8 : w == PL_W_FP8 ? PL_F8E4M3 : PL_BF16; }
+
+/* KV caches: bf16, or 8-bit pages the attention kernel widens to bf16 in
+ * registers (a VPU cast; the scales fold into the softmax's and the
+ * output's). fp8 is a storage format on any chip; int8 is weighed where
+ * the chip's MXU has an int8 path, as serving stacks offer it (issue 24). */
+int pl_review_kv_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)
+{
+    if (w != PL_W_INT8 || chip->int8_ops > 0) return 1;
+    snprintf(msg, n, "an int8 KV cache is weighed only where the MXU has an int8 path; %s has none (fp8 instead)",
+             chip->name);
+    return 0;
+}
+
 /* The one rule for weight dtypes per chip (T10): int8 needs an int8 MXU
  * path (int8_ops > 0: v4 to v6e), fp8 an fp8 one (fp8_ops > 0: v7x). */
 int pl_review_wdtype_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)

@@ -64,7 +64,7 @@ typedef struct rv_sweep {
 static const char *const names[RV_ALLREDUCE][8] = {
     {"M", "N", "K", "bm", "bn", "bk", "wdtype", NULL},
     {"heads", "sq", "skv", "d", "bq", "bk", "causal", "dtype"},
-    {"batch", "heads", "dim", "max_len", "page", "dtype", NULL, NULL},
+    {"batch", "heads", "dim", "max_len", "page", "kv", NULL, NULL},
 };
 
 /* A tiling with more grid steps (or pages) than this is not simulated: a

@@ -59,11 +59,16 @@ const char *pl_wdtype_name(pl_wdtype w);
 int pl_wdtype_parse(const char *s, pl_wdtype *out);
 /* 1 when chip serves weights of w; else 0 and why in msg */
 int pl_review_wdtype_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n);
+/* 1 when the review weighs a KV cache of w on chip (bf16 and fp8 always,
+ * int8 where int8_ops > 0); else 0 and why in msg. */
+int pl_review_kv_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n);
+/* The KV cache dtype of w: bf16, i8 or f8e4m3. */
+pl_dtype pl_review_kv_dtype(pl_wdtype w);
 
 /* The kernels the review times. matmul: params M, N, K, bm, bn, bk, wdtype
  * (a pl_wdtype; activations bf16); flash: sq, skv, d, bq, bk, heads, causal,
- * dtype; paged: batch, heads, dim, page, max_len, dtype, every sequence
- * max_len long. allreduce_s: the simulated time of a ring all-reduce of
+ * dtype; paged: batch, heads, dim, page, max_len, kv (the pages' dtype; q
+ * and o bf16), every sequence max_len long. allreduce_s: the simulated time of a ring all-reduce of
  * `bytes` per device over `devices` devices (0 < return), or < 0 with err. */
 typedef struct pl_review_kernels {
     const pl_kernel_def *matmul, *flash, *paged;
@@ -86,6 +91,11 @@ typedef struct pl_review_brief {
     int64_t chips[PL_REVIEW_MAX_LIST];  /* tensor-parallel degrees (one 1 x N ring each) */
     pl_wdtype quant[PL_W_COUNT];
     int64_t batch[PL_REVIEW_MAX_LIST];
+    /* KV cache dtypes to weigh (issue 24): bf16, or an 8-bit cache the
+     * attention kernel widens in registers (fp8 on every chip; int8 where
+     * the chip's MXU has an int8 path, pl_review_kv_ok). n_kv 0: bf16 only. */
+    int n_kv;
+    pl_wdtype kv[PL_W_COUNT];
 } pl_review_brief;
 
 typedef enum pl_review_verdict {
@@ -107,7 +117,8 @@ typedef struct pl_review_parts {
 typedef struct pl_review_config {
     int64_t chips, batch;
     pl_wdtype wq;
-    pl_dtype kv;
+    pl_dtype kv;        /* the KV cache's dtype (of kvq) */
+    pl_wdtype kvq;      /* the KV choice weighed (bf16, int8, fp8) */
     pl_review_verdict verdict;
     char reason[256];
     double weight_bytes, kv_bytes, act_bytes, hbm_bytes; /* per chip; hbm: the chip's capacity */

@@ -77,7 +77,7 @@ Test(chip_no_ici, tilesim_review_with_such_a_chip_file_recommends_one_device)
                       "--ttft", "1s", "--tpot", "1s", "--batch", "1,4");
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "recommended: 1 device (1.0 chip of lonely)"), "%s", r.out);
-    cr_expect(strstr(r.out, "weighed 4 configurations"), "TP 1 only, 2 dtypes x 2 batches: %s", r.out);
+    cr_expect(strstr(r.out, "weighed 12 configurations"), "TP 1 only, 2 dtypes x 3 KV caches x 2 batches: %s", r.out);
     th_run_free(&r);
     unlink(chip);
     unlink(model);

@@ -71,7 +71,7 @@ Test(review_verdict, tilesim_review_prints_each_verdict_on_one_line_and_the_deta
     char path[64];
     th_temp_file(path, MODEL_FILE);
     th_run r = TH_RUN("review", "--model", path, "--prompt", "512", "--context", "1024", "--ttft", "1s", "--tpot",
-                      "1s", "--chips", "1", "--batch", "1", "--quant", "bf16,int8");
+                      "1s", "--chips", "1", "--batch", "1", "--quant", "bf16,int8", "--kv", "bf16");
     cr_expect_eq(r.status, 1, "nothing is legal: %s%s", r.out, r.err);
     int rows = 0, buffers = 0;
     for (const char *p = strstr(r.out, "\n      1    1 "); p; p = strstr(p, "\n      1    1 ")) {

@@ -148,6 +148,12 @@ static int pad_check(const int64_t *v, char *msg, size_t n)
 
 int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b, char *msg, size_t n)
 {
+    return ex_paged_build_kv(v, lengths, (pl_dtype)v[A_DT], b, msg, n);
+}
+
+int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, pl_kernel_build *b, char *msg,
+                      size_t n)
+{
     int rc = pad_check(v, msg, n);
     if (rc != PL_OK) return rc;
     int64_t batch = v[A_BATCH], *len = malloc(sizeof(int64_t) * (size_t)batch);
@@ -166,14 +172,14 @@ int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b,
     free(len), free(tables), free(lens);
     if (!t || !l) return PL_ENOMEM;
     pl_dtype dt = (pl_dtype)v[A_DT];
-    pa_call(&b->call, (pa_params *)b->param, &s, dt);
+    pa_call(&b->call, (pa_params *)b->param, &s, kv);
     b->call.user = b->param;
     b->n_args = 5;
     b->args[0] = PL_ARRAY((void *)t, PL_I32, batch, s.pages_per_seq);
     b->args[1] = PL_ARRAY((void *)l, PL_I32, batch);
     b->args[2] = PL_ARRAY(NULL, dt, batch, s.heads, s.dim);
-    b->args[3] = PL_ARRAY(NULL, dt, s.num_pages, s.page, s.dim);
-    b->args[4] = PL_ARRAY(NULL, dt, s.num_pages, s.page, s.dim);
+    b->args[3] = PL_ARRAY(NULL, kv, s.num_pages, s.page, s.dim);
+    b->args[4] = PL_ARRAY(NULL, kv, s.num_pages, s.page, s.dim);
     b->n_outs = 1;
     b->outs[0] = PL_ARRAY(NULL, dt, batch, s.heads, s.dim);
     return PL_OK;

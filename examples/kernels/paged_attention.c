@@ -34,10 +34,15 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
     int64_t pages = (len + page - 1) / page;
     pl_ref q = refs[R_Q], o = refs[R_O], m = refs[R_M], l = refs[R_L], acc = refs[R_ACC];
     /* the scores of a page and the row statistics: values, in registers, not VMEM (values.h) */
-    int64_t h = q.shape[0];
-    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_F32, h, page) + 3 * ex_value_bytes(PL_F32, h, 1));
+    int64_t h = q.shape[0], d = q.shape[1];
+    /* an 8-bit cache (i8, f8e4m3) is widened to q's dtype in registers on its way to the MXU, as
+     * serving kernels dequantize theirs; its scale folds into the softmax's and the output's */
+    int widen = refs[R_KBUF].dtype != q.dtype;
+    size_t wide = widen ? 2 * ex_value_bytes(q.dtype, page, d) : 0;
+    ex_values *vals = ex_values_begin(c, ex_value_bytes(PL_F32, h, page) + 3 * ex_value_bytes(PL_F32, h, 1) + wide);
     pl_ref scores = ex_value(vals, PL_F32, h, page), m_new = ex_value(vals, PL_F32, h, 1);
     pl_ref alpha = ex_value(vals, PL_F32, h, 1), rowsum = ex_value(vals, PL_F32, h, 1);
+    pl_ref kw = widen ? ex_value(vals, q.dtype, page, d) : q, vw = widen ? ex_value(vals, q.dtype, page, d) : q;
     if (pages == 0) { /* an empty sequence attends to nothing */
         pl_fill(c, o, 0);
         return;
@@ -61,6 +66,11 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
         /* the tokens of this page that belong to the sequence */
         pl_ref kp = pl_ds(c, pl_at(c, refs[R_KBUF], slot), 0, 0, valid);
         pl_ref vp = pl_ds(c, pl_at(c, refs[R_VBUF], slot), 0, 0, valid);
+        if (widen) {
+            pl_ref kv = pl_ds(c, kw, 0, 0, valid), vv = pl_ds(c, vw, 0, 0, valid);
+            pl_cast(c, kv, kp), pl_cast(c, vv, vp);
+            kp = kv, vp = vv;
+        }
         pl_ref s = pl_ds(c, scores, 1, 0, valid);
         pl_dot(c, s, q, kp, PL_DOT_TRANS_B); /* s = q @ k^T */
         pl_scale(c, s, s, prm->scale);

@@ -103,7 +103,7 @@ const pl_kernel_def ex_def_review_matmul = {
 
 /* ---- review_paged --------------------------------------------------------------- */
 
-enum { A_BATCH, A_HEADS, A_DIM, A_PAGE, A_MAXLEN, A_LSEED, A_DT };
+enum { A_BATCH, A_HEADS, A_DIM, A_PAGE, A_MAXLEN, A_LSEED, A_DT, A_KV };
 
 static int rpa_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 {
@@ -114,7 +114,14 @@ static int rpa_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     int64_t *len = malloc(sizeof *len * (size_t)v[A_BATCH]);
     if (!len) return PL_ENOMEM;
     for (int64_t i = 0; i < v[A_BATCH]; i++) len[i] = v[A_MAXLEN];
-    int rc = ex_paged_build(v, len, b, msg, n);
+    pl_dtype kv = (pl_dtype)v[A_KV];
+    int rc = PL_OK;
+    if (kv != PL_I8 && kv != PL_F8E4M3 && kv != (pl_dtype)v[A_DT]) {
+        snprintf(msg, n, "review_paged: kv = %s must be %s (the dtype's) or an 8-bit cache, i8 or f8e4m3",
+                 pl_dtype_name(kv), pl_dtype_name((pl_dtype)v[A_DT]));
+        rc = PL_EINVAL;
+    }
+    if (rc == PL_OK) rc = ex_paged_build_kv(v, len, kv, b, msg, n);
     free(len);
     return rc;
 }
@@ -122,13 +129,13 @@ static int rpa_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 static double rpa_flops(const int64_t *v) { return 4.0 * v[A_BATCH] * (double)v[A_HEADS] * v[A_DIM] * v[A_MAXLEN]; }
 static double rpa_bytes(const int64_t *v)
 {
-    double es = (double)pl_dtype_size((pl_dtype)v[A_DT]);
-    return es * v[A_BATCH] * (2.0 * v[A_HEADS] * v[A_DIM] + 2.0 * v[A_MAXLEN] * v[A_DIM]);
+    double es = (double)pl_dtype_size((pl_dtype)v[A_DT]), kv = (double)pl_dtype_size((pl_dtype)v[A_KV]);
+    return v[A_BATCH] * (2.0 * es * v[A_HEADS] * v[A_DIM] + 2.0 * kv * v[A_MAXLEN] * v[A_DIM]);
 }
 
 const pl_kernel_def ex_def_review_paged = {
     .name = "review_paged", .summary = "paged_attention with every sequence max_len long (tilesim review)",
-    .n_params = 7,
+    .n_params = 8,
     .params = {{.name = "batch", .def = 4, .help = "sequences (x KV heads), one grid point each"},
                {.name = "heads", .def = 8, .help = "query heads sharing a KV head (a multiple of 8)"},
                {.name = "dim", .def = 128, .help = "head dimension (a multiple of 128)"},
@@ -136,7 +143,9 @@ const pl_kernel_def ex_def_review_paged = {
                 .help = "tokens per page"},
                {.name = "max_len", .def = 300, .help = "every sequence's length"},
                {.name = "lengths_seed", .def = 1, .help = "unused (every length is max_len)"},
-               {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_BF16, .help = "of q, the pages and o: f32 or bf16"}},
+               {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_BF16, .help = "of q and o: f32 or bf16"},
+               {.name = "kv", .kind = PL_PARAM_DTYPE, .def = PL_BF16,
+                .help = "of the KV pages: the dtype's, or i8 or f8e4m3 (widened in registers)"}},
     .build = rpa_build, .flops = rpa_flops, .bytes = rpa_bytes,
 };
 
