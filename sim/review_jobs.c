@@ -64,7 +64,7 @@ typedef struct rv_sweep {
 static const char *const names[RV_ALLREDUCE][8] = {
     {"M", "N", "K", "bm", "bn", "bk", "wdtype", NULL},
     {"heads", "sq", "skv", "d", "bq", "bk", "causal", "dtype"},
-    {"batch", "heads", "dim", "max_len", "page", "kv", NULL, NULL},
+    {"batch", "heads", "dim", "max_len", "page", "kv", "ahead", NULL},
 };
 
 /* A tiling with more grid steps (or pages) than this is not simulated: a
@@ -116,10 +116,12 @@ static int job_rows(rv_sweep *s, int kind, int j, const pl_review_job *job)
                 if ((double)d[0] * cdiv_d(d[1], a[x]) * cdiv_d(d[1], a[y]) <= MAX_STEPS)
                     rc = add_row(s, j, (int64_t[]){d[0], d[1], d[1], d[2], a[x], a[y], d[3], PL_BF16}, 8);
     } else {
+        static const int64_t ahead[] = {1, 2, 4, 8}; /* pages in flight: serving kernels fetch several */
         na = blocks(d[3], pg, 5, a);
         for (int x = 0; x < na && rc == PL_OK; x++)
-            if ((double)d[0] * cdiv_d(d[3], a[x]) <= MAX_STEPS)
-                rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], d[3], a[x], d[4]}, 6);
+            for (int y = 0; y < 4 && rc == PL_OK; y++)
+                if ((double)d[0] * cdiv_d(d[3], a[x]) <= MAX_STEPS && (y == 0 || a[x] * (ahead[y] + 1) <= 4 * d[3]))
+                    rc = add_row(s, j, (int64_t[]){d[0], d[1], d[2], d[3], a[x], d[4], ahead[y]}, 7);
     }
     return rc;
 }

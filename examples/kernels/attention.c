@@ -148,11 +148,11 @@ static int pad_check(const int64_t *v, char *msg, size_t n)
 
 int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b, char *msg, size_t n)
 {
-    return ex_paged_build_kv(v, lengths, (pl_dtype)v[A_DT], b, msg, n);
+    return ex_paged_build_kv(v, lengths, (pl_dtype)v[A_DT], 1, b, msg, n);
 }
 
-int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, pl_kernel_build *b, char *msg,
-                      size_t n)
+int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, int ahead, pl_kernel_build *b,
+                      char *msg, size_t n)
 {
     int rc = pad_check(v, msg, n);
     if (rc != PL_OK) return rc;
@@ -172,6 +172,7 @@ int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, pl_
     free(len), free(tables), free(lens);
     if (!t || !l) return PL_ENOMEM;
     pl_dtype dt = (pl_dtype)v[A_DT];
+    ((pa_params *)b->param)->ahead = ahead;
     pa_call(&b->call, (pa_params *)b->param, &s, kv);
     b->call.user = b->param;
     b->n_args = 5;

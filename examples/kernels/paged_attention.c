@@ -17,13 +17,16 @@ enum {
     R_M, R_L, R_ACC,            /* the online softmax's state, over the pages */
 };
 
-/* The copies of page p of this sequence into slot `slot`. */
+/* The copies of page p of this sequence into slot `slot`, started: k's on
+ * semaphore slot, v's on slots + slot. */
 static void page_copies(pl_ctx *c, pl_ref *refs, int64_t b, int64_t p, int64_t slot, pltpu_copy *k, pltpu_copy *v)
 {
-    int64_t page = (int64_t)pl_get_at(c, refs[R_TABLES], b, p);
+    int64_t page = (int64_t)pl_get_at(c, refs[R_TABLES], b, p), slots = refs[R_KBUF].shape[0];
     pl_ref sems = refs[R_SEMS];
     *k = pltpu_async_copy(c, pl_at(c, refs[R_K], page), pl_at(c, refs[R_KBUF], slot), pl_at(c, sems, slot));
-    *v = pltpu_async_copy(c, pl_at(c, refs[R_V], page), pl_at(c, refs[R_VBUF], slot), pl_at(c, sems, 2 + slot));
+    *v = pltpu_async_copy(c, pl_at(c, refs[R_V], page), pl_at(c, refs[R_VBUF], slot), pl_at(c, sems, slots + slot));
+    pltpu_copy_start(c, k);
+    pltpu_copy_start(c, v);
 }
 
 void pa_kernel(pl_ctx *c, pl_ref *refs)
@@ -47,22 +50,23 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
         pl_fill(c, o, 0);
         return;
     }
-    pltpu_copy k, v, k_next, v_next;
-    page_copies(c, refs, b, 0, 0, &k, &v);
-    pltpu_copy_start(c, &k);
-    pltpu_copy_start(c, &v);
+    /* `ahead` pages fly while one is used (slots = ahead + 1): one hides a
+     * page's transfer; more hide the DMA latency of short pages too, as
+     * serving kernels fetch several pages per block */
+    int64_t slots = refs[R_KBUF].shape[0], ahead = slots - 1;
+    pltpu_copy k[PA_MAX_AHEAD + 1], v[PA_MAX_AHEAD + 1];
+    for (int64_t p = 0; p < ahead && p < pages; p++) page_copies(c, refs, b, p, p, &k[p], &v[p]);
     pl_fill(c, m, -INFINITY);
     pl_fill(c, l, 0);
     pl_fill(c, acc, 0);
     for (int64_t p = 0; p < pages; p++) {
-        int64_t slot = p % 2, valid = len - p * page < page ? len - p * page : page;
-        if (p + 1 < pages) { /* the next page flies while this one is used */
-            page_copies(c, refs, b, p + 1, 1 - slot, &k_next, &v_next);
-            pltpu_copy_start(c, &k_next);
-            pltpu_copy_start(c, &v_next);
+        int64_t slot = p % slots, valid = len - p * page < page ? len - p * page : page;
+        if (p + ahead < pages) { /* into the slot the page before this one left */
+            int64_t next = (p + ahead) % slots;
+            page_copies(c, refs, b, p + ahead, next, &k[next], &v[next]);
         }
-        pltpu_copy_wait(c, &k);
-        pltpu_copy_wait(c, &v);
+        pltpu_copy_wait(c, &k[slot]);
+        pltpu_copy_wait(c, &v[slot]);
         /* the tokens of this page that belong to the sequence */
         pl_ref kp = pl_ds(c, pl_at(c, refs[R_KBUF], slot), 0, 0, valid);
         pl_ref vp = pl_ds(c, pl_at(c, refs[R_VBUF], slot), 0, 0, valid);
@@ -88,7 +92,6 @@ void pa_kernel(pl_ctx *c, pl_ref *refs)
         pl_mul_col(c, acc, acc, alpha);
         pl_dot(c, acc, s, vp, PL_DOT_ACC);
         pl_copy(c, m, m_new);
-        if (p + 1 < pages) k = k_next, v = v_next;
     }
     pl_div_col(c, o, acc, l);
 }
@@ -97,6 +100,7 @@ void pa_call(pl_call *call, pa_params *p, const pa_shape *s, pl_dtype kv_dtype)
 {
     p->scale = 1.0 / sqrt((double)s->dim);
     int64_t h = s->heads, d = s->dim;
+    int64_t slots = (p->ahead < 1 ? 1 : p->ahead > PA_MAX_AHEAD ? PA_MAX_AHEAD : p->ahead) + 1;
     *call = (pl_call){
         .name = "paged_attention",
         .kernel = pa_kernel,
@@ -110,7 +114,8 @@ void pa_call(pl_call *call, pa_params *p, const pa_shape *s, pl_dtype kv_dtype)
         .n_out = 1,
         .out = {PL_BLOCK(PL_MAP(0, PL_ZERO, PL_ZERO), PL_SQUEEZED, h, d)},
         .n_scratch = 6,
-        .scratch = {PLTPU_VMEM(kv_dtype, 2, s->page, d), PLTPU_VMEM(kv_dtype, 2, s->page, d), PLTPU_SEMAPHORE_DMA(4),
+        .scratch = {PLTPU_VMEM(kv_dtype, slots, s->page, d), PLTPU_VMEM(kv_dtype, slots, s->page, d),
+                    PLTPU_SEMAPHORE_DMA(2 * slots),
                     PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, 1), PLTPU_VMEM(PL_F32, h, d)},
     };
     call->in[0].name = "q";
@@ -229,7 +234,7 @@ int pa_run(const int64_t *lengths, int64_t n_seqs, int64_t page, int64_t heads, 
         fill(kf, kt, kv, dt, 2);
         fill(vf, vt, kv, dt, 3);
         pa_reference(&s, tables, lens, qf, kf, vf, ref);
-        pa_params prm;
+        pa_params prm = {0};
         pl_call call;
         pa_call(&call, &prm, &s, dt);
         pl_array args[5] = {PL_ARRAY(tables, PL_I32, n_seqs, s.pages_per_seq), PL_ARRAY(lens, PL_I32, n_seqs),

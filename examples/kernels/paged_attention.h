@@ -30,15 +30,20 @@ typedef struct pa_shape {
     int64_t num_pages;      /* pages in the cache */
 } pa_shape;
 
+/* Pages in flight while one is used, at most (PA_MAX_AHEAD). */
+#define PA_MAX_AHEAD 16
+
 typedef struct pa_params {
-    double scale;           /* 1 / sqrt(dim) */
+    double scale;           /* 1 / sqrt(dim) (pa_call sets it) */
+    int ahead;              /* pages in flight while one is used: 1 (0 too) double-buffers; more hide the
+                               DMA latency of short pages; at most PA_MAX_AHEAD. Set before pa_call */
 } pa_params;
 
 void pa_kernel(pl_ctx *c, pl_ref *refs);
 
 /* Describe the call: 2 prefetch args, 3 inputs (q in VMEM blocks, k and v
- * pages in ANY), 1 output, and the scratch the kernel needs. p must outlive
- * the call. */
+ * pages in ANY), 1 output, and the scratch the kernel needs (p->ahead + 1
+ * page slots for k and for v). p must outlive the call. */
 void pa_call(pl_call *call, pa_params *p, const pa_shape *s, pl_dtype kv_dtype);
 
 /* The reference on the host, through cblas_sgemm and a softmax in double:

@@ -47,9 +47,10 @@ int ex_block_sparse_build(const int64_t *v, double density, pl_kernel_build *b, 
 int ex_grouped_build(const int64_t *v, const int64_t *sizes, pl_kernel_build *b, char *msg, size_t n);
 int ex_paged_build(const int64_t *v, const int64_t *lengths, pl_kernel_build *b, char *msg, size_t n);
 /* paged_attention's build with the KV pages in kv (the dtype parameter's,
- * or an 8-bit cache, i8 or f8e4m3, that the kernel widens to q's dtype). */
-int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, pl_kernel_build *b, char *msg,
-                      size_t n);
+ * or an 8-bit cache, i8 or f8e4m3, that the kernel widens to q's dtype)
+ * and `ahead` pages in flight while one is used (1: double-buffered). */
+int ex_paged_build_kv(const int64_t *v, const int64_t *lengths, pl_dtype kv, int ahead, pl_kernel_build *b,
+                      char *msg, size_t n);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 
 #include "kdef_util.h"
 #include "registry.h"
+#include "paged_attention.h"
 #include "review_defs.h"
 #include "ring_allreduce.h"
 
@@ -103,7 +104,7 @@ const pl_kernel_def ex_def_review_matmul = {
 
 /* ---- review_paged --------------------------------------------------------------- */
 
-enum { A_BATCH, A_HEADS, A_DIM, A_PAGE, A_MAXLEN, A_LSEED, A_DT, A_KV };
+enum { A_BATCH, A_HEADS, A_DIM, A_PAGE, A_MAXLEN, A_LSEED, A_DT, A_KV, A_AHEAD };
 
 static int rpa_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 {
@@ -121,7 +122,11 @@ static int rpa_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
                  pl_dtype_name(kv), pl_dtype_name((pl_dtype)v[A_DT]));
         rc = PL_EINVAL;
     }
-    if (rc == PL_OK) rc = ex_paged_build_kv(v, len, kv, b, msg, n);
+    if (rc == PL_OK && (v[A_AHEAD] < 1 || v[A_AHEAD] > PA_MAX_AHEAD)) {
+        snprintf(msg, n, "review_paged: ahead = %lld must be 1 to %d pages", (long long)v[A_AHEAD], PA_MAX_AHEAD);
+        rc = PL_EINVAL;
+    }
+    if (rc == PL_OK) rc = ex_paged_build_kv(v, len, kv, (int)v[A_AHEAD], b, msg, n);
     free(len);
     return rc;
 }
@@ -135,7 +140,7 @@ static double rpa_bytes(const int64_t *v)
 
 const pl_kernel_def ex_def_review_paged = {
     .name = "review_paged", .summary = "paged_attention with every sequence max_len long (tilesim review)",
-    .n_params = 8,
+    .n_params = 9,
     .params = {{.name = "batch", .def = 4, .help = "sequences (x KV heads), one grid point each"},
                {.name = "heads", .def = 8, .help = "query heads sharing a KV head (a multiple of 8)"},
                {.name = "dim", .def = 128, .help = "head dimension (a multiple of 128)"},
@@ -145,7 +150,9 @@ const pl_kernel_def ex_def_review_paged = {
                {.name = "lengths_seed", .def = 1, .help = "unused (every length is max_len)"},
                {.name = "dtype", .kind = PL_PARAM_DTYPE, .def = PL_BF16, .help = "of q and o: f32 or bf16"},
                {.name = "kv", .kind = PL_PARAM_DTYPE, .def = PL_BF16,
-                .help = "of the KV pages: the dtype's, or i8 or f8e4m3 (widened in registers)"}},
+                .help = "of the KV pages: the dtype's, or i8 or f8e4m3 (widened in registers)"},
+               {.name = "ahead", .def = 1, .candidates = (const int64_t[]){1, 2, 4, 8}, .n_candidates = 4,
+                .help = "pages in flight while one is used (1: double-buffered)"}},
     .build = rpa_build, .flops = rpa_flops, .bytes = rpa_bytes,
 };
 
