@@ -389,9 +389,11 @@ int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, c
         return rc;
     /* a mesh kernel (kdef_mesh.c) runs (every device checked) and sweeps;
      * the single-device views do not draw a mesh yet: say so, run nothing */
-    if ((*d)->mesh && strcmp(cmd->name, "run") && strcmp(cmd->name, "profile") && strcmp(cmd->name, "verify"))
+    if ((*d)->mesh && strcmp(cmd->name, "run") && strcmp(cmd->name, "profile") && strcmp(cmd->name, "verify") &&
+        strcmp(cmd->name, "memory"))
         return cli_fail(cmd, "kernel '%s' is a mesh kernel: 'tilesim run' (which checks every device against its "
                         "reference; --trace and --html draw the devices), 'verify', 'profile' (the slowest "
-                        "device's) and 'sweep' take it; %s does not draw a mesh yet", (*d)->name, cmd->name);
+                        "device's), 'memory' (device 0's buffers) and 'sweep' take it; %s does not draw a mesh "
+                        "yet", (*d)->name, cmd->name);
     return -1;
 }

@@ -152,7 +152,14 @@ int cli_memory(int argc, char **argv)
     rc = finish_out(js, "--json-file", rc, pl_memview_json, &mv);
     if (!rc) {
         if (o.json) pl_memview_json(&mv, stdout);
-        else pl_memview_print(&mv, stdout);
+        else {
+            pl_mesh mesh;
+            char shape[64], msg[PL_MSG_MAX];
+            if (d->mesh && pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg) == PL_OK) /* SPMD: one device's */
+                fprintf(stdout, "mesh kernel on a %s: device 0's memory (every device holds the same buffers)\n\n",
+                        pl_mesh_format(&mesh, shape, sizeof shape));
+            pl_memview_print(&mv, stdout);
+        }
         if (!o.json && svg_path) fprintf(stdout, "\nchart: %s\n", svg_path);
         if (!o.json && js_path) fprintf(stdout, "%sjson: %s\n", svg_path ? "" : "\n", js_path);
     }

@@ -354,6 +354,8 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
         dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1));
         pl_options o = opt;
         o.cost_only |= !sim_mesh_here(r, d); /* run elsewhere: its plan here, never its data (which may be NULL) */
+        if (d != 0) o.on_step = NULL, o.on_step_user = NULL; /* a recorder sees device 0, whose buffers every
+                                                                 device of the SPMD call has */
         dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
                              &link);
         if (!dv->x) return PL_ENOMEM;
@@ -400,8 +402,9 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     /* an unknown chip name is reported by each device's call, as before */
     if (chip && !sim_chip_devices_ok(chip, pl_mesh_devices(mesh), msg, sizeof msg))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
-    if (opt && opt->on_step)
-        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported on a mesh yet", "a recorder (on_step)");
+    if (opt && opt->on_step && sim_mpi_size() > 1)
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported across processes yet",
+                      "a recorder (on_step)");
     if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
     mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0,

@@ -114,7 +114,10 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
  * depend on it). Returns PL_OK or the first failing device's code (in
  * device order, a kernel's own error before a deadlock it caused).
  * Lifetimes as pl_pallas_call; the kernel runs on one host thread per
- * device, all at once. */
+ * device, all at once. A recorder (opt->on_step, e.g. pl_memview_recorder)
+ * sees device 0's steps, the buffers every device of the SPMD call has, on
+ * device 0's thread while the caller waits in pl_mesh_call (one process
+ * only; across MPI ranks it is refused). */
 int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
                  const pl_options *opt, pl_mesh_report *report, pl_report *reports);
 
