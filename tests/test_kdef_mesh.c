@@ -317,3 +317,28 @@ Test(kdef_mesh, list_shows_the_built_in_mesh_kernels)
     cr_assert(strstr(r.out, "ring_allgather: a ring all-gather"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* collective_matmul's sweep weighs overlapping the gather with the matmul
+ * against gathering first, at the times the program prints for both */
+Test(kdef_mesh, collective_matmul_sweeps_overlap_against_gather_first_at_the_programs_times)
+{
+    th_run prog = TH_RUN("run", "collective_matmul", "--devices", "4");
+    th_run sw = TH_RUN("sweep", "collective_matmul", "--set", "devices=4", "--csv");
+    cr_assert_eq(prog.status, 0, "%s%s", prog.out, prog.err);
+    cr_assert_eq(sw.status, 0, "%s%s", sw.out, sw.err);
+    const char *p = strstr(prog.out, "overlapped "), *g = strstr(prog.out, "gather first ");
+    cr_assert(p && g, "%s", prog.out);
+    double over = atof(p + strlen("overlapped ")), first = atof(g + strlen("gather first "));
+    cr_assert_lt(over, first, "%s", prog.out);
+    const char *row0 = strstr(sw.out, "gather_first=0"), *row1 = strstr(sw.out, "gather_first=1");
+    cr_assert(row0 && row1 && row0 < row1, "the overlapped one ranks first: %s", sw.out);
+    th_run_free(&prog);
+    th_run_free(&sw);
+    th_run r = TH_RUN("run", "collective_matmul", "--set", "devices=4", "--set", "gather_first=1");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char mesh_line[64];
+    snprintf(mesh_line, sizeof mesh_line, "\nmesh: 4 devices, %.2f us", first);
+    cr_assert(strstr(r.out, mesh_line), "the gather-first time %s: %s", mesh_line, r.out);
+    cr_assert(strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}

@@ -2,7 +2,9 @@
  * definitions (sim/kdef.h, .mesh and .mesh_reference; registry.h,
  * ex_mesh_kernel_find), so that `tilesim sweep ring_allreduce --vary
  * devices=4,8,16`, `tilesim profile ring_allgather` and `tilesim run
- * ring_allreduce --set devices=8 --html page.html` take them as they take
+ * ring_allreduce --set devices=8 --html page.html` take them (and
+ * collective_matmul, whose sweep weighs overlapping the gather with the
+ * matmul against gathering first) as they take
  * a plugin's. `tilesim run NAME --devices N` still runs the program
  * (mesh_progs.h), with its closed form and its own checks.
  *
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collective_matmul.h"
 #include "registry.h"
 #include "ring_allgather.h"
 #include "ring_allreduce.h"
@@ -125,7 +128,81 @@ const pl_kernel_def ex_def_ring_allgather = {
     .mesh_reference = ra_reference_of,
 };
 
-static const pl_kernel_def *const mesh_defs[] = {&ex_def_ring_allreduce, &ex_def_ring_allgather};
+/* ---- collective_matmul ------------------------------------------------------ */
+
+enum { CM_DEVICES, CM_ROWS, CM_K, CM_COLS, CM_FIRST };
+
+static cm_shape cm_of(const int64_t *v)
+{
+    return (cm_shape){(int)v[CM_DEVICES], v[CM_ROWS], v[CM_K], v[CM_COLS]};
+}
+
+static int cm_def_check(const int64_t *v, char *msg, size_t n)
+{
+    if (v[CM_DEVICES] < 2 || v[CM_DEVICES] > PL_MESH_MAX_DEVICES || (v[CM_FIRST] != 0 && v[CM_FIRST] != 1)) {
+        snprintf(msg, n, "devices=%lld, gather_first=%lld: a ring takes 2 to %d devices; gather_first is 0 or 1",
+                 (long long)v[CM_DEVICES], (long long)v[CM_FIRST], PL_MESH_MAX_DEVICES);
+        return PL_EINVAL;
+    }
+    cm_shape s = cm_of(v);
+    return cm_shape_check(&s, msg, n);
+}
+
+static int cm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    cm_shape s = cm_of(v);
+    cm_call(&b->call, &s, v[CM_FIRST] ? CM_GATHER_FIRST : CM_OVERLAPPED, NULL);
+    b->n_args = 2;
+    b->args[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.k);
+    b->args[1] = PL_ARRAY(NULL, PL_F32, s.k, s.cols);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, s.devices * s.rows, s.cols);
+    return PL_OK;
+}
+
+/* Device d's out: every device's x shard, in device order, @ d's own w, in
+ * double; f32 products over k round by about k u |x||w|. */
+static int cm_reference(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    int64_t m = v[CM_ROWS], k = v[CM_K], n = v[CM_COLS];
+    const float *w = devs[device].args[1].data;
+    float *o = want[0].data;
+    for (int d = 0; d < n_devices; d++) {
+        const float *x = devs[d].args[0].data;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double sum = 0;
+                for (int64_t t = 0; t < k; t++) sum += (double)x[i * k + t] * w[t * n + j];
+                o[((int64_t)d * m + i) * n + j] = (float)sum;
+            }
+    }
+    return pl_want_tolerance(&want[0], 0, (double)k * 0x1p-22);
+}
+
+static double cm_flops(const int64_t *v)
+{
+    return 2.0 * (double)v[CM_DEVICES] * (double)v[CM_ROWS] * (double)v[CM_K] * (double)v[CM_COLS];
+}
+
+const pl_kernel_def ex_def_collective_matmul = {
+    .name = "collective_matmul",
+    .summary = "all_gather(x) @ w on a ring, the gather overlapped with the matmul (or, gather_first=1, not)",
+    .n_params = 5,
+    .params = {{.name = "devices", .def = 8, .help = "devices in the ring"},
+               {.name = "rows", .def = 128, .help = "rows of x on one device (m)"},
+               {.name = "k", .def = 512, .help = "columns of x, rows of w"},
+               {.name = "cols", .def = 2048, .help = "columns of w and out (n)"},
+               {.name = "gather_first", .def = 0, .candidates = (const int64_t[]){0, 1}, .n_candidates = 2,
+                .help = "0: overlap each block's copy with its matmul; 1: gather every block, then multiply"}},
+    .check = cm_def_check,
+    .build = cm_build,
+    .flops = cm_flops,
+    .mesh = ring_of,
+    .mesh_reference = cm_reference,
+};
+
+static const pl_kernel_def *const mesh_defs[] = {&ex_def_ring_allreduce, &ex_def_ring_allgather,
+                                                 &ex_def_collective_matmul};
 
 const pl_kernel_def *ex_mesh_kernel_find(const char *name)
 {
