@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../examples/kernels/matmul.h"
+#include "../kernel/pltpu.h"
 #include "../sim/html.h"
 #include "../sim/kdef_internal.h"
 #include "cli.h"
@@ -344,13 +345,45 @@ static pl_kernel_fn narrated;
 static void narrating_kernel(pl_ctx *c, pl_ref *refs)
 {
     narrated(c, refs);
+    if (pltpu_device_id(c) != 0) return; /* a mesh kernel: device 0's steps are told */
     char ops[1024];
     sim_step_ops_words(c, ops, sizeof ops);
     fprintf(stdout, "  kernel: %s\n", ops);
 }
 
-static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const char *label, pl_kernel_build *b,
-                   pl_options *opt)
+/* A mesh kernel's call on every device of its mesh (the devices' arrays are
+ * build's, cost-only), device 0's steps narrated (pl_mesh_call hands the
+ * recorder device 0's); rep gets device 0's report. */
+static int run_mesh_call(const pl_kernel_def *d, const int64_t *v, const pl_call *call, pl_kernel_build *b,
+                         pl_options *opt, pl_report *rep)
+{
+    pl_mesh mesh;
+    int rc = pl_kernel_def_mesh(d, v, &mesh, rep->error, sizeof rep->error);
+    if (rc != PL_OK) return rc;
+    int n = pl_mesh_devices(&mesh), na = b->n_args, no = b->n_outs;
+    pl_array *args = calloc((size_t)n * (size_t)(na ? na : 1), sizeof *args);
+    pl_array *outs = calloc((size_t)n * (size_t)(no ? no : 1), sizeof *outs);
+    pl_report *reps = calloc((size_t)n, sizeof *reps);
+    pl_mesh_report mr;
+    rc = args && outs && reps ? PL_OK : PL_ENOMEM;
+    for (int dev = 0; dev < n && rc == PL_OK; dev++) {
+        memcpy(args + (size_t)dev * (size_t)na, b->args, (size_t)na * sizeof *args);
+        memcpy(outs + (size_t)dev * (size_t)no, b->outs, (size_t)no * sizeof *outs);
+    }
+    if (rc == PL_OK) {
+        char shape[64];
+        fprintf(stdout, "mesh kernel on a %s: every device runs this call; device 0's steps:\n\n",
+                pl_mesh_format(&mesh, shape, sizeof shape));
+        rc = pl_mesh_call(&mesh, call, args, outs, opt, &mr, reps);
+        *rep = reps[0];
+        if (rc != PL_OK) snprintf(rep->error, sizeof rep->error, "%s", mr.error);
+    } else snprintf(rep->error, sizeof rep->error, "out of host memory");
+    free(args), free(outs), free(reps);
+    return rc;
+}
+
+static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *nr_values, const char *label,
+                   pl_kernel_build *b, pl_options *opt)
 {
     pl_report *rep = calloc(1, sizeof *rep);
     if (!rep) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
@@ -375,7 +408,8 @@ static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const char *label
     pl_call call = b->call;
     narrated = call.kernel;
     call.kernel = narrating_kernel;
-    if (pl_pallas_call(&call, b->args, b->outs, opt, rep) != PL_OK) {
+    if ((d->mesh ? run_mesh_call(d, nr_values, &call, b, opt, rep) : pl_pallas_call(&call, b->args, b->outs, opt, rep)) !=
+        PL_OK) {
         fflush(stdout);
         fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep->error);
         free(rep);
@@ -404,7 +438,7 @@ int cli_kexplain(int argc, char **argv)
     if (!b) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
     void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
     if ((rc = explain_build(d, v, &opt, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
-    else rc = narrate(cmd, d, label, b, &opt);
+    else rc = narrate(cmd, d, v, label, b, &opt);
     if (rc == 0 && o.html) rc = cli_html(cmd, d, v, &opt, o.html, NULL, 0); /* the teaching page (cli/html.c) */
     for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);
     free(b);

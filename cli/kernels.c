@@ -389,11 +389,8 @@ int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, c
         return rc;
     /* a mesh kernel (kdef_mesh.c) runs (every device checked) and sweeps;
      * the single-device views do not draw a mesh yet: say so, run nothing */
-    if ((*d)->mesh && strcmp(cmd->name, "run") && strcmp(cmd->name, "profile") && strcmp(cmd->name, "verify") &&
-        strcmp(cmd->name, "memory"))
-        return cli_fail(cmd, "kernel '%s' is a mesh kernel: 'tilesim run' (which checks every device against its "
-                        "reference; --trace and --html draw the devices), 'verify', 'profile' (the slowest "
-                        "device's), 'memory' (device 0's buffers) and 'sweep' take it; %s does not draw a mesh "
-                        "yet", (*d)->name, cmd->name);
+    if ((*d)->mesh && !strcmp(cmd->name, "explain") && o->html)
+        return cli_fail(cmd, "kernel '%s' is a mesh kernel: 'explain --html' walks one device's grid; 'tilesim "
+                        "run --html' draws every device and link", (*d)->name);
     return -1;
 }
