@@ -350,3 +350,18 @@ Test(kdef_mesh, collective_matmul_sweeps_overlap_against_gather_first_at_the_pro
     cr_assert(strstr(r.out, "\nPASS\n"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* examples/deadlock.c's bug as a parameter of the ring_allgather definition:
+ * the device that never sends leaves the others waiting, reported (M10) */
+Test(kdef_mesh, ring_allgather_with_a_forgetful_device_is_the_deadlock_report)
+{
+    th_run r = TH_RUN("run", "ring_allgather", "--set", "devices=4", "--set", "rows=8", "--set", "cols=128", "--set",
+                      "forgetful=3");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "deadlock across the mesh") && strstr(r.err, "device 2 at grid point (2)"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("run", "ring_allgather", "--set", "devices=4", "--set", "forgetful=4");
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "forgetful=4: a device of the ring (0 to 3), or -1 for none"), "%s", r.err);
+    th_run_free(&r);
+}

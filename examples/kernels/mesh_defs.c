@@ -93,11 +93,26 @@ const pl_kernel_def ex_def_ring_allreduce = {
 
 /* ---- ring_allgather ---------------------------------------------------------- */
 
+enum { MD_FORGETFUL = MD_COLS + 1 };
+
+static int ra_check(const int64_t *v, char *msg, size_t n)
+{
+    if (ring_size_check(v, msg, n) != PL_OK) return PL_EINVAL;
+    if (v[MD_FORGETFUL] < -1 || v[MD_FORGETFUL] >= v[MD_DEVICES]) {
+        snprintf(msg, n, "forgetful=%lld: a device of the ring (0 to %lld), or -1 for none",
+                 (long long)v[MD_FORGETFUL], (long long)v[MD_DEVICES] - 1);
+        return PL_EINVAL;
+    }
+    return PL_OK;
+}
+
 static int ra_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 {
     (void)msg, (void)n;
     ra_shape s = {(int)v[MD_DEVICES], v[MD_ROWS], v[MD_COLS]};
-    ra_call(&b->call, &s, NULL);
+    ra_params *p = (ra_params *)b->param; /* lives as long as the call */
+    p->forgetful = (int)v[MD_FORGETFUL];
+    ra_call(&b->call, &s, p);
     b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
     b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, s.devices * s.rows, s.cols);
     return PL_OK;
@@ -117,11 +132,13 @@ static double ra_bytes(const int64_t *v) { return 4.0 * (double)(v[MD_DEVICES] +
 const pl_kernel_def ex_def_ring_allgather = {
     .name = "ring_allgather",
     .summary = "a ring all-gather: every device ends with every device's shard, in device order",
-    .n_params = 3,
+    .n_params = 4,
     .params = {{.name = "devices", .def = 8, .help = "devices in the ring"},
                {.name = "rows", .def = 256, .help = "rows of a shard"},
-               {.name = "cols", .def = 1024, .help = "columns"}},
-    .check = ring_size_check,
+               {.name = "cols", .def = 1024, .help = "columns"},
+               {.name = "forgetful", .def = -1,
+                .help = "the device that never sends yet waits (examples/deadlock.c's bug); -1: none"}},
+    .check = ra_check,
     .build = ra_build,
     .bytes = ra_bytes,
     .mesh = ring_of,
