@@ -50,8 +50,37 @@ static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *lab
 
 /* ---- run ------------------------------------------------------------------------- */
 
+/* A mesh kernel's run: its mesh, every device's report and the mesh's. */
+typedef struct mesh_out {
+    pl_mesh mesh;
+    pl_mesh_report mr;
+    pl_report *reps;
+} mesh_out;
+
+/* A mesh kernel's part of run --json: the mesh's time, bound and busy
+ * fractions, its copies, and each device's time. */
+static void mesh_json(const mesh_out *mo, FILE *f)
+{
+    const pl_mesh_report *mr = &mo->mr;
+    char shape[64];
+    fprintf(f, ",\"mesh\":{\"shape\":");
+    pl_json_string(f, pl_mesh_format(&mo->mesh, shape, sizeof shape));
+    fprintf(f, ",\"devices\":%d,\"time_s\":%.9g,\"remote_copies\":%lld,\"ici_bytes\":%lld,\"bound\":",
+            mr->n_devices, mr->time_s, (long long)mr->remote_copies, (long long)mr->ici_bytes);
+    pl_json_string(f, mr->bound > 0 ? pl_bound_name((pl_bound)mr->bound) : "none");
+    fprintf(f, ",\"bound_msg\":");
+    pl_json_string(f, mr->bound_msg);
+    fprintf(f, ",\"busy\":{");
+    for (int b = 1, first = 1; b < PL_MESH_BUSY && b < PL_BOUND_COUNT; b++)
+        if (mr->busy[b] > 0)
+            fprintf(f, "%s\"%s\":%.6g", first ? "" : ",", pl_bound_name((pl_bound)b), mr->busy[b]), first = 0;
+    fprintf(f, "},\"device_time_s\":[");
+    for (int dev = 0; dev < mr->n_devices && mo->reps; dev++) fprintf(f, "%s%.9g", dev ? "," : "", mo->reps[dev].time_s);
+    fprintf(f, "]}");
+}
+
 static void run_json(const pl_kernel_def *d, const char *label, const pl_report *rep, const pl_check *check,
-                     int checked, int marginal)
+                     int checked, int marginal, const mesh_out *mo)
 {
     fprintf(stdout, "{\"kernel\":");
     pl_json_string(stdout, d->name);
@@ -74,6 +103,7 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
     }
     fprintf(stdout, "],\"report\":");
     pl_report_json_with(rep, checked ? &check[0] : NULL, stdout);
+    if (mo && mo->reps) mesh_json(mo, stdout);
     fprintf(stdout, "}\n");
 }
 
@@ -89,12 +119,6 @@ static int definition_options(int argc, char **argv)
     return 0;
 }
 
-/* A mesh kernel's run: its mesh, every device's report and the mesh's. */
-typedef struct mesh_out {
-    pl_mesh mesh;
-    pl_mesh_report mr;
-    pl_report *reps;
-} mesh_out;
 
 static int run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep, pl_check *check,
                     FILE *vf, mesh_out *mo)
@@ -156,9 +180,9 @@ int cli_run(int argc, char **argv)
     char mline[PL_MSG_MAX];
     const char *marginal = checked && st == PL_OK ? marginal_line(check, n_outs, names, mline, sizeof mline) : NULL;
     if (st != PL_OK && st != PL_EVERIFY) {
-        if (o.json) run_json(d, label, rep, check, 0, 0);
+        if (o.json) run_json(d, label, rep, check, 0, 0, NULL);
         rejected(cmd, d, label, rep);
-    } else if (o.json) run_json(d, label, rep, check, checked, marginal != NULL);
+    } else if (o.json) run_json(d, label, rep, check, checked, marginal != NULL, d->mesh ? &mo : NULL);
     else {
         char mesh_name[96] = "", shape[64];
         if (d->mesh) snprintf(mesh_name, sizeof mesh_name, ", %s", pl_mesh_format(&mo.mesh, shape, sizeof shape));

@@ -11,6 +11,7 @@
  * (a wrong result).
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,5 +364,25 @@ Test(kdef_mesh, ring_allgather_with_a_forgetful_device_is_the_deadlock_report)
     r = TH_RUN("run", "ring_allgather", "--set", "devices=4", "--set", "forgetful=4");
     cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "forgetful=4: a device of the ring (0 to 3), or -1 for none"), "%s", r.err);
+    th_run_free(&r);
+}
+
+/* run --json of a mesh kernel carries the mesh: its time and bound, and each device's time */
+Test(kdef_mesh, run_json_carries_the_mesh_and_every_devices_time)
+{
+    char path[PATH_MAX];
+    th_run r = TH_RUN("run", ring_plugin(path, sizeof path), "--set", "devices=4", "--json");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, JSON_REJECT_DUPLICATES, &e), *mesh = json_object_get(j, "mesh");
+    cr_assert(j && json_is_object(mesh), "%s: %s", e.text, r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "verdict")), "PASS");
+    cr_expect_eq(json_integer_value(json_object_get(mesh, "devices")), 4);
+    cr_expect_eq(json_array_size(json_object_get(mesh, "device_time_s")), 4);
+    cr_expect_str_eq(json_string_value(json_object_get(mesh, "shape")), "ring of 4 (x)");
+    double t = json_number_value(json_object_get(mesh, "time_s"));
+    cr_expect(t > 0 && t == json_number_value(json_object_get(json_object_get(j, "report"), "time_s")),
+              "the report's time is the mesh's: %s", r.out);
+    json_decref(j);
     th_run_free(&r);
 }
