@@ -320,8 +320,10 @@ int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int
     for (int j = 0; j < SIM_CAL_NPARAMS; j++) {
         if (!fitmask[j]) continue;
         const sim_cal_param *p = &sim_cal_params[j];
-        /* a figure the base sets to 0 (v6e's and v7x's step overhead) may still rise to 10 us */
-        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = fmax(v * p->hi, 1e4 * p->abs_lo);
+        /* a figure the base sets to 0 (v6e's and v7x's step overhead) may still rise to 10^4 times its floor
+         * (10 us for a time); a figure the base has keeps its hundredfold */
+        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = v > 0 ? fmax(v * p->hi, 100 * p->abs_lo)
+                                                                               : 1e4 * p->abs_lo;
         s->lo[s->np] = log(lo), s->hi[s->np] = log(hi);
         s->optional[j] = fitmask[j] == 2;
         /* from the base's value, or from the middle of the range where the base has none */
