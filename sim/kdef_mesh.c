@@ -81,8 +81,9 @@ static int mesh_setup(const pl_kernel_def *d, const int64_t *v, const pl_options
     return PL_OK;
 }
 
-/* Per device and output, what pl_mesh_share carries: verdict, norm_err, max_abs_err, rtol, atol. */
-enum { S_VERDICT, S_NORM, S_MAX, S_RTOL, S_ATOL, S_N };
+/* Per device and output, what pl_mesh_share carries: verdict, norm_err, max_abs_err, rtol, atol, and a
+ * dot's thresholds (pl_want_dot). */
+enum { S_VERDICT, S_NORM, S_MAX, S_RTOL, S_ATOL, S_PASS, S_FAIL, S_N };
 
 /* Check this process's devices against the reference into s (S_N doubles
  * per output per device; a device not checked here keeps -1). */
@@ -116,7 +117,7 @@ static int check_local(const pl_kernel_def *d, const int64_t *v, const pl_mesh *
                 break;
             }
             w[S_VERDICT] = k.verdict, w[S_NORM] = k.norm_err, w[S_MAX] = k.max_abs_err, w[S_RTOL] = rtol,
-            w[S_ATOL] = atol;
+            w[S_ATOL] = atol, w[S_PASS] = k.pass_below, w[S_FAIL] = k.fail_above;
         }
     }
     for (int o = 0; o < no; o++) free(want[o].data);
@@ -147,7 +148,8 @@ static int verify_mesh(const pl_kernel_def *d, const int64_t *v, const pl_mesh *
                 worst = dev;
         }
         const double *w = s + ((size_t)worst * (size_t)no + (size_t)o) * S_N;
-        pl_check k = {.verdict = (pl_verdict)w[S_VERDICT], .norm_err = w[S_NORM], .max_abs_err = w[S_MAX]};
+        pl_check k = {.verdict = (pl_verdict)w[S_VERDICT], .norm_err = w[S_NORM], .max_abs_err = w[S_MAX],
+                      .pass_below = w[S_PASS], .fail_above = w[S_FAIL]};
         char where[64];
         snprintf(where, sizeof where, " on device %d of %d (the worst)", worst, m->n);
         sim_kdef_verdict_line(f, &m->b[0], o, &k, w[S_RTOL], w[S_ATOL], where);

@@ -79,6 +79,47 @@ static const pl_kernel_def permute_def = {
     .mesh_reference = permute_reference,
 };
 
+/* a mesh kernel whose output is a dot on each device (o = x @ w, no copies), checked with pl_want_dot */
+static void local_dot_kernel(pl_ctx *c, pl_ref *refs) { pl_dot(c, refs[2], refs[0], refs[1], 0); }
+
+static int local_dot_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)v, (void)msg, (void)n;
+    b->call = (pl_call){.name = "local_dot", .kernel = local_dot_kernel, .grid_rank = 1, .grid = {1}, .n_in = 2,
+                        .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 512), PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 512, 128)},
+                        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};
+    b->n_args = 2, b->args[0] = PL_ARRAY(NULL, PL_F32, 8, 512), b->args[1] = PL_ARRAY(NULL, PL_F32, 512, 128);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, 8, 128);
+    return PL_OK;
+}
+
+static int local_dot_reference(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device,
+                               pl_array *want)
+{
+    (void)v, (void)n_devices;
+    int rc = pl_ref_matmul(&devs[device].args[0], &devs[device].args[1], 0, 0, &want[0], NULL, 0);
+    return rc != PL_OK ? rc : pl_want_dot(&want[0], &devs[device].args[0], &devs[device].args[1], 0, 0);
+}
+
+Test(kdef_mesh, a_dot_checked_on_every_device_prints_its_thresholds)
+{
+    pl_kernel_def d = permute_def;
+    d.name = "local_dot", d.build = local_dot_build, d.mesh_reference = local_dot_reference;
+    int64_t v[PL_KDEF_MAX_PARAMS] = {2, 0};
+    pl_options opt = {.chip = "v5e"};
+    pl_report rep;
+    pl_check check[PL_MAX_OPERANDS];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = pl_kernel_run(&d, v, &opt, &rep, check, f);
+    fclose(f);
+    cr_assert_eq(rc, PL_OK, "%s", rep.error);
+    cr_assert_gt(check[0].pass_below, 0, "the dot's thresholds travel with the worst device's check: %s", text);
+    cr_assert(strstr(text, "vs op(a) @ op(b)") && !strstr(text, "pass below 0,"), "%s", text);
+    free(text);
+}
+
 static int run_permute(int devices, int how, pl_report *rep, pl_check *check, char **verdicts)
 {
     int64_t v[PL_KDEF_MAX_PARAMS] = {devices, how};
