@@ -136,7 +136,7 @@ static int run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *
         snprintf(rep->error, sizeof rep->error, "out of host memory for the devices' reports");
         return PL_ENOMEM;
     }
-    return pl_kernel_run_mesh(d, v, opt, rep, check, vf, &mo->mr, mo->reps);
+    return pl_kernel_run_mesh(d, v, &mo->mesh, opt, rep, check, vf, &mo->mr, mo->reps);
 }
 
 int cli_run(int argc, char **argv)

@@ -110,7 +110,7 @@ int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, 
     pl_report rep, *reps = NULL;
     int status = pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg);
     if (status == PL_OK && !(reps = calloc((size_t)pl_mesh_devices(&mesh), sizeof *reps))) status = PL_ENOMEM;
-    if (status == PL_OK) status = pl_kernel_run_mesh(d, v, &o, &rep, NULL, NULL, &mr, reps);
+    if (status == PL_OK) status = pl_kernel_run_mesh(d, v, &mesh, &o, &rep, NULL, NULL, &mr, reps);
     int rc = 0;
     char *report = NULL;
     size_t n = 0;

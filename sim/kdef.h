@@ -175,13 +175,16 @@ int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *op
 /* A mesh kernel's run (d->mesh set): the devices' arrays built, filled and
  * run with pl_mesh_call, and, unless cost-only, each device's outputs
  * compared with d->mesh_reference; a verdict line per output on f (the
- * worst device's). mr: the mesh report (may be NULL); reps: one report per
- * device, as many as pl_kernel_def_mesh's mesh has (may be NULL). rep gets the slowest device's report
+ * worst device's). mesh: d's mesh at v as pl_kernel_def_mesh gave it, or
+ * NULL to ask d (a caller sizing reps passes the mesh it sized them by:
+ * d->mesh is asked once, so a definition whose answer changes cannot
+ * overrun them). mr: the mesh report (may be NULL); reps: one report per
+ * device of that mesh (may be NULL). rep gets the slowest device's report
  * with the mesh's time, what a sweep ranks. check[o]: output o's worst
  * check over the devices. Returns as pl_kernel_run. pl_kernel_run calls
  * this for a mesh kernel. */
-int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep,
-                       pl_check *check, FILE *f, pl_mesh_report *mr, pl_report *reps);
+int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_mesh *mesh, const pl_options *opt,
+                       pl_report *rep, pl_check *check, FILE *f, pl_mesh_report *mr, pl_report *reps);
 /* A mesh kernel's mesh at values v (d->mesh, checked): PL_OK, or an error
  * code with a message naming the kernel (PL_EINVAL when d is not a mesh
  * kernel). */

@@ -179,8 +179,8 @@ static void summarize(pl_report *rep, const pl_report *reps, int n, const pl_mes
     }
 }
 
-int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep,
-                       pl_check *check, FILE *f, pl_mesh_report *mr, pl_report *reps)
+int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_mesh *given, const pl_options *opt,
+                       pl_report *rep, pl_check *check, FILE *f, pl_mesh_report *mr, pl_report *reps)
 {
     pl_report own_rep;
     pl_mesh_report own_mr;
@@ -191,8 +191,9 @@ int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_option
     if (check) memset(check, 0, sizeof *check * PL_MAX_OPERANDS);
     pl_mesh mesh;
     char msg[PL_MSG_MAX];
-    int rc = pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg);
+    int rc = given ? pl_mesh_check(given, msg, sizeof msg) : pl_kernel_def_mesh(d, v, &mesh, msg, sizeof msg);
     if (rc != PL_OK) return sim_kdef_fail(rep, rc, msg);
+    if (given) mesh = *given;
     mesh_run m = {.n = pl_mesh_devices(&mesh), .cost_only = opt && opt->cost_only};
     pl_report *dreps = reps ? reps : calloc((size_t)m.n, sizeof *dreps);
     if (!dreps) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the devices' reports");

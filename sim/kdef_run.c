@@ -95,7 +95,7 @@ int pl_kernel_run(const pl_kernel_def *d, const int64_t *v, const pl_options *op
     if (check) memset(check, 0, sizeof *check * PL_MAX_OPERANDS);
     if (d && d->mesh) { /* every device's arrays and pl_mesh_call (kdef_mesh.c) */
         free(b);
-        int rc = pl_kernel_run_mesh(d, v, opt, rep, check, f, NULL, NULL);
+        int rc = pl_kernel_run_mesh(d, v, NULL, opt, rep, check, f, NULL, NULL);
         free(own);
         return rc;
     }

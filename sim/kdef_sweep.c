@@ -138,7 +138,7 @@ static int sweep_mesh(const pl_kernel_def *d, int n, const int64_t *values, cons
     int autolim = sopt && sopt->vmem_limit_auto && !o.vmem_limit_bytes && chip;
     if (autolim) o.vmem_limit_bytes = chip->vmem_bytes;
     for (int i = 0; i < n; i++) /* each row's status and reason in its report */
-        pl_kernel_run_mesh(d, values + (size_t)i * (size_t)d->n_params, &o, &reports[i], NULL, NULL, NULL, NULL);
+        pl_kernel_run_mesh(d, values + (size_t)i * (size_t)d->n_params, NULL, &o, &reports[i], NULL, NULL, NULL, NULL);
     if (autolim) settle_limits(d, n, values, chip, reports);
     return PL_OK;
 }

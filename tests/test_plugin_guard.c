@@ -276,3 +276,14 @@ Test(plugin_guard, a_crash_in_the_mesh_or_mesh_reference_callback_names_it)
     expect_crash(&r, "its mesh_reference callback crashed with SIGABRT", "kernel definition 'hostile_mesh'");
     th_run_free(&r);
 }
+
+/* A mesh callback whose answer changes between calls: the run keeps the mesh
+ * it sized its devices' reports by (asked once), never overruns them */
+Test(plugin_guard, a_mesh_that_changes_between_calls_is_asked_once_per_run)
+{
+    th_run r = run_hostile_mesh("how=0", "where=5");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "on v5e, ring of 4 (x)") && strstr(r.out, "of 4 (the worst)"), "%s", r.out);
+    cr_assert(strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}

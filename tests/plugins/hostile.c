@@ -15,7 +15,8 @@
  * inside tilesim_kernels), "mesh" (the loader is fine, and returns the mesh
  * kernel 'hostile_mesh' instead: a ring whose device `at` misbehaves as
  * `how` says in its kernel (where 0), its mesh callback (where 3) or its
- * mesh_reference (where 4)).
+ * mesh_reference (where 4); where 5: a mesh callback whose answer changes
+ * at every call).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -132,11 +133,13 @@ static void mesh_kernel(pl_ctx *c, pl_ref *refs)
     pltpu_remote_copy_wait(c, &cp);
 }
 
+static int mesh_calls; /* where 5: the mesh answers ring:4, then ring:8, then ring:4, ... */
+
 static int mesh_of(const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
 {
     if (v[M_WHERE] == 3) misbehave(v[M_HOW]);
     char spec[32] = "ring:4";
-    if (v[M_DEVICES] == 8) strcpy(spec, "ring:8");
+    if (v[M_DEVICES] == 8 || (v[M_WHERE] == 5 && mesh_calls++ % 2)) strcpy(spec, "ring:8");
     return pl_mesh_parse(spec, mesh, msg, n);
 }
 
@@ -169,7 +172,8 @@ static const pl_kernel_def hostile_mesh_def = {
     .params = {[M_DEVICES] = {.name = "devices", .def = 4, .help = "4 or 8"},
                [M_HOW] = {.name = "how", .def = 0, .help = "as hostile's"},
                [M_AT] = {.name = "at", .def = 1, .help = "the device that misbehaves"},
-               [M_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 3 mesh, 4 mesh_reference"}},
+               [M_WHERE] = {.name = "where", .def = 0,
+                            .help = "0 the kernel, 3 mesh, 4 mesh_reference, 5 a mesh that changes at every call"}},
     .build = mesh_build,
     .mesh = mesh_of,
     .mesh_reference = mesh_reference,
