@@ -133,6 +133,9 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->mesh_run = s->mesh_run;
     c->device = s->device;
     c->n_devices = s->n_devices > 0 ? s->n_devices : 1;
+    c->unit = s->unit;
+    c->dev_cores = s->dev_cores > 0 ? s->dev_cores : 1;
+    if (s->mesh) c->sem_bank = calloc(KERN_SEM_BANK, sizeof *c->sem_bank); /* NULL: heap cells, as off a mesh */
     if (s->target) c->target = *s->target;
     if (s->args) {
         c->checks = 1;
@@ -149,6 +152,8 @@ void kern_ctx_free(pl_ctx *c)
     free(c->ops);
     free(c->tmp);
     free(c->dma);
+    free(c->sem_bank);
+    c->sem_bank = NULL;
     c->ops = NULL;
     c->tmp = NULL;
     c->dma = NULL;

@@ -51,6 +51,9 @@ typedef struct kern_op {
  * legal. Each semaphore takes two i32 cells (stride 2, 8-byte aligned);
  * kernel/dma.c reads and writes the count as an int64_t. */
 #define KERN_SEM_STRIDE 2
+/* run_scoped semaphores a core of a mesh holds at fixed places (pl_ctx.sem_bank); more live at once take
+ * heap cells, which other cores reach only while inside the scope */
+#define KERN_SEM_BANK 1024
 
 /* run_scoped allocations live at the scoped VMEM peak that a report lists (pl_vmem_report) */
 #define KERN_SCOPED_PEAK 8
@@ -96,15 +99,15 @@ int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const c
 /* A copy's handle at its start or wait: still what making it checked
  * (kern_copy_check), its bytes those of its sides; else a fault. */
 void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn);
-/* owner: the device whose semaphore cell is (its waiters wake) */
+/* owner: the unit (device x dev_cores + core, kern_mesh_ops) whose semaphore cell is: its waiters wake */
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
 /* The same with the mesh's lock held (kern_sem_lock): 1 when the count
  * would overflow (nothing is added; the caller faults, unlocked), else 0. */
 int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
-/* remote: the ICI hops to dst's device (M11), 0 for a copy on this device */
+/* remote: dst is another core's or device's (M11, M13); hops: the ICI links to its device, 0 on this one */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
-                        int remote, const char *fn);
+                        int remote, int hops, const char *fn);
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
 /* A read of src by op fn while a copy of this core that writes src's bytes
  * is in flight (started, not waited): a warning naming the copy (M7, M8). */
@@ -125,7 +128,9 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
 /* How a device of a mesh reaches the others (sim/mesh_run.c fills it; NULL
  * on a single device). Semaphore cells of every device are read and
  * written under lock(); block() is called with the lock held and returns
- * with it held. */
+ * with it held. The hooks name a TensorCore of the mesh by its unit,
+ * device x (cores each device walks on) + core: a device whose call
+ * walks on one core is its unit; axis_index alone takes a device. */
 typedef struct kern_mesh_ops {
     void (*lock)(void *run);
     void (*unlock)(void *run);
@@ -278,6 +283,15 @@ struct pl_ctx {
     const kern_mesh_ops *mesh;
     void *mesh_run;
     int device, n_devices;
+    /* what the hooks call this core: device x dev_cores + core, where a
+     * device of the mesh walks on dev_cores TensorCores at once (G4) */
+    int unit, dev_cores;
+    /* on a mesh, run_scoped semaphores sit at fixed places, as on the chip:
+     * a stack of KERN_SEM_BANK counts per core that scopes take in order
+     * and give back, so another core may signal one before this core has
+     * entered its scope (JAX's test_can_signal_cores); NULL off a mesh */
+    int64_t *sem_bank;
+    int sem_bank_top;
 
     kern_target target;         /* the chip's tiling and MXU (T9, T10); target.chip NULL: none */
     /* pl_ds calls that slice a tiled dimension (T9), told apart by call site
@@ -349,6 +363,7 @@ typedef struct kern_setup {
     const kern_mesh_ops *mesh;
     void *mesh_run;
     int device, n_devices;
+    int unit, dev_cores;       /* device x dev_cores + core: the hooks' name for this core; 0: 1 */
     const kern_target *target; /* NULL: no chip checks at ops (T9, T10) */
 } kern_setup;
 

@@ -80,7 +80,7 @@ int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n)
     if (*cell > INT64_MAX - n) return 1;
     *cell += n;
     if (c->mesh) {
-        c->mesh->added(c->mesh_run, c->device, cell, n);
+        c->mesh->added(c->mesh_run, c->unit, cell, n);
         c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
     }
     return 0;
@@ -102,7 +102,7 @@ void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_
 
 static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
 {
-    kern_sem_add(c, sem, sem_cell(sem), c->device, n, fn);
+    kern_sem_add(c, sem, sem_cell(sem), c->unit, n, fn);
 }
 
 /* A wait, short, for a mesh's deadlock message, which lists many:
@@ -125,17 +125,17 @@ static void take_or_fault(pl_ctx *c, const pl_ref *sem, int64_t need, const char
 {
     int64_t *count = sem_cell(sem);
     char msg[PL_KERN_MESH_MSG] = "";
-    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
     kern_sem_lock(c);
     if (*count < need && c->mesh) {
         char what[512];
         wait_what(c, what, sizeof what, fn, sem, need, bytes);
-        c->mesh->block(c->mesh_run, c->device, count, need, what, msg, sizeof msg);
+        c->mesh->block(c->mesh_run, c->unit, count, need, what, msg, sizeof msg);
     }
     int64_t held = *count;
     int ok = held >= need;
     if (ok) *count -= need;
-    if (ok && c->mesh) c->mesh->taken(c->mesh_run, c->device, count, need);
+    if (ok && c->mesh) c->mesh->taken(c->mesh_run, c->unit, count, need);
     kern_sem_unlock(c);
     if (ok) return;
     if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
@@ -282,7 +282,7 @@ static void land(pl_ctx *c, kern_dma *m)
  * copies in flight (and the op log, at its start); remote: dst is on another
  * device (kernel/remote.c), where only its own copies are compared (V4). */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
-                        int remote, const char *fn)
+                        int remote, int hops, const char *fn)
 {
     if (c->n_dma >= KERN_MAX_DMA_IN_FLIGHT) {
         char first[128];
@@ -320,7 +320,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
     memcpy(m->point, c->idx, sizeof m->point);
     kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)src->dtype, .elems = bytes, .dma = m->id,
                   .regular = sem->sem_kind == PL_SEM_REGULAR,
-                  .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = remote, .name = fn};
+                  .m = !remote && (src->space == PL_ANY || dst->space == PL_ANY), .k = hops, .name = fn};
     kern_record(c, &op);
     return m;
 }
@@ -347,11 +347,11 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     if (kern_check_dma_sem(c, &cp->sem, "pltpu_copy_start", "start a copy on"))
         check_regular_spaces(c, &cp->src, &cp->dst, "pltpu_copy_start");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
-    kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, "pltpu_copy_start");
+    kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not touch its bytes until its wait (V4) */
         char point[128];
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->device, &cp->src, &cp->dst,
+        m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->unit, &cp->src, &cp->dst,
                                                   (const int64_t *)cp->sem.data, cp->bytes, point) != 0);
     }
     if (!c->dma_on_wait) land(c, m);

@@ -104,6 +104,7 @@ typedef struct pltpu_remote_copy {
     pl_ref recv_sem;        /* there: a DMA semaphore that counts the bytes landed */
     int device;
     int64_t bytes;
+    int core;               /* the TensorCore of `device` it lands on (kernel ABI 4) */
 } pltpu_remote_copy;
 
 /* make_async_remote_copy(src, dst, send_sem, recv_sem, device_id): checks
@@ -123,6 +124,28 @@ void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp);
 /* semaphore_signal(sem, inc, device_id=...): add inc to the regular
  * semaphore sem of another device (the same scratch element there). */
 void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id);
+
+/* ---- TensorCores of a device (M13) -----------------------------------------
+ *
+ * A device whose call walks on several TensorCores (v4 and v5p: 2; G4) runs
+ * them at once, each with its own VMEM, scratch and semaphores, all sharing
+ * the device's HBM. JAX names one of them by a device id with a core axis,
+ * device_id={'device': d, 'core': k}; these take (device, core), device -1
+ * meaning this one ({'core': k} alone). A remote copy made by
+ * pltpu_make_async_remote_copy lands on the same core index of the other
+ * device. Cores that signal each other, as JAX's test_can_signal_cores:
+ *
+ *     // pl_kernel on v5p, a run_scoped regular semaphore `sem`:
+ *     for (int k = 0; k < pl_core_count(c); k++) pltpu_semaphore_signal_core(c, sem, 1, -1, k);
+ *     pltpu_semaphore_wait(c, sem, pl_core_count(c));    // every core has come this far
+ */
+
+/* lax.axis_size('core'): the TensorCores this call's device walks on at
+ * once (1 when its grid has no parallel axis to split, G4). */
+int pl_core_count(const pl_ctx *c);
+pltpu_remote_copy pltpu_make_async_remote_copy_core(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem,
+                                                    pl_ref recv_sem, int device_id, int core);
+void pltpu_semaphore_signal_core(pl_ctx *c, pl_ref sem, int64_t inc, int device_id, int core);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
  * message instead: the copy's data and its semaphore add arrive there
  * together, later, as they would over ICI.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,36 @@ static void check_device(pl_ctx *c, int device, const char *fn)
                    c->n_devices - 1);
 }
 
+/* The unit (kern_mesh_ops) of core `core` of `device` (-1: this device), checked (M13). */
+static int unit_of(pl_ctx *c, int device, int core, const char *fn)
+{
+    if (device == -1) device = c->device;
+    check_device(c, device, fn);
+    if (core < 0 || core >= c->dev_cores)
+        kern_fault(c, PL_EINVAL, "%s to core %d of device %d: this call's devices walk on %d TensorCore%s (0 to %d; "
+                   "a core gets grid points only where a parallel axis splits over the cores, rules G4, M13)", fn,
+                   core, device, c->dev_cores, c->dev_cores == 1 ? "" : "s", c->dev_cores - 1);
+    int unit = device * c->dev_cores + core;
+    if (!c->mesh && unit != c->unit)
+        kern_fault(c, PL_EINVAL, "%s to core %d: this call walks its cores one after the other, so no core can wait "
+                   "for another; cores that signal each other run at once under pl_kernel (K1) or pl_mesh_call "
+                   "(rule M13)", fn, core);
+    return unit;
+}
+
+int pl_core_count(const pl_ctx *c)
+{
+    return c->target.subcores > 0 ? c->dev_cores / c->target.subcores : c->dev_cores;
+}
+
+/* "device 3" or, on devices of several cores, "core 1 of device 3" */
+static const char *unit_name(const pl_ctx *c, int unit, char *buf, size_t n)
+{
+    if (c->dev_cores > 1) snprintf(buf, n, "core %d of device %d", unit % c->dev_cores, unit / c->dev_cores);
+    else snprintf(buf, n, "device %d", unit);
+    return buf;
+}
+
 /* A remote copy's two semaphores: DMA ones, or regular ones where the
  * chip's DMAs signal them, both of one kind (Mosaic: "DMA source and target
  * semaphore must have the same type"; rule M8). */
@@ -69,24 +100,37 @@ static void check_sems(pl_ctx *c, const pl_ref *send, const pl_ref *recv, const 
     }
 }
 
+static pltpu_remote_copy make_remote(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem, pl_ref recv_sem,
+                                     int device_id, int core, const char *fn)
+{
+    check_sems(c, &send_sem, &recv_sem, fn);
+    int64_t bytes = kern_copy_check(c, &src, &dst, fn, "rules M7, M11");
+    unit_of(c, device_id, core, fn);
+    return (pltpu_remote_copy){.src = src, .dst = dst, .send_sem = send_sem, .recv_sem = recv_sem,
+                               .device = device_id == -1 ? c->device : device_id, .bytes = bytes, .core = core};
+}
+
 pltpu_remote_copy pltpu_make_async_remote_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem, pl_ref recv_sem,
                                                int device_id)
 {
-    const char *fn = "pltpu_make_async_remote_copy";
-    check_sems(c, &send_sem, &recv_sem, fn);
-    int64_t bytes = kern_copy_check(c, &src, &dst, fn, "rules M7, M11");
-    check_device(c, device_id, fn);
-    return (pltpu_remote_copy){.src = src, .dst = dst, .send_sem = send_sem, .recv_sem = recv_sem,
-                               .device = device_id, .bytes = bytes};
+    check_device(c, device_id, "pltpu_make_async_remote_copy");
+    return make_remote(c, src, dst, send_sem, recv_sem, device_id, c->unit % c->dev_cores,
+                       "pltpu_make_async_remote_copy");
 }
 
-/* r on device `device`: the same argument and offsets there. */
-static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, const char *fn)
+pltpu_remote_copy pltpu_make_async_remote_copy_core(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref send_sem,
+                                                    pl_ref recv_sem, int device_id, int core)
+{
+    return make_remote(c, src, dst, send_sem, recv_sem, device_id, core, "pltpu_make_async_remote_copy_core");
+}
+
+/* r on `unit` (a core of a device): the same argument and offsets there. */
+static pl_ref there(pl_ctx *c, const pl_ref *r, int unit, const char *what, const char *fn)
 {
     pl_ref t = *r;
-    if (device == c->device) return t;
+    if (unit == c->unit) return t;
     void *p = NULL;
-    if (!c->mesh || !c->mesh->translate(c->mesh_run, c->device, device, r, &p)) { /* cost-only too */
+    if (!c->mesh || !c->mesh->translate(c->mesh_run, c->unit, unit, r, &p)) { /* cost-only too */
         char name[96];
         kern_ref_name(c, r, name, sizeof name);
         kern_fault(c, PL_ESPACE, "%s: the %s %s is not reachable from other devices: a remote copy or signal "
@@ -100,50 +144,93 @@ static pl_ref there(pl_ctx *c, const pl_ref *r, int device, const char *what, co
 /* A run_scoped semaphore named for another device (K4, M11): on the chip a
  * scope's semaphores sit at the same address on every device, so it is the
  * semaphore at the same depth of that device's live run_scoped stack. */
-static int scoped_sem(const pl_ctx *c, const pl_ref *sem, int device)
+static int scoped_sem(const pl_ctx *c, const pl_ref *sem, int unit)
 {
-    return device != c->device && sem->arg == -1 && sem->space == PL_SEMAPHORE;
+    return unit != c->unit && sem->arg == -1 && sem->space == PL_SEMAPHORE;
 }
 
 /* That semaphore's count there, located and `add` added to it (0: only
  * located) in one hold of the mesh's lock, so that the other device cannot
  * leave the scope in between; a fault naming why when it is not inside. */
-static int64_t *scoped_sem_there(pl_ctx *c, const pl_ref *sem, int device, int64_t add, const char *fn)
+static int64_t *scoped_sem_there(pl_ctx *c, const pl_ref *sem, int unit, int64_t add, const char *fn)
 {
-    char why[320] = "";
-    pl_ctx *peer = c->mesh && c->mesh->peer ? c->mesh->peer(c->mesh_run, device) : NULL;
+    char why[320] = "", who[48];
+    unit_name(c, unit, who, sizeof who);
+    pl_ctx *peer = c->mesh && c->mesh->peer ? c->mesh->peer(c->mesh_run, unit) : NULL;
+    ptrdiff_t at = c->sem_bank ? (const int64_t *)sem->data - c->sem_bank : -1;
+    if (peer && peer->sem_bank && at >= 0 && at < KERN_SEM_BANK) { /* its fixed place there, in scope or not (M13) */
+        int64_t *cell = peer->sem_bank + at, was = 0;
+        int over = 0;
+        kern_sem_lock(c);
+        if (add > 0) was = *cell, over = kern_sem_add_held(c, cell, unit, add);
+        kern_sem_unlock(c);
+        if (over) {
+            char name[96];
+            kern_ref_name(c, sem, name, sizeof name);
+            kern_fault(c, PL_EINVAL, "%s: %s on %s holds %lld; adding %lld would overflow its count (rule M9)", fn,
+                       name, who, (long long)was, (long long)add);
+        }
+        return cell;
+    }
     if (!peer)
-        snprintf(why, sizeof why, "device %d %s", device, c->mesh ? "runs in another process (Open MPI), which "
+        snprintf(why, sizeof why, "%s %s", who, c->mesh ? "runs in another process (Open MPI), which "
                  "run_scoped semaphores do not reach: give the call a semaphore scratch for it"
                  : "is not here: this call runs on one device");
     int64_t was = 0;
     int over = 0;
     kern_sem_lock(c);
     int64_t *cell = peer ? kern_scoped_peer(c, sem->data, peer, why, sizeof why) : NULL;
-    if (cell && add > 0) was = *cell, over = kern_sem_add_held(c, cell, device, add);
+    if (cell && add > 0) was = *cell, over = kern_sem_add_held(c, cell, unit, add);
     kern_sem_unlock(c);
     char name[96];
     if (!cell || over) kern_ref_name(c, sem, name, sizeof name);
     if (!cell)
-        kern_fault(c, PL_ESPACE, "%s: the run_scoped semaphore %s on device %d: %s (rules K4, M11)", fn, name, device,
-                   why);
+        kern_fault(c, PL_ESPACE, "%s: the run_scoped semaphore %s on %s: %s (rules K4, M11)", fn, name, who, why);
     if (over)
-        kern_fault(c, PL_EINVAL, "%s: %s on device %d holds %lld; adding %lld would overflow its count (rule M9)",
-                   fn, name, device, (long long)was, (long long)add);
+        kern_fault(c, PL_EINVAL, "%s: %s on %s holds %lld; adding %lld would overflow its count (rule M9)", fn, name,
+                   who, (long long)was, (long long)add);
     return cell;
+}
+
+/* A run_scoped VMEM buffer named as another core's (K4, M13), as JAX's
+ * test_axis_dict_with_core_multi_device copies into one: the buffer at the
+ * same depth of that core's live run_scoped stack. Located, and (src) src's
+ * data moved into it, in one hold of the mesh's lock, so that the other
+ * core cannot leave the scope in between; a fault naming why when it is not
+ * inside. */
+static void *scoped_buf_there(pl_ctx *c, const pl_ref *r, int unit, const pl_ref *src, const char *fn)
+{
+    char why[320] = "", who[48];
+    unit_name(c, unit, who, sizeof who);
+    pl_ctx *peer = c->mesh && c->mesh->peer ? c->mesh->peer(c->mesh_run, unit) : NULL;
+    if (!peer) snprintf(why, sizeof why, "it runs in another process (Open MPI), which run_scoped buffers do not reach");
+    kern_sem_lock(c);
+    void *p = peer ? kern_scoped_peer(c, r->data, peer, why, sizeof why) : NULL;
+    if (p && src) {
+        pl_ref t = *r;
+        t.data = p;
+        kern_dma_move(&t, src);
+    }
+    kern_sem_unlock(c);
+    if (!p) {
+        char name[96];
+        kern_ref_name(c, r, name, sizeof name);
+        kern_fault(c, PL_ESPACE, "%s: the run_scoped buffer %s on %s: %s (rules K4, M11)", fn, name, who, why);
+    }
+    return p;
 }
 
 /* V4 on the other device: 1 when this copy races with an earlier copy or a
  * local copy there (recorded by the mesh for the end of the call): its data
  * must not move. */
-static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, const pltpu_remote_copy *cp)
+static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, int unit, const pltpu_remote_copy *cp)
 {
     if (!c->mesh || pl_size(*dst) == 0) return 0;
     uintptr_t lo, hi;
     char point[128];
     kern_ref_span(dst, &lo, &hi);
     kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    return c->mesh->incoming(c->mesh_run, c->device, cp->device, cp->dst.arg, lo, hi, (const int64_t *)recv->data,
+    return c->mesh->incoming(c->mesh_run, c->unit, unit, cp->dst.arg, lo, hi, (const int64_t *)recv->data,
                              cp->bytes, point) != 0;
 }
 
@@ -152,18 +239,22 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     const char *fn = "pltpu_remote_copy_start";
     check_sems(c, &cp->send_sem, &cp->recv_sem, fn);
     int64_t amount = kern_sem_amount(&cp->recv_sem, cp->bytes); /* M8: its bytes, or 1 on regular semaphores */
-    check_device(c, cp->device, fn);
+    int to = unit_of(c, cp->device, cp->core, fn);
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
-    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
-    pl_ref dst = there(c, &cp->dst, cp->device, "destination", fn);
-    int scoped = scoped_sem(c, &cp->recv_sem, cp->device);
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
+    int scoped_dst = to != c->unit && cp->dst.arg == -1; /* a run_scoped buffer there */
+    pl_ref dst = cp->dst;
+    if (scoped_dst) dst.data = scoped_buf_there(c, &cp->dst, to, NULL, fn);
+    else dst = there(c, &cp->dst, to, "destination", fn);
+    int scoped = scoped_sem(c, &cp->recv_sem, to);
     pl_ref recv = cp->recv_sem;
-    if (scoped) recv.data = scoped_sem_there(c, &cp->recv_sem, cp->device, 0, fn); /* checked now, added below */
-    else recv = there(c, &cp->recv_sem, cp->device, "receive semaphore", fn);
-    int away = c->mesh && c->mesh->away(c->mesh_run, cp->device);
-    int raced = away ? 0 : races_there(c, &dst, &recv, cp); /* away: the other process looks */
-    int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->device, cp->device);
-    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, hops, fn);
+    if (scoped) recv.data = scoped_sem_there(c, &cp->recv_sem, to, 0, fn); /* checked now, added below */
+    else recv = there(c, &cp->recv_sem, to, "receive semaphore", fn);
+    int away = c->mesh && c->mesh->away(c->mesh_run, to);
+    /* away: the other process looks; a scoped buffer is not tracked (no call argument names it) */
+    int raced = away || scoped_dst ? 0 : races_there(c, &dst, &recv, to, cp);
+    int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->unit, to);
+    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, to != c->unit, hops, fn);
     if (c->mesh) { /* the timing model credits the receiving semaphore there when the transfer ends */
         c->ops[c->n_ops - 1].n = cp->device;
         c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;
@@ -171,14 +262,16 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     if (away) { /* it lands there when its message arrives, its bytes added there then */
         char point[128];
         kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        c->mesh->post(c->mesh_run, c->device, cp->device, &cp->src, &dst, &recv, amount, point);
+        c->mesh->post(c->mesh_run, c->unit, to, &cp->src, &dst, &recv, amount, point);
     } else {
-        if (!c->cost_only && !raced && pl_size(cp->src) > 0) kern_dma_move(&dst, &cp->src); /* lands now, there */
-        if (scoped) scoped_sem_there(c, &cp->recv_sem, cp->device, amount, fn); /* M8: there, still in scope */
-        else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, cp->device, amount, fn); /* M8: there */
+        int moves = !c->cost_only && !raced && pl_size(cp->src) > 0;
+        if (moves && scoped_dst) scoped_buf_there(c, &cp->dst, to, &cp->src, fn); /* lands now, still in scope */
+        else if (moves) kern_dma_move(&dst, &cp->src);                          /* lands now, there */
+        if (scoped) scoped_sem_there(c, &cp->recv_sem, to, amount, fn); /* M8: there, still in scope */
+        else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, to, amount, fn); /* M8: there */
     }
     m->moved = 1;
-    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->device, amount, fn); /* here, the sent ones */
+    kern_sem_add(c, &cp->send_sem, (int64_t *)cp->send_sem.data, c->unit, amount, fn); /* here, the sent ones */
 }
 
 void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
@@ -208,26 +301,37 @@ void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp)
     pltpu_remote_copy_wait_recv(c, cp);
 }
 
-void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id)
+static void signal_unit(pl_ctx *c, pl_ref sem, int64_t inc, int device_id, int core, const char *fn)
 {
-    const char *fn = "pltpu_semaphore_signal_device";
     kern_check_sem(c, &sem, PL_SEM_REGULAR, fn, "signal");
-    check_device(c, device_id, fn);
+    int to = unit_of(c, device_id, core, fn);
+    if (device_id == -1) device_id = c->device;
     if (inc < 0 || inc > INT32_MAX) {
         char name[96];
         kern_ref_name(c, &sem, name, sizeof name);
         kern_fault(c, PL_EINVAL, "%s on %s by %lld: the increment must be in 0..2^31-1 (rule M9)", fn, name,
                    (long long)inc);
     }
-    if (c->mesh) c->mesh->perturb(c->mesh_run, c->device);
+    if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
     pl_ref t = sem;
-    if (scoped_sem(c, &sem, device_id)) t.data = scoped_sem_there(c, &sem, device_id, inc, fn); /* located, added */
+    if (scoped_sem(c, &sem, to)) t.data = scoped_sem_there(c, &sem, to, inc, fn); /* located, added */
     else {
-        t = there(c, &sem, device_id, "semaphore", fn);
-        if (c->mesh && c->mesh->away(c->mesh_run, device_id))
-            c->mesh->post(c->mesh_run, c->device, device_id, NULL, NULL, &t, inc, "");
-        else kern_sem_add(c, &sem, (int64_t *)t.data, device_id, inc, fn);
+        t = there(c, &sem, to, "semaphore", fn);
+        if (c->mesh && c->mesh->away(c->mesh_run, to))
+            c->mesh->post(c->mesh_run, c->unit, to, NULL, NULL, &t, inc, "");
+        else kern_sem_add(c, &sem, (int64_t *)t.data, to, inc, fn);
     }
     kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data, .name = fn};
     kern_record(c, &op);
+}
+
+void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id)
+{
+    check_device(c, device_id, "pltpu_semaphore_signal_device");
+    signal_unit(c, sem, inc, device_id, c->unit % c->dev_cores, "pltpu_semaphore_signal_device");
+}
+
+void pltpu_semaphore_signal_core(pl_ctx *c, pl_ref sem, int64_t inc, int device_id, int core)
+{
+    signal_unit(c, sem, inc, device_id, core, "pltpu_semaphore_signal_core");
 }

@@ -143,15 +143,15 @@ void *kern_scoped_peer(const pl_ctx *c, const void *p, const pl_ctx *peer, char 
     }
     if (!mine) return snprintf(why, n, "it lies in no run_scoped allocation live here"), NULL;
     if (m <= depth)
-        return snprintf(why, n, "device %d is not inside that run_scoped now (it has %d run_scoped allocation%s "
-                        "live, this one is number %d): enter the scope on every device before one signals into "
-                        "another (a barrier), and leave it only after the last wait", peer->device, m,
-                        m == 1 ? "" : "s", depth + 1), NULL;
+        return snprintf(why, n, "it is not inside that run_scoped now (it has %d run_scoped allocation%s live, "
+                        "this one is number %d): enter the scope on every device and core before one signals into "
+                        "another (a barrier), and leave it only after the last wait", m, m == 1 ? "" : "s",
+                        depth + 1), NULL;
     const kern_scoped *s = peer->scoped;
     for (int k = m - 1; k > depth; k--) s = s->prev;
     if (s->bytes != mine->bytes)
-        return snprintf(why, n, "device %d holds another allocation at that depth (%s, %zu bytes, not %s, %zu)",
-                        peer->device, s->what, s->bytes, mine->what, mine->bytes), NULL;
+        return snprintf(why, n, "it holds another allocation at that depth (%s, %zu bytes, not %s, %zu)", s->what,
+                        s->bytes, mine->what, mine->bytes), NULL;
     return scoped_data((kern_scoped *)s) + (q - lo);
 }
 
@@ -229,6 +229,7 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
         kern_fault(c, PL_EINVAL, "pl_run_scoped: %s (rule K4)", !body ? "body is NULL"
                    : n < 0 || n > PL_MAX_SCRATCH ? "n must be 0 to PL_MAX_SCRATCH (16)" : "types is NULL");
     pl_ref refs[PL_MAX_SCRATCH];
+    int banked[PL_MAX_SCRATCH] = {0}; /* semaphores of types[i] in c->sem_bank */
     for (int i = n; i < PL_MAX_SCRATCH; i++) /* past the last: an error that says so when used, not garbage */
         refs[i] = (pl_ref){.arg = (int16_t)(KERN_ARG_MISSING - i)};
     for (int i = 0; i < n; i++) {
@@ -241,6 +242,14 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
         snprintf(what, sizeof what, "pl_run_scoped: types[%d] (%s %s%s%s)", i, pl_memspace_name(t->space),
                  pl_dtype_name(t->dtype), t->name ? " " : "", t->name ? t->name : "");
         refs[i] = scoped_ref(t, kern_scoped_push(c, bytes, counted, what));
+        int64_t sems = t->space == PL_SEMAPHORE ? elems / KERN_SEM_STRIDE : 0;
+        if (sems && c->sem_bank && sems <= KERN_SEM_BANK - c->sem_bank_top) { /* fixed places (M13) */
+            refs[i].data = c->sem_bank + c->sem_bank_top; /* 0, or what other cores signalled before we came */
+            kern_sem_lock(c);
+            c->sem_bank_top += (int)sems;
+            kern_sem_unlock(c);
+            banked[i] = (int)sems;
+        }
         if (t->space != PL_SEMAPHORE && !c->cost_only) /* uninitialized memory reads as poison (V1) */
             for (int64_t e = 0; e < elems; e++)
                 pl_store_elem((char *)refs[i].data + e * (int64_t)pl_dtype_size(t->dtype), t->dtype,
@@ -255,5 +264,10 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
                                "scope ends; it must be 0 (rules M10, K4)", (long long)s, i,
                                (long long)((const int64_t *)refs[i].data)[s]);
         kern_scoped_pop(c, "pl_run_scoped");
+        if (banked[i]) {
+            kern_sem_lock(c);
+            c->sem_bank_top -= banked[i];
+            kern_sem_unlock(c);
+        }
     }
 }

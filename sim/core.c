@@ -89,7 +89,8 @@ static void init_context(sim_core *k)
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
                     .mesh = x->mesh.ops, .mesh_run = x->mesh.run, .device = x->mesh.device,
-                    .n_devices = x->mesh.n_devices, .target = chip ? &target : NULL};
+                    .n_devices = x->mesh.n_devices, .unit = x->mesh.device * x->n_cores + k->index,
+                    .dev_cores = x->n_cores, .target = chip ? &target : NULL};
     kern_ctx_init(&k->ctx, &s);
 }
 

@@ -94,8 +94,8 @@ int sim_split_axis(int64_t size, int cores, int64_t *lo, int64_t *hi)
 static int plan_order(sim_exec *x, uint64_t seed)
 {
     const pl_call *call = x->plan.call;
-    /* 1..SIM_MAX_CORES (validate.c); a mesh device walks on one (mesh_run.c) */
-    int cores = x->mesh.run ? 1 : x->plan.chip->cores_per_device;
+    /* 1..SIM_MAX_CORES (validate.c); a mesh device's cores each on a host thread (mesh_run.c, M13) */
+    int cores = x->plan.chip->cores_per_device;
     x->split_axis = -1;
     for (int a = 0; a < call->grid_rank; a++)
         if (call->semantics[a] == PL_PARALLEL && call->grid[a] > 1) x->parallel_axes++;

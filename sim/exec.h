@@ -101,13 +101,15 @@ void sim_point_of_step(const sim_exec *x, int64_t step, int64_t *idx);
 int sim_walk(sim_exec *x);
 /* The cores and their timelines (walk.c; free_exec calls it). */
 void sim_walk_free(sim_exec *x);
-/* A device of a mesh walks on one core in three parts (mesh_run.c): every
- * device starts (buffers, scratch, semaphores) before any runs a step, as
- * another device may copy into it from its first step; steps; and, once
- * every device is done, the M10 check (signals may come until then) and the
- * merge into x->rep. Each returns x's or the core's status. */
+/* A device of a mesh walks in three parts (mesh_run.c): every device
+ * starts (buffers, scratch, semaphores of each of its cores) before any
+ * runs a step, as another device may copy into it from its first step;
+ * the steps of each core, the cores on host threads of their own at once
+ * (M13); and, once every device is done, the M10 check (signals may come
+ * until then) and the merge into x->rep. Each returns x's or the core's
+ * status. */
 int sim_walk_device_start(sim_exec *x);
-int sim_walk_device_steps(sim_exec *x);
+int sim_walk_device_steps(sim_exec *x, int core);
 int sim_walk_device_end(sim_exec *x);
 
 /* Record a finding in the report (and its warning; checks.c). */

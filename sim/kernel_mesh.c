@@ -21,7 +21,9 @@
 
 #include "../kernel/scoped.h"
 #include "exec.h" /* sim_exec_refuse: a refusal sets pl_last_error() as pallas_call does */
+#include "ranks.h"
 #include "tilesim_kernel.h"
+#include "tilesim_mesh.h"
 
 /* The chip the options name, or NULL when unknown (pallas_call reports it). */
 static const pl_chip *options_chip(const pl_options *opt)
@@ -131,6 +133,46 @@ static int subcore_chip(const char *name, const pl_options *opt, pl_report *repo
     return PL_OK;
 }
 
+/* M13: the TensorCores of a device run at once, each on a host thread, so
+ * that one may wait for another's signal: the call as a mesh of one device
+ * (mesh_run.c runs a device's cores that way). Not when the caller asked
+ * for the cores one after the other (host_threads 1), gave a recorder,
+ * which sees steps in order, or runs under MPI (a mesh would split). */
+static int at_once(const pl_call *call, const pl_options *opt)
+{
+    return call->grid[0] > 1 && (!opt || (opt->host_threads != 1 && !opt->on_step)) && sim_mpi_size() <= 1;
+}
+
+static int run_at_once(const pl_call *call, const pl_array *ins, pl_array *outs, const pl_options *opt,
+                       pl_report *report)
+{
+    pl_mesh one = {.rank = 1, .shape = {1}, .axis = {"x"}};
+    pl_report rep;
+    pl_mesh_report mr;
+    int rc = pl_mesh_call(&one, call, ins, outs, opt, &mr, &rep);
+    if (rc && !rep.status) /* the mesh's own refusal (a race it found is in the report already) */
+        return sim_exec_refuse(report, call->name, rep.chip, rc, mr.error);
+    if (report) *report = rep;
+    return rc;
+}
+
+/* pl_kernel's call: grid (cores,) parallel, every operand ANY (K1). opt
+ * may name the subcore view (K5). wrap must outlive the call. */
+static pl_call kernel_call(const pl_kernel_spec *k, const char *name, const pl_options *opt, kern_kernel_wrap *wrap)
+{
+    *wrap = (kern_kernel_wrap){.body = k->body, .user = k->user};
+    pl_call call = {.name = name, .kernel = k->body ? kern_kernel_trampoline : NULL,
+                    .user = wrap, .grid_rank = 1, .grid = {mesh_cores(opt)}, .semantics = {PL_PARALLEL},
+                    .n_in = k->n_in, .n_out = k->n_out, .n_scratch = k->n_scratch,
+                    .vmem_limit_bytes = k->vmem_limit_bytes};
+    for (int i = 0; i < PL_MAX_OPERANDS; i++) {
+        call.in[i] = (pl_block_spec){.space = PL_ANY, .name = k->in_names[i]};
+        call.out[i] = (pl_block_spec){.space = PL_ANY, .name = k->out_names[i]};
+    }
+    for (int i = 0; i < PL_MAX_SCRATCH; i++) call.scratch[i] = k->scratch[i];
+    return call;
+}
+
 int pl_kernel(const pl_kernel_spec *k, const pl_array *ins, pl_array *outs, const pl_options *opt,
               pl_report *report)
 {
@@ -146,17 +188,30 @@ int pl_kernel(const pl_kernel_spec *k, const pl_array *ins, pl_array *outs, cons
         return refuse(name, opt ? options_chip(opt) : NULL, report, PL_EINVAL, "pl_kernel %s: mesh = %d; give "
                       "PL_MESH_TENSORCORES (0, K1) or PL_MESH_VECTOR_SUBCORES (1, K5)", name, (int)k->mesh);
     }
-    kern_kernel_wrap wrap = {.body = k->body, .user = k->user};
-    pl_call call = {.name = name, .kernel = k->body ? kern_kernel_trampoline : NULL,
-                    .user = &wrap, .grid_rank = 1, .grid = {mesh_cores(opt)}, .semantics = {PL_PARALLEL},
-                    .n_in = k->n_in, .n_out = k->n_out, .n_scratch = k->n_scratch,
-                    .vmem_limit_bytes = k->vmem_limit_bytes};
-    for (int i = 0; i < PL_MAX_OPERANDS; i++) {
-        call.in[i] = (pl_block_spec){.space = PL_ANY, .name = k->in_names[i]};
-        call.out[i] = (pl_block_spec){.space = PL_ANY, .name = k->out_names[i]};
-    }
-    for (int i = 0; i < PL_MAX_SCRATCH; i++) call.scratch[i] = k->scratch[i];
+    kern_kernel_wrap wrap;
+    pl_call call = kernel_call(k, name, opt, &wrap);
+    if (k->mesh == PL_MESH_TENSORCORES && at_once(&call, opt)) return run_at_once(&call, ins, outs, opt, report);
     return pl_pallas_call(&call, ins, outs, opt, report);
+}
+
+int pl_kernel_mesh_call(const pl_mesh *mesh, const pl_kernel_spec *k, const pl_array *ins, pl_array *outs,
+                        const pl_options *opt, pl_mesh_report *mr, pl_report *reports)
+{
+    static const pl_kernel_spec none = {.name = "pl_kernel (spec is NULL)"};
+    if (!k) k = &none;
+    if (k->mesh != PL_MESH_TENSORCORES) {
+        pl_mesh_report local;
+        if (!mr) mr = &local;
+        memset(mr, 0, sizeof *mr);
+        mr->failed_device = -1;
+        mr->status = PL_EINVAL;
+        snprintf(mr->error, sizeof mr->error, "pl_kernel_mesh_call %s: mesh = %d; a mesh of devices runs "
+                 "PL_MESH_TENSORCORES kernels (K1, M13)", k->name ? k->name : "kernel", (int)k->mesh);
+        return PL_EINVAL;
+    }
+    kern_kernel_wrap wrap;
+    pl_call call = kernel_call(k, k->name ? k->name : "kernel", opt, &wrap);
+    return pl_mesh_call(mesh, &call, ins, outs, opt, mr, reports);
 }
 
 int pl_subcore_index(const pl_ctx *c) { return c->target.subcores > 0 ? c->core % c->target.subcores : 0; }

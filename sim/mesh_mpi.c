@@ -132,7 +132,7 @@ int sim_mesh_mpi_begin(mesh_run *r, int status)
         MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
         for (int d = r->first; d < r->first + r->count; d++)
             for (int a = 0; a < args; a++)
-                m->base[(size_t)d * (size_t)args + (size_t)a] = sim_mesh_arg_base(r->dev[d].x, a);
+                m->base[(size_t)d * (size_t)args + (size_t)a] = sim_mesh_arg_base(r->dev[d].x, 0, a);
         blocks(r, (size_t)args * sizeof *m->base, counts, displs);
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, m->base, counts, displs, MPI_BYTE, m->comm);
     } else if (m) {

@@ -35,7 +35,14 @@ static void run_wake(void *p, int device) { pthread_cond_broadcast(&((mesh_run *
 /* Every device looks again (a deadlock, a device that ended). */
 static void wake_all(mesh_run *r)
 {
-    for (int d = 0; d < r->n; d++) pthread_cond_broadcast(&r->dev[d].cond);
+    for (int u = 0; u < r->units; u++) pthread_cond_broadcast(&r->dev[u].cond);
+}
+
+const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n)
+{
+    if (r->cores > 1) snprintf(buf, n, "core %d of device %d", unit % r->cores, unit / r->cores);
+    else snprintf(buf, n, "device %d", unit);
+    return buf;
 }
 
 void sim_mesh_declare_deadlock(mesh_run *r)
@@ -45,15 +52,16 @@ void sim_mesh_declare_deadlock(mesh_run *r)
     int at = snprintf(r->deadlock_msg, n, "deadlock across the mesh: every device still running waits for a copy or "
                       "signal that no device can send any more (rule M10):");
     int listed = 0, blocked = 0;
-    for (int d = 0; d < r->n; d++) blocked += r->dev[d].blocked != 0;
-    for (int d = 0; d < r->n && at > 0 && (size_t)at < n; d++) {
-        if (!r->dev[d].blocked) continue;
+    char who[48];
+    for (int u = 0; u < r->units; u++) blocked += r->dev[u].blocked != 0;
+    for (int u = 0; u < r->units && at > 0 && (size_t)at < n; u++) {
+        if (!r->dev[u].blocked) continue;
         if (listed++ == 12) {
             at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", blocked - 12);
             break;
         }
-        at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s device %d %s, holds %lld", listed > 1 ? ";" : "",
-                       d, r->dev[d].what, (long long)r->dev[d].held);
+        at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s %s %s, holds %lld", listed > 1 ? ";" : "",
+                       sim_mesh_unit_name(r, u, who, sizeof who), r->dev[u].what, (long long)r->dev[u].held);
     }
     wake_all(r);
 }
@@ -69,8 +77,8 @@ static void find_deadlock(mesh_run *r)
         return;
     }
     if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
-    for (int d = 0; d < r->n; d++)
-        if (r->dev[d].blocked && *r->dev[d].cell >= r->dev[d].need) return;
+    for (int u = 0; u < r->units; u++)
+        if (r->dev[u].blocked && *r->dev[u].cell >= r->dev[u].need) return;
     sim_mesh_declare_deadlock(r);
 }
 
@@ -106,9 +114,9 @@ int sim_mesh_reachable(const sim_exec *x, int arg)
     return op->role != PL_ROLE_PREFETCH && (!op->pipelined || op->space == PL_VMEM);
 }
 
-uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg)
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
 {
-    const sim_core *k = x->cores[0];
+    const sim_core *k = x->cores[core];
     /* a pipelined block: its slots, one after the other, so that a Ref into
      * slot s on one device is slot s on the other: the same VMEM address,
      * as on the chip, whichever block that device holds there now */
@@ -116,15 +124,17 @@ uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg)
     return (uintptr_t)k->refs[arg].data;
 }
 
-/* r on device `to`: the same argument, at the same offset from its base. */
+/* r on unit `to`: the same argument, at the same offset from its base
+ * (scratch and VMEM blocks are the core's own; HBM is the device's). */
 static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
 {
     mesh_run *r = p;
-    const sim_exec *xf = r->dev[from].x, *xt = r->dev[to].x;
+    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
     int arg = ref->arg;
-    if (!sim_mesh_reachable(xf, arg)) return 0;
-    uintptr_t base_from = sim_mesh_arg_base(xf, arg);
-    uintptr_t base_to = sim_mesh_here(r, to) ? sim_mesh_arg_base(xt, arg) : sim_mesh_mpi_base(r, to, arg);
+    if (!sim_mesh_reachable(f->x, arg)) return 0;
+    uintptr_t base_from = sim_mesh_arg_base(f->x, f->core, arg);
+    uintptr_t base_to = sim_mesh_here(r, t->device) ? sim_mesh_arg_base(t->x, t->core, arg)
+                                                    : sim_mesh_mpi_base(r, t->device, arg);
     *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
     return 1;
 }
@@ -152,11 +162,11 @@ static void run_perturb(void *p, int device)
  * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
  * the buffers of different devices never collide. 0 when other devices
  * cannot reach the argument (a pipelined block, SMEM prefetch). */
-int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi)
+int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi)
 {
-    const sim_exec *x = r->dev[device].x;
+    const sim_exec *x = r->dev[unit].x;
     if (!sim_mesh_reachable(x, arg)) return 0;
-    uintptr_t base = sim_mesh_arg_base(x, arg), key = (uintptr_t)(arg + 1) << 48;
+    uintptr_t base = sim_mesh_arg_base(x, r->dev[unit].core, arg), key = (uintptr_t)(arg + 1) << 48;
     *lo = key + (*lo - base);
     *hi = key + (*hi - base);
     return 1;
@@ -207,8 +217,12 @@ static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
     sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
 }
 
-static int run_hops(void *p, int from, int to) { return pl_mesh_hops(((mesh_run *)p)->mesh, from, to); }
-static int run_away(void *p, int device) { return !sim_mesh_here(p, device); }
+static int run_hops(void *p, int from, int to)
+{
+    mesh_run *r = p;
+    return pl_mesh_hops(r->mesh, r->dev[from].device, r->dev[to].device);
+}
+static int run_away(void *p, int unit) { return !sim_mesh_here(p, ((mesh_run *)p)->dev[unit].device); }
 
 static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
                      int64_t amount, const char *point)
@@ -218,12 +232,13 @@ static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref 
     sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
 }
 
-/* A device's context: its cores are made before any device thread starts and freed after all end. */
-static pl_ctx *run_peer(void *p, int device)
+/* A core's context: cores are made before any device thread starts and freed after all end. */
+static pl_ctx *run_peer(void *p, int unit)
 {
     mesh_run *r = p;
-    if (device < 0 || device >= r->n || !sim_mesh_here(r, device) || !r->dev[device].x->cores[0]) return NULL;
-    return &r->dev[device].x->cores[0]->ctx;
+    if (unit < 0 || unit >= r->units || !sim_mesh_here(r, r->dev[unit].device)) return NULL;
+    const sim_core *k = r->dev[unit].x->cores[r->dev[unit].core];
+    return k ? (pl_ctx *)&k->ctx : NULL;
 }
 
 static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
@@ -242,7 +257,7 @@ static void *device_main(void *p)
     int go = r->go;
     pthread_mutex_unlock(&r->lock);
     if (go < 0) return NULL;
-    sim_walk_device_steps(d->x);
+    sim_walk_device_steps(d->x, d->core);
     pthread_mutex_lock(&r->lock);
     r->alive--;
     d->done = 1;
@@ -297,29 +312,31 @@ static void report_race(mesh_run *r)
     const sim_exec *x = r->dev[race->on].x;
     const char *name = arg < x->plan.n_ops ? x->plan.ops[arg].rep->name : x->rep.scratch[arg - x->plan.n_ops].name;
     const sim_mesh_event *a = &race->a, *b = &race->b;
-    if (!sim_mesh_here(r, a->device)) return; /* its process fails it (every process found the same race) */
+    if (!sim_mesh_here(r, r->dev[a->device].device)) return; /* its process fails it (all found the same race) */
     const char *hint = a->kind == 0 && b->kind == 0 && a->device == b->device
                            ? "the receiver may still be reading the first: signal back when the buffer is free (a "
                              "capacity handshake, rule M12)"
                        : a->kind == 0 && b->kind == 0 ? "order the two copies with a semaphore"
                                                       : "wait for the local copy, then let the other device know";
+    char wa[48], wb[48], won[48];
     sim_fail(&r->dev[a->device].x->rep, PL_ERACE,
-             "kernel %s: device %d's %s (started at grid point %s) and device %d's %s (started at grid point %s) "
-             "touch the same bytes of '%s' of device %d with nothing ordering them: %s (rules V4, M11)",
-             x->rep.call_name, a->device, what_of(a->kind), a->point, b->device, what_of(b->kind), b->point, name,
-             race->on, hint);
+             "kernel %s: %s's %s (started at grid point %s) and %s's %s (started at grid point %s) touch the same "
+             "bytes of '%s' of %s with nothing ordering them: %s (rules V4, M11)",
+             x->rep.call_name, sim_mesh_unit_name(r, a->device, wa, sizeof wa), what_of(a->kind), a->point,
+             sim_mesh_unit_name(r, b->device, wb, sizeof wb), what_of(b->kind), b->point, name,
+             sim_mesh_unit_name(r, race->on, won, sizeof won), hint);
 }
 
 /* Every device of this process on a host thread of its own, all at once
  * (and, across processes, those of every process: mesh_mpi.c agrees). */
 static int run_devices(mesh_run *r)
 {
-    r->alive = r->count;
+    int units = r->count * r->cores, first = r->first * r->cores;
+    r->alive = units;
     int made = 0;
-    while (made < r->count && pthread_create(&r->dev[r->first + made].tid, NULL, device_main,
-                                             &r->dev[r->first + made]) == 0)
+    while (made < units && pthread_create(&r->dev[first + made].tid, NULL, device_main, &r->dev[first + made]) == 0)
         made++;
-    int all = made == r->count;
+    int all = made == units;
     if (r->ranks > 1) all = sim_mesh_mpi_agree(r, all);
     /* Devices wait for each other: all of them run at once or none does
      * (one run after another could wait forever for a device not started) */
@@ -329,18 +346,49 @@ static int run_devices(mesh_run *r)
     pthread_mutex_unlock(&r->lock);
     if (r->go > 0) sim_blas_single_begin();
     if (r->go > 0 && r->ranks > 1) sim_mesh_mpi_progress(r); /* until no device anywhere can run */
-    for (int d = 0; d < made; d++) pthread_join(r->dev[r->first + d].tid, NULL);
+    for (int u = 0; u < made; u++) pthread_join(r->dev[first + u].tid, NULL);
     if (r->go > 0) sim_blas_single_end();
     if (r->go > 0) return PL_OK;
-    if (made == r->count) return PL_ENOMEM; /* another process could not: its device says so */
-    return sim_fail(&r->dev[r->first + made].x->rep, PL_ENOMEM,
-                    "pl_mesh_call: the host could not start a thread for device %d of %d (every device runs on a "
-                    "thread of its own, all at once)", r->first + made, r->n);
+    if (made == units) return PL_ENOMEM; /* another process could not: its device says so */
+    char who[48];
+    return sim_fail(&r->dev[first + made].x->rep, PL_ENOMEM,
+                    "pl_mesh_call: the host could not start a thread for %s of %d devices (every TensorCore of "
+                    "every device runs on a thread of its own, all at once)",
+                    sim_mesh_unit_name(r, first + made, who, sizeof who), r->n);
+}
+
+/* The units: every TensorCore of every device (M13), its device's call
+ * shared; their condition variables. */
+static int make_units(mesh_run *r, sim_exec **xs)
+{
+    r->cores = xs[0]->n_cores;
+    for (int d = 1; d < r->n; d++) /* SPMD: one plan, one split; a what-if could differ */
+        if (xs[d]->n_cores != r->cores) r->cores = 0;
+    if (r->cores < 1)
+        return sim_fail(&xs[0]->rep, PL_EINVAL, "pl_mesh_call: the devices' calls split over different numbers of "
+                        "TensorCores (G4); every device runs the same call");
+    if (r->cores > 1 && r->ranks > 1)
+        return sim_fail(&xs[0]->rep, PL_EINVAL, "pl_mesh_call: devices of %d TensorCores each across Open MPI "
+                        "ranks are not supported yet: run the mesh in one process, or give the grid no parallel "
+                        "axis to split (G4, M13)", r->cores);
+    r->units = r->n * r->cores;
+    if (!(r->dev = calloc((size_t)r->units, sizeof *r->dev)))
+        return sim_fail(&xs[0]->rep, PL_ENOMEM, "pl_mesh_call: out of host memory");
+    for (int u = 0; u < r->units; u++) {
+        mesh_dev *dv = &r->dev[u];
+        dv->run = r;
+        dv->device = u / r->cores;
+        dv->core = u % r->cores;
+        dv->x = xs[dv->device];
+        dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(u + 1));
+        pthread_cond_init(&dv->cond, NULL);
+    }
+    return PL_OK;
 }
 
 /* Validate every device (in device order, before any thread) and start
  * those of this process. */
-static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args, pl_array *outs,
+static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const pl_array *args, pl_array *outs,
                          const pl_options *given)
 {
     pl_options opt = given ? *given : (pl_options){0};
@@ -348,24 +396,21 @@ static int start_devices(mesh_run *r, const pl_call *call, const pl_array *args,
     int n_args = call->num_scalar_prefetch + call->n_in;
     for (int d = 0; d < r->n; d++) {
         sim_mesh_link link = {.ops = &mesh_ops, .run = r, .device = d, .n_devices = r->n};
-        mesh_dev *dv = &r->dev[d];
-        dv->run = r;
-        dv->device = d;
-        dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(d + 1));
         pl_options o = opt;
         o.cost_only |= !sim_mesh_here(r, d); /* run elsewhere: its plan here, never its data (which may be NULL) */
         if (d != 0) o.on_step = NULL, o.on_step_user = NULL; /* a recorder sees device 0, whose buffers every
                                                                  device of the SPMD call has */
-        dv->x = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
+        xs[d] = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
                              &link);
-        if (!dv->x) return PL_ENOMEM;
-        dv->x->tracing = r->tracing; /* the records a trace needs */
+        if (!xs[d]) return PL_ENOMEM;
+        xs[d]->tracing = r->tracing; /* the records a trace needs */
     }
     /* every device validated (each report says how), then every one started */
     for (int d = 0; d < r->n; d++)
-        if (r->dev[d].x->rep.status) return r->dev[d].x->rep.status;
+        if (xs[d]->rep.status) return xs[d]->rep.status;
+    if (make_units(r, xs)) return xs[0]->rep.status;
     for (int d = r->first; d < r->first + r->count; d++)
-        if (sim_walk_device_start(r->dev[d].x)) return r->dev[d].x->rep.status;
+        if (sim_walk_device_start(xs[d])) return xs[d]->rep.status;
     return PL_OK;
 }
 
@@ -378,7 +423,8 @@ static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr,
         report_race(r);
         for (int d = r->first; d < r->first + r->count; d++) {
             sim_walk_device_end(xs[d]);
-            if (r->dev[d].overflow[0]) sim_fail(&xs[d]->rep, PL_EINVAL, "%s", r->dev[d].overflow);
+            const char *overflow = r->dev[d * r->cores].overflow; /* from another process: one core a device */
+            if (overflow[0]) sim_fail(&xs[d]->rep, PL_EINVAL, "%s", overflow);
         }
     }
     if (r->ranks > 1) {
@@ -416,21 +462,17 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     if (r.ranks > 1 && !sim_mesh_mpi_agree(&r, traced) && traced)
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", "rank 0 cannot write the trace file (its message says why)");
     if (!traced) return mr->status;
-    r.dev = calloc((size_t)r.n, sizeof *r.dev);
     sim_exec **xs = calloc((size_t)r.n, sizeof *xs);
-    if (!r.dev || !xs) {
-        free(r.dev);
-        free(xs);
+    if (!xs) {
         sim_out_abort(r.trace);
         return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
     }
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.main_cond, NULL);
-    for (int d = 0; d < r.n; d++) pthread_cond_init(&r.dev[d].cond, NULL);
-    r.race = sim_mesh_race_new(r.n); /* NULL past SIM_MESH_RACE_MAX devices: not tracked */
     sim_link_stats stats = {.busiest_link = -1};
-    int rc = start_devices(&r, call, args, outs, opt);
-    for (int d = 0; d < r.n; d++) xs[d] = r.dev[d].x;
+    int rc = start_devices(&r, xs, call, args, outs, opt);
+    /* NULL past SIM_MESH_RACE_MAX cores: not tracked */
+    if (rc == PL_OK) r.race = sim_mesh_race_new(r.units);
     if (r.ranks > 1) rc = sim_mesh_mpi_begin(&r, rc); /* every process, or none, runs */
     if (rc == PL_OK) rc = run_devices(&r);
     end_devices(&r, xs, r.go > 0, mr, &stats);
@@ -456,7 +498,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     sim_mesh_race_free(r.race);
     sim_mesh_mpi_free(&r);
     pthread_cond_destroy(&r.main_cond);
-    for (int d = 0; d < r.n; d++) pthread_cond_destroy(&r.dev[d].cond);
+    for (int u = 0; r.dev && u < r.units; u++) pthread_cond_destroy(&r.dev[u].cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);
     free(xs);

@@ -22,10 +22,13 @@
 
 #define SIM_MESH_WHAT 512
 
+/* One TensorCore of a device of the mesh, on a host thread of its own: a
+ * unit (kern_mesh_ops), device x cores + core. A device whose call walks
+ * on one core is one unit. */
 typedef struct mesh_dev {
     struct mesh_run *run;
-    sim_exec *x;
-    int device;
+    sim_exec *x;            /* its device's call (shared by the device's cores) */
+    int device, core;
     uint64_t rng;           /* the seeded schedule's yields */
     int blocked, done;      /* done: its walk ended (mesh_mpi.c asks) */
     const int64_t *cell;    /* what it waits for: *cell >= need */
@@ -41,8 +44,9 @@ struct sim_mesh_mpi;
 
 typedef struct mesh_run {
     const pl_mesh *mesh;
-    int n;
-    mesh_dev *dev;
+    int n;                  /* devices */
+    int cores, units;       /* TensorCores each device's call walks on (G4, M13); units = n x cores */
+    mesh_dev *dev;          /* per unit */
     pthread_mutex_t lock;
     int alive, blocked, deadlock;
     char deadlock_msg[PL_KERN_MESH_MSG];
@@ -63,18 +67,21 @@ static inline int sim_mesh_here(const mesh_run *r, int device)
     return device >= r->first && device < r->first + r->count;
 }
 
+/* "device 3", or "core 1 of device 3" on devices of several cores */
+const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n);
+
 /* mesh_run.c */
 /* Can other devices name argument `arg`? (an ANY operand, scratch, or a
  * pipelined VMEM block, slot for slot) */
 int sim_mesh_reachable(const sim_exec *x, int arg);
-/* Where argument `arg` of a device starts, as remote Refs are translated:
- * a pipelined block's first slot, else its buffer. */
-uintptr_t sim_mesh_arg_base(const sim_exec *x, int arg);
+/* Where argument `arg` of core `core` of a device starts, as remote Refs
+ * are translated: a pipelined block's first slot, else its buffer. */
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg);
 /* A remote copy landed `offset` bytes into argument `arg` of device x:
  * count it on the slot there (sim_exec.remote_written; any thread). */
 void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset);
-/* Bytes [lo, hi) of argument `arg` of `device` as the race detector keys them; 0: unreachable */
-int sim_mesh_region(const mesh_run *r, int device, int arg, uintptr_t *lo, uintptr_t *hi);
+/* Bytes [lo, hi) of argument `arg` of `unit` as the race detector keys them; 0: unreachable */
+int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi);
 /* The deadlock message from every device's blocked/what/held (lock held or
  * threads stopped); sets r->deadlock and wakes this process's devices. */
 void sim_mesh_declare_deadlock(mesh_run *r);

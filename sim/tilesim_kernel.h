@@ -25,6 +25,7 @@
 
 #include "../kernel/pltpu.h"
 #include "tilesim.h"
+#include "tilesim_mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,16 @@ typedef struct pl_kernel_spec {
  * says so: "v5p SparseCore 4x16 subcores"), which lives for the process. */
 int pl_kernel(const pl_kernel_spec *k, const pl_array *ins, pl_array *outs, const pl_options *opt,
               pl_report *report);
+
+/* shard_map of pl.kernel over a TensorCoreMesh (M13): k on every
+ * TensorCore of every device of `mesh`, all at once, as pl_mesh_call runs
+ * a call (ins, outs, reports and the report as there). A body finds its
+ * place with pltpu_device_id and pl_core_index, and reaches a core of any
+ * device with pltpu_make_async_remote_copy_core and
+ * pltpu_semaphore_signal_core (kernel/pltpu.h): JAX's device_id =
+ * {'device': d, 'core': k}. Only PL_MESH_TENSORCORES (else PL_EINVAL). */
+int pl_kernel_mesh_call(const pl_mesh *mesh, const pl_kernel_spec *k, const pl_array *ins, pl_array *outs,
+                        const pl_options *opt, pl_mesh_report *mr, pl_report *reports);
 
 /* lax.axis_index('core'): the TensorCore running the body, 0 .. cores - 1
  * (inside a pallas_call kernel: the core its grid point runs on, G4). On a

@@ -92,6 +92,12 @@ static int check_semaphores(sim_core *k)
                                 "needs its wait (rule M10)",
                                 (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j]);
     }
+    for (int i = 0; c->sem_bank && i < KERN_SEM_BANK; i++) /* run_scoped ones, signalled by others after the last wait */
+        if (c->sem_bank[i] != 0)
+            return sim_fail(&k->rep, PL_ESEMAPHORE,
+                            "run_scoped semaphore %d of this core (counted in the order scopes take them) holds %lld "
+                            "when the kernel ends: another core or device signalled it, or copied into it, and no "
+                            "wait here took it (rules M10, K4, M13)", i, (long long)c->sem_bank[i]);
     return PL_OK;
 }
 
@@ -171,20 +177,36 @@ static int init_lines(sim_exec *x)
 int sim_walk_device_start(sim_exec *x)
 {
     if (init_lines(x)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
-    sim_core *k = x->cores[0] = sim_core_new(x, 0, &x->rep);
-    if (!k) return x->rep.status;
-    return start_core(k);
+    for (int c = 0; c < x->n_cores; c++) {
+        sim_core *k = x->cores[c] = sim_core_new(x, c, &x->rep);
+        if (!k) return x->rep.status;
+        if (start_core(k)) return k->rep.status;
+    }
+    if (x->n_cores > 1) { /* its cores walk at once, each on a thread (M13): V4 between them as threaded walks */
+        pthread_mutex_init(&x->meet_lock, NULL);
+        x->threaded = 1;
+    }
+    return PL_OK;
 }
 
-int sim_walk_device_steps(sim_exec *x) { return walk_steps(x->cores[0], 0); }
+int sim_walk_device_steps(sim_exec *x, int core) { return walk_steps(x->cores[core], 0); }
 
 int sim_walk_device_end(sim_exec *x)
 {
-    sim_core *k = x->cores[0];
-    if (!k) return x->rep.status;
-    if (!k->rep.status) check_semaphores(k);
-    sim_core_free_buffers(k);
-    sim_core_merge(x, k);
+    if (x->threaded) {
+        x->threaded = 0;
+        pthread_mutex_destroy(&x->meet_lock);
+    }
+    for (int c = 0; c < x->n_cores; c++) {
+        sim_core *k = x->cores[c];
+        if (!k) break;
+        if (!k->rep.status) check_semaphores(k);
+        sim_core_free_buffers(k);
+    }
+    for (int c = 0; c < x->n_cores && x->cores[c]; c++) {
+        sim_core_merge(x, x->cores[c]);
+        if (x->cores[c]->rep.status) break; /* the first core's error, as the in-order walk */
+    }
     return x->rep.status;
 }
 
