@@ -150,6 +150,30 @@ Test(mesh_cores, every_core_of_every_device_runs_at_once)
     for (int d = 0; d < D; d++) cr_expect_eq(reps[d].cores, C, "device %d", d);
 }
 
+/* JAX runs shard_map of core_map on 2 and 4 cores: a what-if v5p of 4. */
+Test(mesh_cores, four_cores_a_device_on_a_what_if_chip)
+{
+    enum { D = 2, C = 4, E = C * 8 * 128 };
+    pl_chip four = *pl_chip_find("v5p");
+    four.cores_per_device = C;
+    snprintf(four.name, sizeof four.name, "v5p with 4 cores");
+    static float x[D * E], y[D * E];
+    pl_array ins[D], outs[D];
+    for (int d = 0; d < D; d++) {
+        for (int i = 0; i < E; i++) x[d * E + i] = (float)(d * 100000 + i), y[d * E + i] = -1.0f;
+        ins[d] = PL_ARRAY(x + d * E, PL_F32, C, 8, 128);
+        outs[d] = PL_ARRAY(y + d * E, PL_F32, C, 8, 128);
+    }
+    pl_mesh mesh = mh_mesh("ring:2");
+    pl_kernel_spec k = {.name = "core_local", .body = core_local_kernel, .n_in = 1, .n_out = 1};
+    pl_options opt = {.chip_spec = &four};
+    pl_mesh_report mr;
+    pl_report reps[D];
+    cr_assert_eq(pl_kernel_mesh_call(&mesh, &k, ins, outs, &opt, &mr, reps), PL_OK, "%s", mr.error);
+    for (int i = 0; i < D * E; i++) cr_assert_eq(y[i], x[i], "element %d", i);
+    cr_expect_eq(reps[1].cores, C);
+}
+
 /* ---- (device, core) ids across devices (JAX: test_axis_dict_with_core_multi_device) ---- */
 
 /* in, out: (8, 256) i32 per device, each core owning 128 columns; refs[2]
