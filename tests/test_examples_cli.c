@@ -23,7 +23,7 @@ static const struct {
     const char *name;
     int trace; /* takes --trace FILE.json */
 } examples[] = {
-    {"block_sparse_matmul", 1}, {"buggy", 0},     {"collective_matmul", 0}, {"deadlock", 0},
+    {"block_sparse_matmul", 1}, {"buggy", 0},     {"collective_matmul", 0}, {"core_ring", 1}, {"deadlock", 0},
     {"flash_attention", 1},     {"grouped_matmul", 1}, {"matmul", 1},       {"matmul_emit", 1},
     {"paged_attention", 1},     {"ring_allgather", 1}, {"ring_allreduce", 1}, {"sc_gather", 1},
 };
@@ -106,4 +106,20 @@ Test(examples_cli, trace_writes_a_trace, .timeout = 120)
         th_run_free(&r);
     }
     rmdir(dir);
+}
+
+/* M13: the two cores of one v5p device pass their slabs to each other (a
+ * copy between cores of one device, no ICI), and 3 devices make a ring of 6. */
+Test(examples_cli, core_ring_passes_slabs_between_the_cores_of_one_device_and_of_several, .timeout = 120)
+{
+    th_run r = TH_RUN_EX("core_ring", "1");
+    cr_expect_eq(r.status, 0, "exit %d: %s%s", r.status, r.out, r.err);
+    cr_expect(strstr(r.out, "ring of 2 cores") && strstr(r.out, "(0 between devices") && strstr(r.out, "PASS"), "%s",
+              r.out);
+    th_run_free(&r);
+    th_run q = TH_RUN_EX("core_ring", "3");
+    cr_expect_eq(q.status, 0, "exit %d: %s%s", q.status, q.out, q.err);
+    cr_expect(strstr(q.out, "ring of 6 cores") && strstr(q.out, "(3 between devices") && strstr(q.out, "PASS"), "%s",
+              q.out);
+    th_run_free(&q);
 }
