@@ -13,8 +13,8 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 PKGS    := openblas criterion hwloc jansson
 DEBS    := libopenblas-dev libcriterion-dev libhwloc-dev libjansson-dev pkg-config g++
-# the version the pkg-config file carries: the newest entry of the README's changelog
-VERSION := $(or $(shell sed -n 's/^- \([0-9][0-9.]*\):.*/\1/p' README.md 2>/dev/null | head -n 1),0.0)
+# the version the pkg-config file carries: the newest entry of docs/changelog.md
+VERSION := $(or $(shell sed -n 's/^- \([0-9][0-9.]*\):.*/\1/p' docs/changelog.md 2>/dev/null | head -n 1),0.0)
 
 # CFLAGS may be given on the command line (check-asan does); the flags the
 # build needs are appended with override so that they survive it.
