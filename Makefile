@@ -65,7 +65,7 @@ PLUGINS   += $(TPLUGIN_SRC:%.c=$(BUILD)/%.so)
 # dynamic symbol table.
 WHOLE_LIB  = -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all deps demo demo-all test bench check-asan check-clang check-tsan install fuzz clean mpi mpi-deps test-mpi \
+.PHONY: all deps demo demo-all test test-docs docs-regen docs-deps bench check-asan check-clang check-tsan install fuzz clean mpi mpi-deps test-mpi \
         browser-deps test-browser
 all: $(LIB) $(EXAMPLES) $(CLI) $(TESTS) $(BENCHES) $(PLUGINS)
 
@@ -236,6 +236,29 @@ test-mpi: mpi $(CLI) $(PLUGINS) $(MPI_CASES)
 # screenshot is kept as BUILD/page.png (docs/page.png in the README).
 # Debian's chromium is installed when missing, as `make mpi` does Open MPI.
 BROWSER_DEBS := chromium
+# Every code block of README.md and docs/*.md against the program (tools/doccheck.py):
+# C blocks compile against the installed headers, console blocks run and print
+# what they show. docs-regen rewrites the shown outputs with what is printed now.
+DOC_PREFIX = $(abspath $(BUILD)/docs-prefix)
+DOCCHECK = python3 tools/doccheck.py --include $(DOC_PREFIX)/include/tilesim \
+  --libs "$$(PKG_CONFIG_PATH=$(DOC_PREFIX)/lib/pkgconfig pkg-config --libs tilesim)"
+docs-deps:
+	@if ! command -v python3 >/dev/null 2>&1; then \
+	  echo "tilesim: installing python3"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "tilesim: run as root, or install: apt-get install python3" >&2; exit 1; fi; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3) >/dev/null || exit 1; \
+	fi
+
+test-docs: docs-deps $(LIB) $(CLI) $(PLUGINS) $(EXAMPLES)
+	rm -rf $(DOC_PREFIX)
+	$(MAKE) --no-print-directory install PREFIX=$(DOC_PREFIX) >/dev/null
+	$(DOCCHECK)
+
+docs-regen: docs-deps $(LIB) $(CLI) $(PLUGINS) $(EXAMPLES)
+	rm -rf $(DOC_PREFIX)
+	$(MAKE) --no-print-directory install PREFIX=$(DOC_PREFIX) >/dev/null
+	$(DOCCHECK) --fix
+
 browser-deps:
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  echo "tilesim: installing $(BROWSER_DEBS)"; \
