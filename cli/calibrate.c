@@ -28,10 +28,12 @@
 
 const cli_cmd cli_calibrate_cmd = {
     "calibrate", "tilesim calibrate MEASURED.csv [--chip BASE | --chip-file FILE] [--fit LIST] [-o CHIP_FILE]",
-    "tilesim calibrate MEASURED.csv [--chip BASE | --chip-file FILE] [--fit LIST] [-o CHIP_FILE]"};
+    "tilesim calibrate MEASURED.csv [--chip BASE | --chip-file FILE] [--fit LIST] [-o CHIP_FILE]",
+    NULL, cli_calibrate_help};
 
-void cli_calibrate_help(FILE *f)
+void cli_calibrate_help(const cli_cmd *cmd, FILE *f)
 {
+    (void)cmd;
     fprintf(f, "usage: %s\n\n", cli_calibrate_cmd.synopsis);
     fprintf(f, "Fit the base chip's timing figures to kernel times you measured on a TPU: each row's\n"
                "configuration is predicted cost-only and the figures move, within physical bounds, to minimise\n"

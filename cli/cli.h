@@ -27,13 +27,16 @@
 
 #define CLI_EXIT_USAGE 2
 
-/* ---- commands and their usage (main.c) ----------------------------------- */
+/* ---- commands and their usage (help.c: the bottom of cli/, which every verb uses) ---- */
 
-/* A command: its name and its one-line synopsis, for messages. */
+/* A command: its name and its one-line synopsis, for messages, and its help. */
 typedef struct cli_cmd {
     const char *name;     /* "sweep" */
     const char *brief;    /* "tilesim sweep matmul M N K [options]": the usage hint */
     const char *synopsis; /* every option, for help */
+    const char *help;     /* what `tilesim help NAME` prints after the synopsis */
+    /* or this prints the whole help instead (a verb whose help is built) */
+    void (*print_help)(const struct cli_cmd *cmd, FILE *f);
 } cli_cmd;
 
 extern const cli_cmd cli_chips_cmd, cli_sweep_cmd, cli_explain_cmd;
@@ -283,12 +286,12 @@ int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, 
 /* profile KERNEL (profile.c): the op profile of one run and its roofline */
 extern const cli_cmd cli_profile_cmd;
 int cli_profile(int argc, char **argv);
-void cli_profile_help(FILE *f);
+void cli_profile_help(const cli_cmd *cmd, FILE *f);
 
 /* memory KERNEL (memview.c): the memory viewer of one configuration (sim/tilesim_memview.h) */
 extern const cli_cmd cli_memory_cmd;
 int cli_memory(int argc, char **argv);
-void cli_memory_help(FILE *f);
+void cli_memory_help(const cli_cmd *cmd, FILE *f);
 /* d at v with opt (made cost-only) and the memory viewer's recorder: the view
  * in mv (pl_memview_free it always); PL_OK or a code, rep->error says why */
 struct pl_memview;
@@ -298,12 +301,12 @@ int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, st
 /* tune KERNEL --shapes FILE (tune.c): the best tiling per shape */
 extern const cli_cmd cli_tune_cmd;
 int cli_tune(int argc, char **argv);
-void cli_tune_help(FILE *f);
+void cli_tune_help(const cli_cmd *cmd, FILE *f);
 
 /* calibrate MEASURED.csv (calibrate.c): fit a chip's timing figures to measured times */
 extern const cli_cmd cli_calibrate_cmd;
 int cli_calibrate(int argc, char **argv);
-void cli_calibrate_help(FILE *f);
+void cli_calibrate_help(const cli_cmd *cmd, FILE *f);
 
 /* hlo TEXT (hlo.c): read one HLO instruction and explain it */
 extern const cli_cmd cli_hlo_cmd;
@@ -312,6 +315,6 @@ int cli_hlo(int argc, char **argv);
 /* review (review.c, review_print.c): the design review of a served model */
 extern const cli_cmd cli_review_cmd;
 int cli_review(int argc, char **argv);
-void cli_review_help(FILE *f);
+void cli_review_help(const cli_cmd *cmd, FILE *f);
 
 #endif

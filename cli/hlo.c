@@ -8,7 +8,17 @@
 #include "../sim/tilesim_hlo.h"
 #include "cli.h"
 
-const cli_cmd cli_hlo_cmd = {"hlo", "tilesim hlo 'HLO INSTRUCTION' [--json]", "tilesim hlo 'HLO INSTRUCTION' [--json]"};
+const cli_cmd cli_hlo_cmd = {"hlo", "tilesim hlo 'HLO INSTRUCTION' [--json]", "tilesim hlo 'HLO INSTRUCTION' [--json]",
+    /* help */
+    "Read one HLO instruction, as XProf's HLO op view or an XLA dump prints it, and say what each part\n"
+                   "means: the name, the element type and shape, the layout (dimensions from most minor to most major),\n"
+                   "the tiling (T(8,128)(2,1): tiles and bf16 packing), the memory space (S(1) VMEM; none or S(0) HBM),\n"
+                   "the op, its operands and attributes; and the bytes the result takes with and without tile padding.\n"
+                   "Text it cannot read is refused with the column where reading stopped (exit status 2).\n"
+                   "  --json   one JSON object instead of the explanation\n"
+                   "Example: tilesim hlo '%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(\n"
+                   "           bf16[32,32,8192]{2,1,0:T(8,128)(2,1)} %fusion.32), kind=kCustom, calls=%all-reduce-scatter.3'\n",
+    NULL};
 
 int cli_hlo(int argc, char **argv)
 {

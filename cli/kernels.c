@@ -17,15 +17,15 @@
 #include "../sim/outfile.h"
 #include "cli.h"
 
-const cli_cmd cli_list_cmd = {"list", "tilesim list [KERNEL | PLUGIN.so]", "tilesim list [KERNEL | PLUGIN.so]"};
+const cli_cmd cli_list_cmd = {"list", "tilesim list [KERNEL | PLUGIN.so]", "tilesim list [KERNEL | PLUGIN.so]", NULL, cli_khelp};
 const cli_cmd cli_run_cmd = {"run", "tilesim run KERNEL [--set name=value ...] [options]",
                              "tilesim run KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] "
                              "[--cost-only] [--json] [--trace FILE] [--html FILE] [--trace-limit BYTES] [--vmem-report] "
-                             "[--vmem-limit BYTES] [--strict] [--seed N] [--host-threads N] [--check-dma-modes]"};
+                             "[--vmem-limit BYTES] [--strict] [--seed N] [--host-threads N] [--check-dma-modes]", NULL, cli_khelp};
 const cli_cmd cli_verify_cmd = {"verify", "tilesim verify KERNEL [--set name=value ...] [options]",
                                 "tilesim verify KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | "
                                 "--chip-file F] [--seed N] [--heatmap FILE.svg] [--output NAME] [--host-threads N] "
-                                "[--vmem-limit BYTES] [--check-dma-modes] [--strict]"};
+                                "[--vmem-limit BYTES] [--check-dma-modes] [--strict]", NULL, cli_khelp};
 
 typedef struct kopt {
     struct option o;

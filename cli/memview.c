@@ -26,10 +26,12 @@
 const cli_cmd cli_memory_cmd = {
     "memory", "tilesim memory KERNEL [--set name=value ...] [--svg FILE] [--json | --json-file FILE]",
     "tilesim memory KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file F] [--json] "
-    "[--svg FILE] [--json-file FILE] [--vmem-limit BYTES]"};
+    "[--svg FILE] [--json-file FILE] [--vmem-limit BYTES]",
+    NULL, cli_memory_help};
 
-void cli_memory_help(FILE *f)
+void cli_memory_help(const cli_cmd *cmd, FILE *f)
 {
+    (void)cmd;
     fprintf(f, "usage: %s\n\n", cli_memory_cmd.synopsis);
     fprintf(f, "The memory viewer of one configuration, as XProf's: VMEM in use over the grid steps (program\n"
                "order), each buffer slot of each operand (two under double buffering) and each scratch buffer;\n"

@@ -18,12 +18,14 @@ const cli_cmd cli_profile_cmd = {
     "profile", "tilesim profile KERNEL [--set name=value ...] [--chip NAME | --chip-file FILE] [--json] "
                "[--roofline FILE.svg]",
     "tilesim profile KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--json]\n"
-    "       [--roofline FILE.svg] [--host-threads N] [--vmem-limit BYTES]"};
+    "       [--roofline FILE.svg] [--host-threads N] [--vmem-limit BYTES]",
+    NULL, cli_profile_help};
 
 #define PROFILE_OPTS (K_SET | K_CHIP | K_CHIP_FILE | K_JSON | K_HOST_THREADS | K_VMEM_LIMIT)
 
-void cli_profile_help(FILE *f)
+void cli_profile_help(const cli_cmd *cmd, FILE *f)
 {
+    (void)cmd;
     fprintf(f, "usage: %s\n\n", cli_profile_cmd.synopsis);
     fprintf(f, "Run one configuration (cost-only: the timing does not depend on the data) and print its op\n"
                "profile, as XProf's HLO op profile: a row per pl_ / pltpu_ function the kernel called, per\n"
@@ -48,7 +50,7 @@ static int take_roofline(int argc, char **argv, char **out, int *n, const char *
     *n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            cli_profile_help(stdout);
+            cli_profile_help(&cli_profile_cmd, stdout);
             return cli_finish_stdout(&cli_profile_cmd, 0);
         }
         if (!strcmp(argv[i], "--")) { /* positional from here on */

@@ -15,10 +15,12 @@
 const cli_cmd cli_review_cmd = {
     "review", "tilesim review --model NAME|FILE --chip NAME --prompt P --context C --ttft T --tpot T [options]",
     "tilesim review --model NAME|FILE [--chip NAME | --chip-file FILE] --prompt P --context C --ttft 500ms "
-    "--tpot 30ms [--quant bf16,int8,fp8] [--kv bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]"};
+    "--tpot 30ms [--quant bf16,int8,fp8] [--kv bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]",
+    NULL, cli_review_help};
 
-void cli_review_help(FILE *f)
+void cli_review_help(const cli_cmd *cmd, FILE *f)
 {
+    (void)cmd;
     fprintf(f, "usage: %s\n\n", cli_review_cmd.synopsis);
     fprintf(f,
             "Serve a model on a chip: weigh every configuration (devices in a 1 x N ring with tensor parallelism\n"

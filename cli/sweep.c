@@ -27,14 +27,6 @@ enum { NSPECS = sizeof specs / sizeof *specs };
 
 #define OPT(a, name) cli_opt((a), specs, NSPECS, (name))
 
-double cli_tile_intensity(const cli_sweep_row *r) { return (double)r->bm * (double)r->bn / (double)(r->bm + r->bn); }
-
-const char *cli_reject_kind(const cli_sweep_row *r)
-{
-    if (r->too_many_steps) return "too many steps";
-    return r->rep->status == PL_EVMEM ? "over budget" : "illegal";
-}
-
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Grid points, saturating at INT64_MAX / 2. */

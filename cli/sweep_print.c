@@ -7,6 +7,14 @@
 #include "../sim/json.h"
 #include "cli.h"
 
+double cli_tile_intensity(const cli_sweep_row *r) { return (double)r->bm * (double)r->bn / (double)(r->bm + r->bn); }
+
+const char *cli_reject_kind(const cli_sweep_row *r)
+{
+    if (r->too_many_steps) return "too many steps";
+    return r->rep->status == PL_EVMEM ? "over budget" : "illegal";
+}
+
 #define REASON_MAX 110 /* characters of a reason before it is cut at its first sentence */
 
 static int64_t shown(const cli_sweep_result *s)

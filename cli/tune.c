@@ -18,10 +18,12 @@
 const cli_cmd cli_tune_cmd = {
     "tune", "tilesim tune KERNEL --shapes SHAPES.csv [--csv | --json] [-o FILE]",
     "tilesim tune KERNEL|PLUGIN.so[:NAME] --shapes SHAPES.csv [--vary name=v1,v2,...] [--set name=value ...] "
-    "[--chip NAME | --chip-file FILE] [--csv | --json] [-o FILE] [--threads N]"};
+    "[--chip NAME | --chip-file FILE] [--csv | --json] [-o FILE] [--threads N]",
+    NULL, cli_tune_help};
 
-void cli_tune_help(FILE *f)
+void cli_tune_help(const cli_cmd *cmd, FILE *f)
 {
+    (void)cmd;
     fprintf(f, "usage: %s\n\n", cli_tune_cmd.synopsis);
     fprintf(f, "For each shape in SHAPES.csv, sweep the kernel's other parameters (the tiling: their --vary\n"
                "lists, or the candidates 'tilesim list' shows) in cost-only mode, and write the best\n"

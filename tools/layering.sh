@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/layering.sh BUILD: no cycles between the files of sim/ and kernel/.
+# tools/layering.sh BUILD: no cycles between the files of sim/, kernel/ and cli/.
 #   calls:    object A calls a function defined in object B (nm), and B,
 #             directly or through others, calls back into A;
 #   includes: a header or source includes, directly or through others, a
@@ -13,14 +13,14 @@ edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
 
 # calls: "user definer" pairs from the symbol tables
-for o in "$build"/sim/*.o "$build"/kernel/*.o; do
+for o in "$build"/sim/*.o "$build"/kernel/*.o "$build"/cli/*.o; do
     nm "$o" | awk -v f="$o" '$2 ~ /^[TDBR]$/ { print "D", $3, f } $1 == "U" { print "U", $2, f }'
 done | awk '$1 == "D" { def[$2] = $3 } $1 == "U" { use[NR] = $2 " " $3 }
     END { for (i in use) { split(use[i], u, " "); if ((u[1] in def) && def[u[1]] != u[2]) print "calls", u[2], def[u[1]] } }' \
     | sort -u >"$edges"
 
 # includes: "file included" pairs from #include "..." lines
-for f in sim/*.[ch] kernel/*.[ch]; do
+for f in sim/*.[ch] kernel/*.[ch] cli/*.[ch]; do
     dir=$(dirname "$f")
     sed -n 's/^#include "\(.*\)".*/\1/p' "$f" | while read -r inc; do
         p=$(realpath -m --relative-to=. "$dir/$inc")
