@@ -32,7 +32,7 @@ PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm -ldl
 TEST_CFLAGS = $(shell pkg-config --cflags criterion jansson)
 TEST_LIBS  = $(shell pkg-config --libs criterion jansson)
 
-LIB_SRC   := $(wildcard kernel/*.c sim/*.c)
+LIB_SRC   := $(wildcard kernel/*.c sim/*/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB       := $(BUILD)/libtilesim.a
 EX_SRC    := $(wildcard examples/*.c)

@@ -1,6 +1,6 @@
 /* cli/calibrate.c: `tilesim calibrate MEASURED.csv [--chip BASE] [-o CHIP_FILE]`
  * (issue 22): fit a chip's timing figures to kernel times measured on a
- * real TPU (sim/calibrate.h), print each row's error before and after, and
+ * real TPU (sim/kdef/calibrate.h), print each row's error before and after, and
  * write a what-if chip file that --chip-file takes.
  *
  * MEASURED.csv: a header naming the columns kernel, chip, time_us and
@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "../examples/kernels/registry.h"
-#include "../sim/calibrate.h"
-#include "../sim/common.h"
-#include "../sim/outfile.h"
+#include "../sim/kdef/calibrate.h"
+#include "../sim/base/common.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 #define CAL_MASK (K_CHIP | K_CHIP_FILE | K_OUT_FILE | K_FIT)

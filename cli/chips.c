@@ -2,7 +2,7 @@
  * what-if chip file) in readable units; and choosing the chip of a run. */
 #include <string.h>
 
-#include "../sim/json.h"
+#include "../sim/base/json.h"
 #include "cli.h"
 
 #define MAX_COLS 8

@@ -272,7 +272,7 @@ int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
 
 /* --html FILE (html.c): write the teaching page of kernel d at values v
- * (sim/html.h; extras: the sections other tools give, or NULL). quiet: no
+ * (sim/tools/html.h; extras: the sections other tools give, or NULL). quiet: no
  * 'page:' line on stdout (--json). 0, 1 out of memory, 2 bad path/config. */
 struct sim_page_extras;
 int cli_html(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, const pl_options *opt, const char *path,

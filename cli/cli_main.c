@@ -3,7 +3,7 @@
  *
  * The MPI build (`make mpi`, build/tilesim-mpi) runs the same command on
  * every rank: a sweep splits its configurations between the ranks
- * (sim/ranks.h), and rank 0 alone prints. Every rank must be given the same
+ * (sim/mesh/ranks.h), and rank 0 alone prints. Every rank must be given the same
  * command line (checked: a rank that differs stops all of them), and every
  * rank exits with the worst code any rank had. A rank that stops answering
  * (--rank-timeout SECONDS, default 60) ends the job (rank_watchdog.h).

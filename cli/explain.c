@@ -14,8 +14,8 @@
 
 #include "../examples/kernels/matmul.h"
 #include "../kernel/pltpu.h"
-#include "../sim/html.h"
-#include "../sim/kdef_internal.h"
+#include "../sim/tools/html.h"
+#include "../sim/kdef/kdef_internal.h"
 #include "cli.h"
 
 #define MAX_SIZE (1LL << 24)

@@ -1,5 +1,5 @@
 /* cli/html.c: `--html FILE` on `tilesim run KERNEL` and `tilesim explain
- * KERNEL`: the teaching page of the configuration (sim/html.h), one
+ * KERNEL`: the teaching page of the configuration (sim/tools/html.h), one
  * self-contained HTML file.
  *
  * The page comes from a walk of its own, cost only, with the chip and
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/html.h"
-#include "../sim/outfile.h"
+#include "../sim/tools/html.h"
+#include "../sim/base/outfile.h"
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 

@@ -14,7 +14,7 @@
 
 #include "../examples/kernels/registry.h"
 #include "../examples/kernels/mesh_progs.h"
-#include "../sim/outfile.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 const cli_cmd cli_list_cmd = {"list", "tilesim list [KERNEL | PLUGIN.so]", "tilesim list [KERNEL | PLUGIN.so]", NULL, cli_khelp};

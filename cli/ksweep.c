@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/outfile.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 #define MAX_CONFIGS 4096
@@ -195,7 +195,7 @@ int cli_ksweep(int argc, char **argv)
         free(lists);
         return rc;
     }
-    char why[PL_MSG_MAX]; /* before the sweep: fail fast, creating and truncating nothing (sim/outfile.h) */
+    char why[PL_MSG_MAX]; /* before the sweep: fail fast, creating and truncating nothing (sim/base/outfile.h) */
     if (o.svg && sim_out_probe(o.svg, why, sizeof why)) {
         free(lists);
         return cli_fail(cmd, "--svg: %s", why);

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/json.h"
-#include "../sim/kdef_internal.h"
+#include "../sim/base/json.h"
+#include "../sim/kdef/kdef_internal.h"
 #include "../examples/kernels/mesh_cli.h"
 #include "../examples/kernels/mesh_progs.h"
 #include "../examples/kernels/registry.h"

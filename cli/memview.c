@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/kdef_internal.h"
-#include "../sim/outfile.h"
+#include "../sim/kdef/kdef_internal.h"
+#include "../sim/base/outfile.h"
 #include "../sim/tilesim_memview.h"
 #include "cli.h"
 
@@ -77,7 +77,7 @@ static int take_files(int argc, char **argv, char **out, int *n, const char **sv
 }
 
 /* Opened before the run (a bad path fails at once) as a temporary file
- * beside it (sim/outfile.h): a failed run leaves the path as it was. */
+ * beside it (sim/base/outfile.h): a failed run leaves the path as it was. */
 static sim_out *open_out(const char *path, const char *what, int *rc)
 {
     if (!path) return NULL;

@@ -1,7 +1,7 @@
 /* cli/mesh_page.c: the page of a mesh kernel's run (`tilesim run MESH.so
  * --html FILE`, issue 24): the run's report, then every device's timeline
  * and every ICI link's, drawn in the browser from the run's Chrome trace
- * (sim/trace.c), which the page carries whole. No network: the script is in
+ * (sim/timing/trace.c), which the page carries whole. No network: the script is in
  * the page. The teaching page of one device (cli/html.c) walks a grid step
  * by step; a mesh's story is when each device waits on which copy, so this
  * one draws the time.
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/outfile.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 static const char page_js[] =

@@ -1,6 +1,6 @@
 /* cli/profile.c: `tilesim profile KERNEL`: the op profile of one run, as
- * XProf's HLO op profile shows a real one (sim/profile_print.c), and with
- * --roofline FILE.svg the run's roofline (sim/roofline_run.c).
+ * XProf's HLO op profile shows a real one (sim/tools/profile_print.c), and with
+ * --roofline FILE.svg the run's roofline (sim/tools/roofline_run.c).
  *
  * The kernel, its --set values and the chip are resolved as for run
  * (cli_kernel_setup); the run is cost-only: timing does not depend on the
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/outfile.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 const cli_cmd cli_profile_cmd = {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../sim/tilesim_review.h"
-#include "../sim/json.h"
+#include "../sim/base/json.h"
 #include "cli.h"
 
 static const char *ms(double s, char *buf, size_t n)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../examples/kernels/matmul.h"
-#include "../sim/outfile.h"
+#include "../sim/base/outfile.h"
 #include "cli.h"
 
 #define MAX_SIZE (1LL << 24)    /* M, N, K and block sizes */
@@ -203,7 +203,7 @@ int cli_sweep(int argc, char **argv)
     if ((rc = parse(cmd, &a, &s, &threads)) || (rc = parse_lists(cmd, &a, lists, counts))) return rc;
 
     const char *svg_path = OPT(&a, "--svg");
-    sim_out *svg = NULL; /* opened before the sweep (fail fast) as a temporary file beside it (sim/outfile.h) */
+    sim_out *svg = NULL; /* opened before the sweep (fail fast) as a temporary file beside it (sim/base/outfile.h) */
     char msg[PL_MSG_MAX];
     if (svg_path && !(svg = sim_out_open(svg_path, msg, sizeof msg))) return cli_fail(cmd, "--svg: %s", msg);
 

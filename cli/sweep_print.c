@@ -4,7 +4,7 @@
  * rejected ones in list order with the first sentence of their reason. */
 #include <string.h>
 
-#include "../sim/json.h"
+#include "../sim/base/json.h"
 #include "cli.h"
 
 double cli_tile_intensity(const cli_sweep_row *r) { return (double)r->bm * (double)r->bn / (double)(r->bm + r->bn); }

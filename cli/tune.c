@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/json.h"
-#include "../sim/outfile.h"
-#include "../sim/ranks.h"
+#include "../sim/base/json.h"
+#include "../sim/base/outfile.h"
+#include "../sim/mesh/ranks.h"
 #include "tune.h"
 
 #define TUNE_MASK (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_THREADS | K_SHAPES | K_OUT_FILE)
@@ -283,7 +283,7 @@ int cli_tune(int argc, char **argv)
     if (!o.shapes) return cli_fail(cmd, "missing --shapes SHAPES.csv: the shapes to tune, one per line");
     if ((rc = cli_find_kernel(cmd, o.pos[0], &d))) return rc;
     if ((rc = cli_kernel_options(cmd, &o, &file_chip, &job.opt))) return rc;
-    char why[PL_MSG_MAX]; /* before the sweeps: fail fast, creating nothing (sim/outfile.h) */
+    char why[PL_MSG_MAX]; /* before the sweeps: fail fast, creating nothing (sim/base/outfile.h) */
     if (o.out_file && sim_out_probe(o.out_file, why, sizeof why)) return cli_fail(cmd, "-o: %s", why);
     int fixed[PL_KDEF_MAX_PARAMS] = {0};
     for (int i = 0; i < o.n_sets + o.n_varies; i++) {

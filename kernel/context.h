@@ -21,7 +21,7 @@
  * KERN_OP_OVERHEAD: elems steps of a nested pipeline (emit_pipeline, K3),
  * each a grid step's overhead (P9): timed on the core, reported as overhead. */
 /* On a mesh, waits and signals between devices are logged too, so that the
- * timing model makes a device wait for another (sim/timing.c):
+ * timing model makes a device wait for another (sim/timing/timing.c):
  * KERN_OP_RECV_WAIT (cell, elems bytes landed from other devices),
  * KERN_OP_SEM_WAIT (cell, elems the value taken), KERN_OP_SEM_SIGNAL (n the
  * device, cell there, elems the increment). */
@@ -43,7 +43,7 @@ typedef struct kern_op {
                          receiving semaphore there, n the device, k the ICI hops */
     const char *name; /* the pl_ / pltpu_ function that made it (a string literal), for the op profile */
     int64_t vmem;     /* bytes it reads and writes (inputs + output): the op profile's, and a floor on its time at
-                         the chip's VMEM bandwidth (sim/oplog.c) */
+                         the chip's VMEM bandwidth (sim/call/oplog.c) */
 } kern_op;
 
 /* A semaphore is declared as an i32 scratch (PLTPU_SEMAPHORE) but counts in
@@ -116,7 +116,7 @@ void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn);
 void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
 
 /* Kernel arguments the context can name (M3): the executor's refs array
- * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/core.h). */
+ * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/call/core.h). */
 #define KERN_MAX_ARGS 64
 
 /* The executor pads the refs array past the call's last argument with refs
@@ -125,7 +125,7 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
  * not a crash on a NULL, rank-0 ref. */
 #define KERN_ARG_MISSING (-2)
 
-/* How a device of a mesh reaches the others (sim/mesh_run.c fills it; NULL
+/* How a device of a mesh reaches the others (sim/mesh/mesh_run.c fills it; NULL
  * on a single device). Semaphore cells of every device are read and
  * written under lock(); block() is called with the lock held and returns
  * with it held. The hooks name a TensorCore of the mesh by its unit,
@@ -148,7 +148,7 @@ typedef struct kern_mesh_ops {
     int64_t (*axis_index)(void *run, int device, const char *axis, int64_t *size);
     void (*perturb)(void *run, int device); /* a seeded schedule: maybe yield the host thread */
     /* a copy from `from` is about to land in bytes [lo, hi) of argument `arg` of device `to`:
-     * nonzero when it races with an earlier copy or a local copy there (V4, sim/mesh_race.h): the
+     * nonzero when it races with an earlier copy or a local copy there (V4, sim/mesh/mesh_race.h): the
      * race is recorded for the end of the call, and the copy's data must not move */
     int (*incoming)(void *run, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
                     int64_t bytes, const char *point);
@@ -221,7 +221,7 @@ void kern_format_block(const int64_t *block, const uint8_t *squeezed, int rank, 
  * array's second-last dimension lies in (tile, 128) tiles: 0 when the block
  * passes; else 1 with msg saying why and the nearest legal shapes, for the
  * caller to prefix with the operand's name. One text for pallas_call's
- * BlockSpecs (sim/blockspec.c) and emit_pipeline's (K3). blk and shp are the
+ * BlockSpecs (sim/call/blockspec.c) and emit_pipeline's (K3). blk and shp are the
  * block and array as the caller prints them. */
 int kern_check_t8(const char *chip, pl_dtype dtype, int rank, const int64_t *block, const uint8_t *squeezed,
                   const int64_t *shape, int64_t tile, const char *blk, const char *shp, char *msg, size_t n);

@@ -6,7 +6,7 @@
  * one byte converted as ml_dtypes does; int4 is storage only, two per byte
  * with element 2k in the low nibble (XLA's s4 packing): a byte address per
  * element does not exist, so pl_dtype_size is 0 for it and arrays of it are
- * refused (sim/validate.c); pl_i4_load/store read and write packed buffers.
+ * refused (sim/call/validate.c); pl_i4_load/store read and write packed buffers.
  * fp4 (float4_e2m1fn) is storage only the same way, packed as int4, and
  * converts as ml_dtypes does (pl_f4_load/store).
  */

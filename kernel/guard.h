@@ -39,7 +39,7 @@ void kern_guard_leave(pl_ctx *prev);
 void kern_guard_zone(const char *kind, const char *owner, const char *what);
 
 /* fn runs just before a crash report ends the process, from a signal
- * handler: async-signal-safe calls only (sim/outfile.c removes its
+ * handler: async-signal-safe calls only (sim/base/outfile.c removes its
  * temporary files). One hook; a second call replaces it. */
 void kern_guard_atcrash(void (*fn)(void));
 

@@ -286,7 +286,7 @@ void pl_tril(pl_ctx *c, pl_ref dst, pl_ref src, int64_t k, double value);
  * the masks of pl_load do; anything else faults with PL_ESHAPE. Values are
  * computed in double and rounded once to dst's dtype; dst may be a source.
  *
- * Cost (model choice, sim/chips.c's notes): VPU ops count 1 FLOP per element
+ * Cost (model choice, sim/timing/chips.c's notes): VPU ops count 1 FLOP per element
  * produced (add_scalar, mul_scalar, cmp, where, iota, cast); div counts 4 (a
  * reciprocal on the EUP and a multiply, as pl_div_col). The transcendental
  * ops run on the EUP (the report counts their elements in eup_elems) and are

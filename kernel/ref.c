@@ -299,7 +299,7 @@ static pl_ref element_view(const pl_ref *r, char *p)
 
 double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 {
-    c->scalar_ops++; /* scalar-unit work (sim/timing.c), poison reads included */
+    c->scalar_ops++; /* scalar-unit work (sim/timing/timing.c), poison reads included */
     char *p = elem_ptr(c, &r, idx, "pl_get", 1);
     if (!p) { /* V2 in poison mode: what an uninitialized element holds */
         if (!c->oob_read[0]) {

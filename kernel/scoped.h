@@ -32,7 +32,7 @@ typedef struct kern_kernel_wrap {
 } kern_kernel_wrap;
 void kern_kernel_trampoline(pl_ctx *c, pl_ref *refs);
 
-/* A scratch buffer's rules, for pallas_call's scratch (sim/validate.c) and run_scoped alike: its memory
+/* A scratch buffer's rules, for pallas_call's scratch (sim/call/validate.c) and run_scoped alike: its memory
  * space (M2), a semaphore array's declaration and size (M2), SMEM's 32-bit scalars (M1). PL_OK, or the code
  * with msg saying it, after "who: " (kernel/scoped.c). */
 int kern_scratch_rules(const pl_scratch *s, const char *who, char *msg, size_t n);

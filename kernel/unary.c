@@ -9,7 +9,7 @@
  * source; a source whose rows are all one row (a (1, n) row broadcast) is
  * loaded once before the walk, so it may even alias dst's first row.
  *
- * Cost (model choice, documented in pallas.h and sim/chips.c): VPU ops count
+ * Cost (model choice, documented in pallas.h and sim/timing/chips.c): VPU ops count
  * 1 FLOP per element produced, div 4; the transcendental ops are recorded as
  * KERN_OP_EUP, which the timing model charges like VPU work at their weight
  * and the report also counts as EUP elements.

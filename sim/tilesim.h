@@ -562,7 +562,7 @@ struct pl_report {
     int64_t dma_copies;           /* manual copies started (kernel/pltpu.h) */
     int64_t dma_bytes;            /* bytes they moved to or from HBM */
 
-    /* timing on the chip (rules P6, P8, P9); sim/timing.h has the model */
+    /* timing on the chip (rules P6, P8, P9); sim/timing/timing.h has the model */
     int cores;                    /* TensorCores that ran grid steps */
     double time_s;                /* simulated wall time of the call */
     double compute_s;             /* kernel time (MXU + VPU + scalar), summed over cores */
@@ -596,7 +596,7 @@ struct pl_report {
     double ideal_bytes;           /* its HBM bytes, each array moved once */
     double ideal_s;               /* the longer of those FLOPs at the cores' peak and those bytes at HBM's, seconds */
     double efficiency;            /* ideal_s / time_s (0-1); 0: unknown */
-    pl_bound bound;               /* the resource with the largest busy fraction (one rule, sim/bound.c) */
+    pl_bound bound;               /* the resource with the largest busy fraction (one rule, sim/timing/bound.c) */
     char bound_msg[1024];         /* the bound in one sentence */
 
     /* what the checks found (V1, V3); also summarized in warnings */
@@ -817,7 +817,7 @@ int pl_sweep_print_json(FILE *f, int n, const pl_report *reports, const char *co
 int pl_roofline_svg(const char *path, int n, const pl_report *reports, const char *const *labels, const pl_chip *chip,
                     const char *title, char *msg, size_t msglen);
 
-/* ---- the op profile and the roofline of a run (sim/profile*.c, sim/roofline_run.c) ---- */
+/* ---- the op profile and the roofline of a run (sim/profile*.c, sim/tools/roofline_run.c) ---- */
 
 /* The rows of r's profile in the order a reader wants them (the few ops worth
  * attention first): by time_s, overlapped DMA rows by busy_s after the rest;

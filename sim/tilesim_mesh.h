@@ -93,7 +93,7 @@ typedef struct pl_mesh_report {
        pl_report, the busiest device's; ICI: the busiest link; latency: time neither the devices' own work nor
        the busiest link nor HBM explains (copies' and hops' latencies and the waits they set off) */
     double busy[PL_MESH_BUSY];
-    int bound;                  /* a pl_bound: the largest of busy (sim/bound.c's one rule); 0: no copies */
+    int bound;                  /* a pl_bound: the largest of busy (sim/timing/bound.c's one rule); 0: no copies */
     char bound_msg[512];        /* the bound in one sentence */
     int ranks;                  /* processes the devices ran in (Open MPI ranks; 1: this one) */
     int64_t rank_messages;      /* copies and signals that went from one process to another */

@@ -1,4 +1,4 @@
-/* tests/test_bound.c: the one bound rule (sim/bound.c, issue 22): the
+/* tests/test_bound.c: the one bound rule (sim/timing/bound.c, issue 22): the
  * label is the resource busy for the largest fraction of the run, and the
  * report shows each resource's fraction. */
 #include <criterion/criterion.h>

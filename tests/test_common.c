@@ -2,7 +2,7 @@
  * (issue 11): the op log of a step becomes timing events with no fixed
  * limit, a step's time grows with its ops; the one grid iterator. */
 #include "../kernel/pltpu.h"
-#include "../sim/common.h"
+#include "../sim/base/common.h"
 #include "helpers.h"
 
 enum { ROWS = 8, COLS = 128, STEPS = 2 };

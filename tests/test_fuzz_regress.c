@@ -40,7 +40,7 @@ Test(fuzz_regress, F1_integer_copy_with_conversion)
 
 static void fill_kernel(pl_ctx *c, pl_ref *refs) { pl_fill(c, refs[0], 1.0); }
 
-/* sim/validate.c rounds 16-bit blocks up to chip->sublanes_16bit rows (T6):
+/* sim/call/validate.c rounds 16-bit blocks up to chip->sublanes_16bit rows (T6):
  * a pl_chip with 0 there divided by zero (SIGFPE), with -1 overflowed. A
  * chip file cannot say so (8 to 32), but pl_options.chip_spec can: the call
  * must refuse the chip, naming the figure, as it does a bad core count. */

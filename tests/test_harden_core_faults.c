@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "../kernel/pltpu.h"
-#include "../sim/exec.h"
+#include "../sim/call/exec.h"
 #include "helpers.h"
 
 /* ---- no undefined behaviour (run under the UBSan build) ---------------------- */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "../kernel/pltpu.h"
-#include "../sim/exec.h"
+#include "../sim/call/exec.h"
 #include "helpers.h"
 
 /* ---- counts that do not overflow (M8, M9) ------------------------------------ */

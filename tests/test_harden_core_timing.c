@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "../kernel/pltpu.h"
-#include "../sim/exec.h"
+#include "../sim/call/exec.h"
 #include "helpers.h"
 
 /* ---- time advances (P6, P8, P9) ---------------------------------------------- */
@@ -39,7 +39,7 @@ static void expect_sane_time(const pl_report *r, const pl_chip *chip, int64_t st
     double floor_overhead = (double)steps * chip->step_overhead_s / r->cores;
     cr_assert(r->time_s >= floor_overhead * (1 - 1e-9), "%s: %g s < %lld steps of overhead %g s", what, r->time_s,
               (long long)steps, chip->step_overhead_s);
-    /* the DMA engine ends a copy within a millionth of its bytes (floating-point residue, sim/timing.c), so
+    /* the DMA engine ends a copy within a millionth of its bytes (floating-point residue, sim/timing/timing.c), so
        the HBM floor holds to that; ops timed at the VMEM bandwidth end steps mid-copy and show it */
     double floor_hbm = (double)r->hbm_bytes / chip->hbm_bw;
     cr_assert(r->time_s >= floor_hbm * (1 - 1e-6), "%s: %g s < %lld bytes at %g B/s", what, r->time_s,

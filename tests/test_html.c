@@ -1,5 +1,5 @@
 /* tests/test_html.c: the teaching page, `--html FILE` on `tilesim run` and
- * `tilesim explain` (issue 14, "The page"; sim/html.h).
+ * `tilesim explain` (issue 14, "The page"; sim/tools/html.h).
  *
  * The commands run as programs (tests/run.h). The page must be one file
  * that opens without the network, hold a cell per block of each operand's
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../examples/kernels/registry.h"
-#include "../sim/html.h"
+#include "../sim/tools/html.h"
 #include "run.h"
 
 static int count(const char *text, const char *sub)

@@ -7,7 +7,7 @@
  * harness is tests/megacore_threads.h, the driver tests/megacore_cases.h.
  */
 #include "../examples/kernels/matmul.h"
-#include "../sim/exec.h"
+#include "../sim/call/exec.h"
 #include "megacore_cases.h"
 
 /* ---- cost-only, a trace, on_step, odd splits -------------------------------------------------- */

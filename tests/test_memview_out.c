@@ -1,5 +1,5 @@
-/* tests/test_memview_out.c: the memory viewer's output (sim/memview_out.c,
- * sim/memview_svg.c): the JSON parsed with jansson and checked against the
+/* tests/test_memview_out.c: the memory viewer's output (sim/tools/memview_out.c,
+ * sim/tools/memview_svg.c): the JSON parsed with jansson and checked against the
  * view and the budget (M4); the SVG well formed, self-contained, with both
  * limits, the peak and a legend row per allocation, names escaped. */
 #include <criterion/criterion.h>

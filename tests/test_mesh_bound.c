@@ -1,5 +1,5 @@
 /* tests/test_mesh_bound.c: the mesh report names its bound by the one rule
- * (sim/bound.c, issue 22): a ring whose links run at 29% of peak, its time
+ * (sim/timing/bound.c, issue 22): a ring whose links run at 29% of peak, its time
  * going to copy and hop latencies, is latency-bound, not ICI-bound. */
 #include <criterion/criterion.h>
 #include <string.h>

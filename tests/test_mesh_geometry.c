@@ -1,10 +1,10 @@
 /* tests/test_mesh_geometry.c: meshes of devices (rules M11, M12): parsing a
  * mesh and its errors, device numbers and coordinates, hop counts, and the
- * links a copy's route crosses (sim/mesh.c). The ICI link model is in
+ * links a copy's route crosses (sim/timing/mesh.c). The ICI link model is in
  * test_mesh_ici.c. */
 #include <stdio.h>
 
-#include "../sim/ici.h"
+#include "../sim/timing/ici.h"
 #include "../sim/tilesim_mesh.h"
 #include "helpers.h"
 

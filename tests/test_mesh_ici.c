@@ -1,12 +1,12 @@
-/* tests/test_mesh_ici.c: the ICI link model (sim/ici.c) against closed
- * forms, and the per-hop ICI latency of the chips (sim/chips.c, `tilesim
+/* tests/test_mesh_ici.c: the ICI link model (sim/timing/ici.c) against closed
+ * forms, and the per-hop ICI latency of the chips (sim/timing/chips.c, `tilesim
  * chips`). Copies cross the links of their routes (rule M11); a ring
  * collective is N - 1 rounds of neighbour copies (M12). */
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
 
-#include "../sim/ici.h"
+#include "../sim/timing/ici.h"
 #include "../sim/tilesim_mesh.h"
 #include "helpers.h"
 #include "run.h"

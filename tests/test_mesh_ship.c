@@ -1,4 +1,4 @@
-/* A device's report and timing records as bytes (sim/mesh_ship.c), which a
+/* A device's report and timing records as bytes (sim/mesh/mesh_ship.c), which a
  * mesh across Open MPI ranks sends to rank 0 to replay every device's
  * timeline there (rule M11): the round trip keeps every field and array,
  * and bytes cut short are refused, never read past. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/mesh_run.h"
+#include "../sim/mesh/mesh_run.h"
 
 /* A device's records as a walk would leave them: an input's copies, a
  * step with manual copies and mesh events, per-step times and points. */

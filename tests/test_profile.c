@@ -13,7 +13,7 @@
 #include "../examples/kernels/matmul.h"
 #include "../examples/kernels/registry.h"
 #include "../sim/kdef.h"
-#include "../sim/profile.h"
+#include "../sim/call/profile.h"
 #include "helpers.h"
 #include "test_run_helpers.h"
 #include "test_mesh_helpers.h"

@@ -1,5 +1,5 @@
 /* tests/test_review_model.c: model files for `tilesim review` (issue 16,
- * sim/model.c): the presets are the models/ files and CHIPS.md's figures;
+ * sim/review/model.c): the presets are the models/ files and CHIPS.md's figures;
  * every bad file gets "file:line: key: message" and no crash. */
 #include <criterion/criterion.h>
 #include <stdio.h>

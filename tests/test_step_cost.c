@@ -2,7 +2,7 @@
  * overhead (issue 22): the DMA's efficiency on short strided rows, the
  * descriptor issue and semaphore wait of each copy, the MXU's fill and
  * drain per pl_dot, and the shift of the matmul ranking they cause. */
-#include "../sim/timing.h"
+#include "../sim/timing/timing.h"
 #include "helpers.h"
 #include "test_timing_helpers.h"
 

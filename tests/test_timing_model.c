@@ -2,7 +2,7 @@
  * expectations (rules P6, P8, P9 and the chip figures): the regimes a call
  * can be bound by, buffering, megacore and shared HBM. */
 #include "../examples/kernels/matmul.h"
-#include "../sim/timing.h"
+#include "../sim/timing/timing.h"
 #include "helpers.h"
 #include "test_timing_helpers.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../sim/outfile.h"
+#include "../../sim/base/outfile.h"
 #include "options.h"
 
 enum { O_CHIP = 1000, O_CHIP_FILE, O_TRACE, O_TRACE_LIMIT, O_COST_ONLY, O_NO_CHECKS, O_STRICT, O_UNINIT, O_OOB, O_JSON,
@@ -100,7 +100,7 @@ static int check_chip(ex_cmdline *cl, const char *name)
 
 int ex_check_writable(const ex_cmdline *cl, const char *option, const char *path)
 {
-    char msg[1024]; /* the checks open would make, creating and removing nothing (sim/outfile.h) */
+    char msg[1024]; /* the checks open would make, creating and removing nothing (sim/base/outfile.h) */
     if (sim_out_probe(path, msg, sizeof msg) == 0) return EX_PARSE_OK;
     fprintf(stderr, "%s: %s: %s\n", cl->prog, option, msg);
     return EX_PARSE_ERROR;

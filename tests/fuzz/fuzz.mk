@@ -26,7 +26,7 @@ FUZZ_CFLAGS  := -O1 -g -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -pthread
 FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags openblas hwloc)
 FUZZ_PKG_LIBS   = $(shell pkg-config --libs openblas hwloc) -lm
 
-FUZZ_LIB_SRC := $(wildcard kernel/*.c sim/*.c examples/kernels/*.c)
+FUZZ_LIB_SRC := $(wildcard kernel/*.c sim/*/*.c examples/kernels/*.c)
 FUZZ_CLI_SRC := $(filter-out cli/cli_main.c,$(wildcard cli/*.c))
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_CLI_OBJ := $(FUZZ_CLI_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_chip_parse.c: libFuzzer harness for the chip-file parser
- * (pl_chip_parse in sim/chips.c). The bytes are the text of a chip file; a
+ * (pl_chip_parse in sim/timing/chips.c). The bytes are the text of a chip file; a
  * NUL in them ends the text early, as it would for a C string. Whatever the
  * text, the parser must return PL_OK with a sane chip or PL_EINVAL with a
  * message that names where, and never read or write out of bounds.

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_hlo.c: libFuzzer harness for the HLO op reader
- * (sim/hlo_parse.c, sim/hlo_shape.c, sim/hlo_explain.c): pl_hlo_parse of
+ * (sim/tools/hlo_parse.c, sim/tools/hlo_shape.c, sim/tools/hlo_explain.c): pl_hlo_parse of
  * the input as one instruction, and pl_hlo_parse_shape of it as a shape.
  * A refused text must come with a message "column C: ..." whose column is
  * inside the text (or just past its end). An accepted one is explained and

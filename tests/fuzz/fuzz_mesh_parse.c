@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_mesh_parse.c: libFuzzer harness for the mesh parser and
- * the geometry it feeds (sim/mesh.c): pl_mesh_parse, then, for a mesh it
+ * the geometry it feeds (sim/timing/mesh.c): pl_mesh_parse, then, for a mesh it
  * accepts, every device's coordinates round trip, a route between a few
  * pairs of devices stays within the link numbering and takes as many hops
  * as pl_mesh_hops says, and pl_mesh_format fits its buffer. A refused text
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sim/ici.h"
+#include "../../sim/timing/ici.h"
 #include "fuzz_text.h"
 #include "../../sim/tilesim.h"
 #include "../../sim/tilesim_mesh.h"

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_model_parse.c: libFuzzer harness for the model-file
- * parser of `tilesim review` (pl_model_parse in sim/model.c). The bytes are
+ * parser of `tilesim review` (pl_model_parse in sim/review/model.c). The bytes are
  * the text of a model file; a NUL ends it early, as for a C string.
  * Whatever the text, the parser returns PL_OK with a usable model (every
  * size >= 1, heads shared evenly by the KV heads, a named model) or

@@ -59,7 +59,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- chips ------------------------------------------------------------------------ */
 
-/* Each figure at an end of the range a chip file may give it (sim/chips.c). */
+/* Each figure at an end of the range a chip file may give it (sim/timing/chips.c). */
 static void extreme_chip(fz_reader *r, pl_chip *c)
 {
     *c = *pl_chip_at((int)fz_pick(r, (unsigned)pl_chip_count()));

@@ -1,5 +1,5 @@
 /* tests/mpi/mesh_cases.c: meshes whose devices run on several Open MPI
- * ranks (sim/mesh_mpi.c), for tests/mpi/test_mpi.sh, which runs this
+ * ranks (sim/mesh/mesh_mpi.c), for tests/mpi/test_mpi.sh, which runs this
  * program under mpirun on 1, 2, 3 and 4 ranks and requires rank 0 to print
  * the same every time: one rank is the one-process reference (with one
  * rank, pl_mesh_call runs every device in its own process).

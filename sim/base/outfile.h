@@ -1,0 +1,50 @@
+/* sim/base/outfile.h: output files that never destroy what the user had
+ * (issue 21). Not part of the public API; sim/, cli/ and examples/ use it
+ * for every file they write (--trace, --html, --svg, --heatmap, --roofline,
+ * --json-file, -o).
+ *
+ * A regular file (new, or existing, or the target of a symbolic link) is
+ * written to a temporary file beside it and renamed over it only at
+ * sim_out_commit: a failed run, a full disk or a crash leaves the old file
+ * as it was and no temporary file behind, and a symbolic link stays a link.
+ * A replaced file keeps its mode; a new one gets 0666 less the umask, as
+ * fopen would. A device, FIFO or socket is written directly and never
+ * removed: there is nothing to replace atomically, and removing it would
+ * destroy it (`--svg /dev/null` run as root removed /dev/null).
+ */
+#ifndef TILESIM_SIM_OUTFILE_H
+#define TILESIM_SIM_OUTFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct sim_out {
+    FILE *f;          /* write here */
+    char *path;       /* the path the user gave (for messages) */
+    char *target;     /* where the file ends up: path, or a link's final target */
+    char *tmp;        /* the temporary file; NULL when writing a device directly */
+} sim_out;
+
+/* Open path for writing. NULL on failure, with err (what, where, why). */
+sim_out *sim_out_open(const char *path, char *err, size_t n);
+
+/* Finish: flush, close, rename into place. 0, or -1 with err (and the
+ * original file untouched, the temporary file removed). Frees o. */
+int sim_out_commit(sim_out *o, char *err, size_t n);
+
+/* Give up: close and remove the temporary file (ours); a device is only
+ * closed. Frees o; NULL is fine. */
+void sim_out_abort(sim_out *o);
+
+/* Would sim_out_open(path) succeed? Creates, truncates and removes nothing:
+ * for checks before a long run. 0, or -1 with err. */
+int sim_out_probe(const char *path, char *err, size_t n);
+
+/* --trace-limit's value (pl_options.trace_limit_bytes): BYTES, optionally
+ * with K, M, G or T (powers of 1024; "64M", "1G"), or "none" (-1: no
+ * limit). 0, or -1 when s is none of these or is 0 or overflows. Here so
+ * that the CLI and the examples read it alike. */
+int sim_parse_size(const char *s, int64_t *out);
+
+#endif

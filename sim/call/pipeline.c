@@ -1,0 +1,255 @@
+/* sim/call/pipeline.c: one operand's pipeline on one TensorCore (rules P1-P8;
+ * pipeline.h).
+ *
+ * At each grid point: evaluate the operand's index map; if the block is the
+ * one already in VMEM, skip the copy (P2); otherwise an output writes its
+ * previous block back (P3) and a new buffer slot is taken (P6): inputs copy
+ * their block in (P1), outputs start as poison (P4, V1), or, revisited under
+ * RevisitMode.ANY, come back from HBM (P5). Each copy is recorded into the
+ * core's timeline with this core's step number; checks and messages use
+ * global step numbers (each core's after the previous core's).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+char *sim_pipe_buffer(const sim_pipe *p)
+{
+    return p->slots + (size_t)p->slot * (size_t)p->op->block_elems * p->op->elem_size;
+}
+
+int sim_pipe_alloc(sim_core *k, sim_pipe *p)
+{
+    const sim_operand *op = p->op;
+    int cost_only = k->x->cost_only;
+    if (op->role == PL_ROLE_PREFETCH) {
+        p->slots_bytes = pl_array_bytes(op->arr);
+        p->slots = malloc(p->slots_bytes ? p->slots_bytes : 1);
+    } else if (op->pipelined) {
+        p->slots_bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
+        p->slots = sim_vmem_alloc(cost_only, p->slots_bytes); /* cost-only: zeroed, never random */
+    } else {
+        return PL_OK; /* ANY: the kernel gets the HBM array itself (T5) */
+    }
+    if (!p->slots)
+        return sim_fail(&k->rep, PL_ENOMEM, "out of host memory for the %d buffers of %s (%zu bytes)",
+                        op->role == PL_ROLE_PREFETCH ? 1 : op->buffers, op->rep->name, p->slots_bytes);
+    return PL_OK;
+}
+
+void sim_pipe_free(sim_core *k, sim_pipe *p)
+{
+    if (p->op && p->op->role == PL_ROLE_PREFETCH) free(p->slots);
+    else if (p->slots) sim_vmem_free(k->x->cost_only, p->slots, p->slots_bytes);
+    free(p->ahead_err);
+    sim_blockset_free(&p->written);
+    sim_blockset_free(&p->writers);
+    p->slots = NULL;
+    p->ahead_err = NULL;
+}
+
+int sim_pipe_start(sim_core *k, sim_pipe *p)
+{
+    const sim_operand *op = p->op;
+    p->have_block = 0;
+    p->ahead = 0;
+    p->slot = op->buffers - 1; /* the first new block takes slot 0 */
+    p->fresh = 0;
+    if (op->role == PL_ROLE_OUT && op->pipelined && k->x->mesh.ops && !k->x->cost_only && k->x->checks) {
+        /* a device of a mesh: another device may copy into these slots before
+         * this one takes its first block there (M11), so they are made
+         * garbage now, before any device runs, not at their first use (P4) */
+        sim_poison(p->slots, op->arr->dtype, op->block_elems * op->buffers, k->x->uninit);
+        p->fresh = (uint8_t)((1u << (op->buffers < 8 ? op->buffers : 8)) - 1);
+    }
+    if (op->role != PL_ROLE_PREFETCH) return PL_OK;
+    memcpy(p->slots, op->arr->data, p->slots_bytes); /* whole, before the grid (M5) */
+    if (sim_opline_push(p->line, 0, (int64_t)p->slots_bytes, 0, NULL))
+        return sim_fail(&k->rep, PL_ENOMEM, "out of host memory");
+    return PL_OK;
+}
+
+/* Copy the current block in from HBM (or, cost-only, count its bytes). */
+static int64_t copy_in(const sim_core *k, const sim_pipe *p)
+{
+    return k->x->cost_only ? p->win.bytes : sim_copy_in(p->op, &p->win, sim_pipe_buffer(p), k->x->uninit);
+}
+
+/* Record a copy of the current window: its bytes and its rows in HBM (the
+ * DMA's efficiency depends on them, sim/timing/timing.c). 0, or -1 out of memory. */
+static int push_copy(sim_pipe *p, int64_t step, int64_t bytes, const int64_t *bidx)
+{
+    if (sim_opline_push(p->line, step, bytes, p->slot, bidx)) return -1;
+    p->line->x[p->line->n - 1].row_bytes = p->win.row_bytes;
+    return 0;
+}
+
+/* P3: the current block goes to HBM after this core's step `step`. */
+static int write_back(sim_core *k, sim_pipe *p, int64_t step)
+{
+    const sim_operand *op = p->op;
+    int64_t global = k->step_base + step;
+    int rc = sim_checks_writeback(k, p, global);
+    if (rc) return rc;
+    int64_t bytes = k->x->cost_only ? p->win.bytes : sim_copy_out(op, &p->win, sim_pipe_buffer(p));
+    p->tally->bytes_out += bytes;
+    p->tally->writebacks++;
+    if (push_copy(p, step, bytes, p->cur) ||
+        sim_blockset_put(&p->written, p->cur, op->rank, global))
+        return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording write-backs of %s", op->rep->name);
+    return PL_OK;
+}
+
+/* P5: an output block selected again after it was written back. Under
+ * RevisitMode.ANY that is legal and sets *fetch: the block comes back from
+ * HBM. */
+static int check_revisit(sim_core *k, const sim_pipe *p, const int64_t *bidx, int64_t global, int *fetch)
+{
+    const sim_operand *op = p->op;
+    int64_t when;
+    *fetch = 0;
+    if (!sim_blockset_get(&p->written, bidx, op->rank, &when)) return PL_OK;
+    if (op->revisit_any) return *fetch = 1, PL_OK;
+    if (op->aliased) return PL_OK; /* the block's earlier result is in HBM, where the input is (M6) */
+    int64_t then[PL_MAX_GRID], now[PL_MAX_GRID];
+    char a[128], b[128], blk[128];
+    sim_point_of_step(k->x, when, then);
+    sim_point_of_step(k->x, global, now);
+    int g = k->x->plan.call->grid_rank;
+    sim_format_idx(then, g, a, sizeof a);
+    sim_format_idx(now, g, b, sizeof b);
+    sim_format_idx(bidx, op->rank, blk, sizeof blk);
+    return sim_fail(&k->rep, PL_EREVISIT,
+                    "%s: grid point %s selects output block %s again, but that block was written back to HBM "
+                    "after grid point %s; on hardware the earlier result is lost. Visit each output block in "
+                    "consecutive grid points (put the reduction axis last), or opt in to fetching it back "
+                    "from HBM with .revisit = PL_REVISIT_ANY (RevisitMode.ANY) (rule P5)",
+                    op->rep->name, b, blk, a);
+}
+
+/* P5, RevisitMode.ANY: copy a revisited output block back from HBM, as an
+ * input's copy (P1) would; it counts in the output's traffic and, marked as
+ * a fetch, as a copy the step waits for in the timing model. */
+static int fetch_back(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step)
+{
+    int64_t bytes = copy_in(k, p);
+    p->tally->fetchbacks++;
+    p->tally->bytes_in += bytes;
+    if (push_copy(p, step, bytes, bidx))
+        return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording fetch-backs of %s", p->op->rep->name);
+    p->line->x[p->line->n - 1].fetch = 1;
+    if (k->checking) k->args[p->op->arg].written = 1; /* it holds the earlier visits' result, not garbage (P4) */
+    return PL_OK;
+}
+
+/* The block of this step: looked ahead before the previous kernel (P8), or
+ * the index map now. */
+static int block_of_step(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t *bidx)
+{
+    if (!p->ahead) return sim_eval_map(&k->x->plan, p->op, idx, k->prefetch, bidx, &k->rep);
+    p->ahead = 0;
+    if (p->ahead_rc) return sim_fail(&k->rep, p->ahead_rc, "%s", p->ahead_err ? p->ahead_err : "index map");
+    memcpy(bidx, p->ahead_bidx, sizeof p->ahead_bidx);
+    return PL_OK;
+}
+
+/* A new block in a new slot: copied in (P1), poison (P4), or fetched back (P5). */
+static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step, int fetch, pl_step_operand *so)
+{
+    const sim_operand *op = p->op;
+    p->slot = (p->slot + 1) % op->buffers;
+    memcpy(p->cur, bidx, (size_t)op->rank * sizeof *bidx);
+    sim_window_of(op, bidx, &p->win);
+    p->have_block = 1;
+    char *buf = sim_pipe_buffer(p);
+    k->refs[op->arg].data = buf;
+    if (op->role == PL_ROLE_IN) {
+        int64_t bytes = copy_in(k, p);
+        p->tally->copies++;
+        p->tally->bytes_in += bytes;
+        if (so) so->bytes = bytes;
+        if (push_copy(p, step, bytes, bidx))
+            return sim_fail(&k->rep, PL_ENOMEM, "out of host memory recording copies of %s", op->rep->name);
+    } else if (p->slot < 8 && (p->fresh >> p->slot & 1u)) {
+        p->fresh &= (uint8_t)~(1u << p->slot); /* poisoned at the start (a mesh device) */
+        p->remote_seen = 0; /* a copy may have landed in this slot already: it counts for this block */
+    } else {
+        /* remote copies from here on fill this block (M11) */
+        p->remote_seen = __atomic_load_n(&k->x->remote_written[op->arg][sim_remote_slot(p)], __ATOMIC_ACQUIRE);
+        if (!fetch && !k->x->cost_only && k->x->checks)
+            sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
+    }
+    sim_checks_new_block(k, p);
+    int rc = fetch ? fetch_back(k, p, bidx, step) : PL_OK;
+    if (so && !rc) {
+        so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : fetch ? PL_ACT_FETCH : PL_ACT_NEW;
+        so->slot = p->slot;
+        if (fetch) so->bytes = p->win.bytes;
+    }
+    return rc;
+}
+
+int sim_pipe_advance(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t step)
+{
+    const sim_operand *op = p->op;
+    int64_t bidx[PL_MAX_RANK], global = k->step_base + step;
+    int rc, fetch = 0;
+    if ((rc = block_of_step(k, p, idx, bidx))) return rc;
+    size_t n = (size_t)op->rank * sizeof *bidx;
+    pl_step_operand *so = k->x->info ? &k->x->info->op[op->arg] : NULL;
+    if (so) {
+        memset(so, 0, sizeof *so);
+        memcpy(so->block, bidx, n);
+    }
+    if (op->role == PL_ROLE_OUT && (rc = sim_checks_race(k, p, bidx, global))) return rc;
+    if (p->have_block && memcmp(bidx, p->cur, n) == 0) {
+        if (op->role == PL_ROLE_IN) p->tally->skipped++; /* P2 */
+        if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_SKIP : PL_ACT_KEEP, so->slot = p->slot;
+        return PL_OK;
+    }
+    if (op->role == PL_ROLE_OUT) {
+        if (p->have_block) { /* P3 */
+            int64_t before = p->tally->bytes_out;
+            if ((rc = write_back(k, p, step - 1))) return rc;
+            if (so) so->wrote_back = 1, so->wb_bytes = p->tally->bytes_out - before, memcpy(so->wb_block, p->cur, n);
+        }
+        if ((rc = check_revisit(k, p, bidx, global, &fetch))) return rc;
+    }
+    return take_block(k, p, bidx, step, fetch, so);
+}
+
+int sim_pipe_drain(sim_core *k, sim_pipe *p, int64_t steps)
+{
+    const sim_operand *op = p->op;
+    pl_step_operand *so = k->x->info ? &k->x->info->op[op->arg] : NULL;
+    if (so) memset(so, 0, sizeof *so);
+    if (!op->pipelined || op->role != PL_ROLE_OUT || !p->have_block) return PL_OK;
+    int64_t before = p->tally->bytes_out;
+    int rc = write_back(k, p, steps - 1);
+    if (!rc && so)
+        so->wrote_back = 1, so->wb_bytes = p->tally->bytes_out - before,
+        memcpy(so->wb_block, p->cur, (size_t)op->rank * sizeof *p->cur);
+    return rc;
+}
+
+/* P8: the pipeline issues step n + 1's copies before kernel n runs, so an
+ * index map that reads scalar prefetch sees the table as it was then: a
+ * kernel's writes to it reach the maps two steps later, not one. */
+void sim_pipe_look_ahead(sim_core *k, const sim_grid_iter *at)
+{
+    const sim_exec *x = k->x;
+    int64_t idx[PL_MAX_GRID];
+    sim_grid_iter next = *at;
+    if (!sim_grid_iter_next(&next)) return; /* the last step: nothing comes next */
+    for (int a = 0; a < x->plan.call->grid_rank; a++) idx[a] = x->perm[a] ? x->perm[a][next.pos[a]] : next.pos[a];
+    for (int i = 0; i < x->plan.n_ops; i++) {
+        sim_pipe *p = &k->pipe[i];
+        if (!p->op->pipelined || !p->op->map.fn) continue;
+        char err[PL_MSG_MAX];
+        p->ahead = 1;
+        p->ahead_rc = sim_map_eval(&x->plan, p->op, idx, k->prefetch, p->ahead_bidx, err, sizeof err);
+        if (p->ahead_rc && !p->ahead_err) p->ahead_err = malloc(PL_MSG_MAX);
+        if (p->ahead_rc && p->ahead_err) snprintf(p->ahead_err, PL_MSG_MAX, "%s", err);
+    }
+}

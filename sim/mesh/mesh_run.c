@@ -1,0 +1,506 @@
+/* sim/mesh/mesh_run.c: one call run SPMD on every device of a mesh (rules M11,
+ * M12; sim/tilesim_mesh.h).
+ *
+ * Each device is a call of its own (sim_exec: its arrays, plan, one core)
+ * with hooks through which its kernel reaches the other devices
+ * (kern_mesh_ops, kernel/context.h): the same Ref on another device, the
+ * semaphore lock, and waits that block. Every device starts (buffers,
+ * poisoned scratch, zeroed semaphores) before any runs a step, since a
+ * neighbour may copy into it from its first step; then each runs on a host
+ * thread of its own, all at once. A device blocked on a semaphore sleeps on
+ * the mesh's condition variable; when every device still running is
+ * blocked, none can ever wake another: that is a deadlock, and each blocked
+ * device ends with a message naming them all. After the threads, every
+ * device's semaphores are checked (M10) and its walk is timed, in device
+ * order.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../call/core.h"
+#include "../base/hostthreads.h"
+#include "mesh_run.h"
+#include "../base/outfile.h"
+#include "ranks.h"
+
+/* ---- the hooks -------------------------------------------------------------------- */
+
+static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
+static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); }
+static void run_wake(void *p, int device) { pthread_cond_broadcast(&((mesh_run *)p)->dev[device].cond); }
+
+/* Every device looks again (a deadlock, a device that ended). */
+static void wake_all(mesh_run *r)
+{
+    for (int u = 0; u < r->units; u++) pthread_cond_broadcast(&r->dev[u].cond);
+}
+
+const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n)
+{
+    if (r->cores > 1) snprintf(buf, n, "core %d of device %d", unit % r->cores, unit / r->cores);
+    else snprintf(buf, n, "device %d", unit);
+    return buf;
+}
+
+void sim_mesh_declare_deadlock(mesh_run *r)
+{
+    r->deadlock = 1;
+    size_t n = sizeof r->deadlock_msg;
+    int at = snprintf(r->deadlock_msg, n, "deadlock across the mesh: every device still running waits for a copy or "
+                      "signal that no device can send any more (rule M10):");
+    int listed = 0, blocked = 0;
+    char who[48];
+    for (int u = 0; u < r->units; u++) blocked += r->dev[u].blocked != 0;
+    for (int u = 0; u < r->units && at > 0 && (size_t)at < n; u++) {
+        if (!r->dev[u].blocked) continue;
+        if (listed++ == 12) {
+            at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", blocked - 12);
+            break;
+        }
+        at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s %s %s, holds %lld", listed > 1 ? ";" : "",
+                       sim_mesh_unit_name(r, u, who, sizeof who), r->dev[u].what, (long long)r->dev[u].held);
+    }
+    wake_all(r);
+}
+
+/* Every device still running is blocked on a wait that is still short (lock
+ * held): a deadlock. A device woken but not yet running again counts as
+ * blocked, so the counts alone would see deadlocks that are not. Across
+ * processes, the calling thread of each looks (mesh_mpi.c): it is woken. */
+static void find_deadlock(mesh_run *r)
+{
+    if (r->ranks > 1) {
+        pthread_cond_signal(&r->main_cond);
+        return;
+    }
+    if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
+    for (int u = 0; u < r->units; u++)
+        if (r->dev[u].blocked && *r->dev[u].cell >= r->dev[u].need) return;
+    sim_mesh_declare_deadlock(r);
+}
+
+static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
+{
+    mesh_run *r = p;
+    mesh_dev *d = &r->dev[device];
+    d->blocked = 1;
+    d->cell = cell;
+    d->need = need;
+    d->held = *cell;
+    snprintf(d->what, sizeof d->what, "%s", what);
+    r->blocked++;
+    find_deadlock(r);
+    while (*cell < need && !r->deadlock) pthread_cond_wait(&d->cond, &r->lock);
+    r->blocked--;
+    d->blocked = 0;
+    if (*cell >= need) return 0;
+    snprintf(msg, n, "%s", r->deadlock_msg);
+    return 1;
+}
+
+/* Can other devices name argument `arg`? An ANY operand or a scratch
+ * buffer, whose place is fixed, or a pipelined VMEM block (an input's or
+ * an output's buffers: the distributed Pallas guide copies into the other
+ * device's out_ref); not SMEM prefetch or an SMEM block. */
+int sim_mesh_reachable(const sim_exec *x, int arg)
+{
+    int n_ops = x->plan.n_ops;
+    if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
+    if (arg >= n_ops) return 1;
+    const sim_operand *op = &x->plan.ops[arg];
+    return op->role != PL_ROLE_PREFETCH && (!op->pipelined || op->space == PL_VMEM);
+}
+
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
+{
+    const sim_core *k = x->cores[core];
+    /* a pipelined block: its slots, one after the other, so that a Ref into
+     * slot s on one device is slot s on the other: the same VMEM address,
+     * as on the chip, whichever block that device holds there now */
+    if (arg < x->plan.n_ops && x->plan.ops[arg].pipelined) return (uintptr_t)k->pipe[arg].slots;
+    return (uintptr_t)k->refs[arg].data;
+}
+
+/* r on unit `to`: the same argument, at the same offset from its base
+ * (scratch and VMEM blocks are the core's own; HBM is the device's). */
+static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
+{
+    mesh_run *r = p;
+    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
+    int arg = ref->arg;
+    if (!sim_mesh_reachable(f->x, arg)) return 0;
+    uintptr_t base_from = sim_mesh_arg_base(f->x, f->core, arg);
+    uintptr_t base_to = sim_mesh_here(r, t->device) ? sim_mesh_arg_base(t->x, t->core, arg)
+                                                    : sim_mesh_mpi_base(r, t->device, arg);
+    *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+    return 1;
+}
+
+static int64_t run_axis(void *p, int device, const char *axis, int64_t *size)
+{
+    mesh_run *r = p;
+    int a = pl_mesh_axis(r->mesh, axis);
+    if (a < 0) return -1;
+    int64_t coords[PL_MESH_MAX_AXES];
+    pl_mesh_coords(r->mesh, device, coords);
+    *size = r->mesh->shape[a];
+    return coords[a];
+}
+
+static void run_perturb(void *p, int device)
+{
+    mesh_run *r = p;
+    if (!r->seed) return;
+    for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
+}
+
+/* Bytes [lo, hi) of argument `arg` of device `device` as the race detector
+ * keys them: the argument and the offsets from its base, so that arrays whose
+ * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
+ * the buffers of different devices never collide. 0 when other devices
+ * cannot reach the argument (a pipelined block, SMEM prefetch). */
+int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi)
+{
+    const sim_exec *x = r->dev[unit].x;
+    if (!sim_mesh_reachable(x, arg)) return 0;
+    uintptr_t base = sim_mesh_arg_base(x, r->dev[unit].core, arg), key = (uintptr_t)(arg + 1) << 48;
+    *lo = key + (*lo - base);
+    *hi = key + (*hi - base);
+    return 1;
+}
+
+void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset)
+{
+    if (arg < 0 || arg >= x->plan.n_ops || !x->plan.ops[arg].pipelined) return;
+    const sim_operand *op = &x->plan.ops[arg];
+    uintptr_t block = (uintptr_t)op->block_elems * op->elem_size, slot = block ? offset / block : 0;
+    if (slot >= SIM_REMOTE_SLOTS) slot = SIM_REMOTE_SLOTS - 1;
+    __atomic_add_fetch(&x->remote_written[arg][slot], 1, __ATOMIC_RELEASE);
+}
+
+static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
+                        int64_t bytes, const char *point)
+{
+    mesh_run *r = p;
+    if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
+    sim_mesh_landed(r->dev[to].x, arg, lo - ((uintptr_t)(arg + 1) << 48));
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *dst, const int64_t *sem,
+                          int64_t bytes, const char *point)
+{
+    mesh_run *r = p;
+    uintptr_t span[4];
+    kern_ref_span(src, &span[0], &span[1]);
+    kern_ref_span(dst, &span[2], &span[3]);
+    if (!sim_mesh_region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
+    if (!sim_mesh_region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static void run_added(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_added(((mesh_run *)p)->race, device, cell, amount);
+}
+static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
+}
+
+static int run_hops(void *p, int from, int to)
+{
+    mesh_run *r = p;
+    return pl_mesh_hops(r->mesh, r->dev[from].device, r->dev[to].device);
+}
+static int run_away(void *p, int unit) { return !sim_mesh_here(p, ((mesh_run *)p)->dev[unit].device); }
+
+static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
+                     int64_t amount, const char *point)
+{
+    mesh_run *r = p;
+    uintptr_t off = (uintptr_t)sem->data - sim_mesh_mpi_base(r, to, sem->arg);
+    sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
+}
+
+/* A core's context: cores are made before any device thread starts and freed after all end. */
+static pl_ctx *run_peer(void *p, int unit)
+{
+    mesh_run *r = p;
+    if (unit < 0 || unit >= r->units || !sim_mesh_here(r, r->dev[unit].device)) return NULL;
+    const sim_core *k = r->dev[unit].x->cores[r->dev[unit].core];
+    return k ? (pl_ctx *)&k->ctx : NULL;
+}
+
+static const kern_mesh_ops mesh_ops = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
+                                       run_axis,    run_perturb,  run_incoming,   run_local_copy,
+                                       run_added,   run_taken,    run_hops,       run_away,  run_post,
+                                       run_peer};
+
+/* ---- the run ----------------------------------------------------------------------- */
+
+static void *device_main(void *p)
+{
+    mesh_dev *d = p;
+    mesh_run *r = d->run;
+    pthread_mutex_lock(&r->lock); /* every device starts together, or none does */
+    while (!r->go) pthread_cond_wait(&d->cond, &r->lock);
+    int go = r->go;
+    pthread_mutex_unlock(&r->lock);
+    if (go < 0) return NULL;
+    sim_walk_device_steps(d->x, d->core);
+    pthread_mutex_lock(&r->lock);
+    r->alive--;
+    d->done = 1;
+    find_deadlock(r); /* the others may have been waiting for this one */
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+static int refuse(pl_mesh_report *mr, int code, const char *fmt, const char *what)
+{
+    memset(mr, 0, sizeof *mr);
+    mr->failed_device = -1;
+    mr->ranks = 1;
+    mr->status = code;
+    snprintf(mr->error, sizeof mr->error, fmt, what);
+    return code;
+}
+
+static int open_trace(mesh_run *r, const pl_call *call, const pl_options *opt, pl_mesh_report *mr)
+{
+    if (!opt || !opt->trace_path) return PL_OK;
+    char msg[PL_MSG_MAX - 64]; /* room for the prefix in the report */
+    if (sim_trace_check(call, r->n, opt, msg, sizeof msg)) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    if ((r->trace = sim_out_open(opt->trace_path, msg, sizeof msg))) return PL_OK;
+    return refuse(mr, PL_EINVAL, "pl_mesh_call: the trace file: %s", msg);
+}
+
+static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
+{
+    sim_trace_dev *devs = calloc((size_t)r->n, sizeof *devs);
+    int bad = !devs;
+    for (int d = 0; !bad && d < r->n; d++)
+        devs[d] = (sim_trace_dev){&xs[d]->plan, xs[d]->lines, xs[d]->n_cores, &xs[d]->rep};
+    if (!bad) bad = sim_trace_write_mesh(r->trace->f, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
+    free(devs);
+    if (bad) refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
+}
+
+/* "device 2's copy into it", ... for the race's message */
+static const char *what_of(int kind)
+{
+    return kind == 0 ? "copy into it" : kind == 1 ? "local copy reading it" : "local copy writing it";
+}
+
+/* The race the run met, if any (mesh_race.h): the device of its first event
+ * fails with it, whatever else happened, in every schedule the same. */
+static void report_race(mesh_run *r)
+{
+    const sim_mesh_conflict *race = sim_mesh_race_found(r->race);
+    if (!race) return;
+    int arg = (int)(race->key >> 48) - 1; /* region() keys bytes by argument */
+    const sim_exec *x = r->dev[race->on].x;
+    const char *name = arg < x->plan.n_ops ? x->plan.ops[arg].rep->name : x->rep.scratch[arg - x->plan.n_ops].name;
+    const sim_mesh_event *a = &race->a, *b = &race->b;
+    if (!sim_mesh_here(r, r->dev[a->device].device)) return; /* its process fails it (all found the same race) */
+    const char *hint = a->kind == 0 && b->kind == 0 && a->device == b->device
+                           ? "the receiver may still be reading the first: signal back when the buffer is free (a "
+                             "capacity handshake, rule M12)"
+                       : a->kind == 0 && b->kind == 0 ? "order the two copies with a semaphore"
+                                                      : "wait for the local copy, then let the other device know";
+    char wa[48], wb[48], won[48];
+    sim_fail(&r->dev[a->device].x->rep, PL_ERACE,
+             "kernel %s: %s's %s (started at grid point %s) and %s's %s (started at grid point %s) touch the same "
+             "bytes of '%s' of %s with nothing ordering them: %s (rules V4, M11)",
+             x->rep.call_name, sim_mesh_unit_name(r, a->device, wa, sizeof wa), what_of(a->kind), a->point,
+             sim_mesh_unit_name(r, b->device, wb, sizeof wb), what_of(b->kind), b->point, name,
+             sim_mesh_unit_name(r, race->on, won, sizeof won), hint);
+}
+
+/* Every device of this process on a host thread of its own, all at once
+ * (and, across processes, those of every process: mesh_mpi.c agrees). */
+static int run_devices(mesh_run *r)
+{
+    int units = r->count * r->cores, first = r->first * r->cores;
+    r->alive = units;
+    int made = 0;
+    while (made < units && pthread_create(&r->dev[first + made].tid, NULL, device_main, &r->dev[first + made]) == 0)
+        made++;
+    int all = made == units;
+    if (r->ranks > 1) all = sim_mesh_mpi_agree(r, all);
+    /* Devices wait for each other: all of them run at once or none does
+     * (one run after another could wait forever for a device not started) */
+    pthread_mutex_lock(&r->lock);
+    r->go = all ? 1 : -1;
+    wake_all(r);
+    pthread_mutex_unlock(&r->lock);
+    if (r->go > 0) sim_blas_single_begin();
+    if (r->go > 0 && r->ranks > 1) sim_mesh_mpi_progress(r); /* until no device anywhere can run */
+    for (int u = 0; u < made; u++) pthread_join(r->dev[first + u].tid, NULL);
+    if (r->go > 0) sim_blas_single_end();
+    if (r->go > 0) return PL_OK;
+    if (made == units) return PL_ENOMEM; /* another process could not: its device says so */
+    char who[48];
+    return sim_fail(&r->dev[first + made].x->rep, PL_ENOMEM,
+                    "pl_mesh_call: the host could not start a thread for %s of %d devices (every TensorCore of "
+                    "every device runs on a thread of its own, all at once)",
+                    sim_mesh_unit_name(r, first + made, who, sizeof who), r->n);
+}
+
+/* The units: every TensorCore of every device (M13), its device's call
+ * shared; their condition variables. */
+static int make_units(mesh_run *r, sim_exec **xs)
+{
+    r->cores = xs[0]->n_cores;
+    for (int d = 1; d < r->n; d++) /* SPMD: one plan, one split; a what-if could differ */
+        if (xs[d]->n_cores != r->cores) r->cores = 0;
+    if (r->cores < 1)
+        return sim_fail(&xs[0]->rep, PL_EINVAL, "pl_mesh_call: the devices' calls split over different numbers of "
+                        "TensorCores (G4); every device runs the same call");
+    if (r->cores > 1 && r->ranks > 1)
+        return sim_fail(&xs[0]->rep, PL_EINVAL, "pl_mesh_call: devices of %d TensorCores each across Open MPI "
+                        "ranks are not supported yet: run the mesh in one process, or give the grid no parallel "
+                        "axis to split (G4, M13)", r->cores);
+    r->units = r->n * r->cores;
+    if (!(r->dev = calloc((size_t)r->units, sizeof *r->dev)))
+        return sim_fail(&xs[0]->rep, PL_ENOMEM, "pl_mesh_call: out of host memory");
+    for (int u = 0; u < r->units; u++) {
+        mesh_dev *dv = &r->dev[u];
+        dv->run = r;
+        dv->device = u / r->cores;
+        dv->core = u % r->cores;
+        dv->x = xs[dv->device];
+        dv->rng = r->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(u + 1));
+        pthread_cond_init(&dv->cond, NULL);
+    }
+    return PL_OK;
+}
+
+/* Validate every device (in device order, before any thread) and start
+ * those of this process. */
+static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const pl_array *args, pl_array *outs,
+                         const pl_options *given)
+{
+    pl_options opt = given ? *given : (pl_options){0};
+    opt.trace_path = NULL; /* one trace for the mesh (pl_mesh_call), not one per device */
+    int n_args = call->num_scalar_prefetch + call->n_in;
+    for (int d = 0; d < r->n; d++) {
+        sim_mesh_link link = {.ops = &mesh_ops, .run = r, .device = d, .n_devices = r->n};
+        pl_options o = opt;
+        o.cost_only |= !sim_mesh_here(r, d); /* run elsewhere: its plan here, never its data (which may be NULL) */
+        if (d != 0) o.on_step = NULL, o.on_step_user = NULL; /* a recorder sees device 0, whose buffers every
+                                                                 device of the SPMD call has */
+        xs[d] = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
+                             &link);
+        if (!xs[d]) return PL_ENOMEM;
+        xs[d]->tracing = r->tracing; /* the records a trace needs */
+    }
+    /* every device validated (each report says how), then every one started */
+    for (int d = 0; d < r->n; d++)
+        if (xs[d]->rep.status) return xs[d]->rep.status;
+    if (make_units(r, xs)) return xs[0]->rep.status;
+    for (int d = r->first; d < r->first + r->count; d++)
+        if (sim_walk_device_start(xs[d])) return xs[d]->rep.status;
+    return PL_OK;
+}
+
+/* After the threads: races, M10 and the merge on this process's devices,
+ * the timing of all (across processes: rank 0 times, all learn: mesh_mpi.c). */
+static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr, sim_link_stats *stats)
+{
+    if (ran) {
+        if (r->ranks > 1) sim_mesh_mpi_races(r);
+        report_race(r);
+        for (int d = r->first; d < r->first + r->count; d++) {
+            sim_walk_device_end(xs[d]);
+            const char *overflow = r->dev[d * r->cores].overflow; /* from another process: one core a device */
+            if (overflow[0]) sim_fail(&xs[d]->rep, PL_EINVAL, "%s", overflow);
+        }
+    }
+    if (r->ranks > 1) {
+        sim_mesh_mpi_finish(r, xs, ran, mr, stats);
+        return;
+    }
+    if (ran) sim_exec_finish_mesh(xs, r->n, r->mesh, stats);
+    sim_mesh_report(mr, xs, r->n, stats);
+}
+
+int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
+                 const pl_options *opt, pl_mesh_report *report, pl_report *reports)
+{
+    pl_mesh_report local;
+    pl_mesh_report *mr = report ? report : &local;
+    char msg[256];
+    if (!mesh || !call) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL", mesh ? "call" : "mesh");
+    if (pl_mesh_check(mesh, msg, sizeof msg) != PL_OK) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    const pl_chip *chip = opt && opt->chip_spec ? opt->chip_spec : opt && opt->chip ? pl_chip_find(opt->chip)
+                                                                              : pl_chip_default();
+    /* an unknown chip name is reported by each device's call, as before */
+    if (chip && !sim_chip_devices_ok(chip, pl_mesh_devices(mesh), msg, sizeof msg))
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    if (opt && opt->on_step && sim_mpi_size() > 1)
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported across processes yet",
+                      "a recorder (on_step)");
+    if ((call->num_scalar_prefetch + call->n_in > 0 && !args) || (call->n_out > 0 && !outs))
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
+    mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0,
+                  .tracing = opt && opt->trace_path, .cost_only = opt && opt->cost_only,
+                  .ranks = sim_mpi_size(), .rank = sim_mpi_rank()};
+    r.first = (int)((int64_t)r.n * r.rank / r.ranks); /* contiguous blocks of devices per process */
+    r.count = (int)((int64_t)r.n * (r.rank + 1) / r.ranks) - r.first;
+    int traced = r.rank != 0 || open_trace(&r, call, opt, mr) == PL_OK; /* rank 0 writes the one trace */
+    if (r.ranks > 1 && !sim_mesh_mpi_agree(&r, traced) && traced)
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", "rank 0 cannot write the trace file (its message says why)");
+    if (!traced) return mr->status;
+    sim_exec **xs = calloc((size_t)r.n, sizeof *xs);
+    if (!xs) {
+        sim_out_abort(r.trace);
+        return refuse(mr, PL_ENOMEM, "%s", "pl_mesh_call: out of host memory");
+    }
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.main_cond, NULL);
+    sim_link_stats stats = {.busiest_link = -1};
+    int rc = start_devices(&r, xs, call, args, outs, opt);
+    /* NULL past SIM_MESH_RACE_MAX cores: not tracked */
+    if (rc == PL_OK) r.race = sim_mesh_race_new(r.units);
+    if (r.ranks > 1) rc = sim_mesh_mpi_begin(&r, rc); /* every process, or none, runs */
+    if (rc == PL_OK) rc = run_devices(&r);
+    end_devices(&r, xs, r.go > 0, mr, &stats);
+    for (int d = 0; r.go <= 0 && mr->status && d < r.n; d++) /* no device ran: each report says so */
+        if (xs[d] && !xs[d]->rep.status)
+            sim_fail(&xs[d]->rep, mr->status, "device %d did not run: device %d's call failed first (%s)", d,
+                     mr->failed_device, pl_strerror(mr->status));
+    if (r.trace && mr->status == PL_OK) write_trace(&r, xs, mr);
+    char tmsg[PL_MSG_MAX - 64];
+    if (r.trace && mr->status == PL_OK) { /* the last bytes go at the close; then the rename */
+        if (sim_out_commit(r.trace, tmsg, sizeof tmsg)) refuse(mr, PL_EINVAL, "pl_mesh_call: the trace file: %s", tmsg);
+    } else sim_out_abort(r.trace); /* a failed call leaves an old trace as it was */
+    if (rc != PL_OK && mr->status == PL_OK) refuse(mr, rc, "%s", "pl_mesh_call: out of host memory");
+    rc = mr->status;
+    for (int d = 0; d < r.n; d++) {
+        if (xs[d]) sim_exec_delete(xs[d], reports ? &reports[d] : NULL);
+        else if (reports) { /* every report is written: this device's call could not even be made */
+            memset(&reports[d], 0, sizeof reports[d]);
+            reports[d].status = PL_ENOMEM;
+            snprintf(reports[d].error, sizeof reports[d].error, "device %d: out of host memory", d);
+        }
+    }
+    sim_mesh_race_free(r.race);
+    sim_mesh_mpi_free(&r);
+    pthread_cond_destroy(&r.main_cond);
+    for (int u = 0; r.dev && u < r.units; u++) pthread_cond_destroy(&r.dev[u].cond);
+    pthread_mutex_destroy(&r.lock);
+    free(r.dev);
+    free(xs);
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* sim/mesh/mesh_run.h: the state of one pl_mesh_call, shared by mesh_run.c (a
+ * process's devices, each on a host thread) and mesh_mpi.c (devices in
+ * other processes, reached over Open MPI). Internal.
+ *
+ * A mesh of n devices runs in one process, or (the `make mpi` build under
+ * mpirun) on R ranks, each running a contiguous block of the devices
+ * [first, first + count). Every process plans every device's call (the
+ * plans are the same everywhere; a device run elsewhere is a shadow whose
+ * records and report arrive at the end), so that a Ref of any device can
+ * be named and rank 0 can replay the timing of all of them together.
+ */
+#ifndef TILESIM_MESH_RUN_H
+#define TILESIM_MESH_RUN_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../call/exec.h"
+#include "mesh_race.h"
+#include "../tilesim_mesh.h"
+
+#define SIM_MESH_WHAT 512
+
+/* One TensorCore of a device of the mesh, on a host thread of its own: a
+ * unit (kern_mesh_ops), device x cores + core. A device whose call walks
+ * on one core is one unit. */
+typedef struct mesh_dev {
+    struct mesh_run *run;
+    sim_exec *x;            /* its device's call (shared by the device's cores) */
+    int device, core;
+    uint64_t rng;           /* the seeded schedule's yields */
+    int blocked, done;      /* done: its walk ended (mesh_mpi.c asks) */
+    const int64_t *cell;    /* what it waits for: *cell >= need */
+    int64_t need;
+    char what[SIM_MESH_WHAT]; /* its pending wait, for the deadlock message */
+    int64_t held;
+    pthread_t tid;
+    pthread_cond_t cond;    /* its waits sleep here; woken when one of its semaphores grows */
+    char overflow[256];     /* a signal from another process overflowed a semaphore here (M9) */
+} mesh_dev;
+
+struct sim_mesh_mpi;
+
+typedef struct mesh_run {
+    const pl_mesh *mesh;
+    int n;                  /* devices */
+    int cores, units;       /* TensorCores each device's call walks on (G4, M13); units = n x cores */
+    mesh_dev *dev;          /* per unit */
+    pthread_mutex_t lock;
+    int alive, blocked, deadlock;
+    char deadlock_msg[PL_KERN_MESH_MSG];
+    uint64_t seed;
+    sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
+    int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
+    struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
+    int tracing;            /* the devices record what a trace needs */
+    int cost_only;
+    /* the devices this process runs; ranks > 1: the others are in other processes */
+    int first, count, ranks, rank;
+    struct sim_mesh_mpi *mpi;   /* mesh_mpi.c, when ranks > 1 */
+    pthread_cond_t main_cond;   /* the calling thread (which moves the messages) sleeps here */
+} mesh_run;
+
+static inline int sim_mesh_here(const mesh_run *r, int device)
+{
+    return device >= r->first && device < r->first + r->count;
+}
+
+/* "device 3", or "core 1 of device 3" on devices of several cores */
+const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n);
+
+/* mesh_run.c */
+/* Can other devices name argument `arg`? (an ANY operand, scratch, or a
+ * pipelined VMEM block, slot for slot) */
+int sim_mesh_reachable(const sim_exec *x, int arg);
+/* Where argument `arg` of core `core` of a device starts, as remote Refs
+ * are translated: a pipelined block's first slot, else its buffer. */
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg);
+/* A remote copy landed `offset` bytes into argument `arg` of device x:
+ * count it on the slot there (sim_exec.remote_written; any thread). */
+void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset);
+/* Bytes [lo, hi) of argument `arg` of `unit` as the race detector keys them; 0: unreachable */
+int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi);
+/* The deadlock message from every device's blocked/what/held (lock held or
+ * threads stopped); sets r->deadlock and wakes this process's devices. */
+void sim_mesh_declare_deadlock(mesh_run *r);
+
+/* mesh_mpi.c: all but begin/end are called only when r->ranks > 1 */
+/* Before the threads: agree on whether every rank started its devices
+ * (the status, the same on all), and learn where every device's arguments
+ * are. */
+int sim_mesh_mpi_begin(mesh_run *r, int status);
+/* 1 when every process could do its part (ok on each), else 0 */
+int sim_mesh_mpi_agree(mesh_run *r, int ok);
+/* After the threads: every process learns the races every other found
+ * (sim_mesh_race_consider), so that all report the same first one. */
+void sim_mesh_mpi_races(mesh_run *r);
+/* A copy (or signal: dst NULL) to a device of another process, from a
+ * device thread; lock not held. */
+void sim_mesh_mpi_post(mesh_run *r, int from, int to, const pl_ref *src, const pl_ref *dst, int recv_arg,
+                       uintptr_t recv_off, int64_t amount, const char *point);
+/* The base of argument `arg` of a device of another process (its address there) */
+uintptr_t sim_mesh_mpi_base(const mesh_run *r, int device, int arg);
+/* On the calling thread, while the devices run: move messages until no
+ * device of any process can run again; then a deadlock is declared on every
+ * process alike. */
+void sim_mesh_mpi_progress(mesh_run *r);
+/* After the threads: the races and the devices' reports and records meet on
+ * rank 0, which times them all (sim_exec_finish_mesh) and makes the mesh's
+ * report; every rank ends with every report. */
+void sim_mesh_mpi_finish(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr, sim_link_stats *stats);
+void sim_mesh_mpi_free(mesh_run *r);
+
+/* mesh_ship.c: a device's report and records as bytes, for another process */
+typedef struct sim_buf {
+    char *p;
+    size_t n, cap;
+    int bad;                /* out of memory */
+} sim_buf;
+void sim_buf_put(sim_buf *b, const void *v, size_t n);
+void sim_ship_device(sim_buf *b, const sim_exec *x, int with_lines);
+/* Read one device's bytes at *at (moved past them) into x; PL_OK or
+ * PL_ENOMEM / PL_EINVAL (truncated). chip: this process's. */
+int sim_unship_device(const char **at, const char *end, sim_exec *x);
+
+#endif

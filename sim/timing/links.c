@@ -1,0 +1,142 @@
+/* sim/timing/links.c: the ICI links of a mesh in the timing model's replay
+ * (timing.h), the incremental form of sim_ici_time (ici.h).
+ *
+ * A copy to another device occupies every directed link of its route
+ * (dimension-ordered, sim_mesh_route) from its first byte, one latency per
+ * hop after it was issued, and drains at the smallest share it gets on any
+ * of them: the link's bandwidth over the copies active on it. Shares change
+ * at every start and finish. Like the DMA engine, a copy ends at the finish
+ * event that was computed for it, whatever rounding did to its remainder,
+ * so time always advances. When a copy ends, its bytes reach the receiving
+ * semaphore of its device (sim/timing/credit.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ici.h"
+#include "timing.h"
+
+typedef struct link_live {
+    sim_xfer *x;
+    double t_ready, remaining, rate, finish;
+    int n_links;
+    int *links;
+} link_live;
+
+struct sim_links {
+    const pl_mesh *mesh;
+    double bw, latency, hop_latency;
+    sim_credits *credits;
+    link_live *live;
+    int n, cap;
+    int *load;              /* per link: active copies on it, as sim_links_next counted them */
+    double *bytes;          /* per link: bytes that crossed it */
+    int n_link_ids;
+    int fresh;              /* the rates sim_links_next set still hold: no issue or advance since */
+};
+
+sim_links *sim_links_new(const pl_mesh *mesh, double bw, double latency, double hop_latency, sim_credits *credits)
+{
+    sim_links *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    *l = (sim_links){.mesh = mesh, .bw = bw, .latency = latency, .hop_latency = hop_latency, .credits = credits,
+                     .n_link_ids = SIM_ICI_LINKS(pl_mesh_devices(mesh))};
+    l->load = calloc((size_t)l->n_link_ids, sizeof *l->load);
+    l->bytes = calloc((size_t)l->n_link_ids, sizeof *l->bytes);
+    if (!l->load || !l->bytes) {
+        sim_links_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void sim_links_free(sim_links *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) free(l->live[i].links);
+    free(l->live);
+    free(l->load);
+    free(l->bytes);
+    free(l);
+}
+
+int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
+{
+    int hops = sim_mesh_route(l->mesh, from, x->to, NULL, 0);
+    if (hops < 0) return -1;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        link_live *g = realloc(l->live, (size_t)cap * sizeof *g);
+        if (!g) return -1;
+        l->live = g;
+        l->cap = cap;
+    }
+    int *links = malloc((size_t)(hops ? hops : 1) * sizeof *links);
+    if (!links) return -1;
+    sim_mesh_route(l->mesh, from, x->to, links, hops);
+    l->fresh = 0;
+    x->t_issue = now;
+    x->done = 0;
+    l->live[l->n++] = (link_live){.x = x, .t_ready = now + l->latency + hops * l->hop_latency,
+                                  .remaining = (double)x->bytes, .n_links = hops, .links = links};
+    return 0;
+}
+
+/* Each active copy's rate and finish time at `now`; the next event. */
+double sim_links_next(sim_links *l, double now)
+{
+    double next = INFINITY;
+    for (int i = 0; i < l->n; i++)
+        if (l->live[i].t_ready <= now)
+            for (int k = 0; k < l->live[i].n_links; k++) l->load[l->live[i].links[k]]++;
+    for (int i = 0; i < l->n; i++) {
+        link_live *c = &l->live[i];
+        if (c->t_ready > now) {
+            if (c->t_ready < next) next = c->t_ready;
+            continue;
+        }
+        int most = 1;
+        for (int k = 0; k < c->n_links; k++)
+            if (l->load[c->links[k]] > most) most = l->load[c->links[k]];
+        c->rate = l->bw / most;
+        c->finish = c->n_links ? now + c->remaining / c->rate : now;
+        if (c->finish < next) next = c->finish;
+    }
+    for (int i = 0; i < l->n; i++)
+        for (int k = 0; k < l->live[i].n_links; k++) l->load[l->live[i].links[k]] = 0;
+    l->fresh = 1;
+    return next;
+}
+
+int sim_links_advance(sim_links *l, double now, double t)
+{
+    if (!l->fresh) sim_links_next(l, now); /* the rates that held since now */
+    l->fresh = 0;
+    int rc = 0;
+    for (int i = 0; i < l->n;) {
+        link_live *c = &l->live[i];
+        if (c->t_ready > now) {
+            i++;
+            continue;
+        }
+        double moved = c->rate * (t - now);
+        for (int k = 0; k < c->n_links; k++) l->bytes[c->links[k]] += moved < c->remaining ? moved : c->remaining;
+        c->remaining -= moved;
+        if (t < c->finish && c->remaining > 1e-6 * (double)c->x->bytes) {
+            i++;
+            continue;
+        }
+        c->x->done = 1;
+        c->x->t_done = t;
+        if (c->x->cell && l->credits && sim_credit_add(l->credits, c->x->to, c->x->cell, c->x->regular ? 1 : c->x->bytes))
+            rc = -1;
+        free(c->links);
+        l->live[i] = l->live[--l->n];
+    }
+    return rc;
+}
+
+double sim_links_bytes(const sim_links *l, int link) { return link >= 0 && link < l->n_link_ids ? l->bytes[link] : 0; }
+
+int sim_links_count(const sim_links *l) { return l->n_link_ids; }

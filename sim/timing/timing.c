@@ -1,0 +1,464 @@
+/* sim/timing/timing.c: the discrete-event model of sim/timing/timing.h.
+ *
+ * Time advances from event to event: a core becoming free (overhead or
+ * kernel done), a transfer's first byte (issue + latency), a transfer's
+ * last byte. Between events every active transfer drains at hbm_bw / k
+ * bytes per second, k the number of active transfers (processor sharing:
+ * the DMA engines interleave their requests to HBM).
+ *
+ * A transfer finishes by event, not by residue: when time reaches the
+ * finish event dma_next computed, the transfers that event was for are
+ * done even if `now + remaining * k / bw` rounded to `now` (a fraction of a
+ * byte late in a long run). So every turn of the loop either advances time
+ * or finishes a transfer, and the timing of every call terminates.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tilesim_mesh.h"
+#include "timing.h"
+
+/* ---- the DMA engine --------------------------------------------------------------- */
+
+/* A transfer in flight: the record, when its first byte moves, what is left. */
+typedef struct dma_live {
+    sim_xfer *x;
+    double t_ready, remaining;
+} dma_live;
+
+typedef struct dma_engine {
+    double bw, latency, now;
+    double row_full; /* chip->dma_row_bytes: rows shorter than this move at row / row_full of the bandwidth */
+    sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
+    int oom;
+    dma_live *live; /* issued, not done */
+    int n, cap;
+    int active;      /* transfers moving bytes now, as dma_next counted them */
+    int counted;     /* active, finish and min_rem are valid: no issue or advance since */
+    double finish;   /* the next finish event dma_next found (INFINITY: none) */
+    double min_rem;  /* the bytes left of the transfer(s) it finishes */
+} dma_engine;
+
+/* Issue x `delay` seconds from now (the core is still busy until then): it
+ * takes no bandwidth before its start plus the latency, so issuing it now
+ * with that start is the same as an event at now + delay, without one. */
+static int dma_issue(dma_engine *d, sim_xfer *x, double delay)
+{
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 16;
+        dma_live *l = realloc(d->live, (size_t)cap * sizeof *l);
+        if (!l) return -1;
+        d->live = l;
+        d->cap = cap;
+    }
+    x->t_issue = d->now + delay;
+    x->done = 0;
+    /* A strided copy of short rows wastes part of each HBM burst: it holds
+     * its share of the bandwidth as long as bytes / efficiency would take
+     * (docs/CHIPS.md, dma_row_bytes). */
+    double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
+    d->live[d->n++] = (dma_live){x, x->t_issue + d->latency, (double)x->bytes / eff};
+    d->counted = 0;
+    return 0;
+}
+
+/* The next time something changes in the engine: a transfer activates or
+ * one finishes. INFINITY when idle. */
+static double dma_next(dma_engine *d)
+{
+    if (!d->n) return INFINITY;
+    int active = 0;
+    double next_ready = INFINITY, min_rem = INFINITY;
+    for (int i = 0; i < d->n; i++) {
+        const dma_live *x = &d->live[i];
+        if (x->t_ready <= d->now) {
+            active++;
+            if (x->remaining < min_rem) min_rem = x->remaining;
+        } else if (x->t_ready < next_ready) next_ready = x->t_ready;
+    }
+    d->active = active;
+    d->counted = 1;
+    double finish = active ? d->now + min_rem * active / d->bw : INFINITY;
+    d->finish = finish;
+    d->min_rem = min_rem;
+    return finish < next_ready ? finish : next_ready;
+}
+
+/* Drain to time t (no event strictly before t, by construction). */
+static void dma_advance(dma_engine *d, double t)
+{
+    double was = d->now;
+    int active = 0;
+    if (d->counted) active = d->active; /* dma_next just counted them at this instant */
+    else
+        for (int i = 0; i < d->n; i++) active += d->live[i].t_ready <= was;
+    /* At the finish event every active transfer moved exactly the smallest
+     * remainder, whatever rounding did to t: that transfer is done. */
+    double moved = !active ? 0 : d->counted && t >= d->finish ? d->min_rem : (t - was) * d->bw / active;
+    d->counted = 0;
+    d->now = t;
+    for (int i = 0; i < d->n;) {
+        dma_live *l = &d->live[i];
+        if (l->t_ready <= was) l->remaining -= moved;
+        /* within a millionth of its bytes is done: floating-point residue */
+        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
+            l->x->done = 1;
+            l->x->t_done = t;
+            if (l->x->cell && d->credits &&
+                sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
+                d->oom = 1;
+            d->live[i] = d->live[--d->n];
+        } else i++;
+    }
+}
+
+/* ---- the cores ------------------------------------------------------------------ */
+
+enum { PH_PROLOGUE, PH_BEGIN, PH_WAIT_COPIES, PH_EVENTS, PH_KERNEL, PH_WAIT_WB, PH_EPILOGUE, PH_END, PH_DONE };
+
+typedef struct core_state {
+    sim_coreline *cl;
+    dma_engine *dma;   /* its device's HBM DMA engine */
+    sim_links *links;  /* copies to other devices (M11): the mesh's links, not HBM */
+    sim_credits *credits; /* a mesh: semaphores between devices */
+    int device;
+    int64_t n; /* current step */
+    int phase;
+    double wake;
+    double compute, overhead;
+    int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
+    int64_t kev;       /* PH_EVENTS: the next event */
+    int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
+    int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
+} core_state;
+
+/* Inputs: issue every copy whose step is within the lookahead of its buffers
+ * and whose slot is free (the block k copies back is no longer in use).
+ * Returns the copies issued (each a descriptor the core writes), or -1. */
+static int64_t issue_copies(core_state *c, dma_engine *d, double delay)
+{
+    int64_t issued = 0;
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (l->is_out) { /* P5: a fetch-back waits until its one slot is written back, then goes at once */
+            for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].fetch && l->x[c->next_issue[i]].step <= c->n; issued++)
+                if (dma_issue(d, &l->x[c->next_issue[i]++], delay)) return -1;
+            continue;
+        }
+        int64_t k = l->buffers, j;
+        while ((j = c->next_issue[i]) < l->n && l->x[j].step <= c->n + k - 1 &&
+               (j < k || c->n >= l->x[j - k + 1].step)) {
+            if (dma_issue(d, &l->x[j], delay)) return -1;
+            c->next_issue[i]++;
+            issued++;
+        }
+    }
+    return issued;
+}
+
+static int64_t issue_writebacks(core_state *c, dma_engine *d)
+{
+    int64_t issued = 0;
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (!l->is_out) continue;
+        for (; c->next_issue[i] < l->n && l->x[c->next_issue[i]].step <= c->n; issued++)
+            if (dma_issue(d, &l->x[c->next_issue[i]++], 0)) return -1;
+    }
+    return issued;
+}
+
+/* Are all transfers of the wanted kind with step <= upto done? Copies in
+ * include outputs' fetch-backs (P5). Each transfer found done counts in
+ * c->waited: the core waited on its semaphore. */
+static int all_done(core_state *c, int outputs, int64_t upto)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (!outputs && l->is_out) {
+            for (int64_t j = c->next_wait[i]; j < l->n && l->x[j].step <= upto; j++)
+                if (l->x[j].fetch && !l->x[j].done) return 0;
+            continue;
+        }
+        if (l->is_out != outputs) continue;
+        while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= upto) {
+            if (!l->x[c->next_wait[i]].done) return 0;
+            c->next_wait[i]++;
+            c->waited++;
+        }
+    }
+    return 1;
+}
+
+/* The core's scalar slot is busy for `s` seconds from now (overhead: the
+ * step's fixed cost, descriptors, semaphore waits, the prologue). */
+static void busy(core_state *c, double now, double s)
+{
+    c->wake = now + s;
+    c->overhead += s;
+}
+
+/* Pay for the semaphore waits counted since the last charge. */
+static void pay_waits(core_state *c, const pl_chip *chip, double now)
+{
+    busy(c, now, (double)c->waited * chip->dma_issue_s);
+    c->waited = 0;
+}
+
+/* PH_EVENTS: the next event of a kernel that starts and waits for manual
+ * copies. Each start writes a descriptor and each wait reads a semaphore on
+ * the core's scalar slot (dma_issue_s). 1 if it acted, 0, or -1. */
+static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double now)
+{
+    sim_coreline *cl = c->cl;
+    sim_kevent *e = &cl->kev[c->kev];
+    if ((e->kind == SIM_KEV_WAIT || e->kind == SIM_KEV_TAKE) && e->t0 < 0) e->t0 = now;
+    switch (e->kind) {
+    case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
+    case SIM_KEV_START:
+        if (cl->manual.x[e->xfer].hops && c->links) {
+            if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;
+        } else if (dma_issue(d, &cl->manual.x[e->xfer], 0)) return -1;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_WAIT:
+        if (!cl->manual.x[e->xfer].done) return 0;
+        e->t1 = now;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
+        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
+        e->t1 = now;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    case SIM_KEV_SIGNAL:
+        if (c->credits && sim_credit_add(c->credits, e->device, e->cell, e->amount)) return -1;
+        break;
+    default: c->phase = PH_KERNEL; return 1;
+    }
+    c->kev++;
+    return 1;
+}
+
+/* P8: before the next step reuses an output slot, the write-back that last
+ * used it must be done: k - 1 steps back for k buffers. 1 when they are. */
+static int slots_free(core_state *c)
+{
+    for (int i = 0; i < c->cl->n_ops; i++) {
+        sim_opline *l = &c->cl->op[i];
+        if (!l->is_out) continue;
+        while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= c->n - (l->buffers - 1)) {
+            if (!l->x[c->next_wait[i]].done) return 0;
+            c->next_wait[i]++;
+            c->waited++;
+        }
+    }
+    return 1;
+}
+
+/* Let the core act at time now if it can; returns 1 if it did, -1 on error. */
+static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double now)
+{
+    if (c->phase == PH_DONE || c->wake > now) return 0;
+    sim_coreline *cl = c->cl;
+    int64_t issued;
+    switch (c->phase) {
+    case PH_PROLOGUE: /* set-up before the first copy can go */
+        busy(c, now, chip->prologue_s);
+        c->phase = PH_BEGIN;
+        return 1;
+    case PH_BEGIN: { /* the last step's write-back waits first, then the step: one event */
+        double waits = (double)c->waited * chip->dma_issue_s;
+        c->waited = 0;
+        if (cl->begin_t) cl->begin_t[c->n] = now + waits;
+        if ((issued = issue_copies(c, d, waits)) < 0) return -1;
+        busy(c, now, waits + chip->step_overhead_s + (double)issued * chip->dma_issue_s);
+        c->phase = PH_WAIT_COPIES;
+        return 1;
+    }
+    case PH_WAIT_COPIES: { /* the semaphore waits, then the kernel: one event, not two (a per-step cost) */
+        if (!all_done(c, 0, c->n)) return 0;
+        double start = now + (double)c->waited * chip->dma_issue_s;
+        c->overhead += start - now;
+        c->waited = 0;
+        if (cl->kernel_t) cl->kernel_t[2 * c->n] = start;
+        c->compute += cl->step_s[c->n];
+        if (cl->step_kev && c->n < cl->cap_step_kev && cl->step_kev[c->n] >= 0) {
+            c->kev = cl->step_kev[c->n];
+            c->wake = start;
+            c->phase = PH_EVENTS;
+        } else {
+            c->wake = start + cl->step_s[c->n];
+            c->phase = PH_KERNEL;
+        }
+        return 1;
+    }
+    case PH_EVENTS: return core_event(c, d, chip, now);
+    case PH_KERNEL:
+        if (cl->kernel_t) cl->kernel_t[2 * c->n + 1] = now;
+        if ((issued = issue_writebacks(c, d)) < 0) return -1;
+        busy(c, now, (double)issued * chip->dma_issue_s);
+        c->phase = PH_WAIT_WB;
+        return 1;
+    case PH_WAIT_WB:
+        if (!slots_free(c)) return 0;
+        /* its waits are paid by the next step's PH_BEGIN (no event of their own), after the last step here */
+        if (c->n + 1 == cl->steps) pay_waits(c, chip, now);
+        c->n++;
+        c->phase = c->n == cl->steps ? PH_EPILOGUE : PH_BEGIN;
+        return 1;
+    case PH_EPILOGUE:
+        if (!all_done(c, 1, INT64_MAX)) return 0;
+        pay_waits(c, chip, now);
+        c->phase = PH_END;
+        return 1;
+    case PH_END: c->phase = PH_DONE; return 1;
+    }
+    return 0;
+}
+
+static int bad_chip(const pl_chip *chip)
+{
+    /* time must only move forward, to a finite end */
+    return !(chip->hbm_bw > 0) || !(chip->dma_latency_s >= 0) || !(chip->step_overhead_s >= 0) ||
+           !isfinite(chip->dma_latency_s) || !isfinite(chip->step_overhead_s) || !(chip->dma_issue_s >= 0) ||
+           !isfinite(chip->dma_issue_s) || !(chip->prologue_s >= 0) || !isfinite(chip->prologue_s) ||
+           !(chip->dma_row_bytes >= 0) || !isfinite(chip->dma_row_bytes);
+}
+
+/* One core's sums into its device's result. */
+static void core_result(const core_state *c, sim_time_result *out, int i)
+{
+    /* a nested pipeline's steps ran as part of the kernel's time, but are overhead (P9, K3) */
+    double nested = c->cl->nested_overhead_s, compute = c->compute - nested, overhead = c->overhead + nested;
+    out->compute_s += compute;
+    out->overhead_s += overhead;
+    out->core_compute_s[i] = compute;
+    out->core_overhead_s[i] = overhead;
+    double busy = compute + overhead, exposed = out->core_end_s[i] - busy;
+    out->exposed_s += exposed > 0 ? exposed : 0;
+    if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
+}
+
+/* Everything that can happen at `now`: passes until no core acts (a signal
+ * can let another core go at the same instant). Sets *next to the earliest
+ * core wake-up; returns 1 while a core runs, 0 when all are done, -1. */
+static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_time_dev *devs, const pl_chip *chip,
+                   double now, double *next)
+{
+    /* Without a mesh one pass is enough: a core's actions only issue
+     * transfers, which finish later, so they cannot let another core go at
+     * this instant. A signal between devices can: pass again while any core
+     * acted. */
+    int acted = 1, running = 0, mesh = cs[0].credits != NULL;
+    while (acted) {
+        acted = 0;
+        for (int i = 0; i < n; i++) {
+            int r;
+            while ((r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
+            if (r < 0) return -1;
+        }
+        acted &= mesh;
+    }
+    *next = INFINITY;
+    for (int i = 0; i < n; i++) {
+        sim_time_result *out = devs[dev_of[i]].out;
+        if (cs[i].phase == PH_DONE) {
+            if (out->core_end_s[core_of[i]] == 0) out->core_end_s[core_of[i]] = now;
+            continue;
+        }
+        running = 1;
+        if (cs[i].wake > now && cs[i].wake < *next) *next = cs[i].wake;
+    }
+    return running;
+}
+
+static void link_stats(const sim_links *links, sim_link_stats *st)
+{
+    *st = (sim_link_stats){.busiest_link = -1};
+    for (int k = 0; links && k < sim_links_count(links); k++) {
+        double b = sim_links_bytes(links, k);
+        if (b <= 0) continue;
+        st->link_bytes += b;
+        st->links_used++;
+        if (b > st->busiest_bytes) st->busiest_bytes = b, st->busiest_link = k;
+    }
+}
+
+static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, const pl_mesh *mesh,
+                        sim_link_stats *stats)
+{
+    int n = 0, rc = 0;
+    for (int d = 0; d < n_dev; d++) {
+        memset(devs[d].out, 0, sizeof *devs[d].out);
+        if (devs[d].n_cores < 1 || devs[d].n_cores > SIM_MAX_CORES) return -1;
+        n += devs[d].n_cores;
+    }
+    if (bad_chip(chip)) return -2;
+    /* ICI (a mesh): each copy shares every link of its route, after the DMA
+     * latency and a latency per hop (links.c) */
+    double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
+    dma_engine *eng = calloc((size_t)n_dev, sizeof *eng); /* per device: its HBM */
+    core_state *cs = calloc((size_t)n, sizeof *cs);
+    int *dev_of = calloc((size_t)n, sizeof *dev_of), *core_of = calloc((size_t)n, sizeof *core_of);
+    sim_credits *credits = mesh ? sim_credits_new() : NULL;
+    sim_links *links = mesh && credits ? sim_links_new(mesh, chip->ici_bw, chip->dma_latency_s, hop, credits) : NULL;
+    if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
+    if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
+    for (int d = 0, i = 0; d < n_dev; d++) {
+        eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
+                              .credits = credits};
+        for (int k = 0; k < devs[d].n_cores; k++, i++) {
+            sim_coreline *cl = &devs[d].cores[k];
+            cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
+                                 .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE};
+            dev_of[i] = d;
+            core_of[i] = k;
+        }
+    }
+    for (double now = 0;;) {
+        double next;
+        int r = act_all(cs, n, dev_of, core_of, devs, chip, now, &next);
+        if (r < 0) { rc = -1; goto out; }
+        if (!r) break;
+        for (int e = 0; e < n_dev; e++) {
+            double t = dma_next(&eng[e]);
+            if (t < next) next = t;
+        }
+        double t_links = links ? sim_links_next(links, now) : INFINITY;
+        if (t_links < next) next = t_links;
+        /* a core waits on nothing: broken records, a semaphore no device
+         * fills, or a chip whose figures put the next event at infinity */
+        if (!isfinite(next)) { rc = credits ? -3 : -2; goto out; }
+        for (int e = 0; e < n_dev; e++) {
+            dma_advance(&eng[e], next);
+            if (eng[e].oom) { rc = -1; goto out; }
+        }
+        if (links && sim_links_advance(links, now, next)) { rc = -1; goto out; }
+        now = next;
+    }
+    for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
+    if (stats) link_stats(links, stats);
+out:
+    for (int e = 0; eng && e < n_dev; e++) free(eng[e].live);
+    free(eng);
+    sim_links_free(links);
+    free(cs);
+    free(dev_of);
+    free(core_of);
+    sim_credits_free(credits);
+    return rc;
+}
+
+int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const pl_mesh *mesh,
+                  sim_link_stats *stats)
+{
+    return time_devices(devs, n_devices, chip, mesh, stats);
+}
+
+int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
+{
+    sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
+    return time_devices(&d, 1, chip, NULL, NULL);
+}
