@@ -188,19 +188,9 @@ static void json_shape(FILE *f, const int64_t *s, int rank)
     fputc(']', f);
 }
 
-/* Every member of the report object; the caller closes it. */
-static void report_members(const pl_report *r, FILE *f)
+/* The operands' members, in the report object's "operands" array. */
+static void json_operands(const pl_report *r, FILE *f)
 {
-    fprintf(f, "{\"call\":");
-    pl_json_string(f, r->call_name);
-    fprintf(f, ",\"status\":%d,\"error\":", r->status);
-    pl_json_string(f, r->status ? r->error : "");
-    fprintf(f, ",\"chip\":");
-    pl_json_string(f, r->chip ? r->chip->name : "");
-    fprintf(f, ",\"grid\":");
-    json_shape(f, r->grid, r->grid_rank);
-    fprintf(f, ",\"steps\":%lld,\"nested_steps\":%lld,\"scoped_peak_bytes\":%lld,\"operands\":[", (long long)r->steps,
-            (long long)r->nested_steps, (long long)r->scoped_peak_bytes);
     for (int i = 0; i < r->n_operands; i++) {
         const pl_operand_report *o = &r->op[i];
         fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -217,6 +207,39 @@ static void report_members(const pl_report *r, FILE *f)
                 (long long)o->skipped, (long long)o->writebacks, (long long)o->bytes_in, (long long)o->bytes_out,
                 o->single_buffered ? "true" : "false", (long long)o->array_bytes);
     }
+}
+
+/* "warnings": one string a line of r->warnings. */
+static void json_warnings(const pl_report *r, FILE *f)
+{
+    fprintf(f, ",\"warnings\":[");
+    const char *w = r->warnings;
+    for (int first = 1; *w; first = 0) {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl ? (size_t)(nl - w) : strlen(w);
+        char line[PL_MSG_MAX];
+        snprintf(line, sizeof line, "%.*s", (int)len, w);
+        fprintf(f, "%s", first ? "" : ",");
+        pl_json_string(f, line);
+        w += len + (nl ? 1 : 0);
+    }
+    fprintf(f, "]");
+}
+
+/* Every member of the report object; the caller closes it. */
+static void report_members(const pl_report *r, FILE *f)
+{
+    fprintf(f, "{\"call\":");
+    pl_json_string(f, r->call_name);
+    fprintf(f, ",\"status\":%d,\"error\":", r->status);
+    pl_json_string(f, r->status ? r->error : "");
+    fprintf(f, ",\"chip\":");
+    pl_json_string(f, r->chip ? r->chip->name : "");
+    fprintf(f, ",\"grid\":");
+    json_shape(f, r->grid, r->grid_rank);
+    fprintf(f, ",\"steps\":%lld,\"nested_steps\":%lld,\"scoped_peak_bytes\":%lld,\"operands\":[", (long long)r->steps,
+            (long long)r->nested_steps, (long long)r->scoped_peak_bytes);
+    json_operands(r, f);
     fprintf(f, "],\"scratch\":[");
     for (int i = 0; i < r->n_scratch; i++) {
         fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -248,18 +271,7 @@ static void report_members(const pl_report *r, FILE *f)
             r->mxu_flops + r->vpu_flops, (long long)r->eup_elems, (long long)r->hbm_bytes);
     fprintf(f, ",\"ici_copies\":%lld,\"ici_bytes\":%lld,\"remote_wait_s\":%.9g", (long long)r->ici_copies,
             (long long)r->ici_bytes, r->remote_wait_s);
-    fprintf(f, ",\"warnings\":[");
-    const char *w = r->warnings;
-    for (int first = 1; *w; first = 0) {
-        const char *nl = strchr(w, '\n');
-        size_t len = nl ? (size_t)(nl - w) : strlen(w);
-        char line[PL_MSG_MAX];
-        snprintf(line, sizeof line, "%.*s", (int)len, w);
-        fprintf(f, "%s", first ? "" : ",");
-        pl_json_string(f, line);
-        w += len + (nl ? 1 : 0);
-    }
-    fprintf(f, "]");
+    json_warnings(r, f);
 }
 
 int pl_cost_estimate(const pl_report *r, char *buf, size_t n)

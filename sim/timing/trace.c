@@ -93,26 +93,9 @@ static void write_waits(FILE *f, int *first, int pid, const sim_coreline *cl)
     }
 }
 
-static int write_core(FILE *f, int *first, int pid, const char *process, const sim_plan *plan,
-                      const sim_coreline *cl, const pl_report *rep)
+/* The kernel steps' track: each step with its grid point and the blocks it holds, after its fixed overhead (P9). */
+static void write_steps(FILE *f, int pid, const sim_plan *plan, const sim_coreline *cl, const pl_report *rep)
 {
-    char name[96];
-    meta(f, first, pid, 0, "process_name", process);
-    meta(f, first, pid, 0, "thread_name", "kernel steps");
-    int tid_base[SIM_MAX_OPS], tid = 1;
-    for (int i = 0; i < cl->n_ops; i++) {
-        const sim_opline *l = &cl->op[i];
-        tid_base[i] = tid;
-        if (!l->n) continue;
-        for (int s = 0; s < l->buffers; s++) { /* an output's fetch-backs share its slot's track (P5) */
-            snprintf(name, sizeof name, "%s slot %d (%s)", plan->ops[i].rep->name, s,
-                     !l->is_out ? "copy in" : plan->ops[i].revisit_any ? "write-back, fetch-back" : "write-back");
-            meta(f, first, pid, tid + s, "thread_name", name);
-        }
-        tid += l->buffers;
-    }
-
-    /* kernel steps */
     int64_t cursor[SIM_MAX_OPS] = {0};
     int g = plan->call->grid_rank;
     for (int64_t n = 0; n < cl->steps; n++) {
@@ -139,12 +122,14 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
         fprintf(f, "}}");
     }
 
-    /* DMAs, and the VMEM each holds */
-    int64_t n_delta = 0, cap = count_deltas(plan, cl, rep);
-    vmem_delta *dl = malloc((size_t)(cap ? cap : 1) * sizeof *dl);
-    if (!dl) return -1;
+}
+
+/* The pipeline's copies and write-backs on their slots' tracks; into dl, when each block's VMEM is live. */
+static void write_pipeline(FILE *f, int pid, const sim_plan *plan, const sim_coreline *cl, const pl_report *rep,
+                           const int *tid_base, vmem_delta *dl, int64_t *n_delta)
+{
     for (int i = 0; i < rep->n_scratch; i++)
-        if (rep->scratch[i].space == PL_VMEM) dl[n_delta++] = (vmem_delta){0, rep->scratch[i].bytes};
+        if (rep->scratch[i].space == PL_VMEM) dl[(*n_delta)++] = (vmem_delta){0, rep->scratch[i].bytes};
     for (int i = 0; i < cl->n_ops; i++) {
         const sim_opline *l = &cl->op[i];
         const sim_operand *op = &plan->ops[i];
@@ -161,19 +146,24 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
             int64_t vb = op->rep->vmem_bytes;
             if (!l->is_out) { /* live from its issue to the end of the last step that reads it */
                 int64_t last = j + 1 < l->n ? l->x[j + 1].step - 1 : cl->steps - 1;
-                dl[n_delta++] = (vmem_delta){x->t_issue, vb};
-                dl[n_delta++] = (vmem_delta){cl->kernel_t[2 * last + 1], -vb};
+                dl[(*n_delta)++] = (vmem_delta){x->t_issue, vb};
+                dl[(*n_delta)++] = (vmem_delta){cl->kernel_t[2 * last + 1], -vb};
             } else if (!x->fetch) { /* live from the first step that writes it until its write-back lands */
                 int64_t firstn = j ? l->x[j - 1].step + 1 : 0;
                 /* a block fetched back (P5) is live from the fetch's issue */
                 double t0 = j && l->x[j - 1].fetch ? l->x[j - 1].t_issue : cl->kernel_t[2 * firstn];
-                dl[n_delta++] = (vmem_delta){t0, vb};
-                dl[n_delta++] = (vmem_delta){x->t_done, -vb};
+                dl[(*n_delta)++] = (vmem_delta){t0, vb};
+                dl[(*n_delta)++] = (vmem_delta){x->t_done, -vb};
             }
         }
     }
-    /* manual copies (kernel/pltpu.h): they may overlap one another, so each
-     * takes the first lane whose previous copy has landed */
+}
+
+/* Manual copies (kernel/pltpu.h): they may overlap one another, so each
+ * takes the first of the lanes after tid whose previous copy has landed. */
+static void write_manual(FILE *f, int *first, int pid, int tid, const sim_coreline *cl)
+{
+    char name[96];
     enum { LANES = 16 };
     double lane_end[LANES];
     int lanes = 0;
@@ -193,6 +183,32 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
                 (long long)j, pid, tid + lane, x->t_issue * 1e6, (x->t_done - x->t_issue) * 1e6, (long long)x->bytes,
                 (long long)x->step);
     }
+}
+
+static int write_core(FILE *f, int *first, int pid, const char *process, const sim_plan *plan,
+                      const sim_coreline *cl, const pl_report *rep)
+{
+    char name[96];
+    meta(f, first, pid, 0, "process_name", process);
+    meta(f, first, pid, 0, "thread_name", "kernel steps");
+    int tid_base[SIM_MAX_OPS], tid = 1;
+    for (int i = 0; i < cl->n_ops; i++) {
+        const sim_opline *l = &cl->op[i];
+        tid_base[i] = tid;
+        if (!l->n) continue;
+        for (int s = 0; s < l->buffers; s++) { /* an output's fetch-backs share its slot's track (P5) */
+            snprintf(name, sizeof name, "%s slot %d (%s)", plan->ops[i].rep->name, s,
+                     !l->is_out ? "copy in" : plan->ops[i].revisit_any ? "write-back, fetch-back" : "write-back");
+            meta(f, first, pid, tid + s, "thread_name", name);
+        }
+        tid += l->buffers;
+    }
+    write_steps(f, pid, plan, cl, rep);
+    int64_t n_delta = 0, cap = count_deltas(plan, cl, rep);
+    vmem_delta *dl = malloc((size_t)(cap ? cap : 1) * sizeof *dl);
+    if (!dl) return -1;
+    write_pipeline(f, pid, plan, cl, rep, tid_base, dl, &n_delta);
+    write_manual(f, first, pid, tid, cl);
     qsort(dl, (size_t)n_delta, sizeof *dl, cmp_delta);
     int64_t live = 0;
     for (int64_t i = 0; i < n_delta; i++) {
@@ -204,6 +220,7 @@ static int write_core(FILE *f, int *first, int pid, const char *process, const s
     free(dl);
     return 0;
 }
+
 
 int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, int n_cores, const pl_report *rep)
 {
