@@ -70,7 +70,13 @@ static inline int sim_mesh_here(const mesh_run *r, int device)
 /* "device 3", or "core 1 of device 3" on devices of several cores */
 const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n);
 
-/* mesh_run.c */
+/* mesh_hooks.c: the hooks every device's call reaches the mesh through */
+extern const kern_mesh_ops sim_mesh_hooks;
+/* Every core looks again (a deadlock, a core that ended); lock held. */
+void sim_mesh_wake_all(mesh_run *r);
+/* Declare a deadlock when every core still running is blocked on a wait
+ * still short (lock held; across processes, wake the calling thread). */
+void sim_mesh_find_deadlock(mesh_run *r);
 /* Can other devices name argument `arg`? (an ANY operand, scratch, or a
  * pipelined VMEM block, slot for slot) */
 int sim_mesh_reachable(const sim_exec *x, int arg);

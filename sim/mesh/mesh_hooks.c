@@ -1,0 +1,233 @@
+/* sim/mesh/mesh_hooks.c: how the kernel of one TensorCore of a mesh device
+ * reaches the others (kern_mesh_ops, kernel/context.h; rules M11, M13):
+ * the mesh's lock, waits that block on a condition variable per core and
+ * the deadlock they may add up to, the same Ref on another core or device,
+ * and the race detector's events (mesh_race.h). pl_mesh_call (mesh_run.c)
+ * hands sim_mesh_hooks to every device's call. A hook names a core by its
+ * unit, device x cores + core.
+ */
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../call/core.h"
+#include "mesh_run.h"
+
+static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
+static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); }
+static void run_wake(void *p, int device) { pthread_cond_broadcast(&((mesh_run *)p)->dev[device].cond); }
+
+/* Every device looks again (a deadlock, a device that ended). */
+void sim_mesh_wake_all(mesh_run *r)
+{
+    for (int u = 0; u < r->units; u++) pthread_cond_broadcast(&r->dev[u].cond);
+}
+
+const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n)
+{
+    if (r->cores > 1) snprintf(buf, n, "core %d of device %d", unit % r->cores, unit / r->cores);
+    else snprintf(buf, n, "device %d", unit);
+    return buf;
+}
+
+void sim_mesh_declare_deadlock(mesh_run *r)
+{
+    r->deadlock = 1;
+    size_t n = sizeof r->deadlock_msg;
+    int at = snprintf(r->deadlock_msg, n, "deadlock across the mesh: every device still running waits for a copy or "
+                      "signal that no device can send any more (rule M10):");
+    int listed = 0, blocked = 0;
+    char who[48];
+    for (int u = 0; u < r->units; u++) blocked += r->dev[u].blocked != 0;
+    for (int u = 0; u < r->units && at > 0 && (size_t)at < n; u++) {
+        if (!r->dev[u].blocked) continue;
+        if (listed++ == 12) {
+            at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", blocked - 12);
+            break;
+        }
+        at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s %s %s, holds %lld", listed > 1 ? ";" : "",
+                       sim_mesh_unit_name(r, u, who, sizeof who), r->dev[u].what, (long long)r->dev[u].held);
+    }
+    sim_mesh_wake_all(r);
+}
+
+/* Every device still running is blocked on a wait that is still short (lock
+ * held): a deadlock. A device woken but not yet running again counts as
+ * blocked, so the counts alone would see deadlocks that are not. Across
+ * processes, the calling thread of each looks (mesh_mpi.c): it is woken. */
+void sim_mesh_find_deadlock(mesh_run *r)
+{
+    if (r->ranks > 1) {
+        pthread_cond_signal(&r->main_cond);
+        return;
+    }
+    if (r->deadlock || r->alive == 0 || r->blocked < r->alive) return;
+    for (int u = 0; u < r->units; u++)
+        if (r->dev[u].blocked && *r->dev[u].cell >= r->dev[u].need) return;
+    sim_mesh_declare_deadlock(r);
+}
+
+static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
+{
+    mesh_run *r = p;
+    mesh_dev *d = &r->dev[device];
+    d->blocked = 1;
+    d->cell = cell;
+    d->need = need;
+    d->held = *cell;
+    snprintf(d->what, sizeof d->what, "%s", what);
+    r->blocked++;
+    sim_mesh_find_deadlock(r);
+    while (*cell < need && !r->deadlock) pthread_cond_wait(&d->cond, &r->lock);
+    r->blocked--;
+    d->blocked = 0;
+    if (*cell >= need) return 0;
+    snprintf(msg, n, "%s", r->deadlock_msg);
+    return 1;
+}
+
+/* Can other devices name argument `arg`? An ANY operand or a scratch
+ * buffer, whose place is fixed, or a pipelined VMEM block (an input's or
+ * an output's buffers: the distributed Pallas guide copies into the other
+ * device's out_ref); not SMEM prefetch or an SMEM block. */
+int sim_mesh_reachable(const sim_exec *x, int arg)
+{
+    int n_ops = x->plan.n_ops;
+    if (arg < 0 || arg >= n_ops + x->plan.call->n_scratch) return 0;
+    if (arg >= n_ops) return 1;
+    const sim_operand *op = &x->plan.ops[arg];
+    return op->role != PL_ROLE_PREFETCH && (!op->pipelined || op->space == PL_VMEM);
+}
+
+uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
+{
+    const sim_core *k = x->cores[core];
+    /* a pipelined block: its slots, one after the other, so that a Ref into
+     * slot s on one device is slot s on the other: the same VMEM address,
+     * as on the chip, whichever block that device holds there now */
+    if (arg < x->plan.n_ops && x->plan.ops[arg].pipelined) return (uintptr_t)k->pipe[arg].slots;
+    return (uintptr_t)k->refs[arg].data;
+}
+
+/* r on unit `to`: the same argument, at the same offset from its base
+ * (scratch and VMEM blocks are the core's own; HBM is the device's). */
+static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
+{
+    mesh_run *r = p;
+    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
+    int arg = ref->arg;
+    if (!sim_mesh_reachable(f->x, arg)) return 0;
+    uintptr_t base_from = sim_mesh_arg_base(f->x, f->core, arg);
+    uintptr_t base_to = sim_mesh_here(r, t->device) ? sim_mesh_arg_base(t->x, t->core, arg)
+                                                    : sim_mesh_mpi_base(r, t->device, arg);
+    *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+    return 1;
+}
+
+static int64_t run_axis(void *p, int device, const char *axis, int64_t *size)
+{
+    mesh_run *r = p;
+    int a = pl_mesh_axis(r->mesh, axis);
+    if (a < 0) return -1;
+    int64_t coords[PL_MESH_MAX_AXES];
+    pl_mesh_coords(r->mesh, device, coords);
+    *size = r->mesh->shape[a];
+    return coords[a];
+}
+
+static void run_perturb(void *p, int device)
+{
+    mesh_run *r = p;
+    if (!r->seed) return;
+    for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
+}
+
+/* Bytes [lo, hi) of argument `arg` of device `device` as the race detector
+ * keys them: the argument and the offsets from its base, so that arrays whose
+ * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
+ * the buffers of different devices never collide. 0 when other devices
+ * cannot reach the argument (a pipelined block, SMEM prefetch). */
+int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi)
+{
+    const sim_exec *x = r->dev[unit].x;
+    if (!sim_mesh_reachable(x, arg)) return 0;
+    uintptr_t base = sim_mesh_arg_base(x, r->dev[unit].core, arg), key = (uintptr_t)(arg + 1) << 48;
+    *lo = key + (*lo - base);
+    *hi = key + (*hi - base);
+    return 1;
+}
+
+void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset)
+{
+    if (arg < 0 || arg >= x->plan.n_ops || !x->plan.ops[arg].pipelined) return;
+    const sim_operand *op = &x->plan.ops[arg];
+    uintptr_t block = (uintptr_t)op->block_elems * op->elem_size, slot = block ? offset / block : 0;
+    if (slot >= SIM_REMOTE_SLOTS) slot = SIM_REMOTE_SLOTS - 1;
+    __atomic_add_fetch(&x->remote_written[arg][slot], 1, __ATOMIC_RELEASE);
+}
+
+static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintptr_t hi, const int64_t *recv,
+                        int64_t bytes, const char *point)
+{
+    mesh_run *r = p;
+    if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
+    sim_mesh_landed(r->dev[to].x, arg, lo - ((uintptr_t)(arg + 1) << 48));
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *dst, const int64_t *sem,
+                          int64_t bytes, const char *point)
+{
+    mesh_run *r = p;
+    uintptr_t span[4];
+    kern_ref_span(src, &span[0], &span[1]);
+    kern_ref_span(dst, &span[2], &span[3]);
+    if (!sim_mesh_region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
+    if (!sim_mesh_region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
+    pthread_mutex_lock(&r->lock);
+    int rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static void run_added(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_added(((mesh_run *)p)->race, device, cell, amount);
+}
+static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
+{
+    sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
+}
+
+static int run_hops(void *p, int from, int to)
+{
+    mesh_run *r = p;
+    return pl_mesh_hops(r->mesh, r->dev[from].device, r->dev[to].device);
+}
+static int run_away(void *p, int unit) { return !sim_mesh_here(p, ((mesh_run *)p)->dev[unit].device); }
+
+static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref *dst, const pl_ref *sem,
+                     int64_t amount, const char *point)
+{
+    mesh_run *r = p;
+    uintptr_t off = (uintptr_t)sem->data - sim_mesh_mpi_base(r, to, sem->arg);
+    sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
+}
+
+/* A core's context: cores are made before any device thread starts and freed after all end. */
+static pl_ctx *run_peer(void *p, int unit)
+{
+    mesh_run *r = p;
+    if (unit < 0 || unit >= r->units || !sim_mesh_here(r, r->dev[unit].device)) return NULL;
+    const sim_core *k = r->dev[unit].x->cores[r->dev[unit].core];
+    return k ? (pl_ctx *)&k->ctx : NULL;
+}
+
+const kern_mesh_ops sim_mesh_hooks = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
+                                       run_axis,    run_perturb,  run_incoming,   run_local_copy,
+                                       run_added,   run_taken,    run_hops,       run_away,  run_post,
+                                       run_peer};
