@@ -317,4 +317,21 @@ extern const cli_cmd cli_review_cmd;
 int cli_review(int argc, char **argv);
 void cli_review_help(const cli_cmd *cmd, FILE *f);
 
+/* ---- explain.c: the narration both forms of `tilesim explain` print ---------- */
+
+typedef struct cli_narrator {
+    FILE *f;
+    int64_t nk;   /* grid size of the contraction axis */
+    int megacore; /* the chip splits a parallel axis over two cores (G4) */
+    int generic;  /* any kernel: no matmul-specific lines */
+} cli_narrator;
+#define CLI_MAX_EXPLAIN_STEPS 512
+extern const char cli_axis_letter[PL_MAX_GRID]; /* i, j, k, ... */
+/* The BlockSpecs of a call, as sentences (generic: no matmul-specific lines). */
+void cli_explain_specs(const pl_call *call, const pl_report *v, int generic, FILE *f);
+/* pl_options.on_step: what the pipeline did at a grid point, with the rules (user: a cli_narrator). */
+void cli_explain_step(const pl_step_info *s, void *user);
+/* The copies per operand and the predicted time. */
+void cli_explain_summary(const pl_report *r, int generic, FILE *f);
+
 #endif

@@ -19,16 +19,9 @@
 #include "cli.h"
 
 #define MAX_SIZE (1LL << 24)
-#define MAX_EXPLAIN_STEPS 512
 
-static const char axis_letter[PL_MAX_GRID] = {'i', 'j', 'k', 'l', 'm', 'n'};
+const char cli_axis_letter[PL_MAX_GRID] = {'i', 'j', 'k', 'l', 'm', 'n'};
 
-typedef struct narrator {
-    FILE *f;
-    int64_t nk;   /* grid size of the contraction axis */
-    int megacore; /* the chip splits a parallel axis over two cores (G4) */
-    int generic;  /* any kernel: no matmul-specific lines */
-} narrator;
 
 /* ---- the header ------------------------------------------------------------------ */
 
@@ -42,7 +35,7 @@ static void map_words(const pl_index_map *m, int rank, char *buf, size_t n)
     for (int d = 0; d < rank && at < n; d++) {
         int ax = m->n == 0 ? PL_ZERO : m->axis[d];
         if (ax == PL_ZERO) at += (size_t)snprintf(buf + at, n - at, "%s0", d ? ", " : "");
-        else at += (size_t)snprintf(buf + at, n - at, "%s%c", d ? ", " : "", axis_letter[ax]);
+        else at += (size_t)snprintf(buf + at, n - at, "%s%c", d ? ", " : "", cli_axis_letter[ax]);
     }
     if (at < n) snprintf(buf + at, n - at, ")");
 }
@@ -55,7 +48,7 @@ static void print_grid(const pl_call *call, const int64_t *sizes, const int64_t 
     fprintf(f, "grid %s = %lld steps, visited one after another, the last axis fastest (rule G1):\n",
             cli_tuple(call->grid, call->grid_rank, g, sizeof g), (long long)steps);
     for (int a = 0; a < 3; a++) {
-        fprintf(f, "  %c = program_id(%d) in 0..%lld: %s, %s = %lld / %lld%s; %s\n", axis_letter[a], a,
+        fprintf(f, "  %c = program_id(%d) in 0..%lld: %s, %s = %lld / %lld%s; %s\n", cli_axis_letter[a], a,
                 (long long)call->grid[a] - 1, what[a], ratio[a], (long long)sizes[a], (long long)blocks[a],
                 sizes[a] % blocks[a] ? " rounded up: the last block hangs over the edge (rule B6)" : "",
                 call->semantics[a] == PL_PARALLEL ? "parallel (rule G3)"
@@ -63,7 +56,7 @@ static void print_grid(const pl_call *call, const int64_t *sizes, const int64_t 
     }
 }
 
-static void print_specs(const pl_call *call, const pl_report *v, int generic, FILE *f)
+void cli_explain_specs(const pl_call *call, const pl_report *v, int generic, FILE *f)
 {
     static const char *array_name[3] = {"A", "B", "C"};
     int shown = generic ? v->n_operands : v->n_operands < 3 ? v->n_operands : 3;
@@ -136,9 +129,9 @@ static void write_backs(const pl_step_info *s, FILE *f)
     }
 }
 
-static void on_step(const pl_step_info *s, void *user)
+void cli_explain_step(const pl_step_info *s, void *user)
 {
-    narrator *nr = user;
+    cli_narrator *nr = user;
     FILE *f = nr->f;
     char g[64], blk[64];
     write_backs(s, f);
@@ -175,7 +168,7 @@ static void on_step(const pl_step_info *s, void *user)
 
 /* ---- the summary -------------------------------------------------------------------- */
 
-static void print_summary(const pl_report *r, int generic, FILE *f)
+void cli_explain_summary(const pl_report *r, int generic, FILE *f)
 {
     char a[32], t[4][32];
     int64_t skipped = 0;
@@ -275,172 +268,29 @@ int cli_explain(int argc, char **argv)
     if (steps < (1LL << 40) && pl_validate(&call, args, &out, &opt, &rep) != PL_OK)
         return cli_fail(cmd, "blocks (%lld, %lld, %lld) are not legal: %s", (long long)v[3], (long long)v[4],
                         (long long)v[5], rep.error);
-    if (steps > MAX_EXPLAIN_STEPS) {
+    if (steps > CLI_MAX_EXPLAIN_STEPS) {
         char g[64];
         double all = (double)call.grid[0] * (double)call.grid[1] * (double)call.grid[2];
         return cli_fail(cmd, "grid %s has %.*g steps; explain narrates at most %d: use larger blocks or smaller sizes",
                         cli_tuple(call.grid, call.grid_rank, g, sizeof g), all < 1e15 ? 15 : 3, all,
-                        MAX_EXPLAIN_STEPS);
+                        CLI_MAX_EXPLAIN_STEPS);
     }
     int64_t sizes[3] = {v[0], v[1], v[2]}, blocks[3] = {v[3], v[4], v[5]};
     fprintf(stdout, "explain: matmul C (%lld x %lld) = A (%lld x %lld) @ B (%lld x %lld), %s on %s\n\n",
             (long long)v[0], (long long)v[1], (long long)v[0], (long long)v[2], (long long)v[2], (long long)v[1],
             pl_dtype_name(dt), chip->name);
     print_grid(&call, sizes, blocks, steps, stdout);
-    print_specs(&call, &rep, 0, stdout);
+    cli_explain_specs(&call, &rep, 0, stdout);
 
     /* G4 cuts the first parallel axis with at least 2 points (i or j) */
-    narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1), 0};
-    opt.on_step = on_step;
+    cli_narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1), 0};
+    opt.on_step = cli_explain_step;
     opt.on_step_user = &nr;
     if (pl_pallas_call(&call, args, &out, &opt, &rep) != PL_OK) {
         fflush(stdout);
         fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep.error);
         return 1;
     }
-    print_summary(&rep, 0, stdout);
+    cli_explain_summary(&rep, 0, stdout);
     return cli_finish_stdout(cmd, 0);
-}
-
-/* ---- any kernel: tilesim explain KERNEL [--set ...] ---------------------------------- */
-
-static void print_generic_grid(const pl_call *call, int64_t steps, FILE *f)
-{
-    char g[64];
-    fprintf(f, "grid %s = %lld steps, visited one after another, the last axis fastest (rule G1):\n",
-            cli_tuple(call->grid, call->grid_rank, g, sizeof g), (long long)steps);
-    for (int a = 0; a < call->grid_rank; a++)
-        fprintf(f, "  %c = program_id(%d) in 0..%lld: %s\n", axis_letter[a], a, (long long)call->grid[a] - 1,
-                call->semantics[a] == PL_PARALLEL ? "parallel (rule G3)"
-                                                  : "arbitrary: visited in order; an output block kept over it "
-                                                    "accumulates (rule P3)");
-}
-
-/* Build the call for the values; scalar-prefetch tables get data (index maps
- * read them), every other array stays without (cost only). */
-static int explain_build(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_kernel_build *b,
-                         void **owned, char *msg, size_t n)
-{
-    int rc = sim_kdef_prepare(d, v, opt, b, msg, n);
-    for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_MAX_OPERANDS; a++)
-        if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
-            rc = PL_ENOMEM;
-    if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = sim_kdef_call_inputs(d, v, b, 0);
-    if (rc != PL_OK && !msg[0]) snprintf(msg, n, "%s", pl_strerror(rc));
-    return rc;
-}
-
-static int64_t grid_steps(const pl_call *call)
-{
-    int64_t steps = 1;
-    for (int d = 0; d < call->grid_rank; d++)
-        steps = call->grid[d] <= 0 ? 0 : steps > (1LL << 40) / call->grid[d] ? (1LL << 40) : steps * call->grid[d];
-    return steps;
-}
-
-/* The kernel explain narrates (one call at a time) and its block ops after
- * each step: what any kernel, a plugin's too, did there. */
-static pl_kernel_fn narrated;
-static void narrating_kernel(pl_ctx *c, pl_ref *refs)
-{
-    narrated(c, refs);
-    if (pltpu_device_id(c) != 0) return; /* a mesh kernel: device 0's steps are told */
-    char ops[1024];
-    sim_step_ops_words(c, ops, sizeof ops);
-    fprintf(stdout, "  kernel: %s\n", ops);
-}
-
-/* A mesh kernel's call on every device of its mesh (the devices' arrays are
- * build's, cost-only), device 0's steps narrated (pl_mesh_call hands the
- * recorder device 0's); rep gets device 0's report. */
-static int run_mesh_call(const pl_kernel_def *d, const int64_t *v, const pl_call *call, pl_kernel_build *b,
-                         pl_options *opt, pl_report *rep)
-{
-    pl_mesh mesh;
-    int rc = pl_kernel_def_mesh(d, v, &mesh, rep->error, sizeof rep->error);
-    if (rc != PL_OK) return rc;
-    int n = pl_mesh_devices(&mesh), na = b->n_args, no = b->n_outs;
-    pl_array *args = calloc((size_t)n * (size_t)(na ? na : 1), sizeof *args);
-    pl_array *outs = calloc((size_t)n * (size_t)(no ? no : 1), sizeof *outs);
-    pl_report *reps = calloc((size_t)n, sizeof *reps);
-    pl_mesh_report mr;
-    rc = args && outs && reps ? PL_OK : PL_ENOMEM;
-    for (int dev = 0; dev < n && rc == PL_OK; dev++) {
-        memcpy(args + (size_t)dev * (size_t)na, b->args, (size_t)na * sizeof *args);
-        memcpy(outs + (size_t)dev * (size_t)no, b->outs, (size_t)no * sizeof *outs);
-    }
-    if (rc == PL_OK) {
-        char shape[64];
-        fprintf(stdout, "mesh kernel on a %s: every device runs this call; device 0's steps:\n\n",
-                pl_mesh_format(&mesh, shape, sizeof shape));
-        rc = pl_mesh_call(&mesh, call, args, outs, opt, &mr, reps);
-        *rep = reps[0];
-        if (rc != PL_OK) snprintf(rep->error, sizeof rep->error, "%s", mr.error);
-    } else snprintf(rep->error, sizeof rep->error, "out of host memory");
-    free(args), free(outs), free(reps);
-    return rc;
-}
-
-static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *nr_values, const char *label,
-                   pl_kernel_build *b, pl_options *opt)
-{
-    pl_report *rep = calloc(1, sizeof *rep);
-    if (!rep) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
-    int64_t steps = grid_steps(&b->call), rc = 0;
-    if (pl_validate(&b->call, b->args, b->outs, opt, rep) != PL_OK)
-        rc = cli_fail(cmd, "%s %s is not legal: %s", d->name, label, rep->error);
-    else if (steps > MAX_EXPLAIN_STEPS) {
-        char g[64];
-        rc = cli_fail(cmd, "grid %s has %lld steps; explain narrates at most %d: use --set for larger blocks or "
-                           "smaller sizes", cli_tuple(b->call.grid, b->call.grid_rank, g, sizeof g), (long long)steps,
-                      MAX_EXPLAIN_STEPS);
-    }
-    if (rc) return free(rep), (int)rc;
-    fprintf(stdout, "explain: %s %s on %s\n  %s\n\n", d->name, label, opt->chip_spec->name, d->summary ? d->summary : "");
-    print_generic_grid(&b->call, steps, stdout);
-    print_specs(&b->call, rep, 1, stdout);
-    int many = 0;
-    for (int a = 0; a < b->call.grid_rank; a++) many |= b->call.semantics[a] == PL_PARALLEL && b->call.grid[a] > 1;
-    narrator nr = {stdout, 1, opt->chip_spec->cores_per_device > 1 && many, 1};
-    opt->on_step = on_step;
-    opt->on_step_user = &nr;
-    pl_call call = b->call;
-    narrated = call.kernel;
-    call.kernel = narrating_kernel;
-    if ((d->mesh ? run_mesh_call(d, nr_values, &call, b, opt, rep) : pl_pallas_call(&call, b->args, b->outs, opt, rep)) !=
-        PL_OK) {
-        fflush(stdout);
-        fprintf(stderr, "tilesim explain: the simulation failed: %s\n", rep->error);
-        free(rep);
-        return 2;
-    }
-    print_summary(rep, 1, stdout);
-    free(rep);
-    return 0;
-}
-
-int cli_kexplain(int argc, char **argv)
-{
-    const cli_cmd *cmd = &cli_explain_cmd;
-    cli_kopts o;
-    const pl_kernel_def *d;
-    int64_t v[PL_KDEF_MAX_PARAMS];
-    pl_chip file_chip;
-    pl_options opt;
-    int rc = cli_kernel_setup(cmd, K_SET | K_CHIP | K_CHIP_FILE | K_HTML | K_VMEM_LIMIT, argc, argv, &o, &d, v,
-                              &file_chip, &opt);
-    if (rc >= 0) return rc;
-    opt.cost_only = 1;
-    char label[512], msg[PL_MSG_MAX] = "";
-    pl_kernel_format(d, v, label, sizeof label);
-    pl_kernel_build *b = calloc(1, sizeof *b);
-    if (!b) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
-    void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
-    if ((rc = explain_build(d, v, &opt, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
-    else rc = narrate(cmd, d, v, label, b, &opt);
-    if (rc == 0 && o.html) rc = cli_html(cmd, d, v, &opt, o.html, NULL, 0); /* the teaching page (cli/html.c) */
-    for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);
-    free(b);
-    return cli_finish_stdout(cmd, rc);
 }
