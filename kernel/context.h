@@ -99,6 +99,11 @@ int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const c
 /* A copy's handle at its start or wait: still what making it checked
  * (kern_copy_check), its bytes those of its sides; else a fault. */
 void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn);
+/* sem.c: n added to sem's own count (this core's) */
+void kern_sem_add_own(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn);
+/* sem.c: need taken off sem's count; on a mesh, waits for other cores to add; a count that can never be had
+ * is PL_EDEADLOCK (bytes: a DMA semaphore, for the message) */
+void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, int bytes);
 /* owner: the unit (device x dev_cores + core, kern_mesh_ops) whose semaphore cell is: its waiters wake */
 void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn);
 /* The same with the mesh's lock held (kern_sem_lock): 1 when the count

@@ -1,5 +1,5 @@
-/* kernel/dma.c: asynchronous copies and semaphores (rules M7-M10, V4), as
- * kernel/pltpu.h describes them.
+/* kernel/dma.c: asynchronous copies and regular semaphores (rules M7-M10,
+ * V4), as kernel/pltpu.h describes them; the counts are kernel/sem.c's.
  *
  * The context keeps the copies in flight (started, not yet waited). In eager
  * mode a copy moves its data and adds its bytes to its semaphore at start();
@@ -17,140 +17,7 @@
 #include "pltpu.h"
 #include "views.h"
 
-/* ---- checks ------------------------------------------------------------------- */
-
-/* verb: what fn does with the semaphore, for the message ("signal", "wait on"). */
-void kern_check_sem(pl_ctx *c, const pl_ref *sem, pl_sem_kind want, const char *fn, const char *verb)
-{
-    char name[96];
-    kern_check_ref(c, sem, fn);
-    if (sem->space != PL_SEMAPHORE || sem->sem_kind != want) {
-        kern_ref_name(c, sem, name, sizeof name);
-        kern_fault(c, PL_ESPACE, "%s: %s is not a %s semaphore; declare it with %s (rule M%d)", fn, name,
-                   want == PL_SEM_DMA ? "DMA" : "regular",
-                   want == PL_SEM_DMA ? "PLTPU_SEMAPHORE_DMA" : "PLTPU_SEMAPHORE",
-                   want == PL_SEM_DMA ? 8 : 9);
-    }
-    /* Pallas passes one semaphore, never an array: even a (1,)-shaped array
-     * is refused, as Mosaic refuses it (rank 0 is what pl_at leaves). */
-    if (sem->rank != 0) {
-        char shape[128];
-        kern_ref_name(c, sem, name, sizeof name);
-        kern_format_point(sem->shape, sem->rank, shape, sizeof shape);
-        kern_fault(c, PL_ESHAPE, "%s: cannot %s a semaphore array; select one with pl_at: %s has shape %s "
-                   "(rule M%d)", fn, verb, name, shape, want == PL_SEM_DMA ? 8 : 9);
-    }
-}
-
-int kern_check_dma_sem(pl_ctx *c, const pl_ref *sem, const char *fn, const char *verb)
-{
-    if (sem->space != PL_SEMAPHORE || sem->sem_kind != PL_SEM_REGULAR) {
-        kern_check_sem(c, sem, PL_SEM_DMA, fn, verb);
-        return 0;
-    }
-    kern_check_sem(c, sem, PL_SEM_REGULAR, fn, verb);
-    if (c->target.chip && !c->target.dma_regular) {
-        char name[96];
-        kern_ref_name(c, sem, name, sizeof name);
-        kern_fault(c, PL_ESPACE, "%s: %s is a regular semaphore, and a DMA on %s signals DMA semaphores only; DMAs "
-                   "signal regular ones from TPU v6 on (JAX: \"Regular semaphores in DMAs require TPU v6+\"): "
-                   "declare it with PLTPU_SEMAPHORE_DMA (rule M8)", fn, name, c->target.chip);
-    }
-    return 1;
-}
-
-void kern_refuse_regular_wait(pl_ctx *c, const pl_ref *sem, const char *fn)
-{
-    if (sem->space != PL_SEMAPHORE || sem->sem_kind != PL_SEM_REGULAR) return;
-    char name[96];
-    kern_ref_name(c, sem, name, sizeof name);
-    kern_fault(c, PL_EINVAL, "%s: the copy signals the regular semaphore %s, and a DMA wait needs a DMA semaphore "
-               "(JAX: \"dma_wait requires a DMA semaphore, but got a regular semaphore. Use pl.semaphore_wait() "
-               "instead.\"): wait with pltpu_semaphore_wait(c, sem, 1), 1 for each copy (rule M8)", fn, name);
-}
-
-/* The count of one semaphore: 64 bits in two i32 cells (kernel/context.h). */
-static int64_t *sem_cell(const pl_ref *sem) { return (int64_t *)sem->data; }
-
-/* Add n >= 0 to a count; a count past INT64_MAX is an error, never undefined
- * behaviour (M8, M9). cell: sem's count, here or (a remote signal) on
- * another device; under the mesh's lock there. */
-int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n)
-{
-    if (*cell > INT64_MAX - n) return 1;
-    *cell += n;
-    if (c->mesh) {
-        c->mesh->added(c->mesh_run, c->unit, cell, n);
-        c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
-    }
-    return 0;
-}
-
-void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_t n, const char *fn)
-{
-    kern_sem_lock(c);
-    int64_t was = *cell;
-    int over = kern_sem_add_held(c, cell, owner, n);
-    kern_sem_unlock(c);
-    if (over) {
-        char name[96];
-        kern_ref_name(c, sem, name, sizeof name);
-        kern_fault(c, PL_EINVAL, "%s: %s holds %lld; adding %lld would overflow its count (rule M9)", fn, name,
-                   (long long)was, (long long)n);
-    }
-}
-
-static void sem_add(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
-{
-    kern_sem_add(c, sem, sem_cell(sem), c->unit, n, fn);
-}
-
-/* A wait, short, for a mesh's deadlock message, which lists many:
- * "at grid point (i, j): pltpu_copy_wait on 'sems' for 4096 bytes". */
-static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, int bytes)
-{
-    char point[128];
-    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-    const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
-    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need,
-             bytes ? " bytes" : "");
-}
-
-/* Take `need` off sem's count; on a mesh, wait for other devices to add to
- * it (kernel/remote.c). A count that can never be had is PL_EDEADLOCK: the
- * mesh's message naming every stuck device, or on one device this one's.
- * Messages are formatted only when needed: a wait that is met at once, the
- * common case on every grid step, formats nothing. bytes: a DMA semaphore. */
-static void take_or_fault(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, int bytes)
-{
-    int64_t *count = sem_cell(sem);
-    char msg[PL_KERN_MESH_MSG] = "";
-    if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
-    kern_sem_lock(c);
-    if (*count < need && c->mesh) {
-        char what[512];
-        wait_what(c, what, sizeof what, fn, sem, need, bytes);
-        c->mesh->block(c->mesh_run, c->unit, count, need, what, msg, sizeof msg);
-    }
-    int64_t held = *count;
-    int ok = held >= need;
-    if (ok) *count -= need;
-    if (ok && c->mesh) c->mesh->taken(c->mesh_run, c->unit, count, need);
-    kern_sem_unlock(c);
-    if (ok) return;
-    if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
-    char name[96];
-    kern_ref_name(c, sem, name, sizeof name);
-    if (bytes)
-        kern_fault(c, PL_EDEADLOCK,
-                   "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
-                   "wait can never finish (deadlock, rule M10)",
-                   fn, name, (long long)need, (long long)held);
-    kern_fault(c, PL_EDEADLOCK,
-               "%s on %s for %lld, but it holds %lld and nothing else runs on this core to signal it: the wait "
-               "can never finish (deadlock, rule M10)",
-               fn, name, (long long)need, (long long)held);
-}
+/* ---- copies' checks ------------------------------------------------------------- */
 
 static void check_side(pl_ctx *c, const pl_ref *r, const char *side, const char *fn)
 {
@@ -272,7 +139,7 @@ static void land(pl_ctx *c, kern_dma *m)
     if (m->moved) return;
     if (!c->cost_only && !m->nomove && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
     else if (!c->cost_only && !m->nomove) kern_dma_move(&m->dst, &m->src);
-    sem_add(c, &m->sem, kern_sem_amount(&m->sem, m->bytes), "a finished copy"); /* M8: its bytes, or 1 */
+    kern_sem_add_own(c, &m->sem, kern_sem_amount(&m->sem, m->bytes), "a finished copy"); /* M8: its bytes, or 1 */
     m->moved = 1;
 }
 
@@ -383,7 +250,7 @@ static int64_t take_in_flight(pl_ctx *c, const pl_ref *sem, int64_t need, const 
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 {
     take_in_flight(c, sem, need, fn);
-    take_or_fault(c, sem, need, fn, 1);
+    kern_sem_take(c, sem, need, fn, 1);
 }
 
 void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
@@ -405,7 +272,7 @@ void pltpu_semaphore_signal(pl_ctx *c, pl_ref sem, int64_t inc)
         kern_fault(c, PL_EINVAL, "pltpu_semaphore_signal on %s by %lld: the increment must be in 0..2^31-1 (rule M9)",
                    name, (long long)inc);
     }
-    sem_add(c, &sem, inc, "pltpu_semaphore_signal");
+    kern_sem_add_own(c, &sem, inc, "pltpu_semaphore_signal");
     if (c->mesh) { /* another device may wait for it: the timing model needs it */
         kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = c->device, .elems = inc, .cell = (uintptr_t)sem.data,
                       .name = "pltpu_semaphore_signal"};
@@ -424,7 +291,7 @@ void pltpu_semaphore_wait(pl_ctx *c, pl_ref sem, int64_t value)
     }
     /* copies signalling it (M8: 1 each) are taken as a DMA wait takes its bytes; in time, until they end */
     int64_t copies = take_in_flight(c, &sem, value, "pltpu_semaphore_wait");
-    take_or_fault(c, &sem, value, "pltpu_semaphore_wait", 0);
+    kern_sem_take(c, &sem, value, "pltpu_semaphore_wait", 0);
     if (c->mesh && value > copies) { /* in time, too: until the signals it takes were made */
         kern_op op = {.kind = KERN_OP_SEM_WAIT, .elems = value - copies, .cell = (uintptr_t)sem.data,
                       .name = "pltpu_semaphore_wait"};
@@ -436,7 +303,7 @@ int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
 {
     kern_check_sem(c, &sem, sem.sem_kind == PL_SEM_DMA ? PL_SEM_DMA : PL_SEM_REGULAR, "pltpu_semaphore_read", "read");
     kern_sem_lock(c);
-    int64_t v = *sem_cell(&sem);
+    int64_t v = *(const int64_t *)sem.data; /* 64 bits in two i32 cells */
     kern_sem_unlock(c);
     return v;
 }
