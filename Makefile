@@ -153,6 +153,7 @@ bench: $(BENCHES)
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/matmul_vs_blas
 	$(BUILD)/bench/sweep_speed
 	$(BUILD)/bench/megacore_threads
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/mesh_scale
 
 # The whole suite again under AddressSanitizer and UBSan, no recovery.
 # Leak detection stays off for the test runner (Criterion's own allocations
