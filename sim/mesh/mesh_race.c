@@ -1,4 +1,12 @@
-/* sim/mesh/mesh_race.c: vector clocks for races between devices (mesh_race.h). */
+/* sim/mesh/mesh_race.c: vector clocks for races between devices (mesh_race.h).
+ *
+ * The regions copies landed in are kept per device sorted by their first
+ * byte, so that the regions a new copy overlaps (those starting at most the
+ * longest region's length before it) are found by a binary search, not by
+ * a walk over every region the device ever received; and each semaphore
+ * keeps the regions still waiting for a receive on it, in landing order,
+ * so that a wait finds its own without a walk either (issue 26: a ring
+ * all-reduce lands about 4 regions per device and step). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +22,25 @@ typedef struct landed {
     const void *recv;      /* the receiving semaphore */
     int64_t unreceived;    /* bytes no wait_recv has taken yet */
     uint32_t received;     /* the receiver's clock when one did (0: not yet) */
+    uint32_t gen;          /* its slot's generation: a stale pending reference does not match */
+    int live;
     char point[64];
 } landed;
+
+/* A device's regions: a slab of slots, the live ones sorted by lo. */
+typedef struct land_set {
+    landed *e;
+    int cap;
+    int *free_ids, n_free;
+    int *by_lo, n;         /* n live slots, by_lo[0 .. n) sorted by e[].lo */
+    uintptr_t max_len;     /* the longest region ever recorded: how far before lo an overlap may start */
+} land_set;
+
+/* A region waiting for a receive on a semaphore, in landing order. */
+typedef struct pend {
+    int device, id;
+    uint32_t gen;
+} pend;
 
 /* What one add brought to a semaphore: its count and the adder's clock. A
  * wait takes adds oldest first and learns only the clocks of those it
@@ -29,6 +54,8 @@ typedef struct semvec {
     const void *cell;
     sem_add *q;            /* q[head .. n): adds not yet taken, oldest first */
     int head, n, cap;
+    pend *p;               /* p[ph .. pn): regions whose bytes count on it, not yet all received */
+    int ph, pn, pcap;
 } semvec;
 
 struct sim_mesh_race {
@@ -36,8 +63,7 @@ struct sim_mesh_race {
     uint32_t *clock;       /* n x n: row d is device d's clock */
     semvec *sems;          /* open addressing on the cell's address */
     size_t cap_sems, n_sems;
-    landed **land;         /* per device: the regions copies landed in */
-    int *n_land, *cap_land;
+    land_set *land;        /* per device: the regions copies landed in */
     sim_mesh_conflict found;        /* the first race in the canonical order (found.found: any) */
 };
 
@@ -49,9 +75,7 @@ sim_mesh_race *sim_mesh_race_new(int n)
     r->n = n;
     r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
     r->land = calloc((size_t)n, sizeof *r->land);
-    r->n_land = calloc((size_t)n, sizeof *r->n_land);
-    r->cap_land = calloc((size_t)n, sizeof *r->cap_land);
-    if (!r->clock || !r->land || !r->n_land || !r->cap_land) {
+    if (!r->clock || !r->land) {
         sim_mesh_race_free(r);
         return NULL;
     }
@@ -64,12 +88,11 @@ void sim_mesh_race_free(sim_mesh_race *r)
     for (size_t i = 0; i < r->cap_sems; i++) {
         for (int k = r->sems[i].head; k < r->sems[i].n; k++) free(r->sems[i].q[k].clock);
         free(r->sems[i].q);
+        free(r->sems[i].p);
     }
-    for (int d = 0; r->land && d < r->n; d++) free(r->land[d]);
+    for (int d = 0; r->land && d < r->n; d++) free(r->land[d].e), free(r->land[d].free_ids), free(r->land[d].by_lo);
     free(r->sems);
     free(r->land);
-    free(r->n_land);
-    free(r->cap_land);
     free(r->clock);
     free(r);
 }
@@ -142,18 +165,30 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
         if (e->left == 0) free(e->clock), s->head++;
     }
     uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
-    landed *l = r->land[device];
-    for (int i = 0; i < r->n_land[device] && amount > 0; i++) { /* oldest first: the list is in landing order */
-        if (l[i].recv != cell || l[i].unreceived == 0) continue;
-        int64_t take = l[i].unreceived < amount ? l[i].unreceived : amount;
-        l[i].unreceived -= take;
+    land_set *ls = &r->land[device];
+    for (int i = s->ph; i < s->pn && amount > 0; i++) { /* oldest first: the queue is in landing order */
+        pend *q = &s->p[i];
+        landed *e = q->device == device && q->id >= 0 ? &ls->e[q->id] : NULL;
+        if (q->id < 0 || (e && (!e->live || e->gen != q->gen || e->unreceived == 0))) {
+            q->id = -1; /* gone (covered by a later copy) or done */
+            continue;
+        }
+        if (!e) continue; /* another device's region on this cell: not this wait's */
+        int64_t take = e->unreceived < amount ? e->unreceived : amount;
+        e->unreceived -= take;
         amount -= take;
-        if (l[i].unreceived) continue;
-        l[i].received = epoch;
-        for (int j = 0; j < r->n_land[device]; j++) /* a local copy's other side ends with it */
-            if (j != i && l[i].local && l[j].local && l[j].epoch == l[i].epoch && l[j].recv == cell)
-                l[j].unreceived = 0, l[j].received = epoch;
+        if (e->unreceived) continue;
+        e->received = epoch;
+        q->id = -1;
+        for (int j = i - 2; e->local && j <= i + 2; j++) { /* a local copy's other side ends with it (pushed beside it) */
+            if (j == i || j < s->ph || j >= s->pn || s->p[j].id < 0 || s->p[j].device != device) continue;
+            landed *o = &ls->e[s->p[j].id];
+            if (o->live && o->gen == s->p[j].gen && o->local && o->epoch == e->epoch && o->recv == cell)
+                o->unreceived = 0, o->received = epoch, s->p[j].id = -1;
+        }
     }
+    while (s->ph < s->pn && s->p[s->ph].id < 0) s->ph++;
+    if (s->ph == s->pn) s->ph = s->pn = 0;
 }
 
 /* Events in the canonical order: by device, grid point, kind. */
@@ -198,25 +233,86 @@ static int unordered(const uint32_t *mine, int to, const landed *e)
     return !e->received || mine[to] < e->received;
 }
 
+/* The first position of set's sorted index whose region starts at or after lo. */
+static int first_at(const land_set *set, uintptr_t lo)
+{
+    int a = 0, b = set->n;
+    while (a < b) {
+        int m = (a + b) / 2;
+        if (set->e[set->by_lo[m]].lo < lo) a = m + 1;
+        else b = m;
+    }
+    return a;
+}
+
+/* Where to look for regions overlapping [lo, hi): from the first that may start before lo. */
+static int overlap_from(const land_set *set, uintptr_t lo)
+{
+    return first_at(set, lo > set->max_len ? lo - set->max_len : 0);
+}
+
+/* Queue a region on its semaphore's pending list; 0 when out of memory (then never received: not tracked
+ * as received either, so it cannot hide a race, only report one it should not; an out-of-memory run fails
+ * anyway). */
+static void pend_on(sim_mesh_race *r, const void *cell, int device, int id, uint32_t gen)
+{
+    semvec *s = sem_of(r, cell);
+    if (!s) return;
+    if (s->pn == s->pcap) {
+        if (s->ph > 0) { /* room at the front: slide down */
+            memmove(s->p, s->p + s->ph, (size_t)(s->pn - s->ph) * sizeof *s->p);
+            s->pn -= s->ph, s->ph = 0;
+        }
+        if (s->pn == s->pcap) {
+            int cap = s->pcap ? 2 * s->pcap : 8;
+            pend *p = realloc(s->p, (size_t)cap * sizeof *p);
+            if (!p) return;
+            s->p = p, s->pcap = cap;
+        }
+    }
+    s->p[s->pn++] = (pend){device, id, gen};
+}
+
 /* e now owns its bytes on device `to`: drop the regions it covers whole.
  * 0 (also when out of memory: then not tracked; no race is invented). */
 static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
 {
-    landed *l = r->land[to];
-    int k = 0;
-    for (int i = 0; i < r->n_land[to]; i++)
-        if (!(e->lo <= l[i].lo && l[i].hi <= e->hi)) l[k++] = l[i];
-    r->n_land[to] = k;
-    if (k == r->cap_land[to]) {
-        int cap = k ? 2 * k : 8;
-        landed *g = realloc(l, (size_t)cap * sizeof *g);
-        if (!g) return 0;
-        r->land[to] = l = g;
-        r->cap_land[to] = cap;
+    land_set *set = &r->land[to];
+    for (int pos = first_at(set, e->lo); pos < set->n && set->e[set->by_lo[pos]].lo < e->hi;) {
+        landed *l = &set->e[set->by_lo[pos]];
+        if (l->hi > e->hi) {
+            pos++;
+            continue;
+        }
+        l->live = 0, l->gen++;
+        set->free_ids[set->n_free++] = set->by_lo[pos];
+        memmove(set->by_lo + pos, set->by_lo + pos + 1, (size_t)(set->n - pos - 1) * sizeof *set->by_lo);
+        set->n--;
     }
-    l[k] = *e;
-    snprintf(l[k].point, sizeof l[k].point, "%s", point);
-    r->n_land[to]++;
+    if (!set->n_free && set->n == set->cap) { /* every slot live: grow the slab, the index and the free list */
+        int cap = set->cap ? 2 * set->cap : 8;
+        landed *g = realloc(set->e, (size_t)cap * sizeof *g);
+        if (g) set->e = g;
+        int *idx = g ? realloc(set->by_lo, (size_t)cap * sizeof *idx) : NULL;
+        if (idx) set->by_lo = idx;
+        int *fr = idx ? realloc(set->free_ids, (size_t)cap * sizeof *fr) : NULL;
+        if (fr) set->free_ids = fr;
+        if (!fr) return 0;
+        for (int i = set->cap; i < cap; i++) set->e[i] = (landed){0}, set->free_ids[set->n_free++] = cap - 1 - (i - set->cap);
+        set->cap = cap;
+    }
+    int id = set->free_ids[--set->n_free];
+    uint32_t gen = set->e[id].gen;
+    set->e[id] = *e;
+    set->e[id].gen = gen, set->e[id].live = 1;
+    snprintf(set->e[id].point, sizeof set->e[id].point, "%s", point);
+    int pos = first_at(set, e->lo);
+    while (pos < set->n && set->e[set->by_lo[pos]].lo == e->lo) pos++; /* after equal starts: landing order */
+    memmove(set->by_lo + pos + 1, set->by_lo + pos, (size_t)(set->n - pos) * sizeof *set->by_lo);
+    set->by_lo[pos] = id;
+    set->n++;
+    if (e->hi - e->lo > set->max_len) set->max_len = e->hi - e->lo;
+    if (e->unreceived > 0) pend_on(r, e->recv, to, id, gen);
     return 0;
 }
 
@@ -224,15 +320,17 @@ static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
  * that landed here and are not received yet. */
 static int local_side(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, int kind, const char *point)
 {
-    const landed *l = r->land[device];
+    const land_set *set = &r->land[device];
     sim_mesh_event me = {.device = device, .kind = kind};
     snprintf(me.point, sizeof me.point, "%s", point);
     int raced = 0;
-    for (int i = 0; i < r->n_land[device]; i++)
-        if (lo < l[i].hi && l[i].lo < hi && !l[i].local && !l[i].received && l[i].from != device) {
-            note(r, device, lo > l[i].lo ? lo : l[i].lo, event_of(&l[i]), me);
+    for (int pos = overlap_from(set, lo); pos < set->n && set->e[set->by_lo[pos]].lo < hi; pos++) {
+        const landed *l = &set->e[set->by_lo[pos]];
+        if (lo < l->hi && !l->local && !l->received && l->from != device) {
+            note(r, device, lo > l->lo ? lo : l->lo, event_of(l), me);
             raced = 1;
         }
+    }
     return raced;
 }
 
@@ -267,13 +365,15 @@ int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintp
     uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = mine[from];
     sim_mesh_event me = {.device = from, .kind = 0};
     snprintf(me.point, sizeof me.point, "%s", point);
-    const landed *l = r->land[to];
+    const land_set *set = &r->land[to];
     int raced = 0;
-    for (int i = 0; i < r->n_land[to]; i++)
-        if (lo < l[i].hi && l[i].lo < hi && unordered(mine, to, &l[i])) {
-            note(r, to, lo > l[i].lo ? lo : l[i].lo, event_of(&l[i]), me);
+    for (int pos = overlap_from(set, lo); pos < set->n && set->e[set->by_lo[pos]].lo < hi; pos++) {
+        const landed *l = &set->e[set->by_lo[pos]];
+        if (lo < l->hi && unordered(mine, to, l)) {
+            note(r, to, lo > l->lo ? lo : l->lo, event_of(l), me);
             raced = 1;
         }
+    }
     record(r, to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes},
            point);
     return raced;
