@@ -16,7 +16,14 @@
 
 static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
 static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); }
-static void run_wake(void *p, int device) { pthread_cond_broadcast(&((mesh_run *)p)->dev[device].cond); }
+/* A semaphore of `device` grew (lock held): wake it only when the count it waits for is now there, so a
+ * core is not switched in to find its wait still short (issue 26: context switches were most of a big
+ * mesh's host time). A deadlock or a core that ended wakes every core (sim_mesh_wake_all). */
+static void run_wake(void *p, int device)
+{
+    mesh_dev *d = &((mesh_run *)p)->dev[device];
+    if (d->blocked && *d->cell >= d->need) pthread_cond_signal(&d->cond);
+}
 
 /* Every device looks again (a deadlock, a device that ended). */
 void sim_mesh_wake_all(mesh_run *r)

@@ -182,7 +182,10 @@ static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const 
         o.cost_only |= !sim_mesh_here(r, d); /* run elsewhere: its plan here, never its data (which may be NULL) */
         if (d != 0) o.on_step = NULL, o.on_step_user = NULL; /* a recorder sees device 0, whose buffers every
                                                                  device of the SPMD call has */
-        xs[d] = sim_exec_new(call, args + (size_t)d * (size_t)n_args, outs + (size_t)d * (size_t)call->n_out, &o,
+        /* NULL + 0 is undefined (clang's UBSan): a call without inputs (pl_kernel's may have none) passes NULL */
+        const pl_array *da = args ? args + (size_t)d * (size_t)n_args : NULL;
+        pl_array *dout = outs ? outs + (size_t)d * (size_t)call->n_out : NULL;
+        xs[d] = sim_exec_new(call, da, dout, &o,
                              &link);
         if (!xs[d]) return PL_ENOMEM;
         xs[d]->tracing = r->tracing; /* the records a trace needs */
