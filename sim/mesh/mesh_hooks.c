@@ -63,18 +63,6 @@ void sim_mesh_declare_deadlock(mesh_run *r)
  * held): a deadlock. A device woken but not yet running again counts as
  * blocked, so the counts alone would see deadlocks that are not. Across
  * processes, the calling thread of each looks (mesh_mpi.c): it is woken. */
-void sim_mesh_token_take(mesh_run *r)
-{
-    while (r->tokens == 0) pthread_cond_wait(&r->token_cond, &r->lock);
-    r->tokens--;
-}
-
-void sim_mesh_token_give(mesh_run *r)
-{
-    r->tokens++;
-    pthread_cond_signal(&r->token_cond);
-}
-
 void sim_mesh_find_deadlock(mesh_run *r)
 {
     if (r->ranks > 1) {
@@ -97,12 +85,10 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     d->held = *cell;
     snprintf(d->what, sizeof d->what, "%s", what);
     r->blocked++;
-    sim_mesh_token_give(r); /* another core may run meanwhile */
     sim_mesh_find_deadlock(r);
     while (*cell < need && !r->deadlock) pthread_cond_wait(&d->cond, &r->lock);
     r->blocked--;
     d->blocked = 0;
-    sim_mesh_token_take(r);
     if (*cell >= need) return 0;
     snprintf(msg, n, "%s", r->deadlock_msg);
     return 1;

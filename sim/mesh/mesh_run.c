@@ -35,12 +35,10 @@ static void *device_main(void *p)
     pthread_mutex_lock(&r->lock); /* every device starts together, or none does */
     while (!r->go) pthread_cond_wait(&d->cond, &r->lock);
     int go = r->go;
-    if (go > 0) sim_mesh_token_take(r);
     pthread_mutex_unlock(&r->lock);
     if (go < 0) return NULL;
     sim_walk_device_steps(d->x, d->core);
     pthread_mutex_lock(&r->lock);
-    sim_mesh_token_give(r);
     r->alive--;
     d->done = 1;
     sim_mesh_find_deadlock(r); /* the others may have been waiting for this one */
@@ -254,8 +252,6 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     }
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.main_cond, NULL);
-    pthread_cond_init(&r.token_cond, NULL);
-    r.tokens = sim_host_cores() > 0 ? sim_host_cores() : 1;
     sim_link_stats stats = {.busiest_link = -1};
     int rc = start_devices(&r, xs, call, args, outs, opt);
     /* NULL past SIM_MESH_RACE_MAX cores: not tracked */
@@ -285,7 +281,6 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     sim_mesh_race_free(r.race);
     sim_mesh_mpi_free(&r);
     pthread_cond_destroy(&r.main_cond);
-    pthread_cond_destroy(&r.token_cond);
     for (int u = 0; r.dev && u < r.units; u++) pthread_cond_destroy(&r.dev[u].cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);

@@ -59,10 +59,6 @@ typedef struct mesh_run {
     /* the devices this process runs; ranks > 1: the others are in other processes */
     int first, count, ranks, rank;
     struct sim_mesh_mpi *mpi;   /* mesh_mpi.c, when ranks > 1 */
-    /* run tokens: at most this many cores run kernel code at once, as many as the host has cores; a core
-       gives its token back while it waits (mesh_hooks.c), so hundreds of threads do not fight for the lock */
-    int tokens;
-    pthread_cond_t token_cond;
     pthread_cond_t main_cond;   /* the calling thread (which moves the messages) sleeps here */
 } mesh_run;
 
@@ -81,9 +77,6 @@ void sim_mesh_wake_all(mesh_run *r);
 /* Declare a deadlock when every core still running is blocked on a wait
  * still short (lock held; across processes, wake the calling thread). */
 void sim_mesh_find_deadlock(mesh_run *r);
-/* Take a run token, waiting for one; give one back (lock held). */
-void sim_mesh_token_take(mesh_run *r);
-void sim_mesh_token_give(mesh_run *r);
 /* Can other devices name argument `arg`? (an ANY operand, scratch, or a
  * pipelined VMEM block, slot for slot) */
 int sim_mesh_reachable(const sim_exec *x, int arg);
