@@ -129,49 +129,65 @@ static void core_local_kernel(pl_ctx *c, pl_ref *refs)
     pl_run_scoped(c, types, 1, core_local, refs);
 }
 
-Test(mesh_cores, every_core_of_every_device_runs_at_once)
+/* The core-local copy on a ring of 2 devices of `cores` TensorCores each:
+ * every element of x reaches y and each device reports its cores. */
+static void expect_core_local(const pl_options *opt, int cores)
 {
-    enum { D = 2, C = 2, E = C * 8 * 128 };
-    static float x[D * E], y[D * E];
+    enum { D = 2, MAXC = 4, E = 8 * 128 };
+    static float x[D * MAXC * E], y[D * MAXC * E];
+    int64_t per = (int64_t)cores * E;
     pl_array ins[D], outs[D];
     for (int d = 0; d < D; d++) {
-        for (int i = 0; i < E; i++) x[d * E + i] = (float)(d * 100000 + i), y[d * E + i] = -1.0f;
-        ins[d] = PL_ARRAY(x + d * E, PL_F32, C, 8, 128);
-        outs[d] = PL_ARRAY(y + d * E, PL_F32, C, 8, 128);
+        for (int64_t i = 0; i < per; i++) x[d * per + i] = (float)(d * 100000 + i), y[d * per + i] = -1.0f;
+        ins[d] = PL_ARRAY(x + d * per, PL_F32, cores, 8, 128);
+        outs[d] = PL_ARRAY(y + d * per, PL_F32, cores, 8, 128);
     }
     pl_mesh mesh = mh_mesh("ring:2");
     pl_kernel_spec k = {.name = "core_local", .body = core_local_kernel, .n_in = 1, .n_out = 1};
-    pl_options opt = {.chip = "v5p"};
     pl_mesh_report mr;
     pl_report reps[D];
-    int rc = pl_kernel_mesh_call(&mesh, &k, ins, outs, &opt, &mr, reps);
-    cr_assert_eq(rc, PL_OK, "%s", mr.error);
-    for (int i = 0; i < D * E; i++) cr_assert_eq(y[i], x[i], "element %d", i);
-    for (int d = 0; d < D; d++) cr_expect_eq(reps[d].cores, C, "device %d", d);
+    cr_assert_eq(pl_kernel_mesh_call(&mesh, &k, ins, outs, opt, &mr, reps), PL_OK, "%s", mr.error);
+    for (int64_t i = 0; i < D * per; i++) cr_assert_eq(y[i], x[i], "element %lld", (long long)i);
+    for (int d = 0; d < D; d++) cr_expect_eq(reps[d].cores, cores, "device %d", d);
+}
+
+Test(mesh_cores, every_core_of_every_device_runs_at_once)
+{
+    pl_options opt = {.chip = "v5p"};
+    expect_core_local(&opt, 2);
 }
 
 /* JAX runs shard_map of core_map on 2 and 4 cores: a what-if v5p of 4. */
 Test(mesh_cores, four_cores_a_device_on_a_what_if_chip)
 {
-    enum { D = 2, C = 4, E = C * 8 * 128 };
     pl_chip four = *pl_chip_find("v5p");
-    four.cores_per_device = C;
+    four.cores_per_device = 4;
     snprintf(four.name, sizeof four.name, "v5p with 4 cores");
-    static float x[D * E], y[D * E];
-    pl_array ins[D], outs[D];
-    for (int d = 0; d < D; d++) {
-        for (int i = 0; i < E; i++) x[d * E + i] = (float)(d * 100000 + i), y[d * E + i] = -1.0f;
-        ins[d] = PL_ARRAY(x + d * E, PL_F32, C, 8, 128);
-        outs[d] = PL_ARRAY(y + d * E, PL_F32, C, 8, 128);
-    }
-    pl_mesh mesh = mh_mesh("ring:2");
-    pl_kernel_spec k = {.name = "core_local", .body = core_local_kernel, .n_in = 1, .n_out = 1};
     pl_options opt = {.chip_spec = &four};
-    pl_mesh_report mr;
-    pl_report reps[D];
-    cr_assert_eq(pl_kernel_mesh_call(&mesh, &k, ins, outs, &opt, &mr, reps), PL_OK, "%s", mr.error);
-    for (int i = 0; i < D * E; i++) cr_assert_eq(y[i], x[i], "element %d", i);
-    cr_expect_eq(reps[1].cores, C);
+    expect_core_local(&opt, 4);
+}
+
+/* pl_kernel's cores run as a mesh of one device; a refusal of that mesh
+ * before any device ran (a trace file that cannot be written) is reported
+ * as pallas_call reports it, not an uninitialized report. */
+Test(mesh_cores, a_trace_that_cannot_be_written_is_refused_by_name)
+{
+    float y[8 * 128];
+    static float x[8 * 128];
+    pl_array in = PL_ARRAY(x, PL_F32, 8, 128), out = PL_ARRAY(y, PL_F32, 8, 128);
+    pl_kernel_spec k = {.name = "can_signal_cores", .body = signal_cores, .n_in = 1, .n_out = 1};
+    pl_options opt = {.chip = "v5p", .trace_path = "/nonexistent-dir/trace.json"};
+    pl_report rep;
+    memset(&rep, 0x5a, sizeof rep); /* what an uninitialized report would hold */
+    sig.skip_core = -1;
+    int rc = pl_kernel(&k, &in, &out, &opt, &rep);
+    cr_assert_eq(rc, PL_EINVAL, "%d %s", rc, rep.error);
+    cr_expect_eq(rep.status, PL_EINVAL);
+    cr_expect(strstr(rep.error, "trace file") && strstr(rep.error, "nonexistent-dir") &&
+                  !strstr(rep.error, "pl_mesh_call"),
+              "%s", rep.error);
+    cr_expect(strstr(pl_last_error(), "trace file"), "%s", pl_last_error());
+    cr_expect_str_eq(rep.call_name, "can_signal_cores");
 }
 
 /* ---- (device, core) ids across devices (JAX: test_axis_dict_with_core_multi_device) ---- */

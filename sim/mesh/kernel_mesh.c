@@ -147,11 +147,13 @@ static int run_at_once(const pl_call *call, const pl_array *ins, pl_array *outs,
                        pl_report *report)
 {
     pl_mesh one = {.rank = 1, .shape = {1}, .axis = {"x"}};
-    pl_report rep;
+    pl_report rep = {0}; /* a refusal before any device (a trace file that cannot be written) writes none */
     pl_mesh_report mr;
     int rc = pl_mesh_call(&one, call, ins, outs, opt, &mr, &rep);
-    if (rc && !rep.status) /* the mesh's own refusal (a race it found is in the report already) */
-        return sim_exec_refuse(report, call->name, rep.chip, rc, mr.error);
+    if (rc && !rep.status) { /* the mesh's own refusal, said as pallas_call says it (a race is in the report) */
+        const char *msg = strncmp(mr.error, "pl_mesh_call: ", 14) ? mr.error : mr.error + 14;
+        return sim_exec_refuse(report, call->name, options_chip(opt), rc, msg);
+    }
     if (report) *report = rep;
     return rc;
 }
