@@ -245,9 +245,7 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
         int64_t sems = t->space == PL_SEMAPHORE ? elems / KERN_SEM_STRIDE : 0;
         if (sems && c->sem_bank && sems <= KERN_SEM_BANK - c->sem_bank_top) { /* fixed places (M13) */
             refs[i].data = c->sem_bank + c->sem_bank_top; /* 0, or what other cores signalled before we came */
-            kern_sem_lock(c);
-            c->sem_bank_top += (int)sems;
-            kern_sem_unlock(c);
+            c->sem_bank_top += (int)sems; /* this core's alone: others find a place by its offset in the bank */
             banked[i] = (int)sems;
         }
         if (t->space != PL_SEMAPHORE && !c->cost_only) /* uninitialized memory reads as poison (V1) */
@@ -264,10 +262,6 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
                                "scope ends; it must be 0 (rules M10, K4)", (long long)s, i,
                                (long long)((const int64_t *)refs[i].data)[s]);
         kern_scoped_pop(c, "pl_run_scoped");
-        if (banked[i]) {
-            kern_sem_lock(c);
-            c->sem_bank_top -= banked[i];
-            kern_sem_unlock(c);
-        }
+        c->sem_bank_top -= banked[i];
     }
 }
