@@ -25,7 +25,9 @@ against the program (make test-docs; issue 25).
 
 --fix rewrites each console block's output with what the command printed
 (every line of a whole block; the matched lines of an elided one): make
-docs-regen. Exit status 0 when every block passes, 1 otherwise.
+docs-regen. Exit status 0 when every block passes (with --fix: or was
+rewritten), 1 otherwise; what --fix cannot rewrite (a C block, an exit
+status, a shown line an elided block no longer prints) still fails.
 """
 import argparse
 import os
@@ -118,10 +120,15 @@ def run(cmd, work, env):
     return p.returncode, [l.rsplit("\r", 1)[-1] for l in p.stdout.decode("utf-8", "replace").split("\n")]
 
 
+def elided(outs):
+    """The block leaves lines out: a line `...` or `... N more` among its output."""
+    return any(o.strip() == "..." or o.strip().startswith("... ") for o in outs)
+
+
 def compare(outs, got, partial):
     """Matched pairs (index in outs, index in got) and the first problem, or None."""
     want = [(k, w) for k, w in enumerate(outs) if w.strip() and w.strip() != "..."]
-    partial = partial or any(w.strip() == "..." or w.strip().startswith("... ") for w in outs)
+    partial = partial or elided(outs)
     got_lines = [(k, g) for k, g in enumerate(got) if g.strip()]
     pairs, at = [], 0
     for k, w in want:
@@ -177,7 +184,7 @@ def setup(work):
 def check_file(path, args, work, env):
     lines, found = blocks(path)
     rel = os.path.relpath(path, ROOT)
-    bad, checked, edits = 0, 0, {}
+    bad, checked, edits = 0, 0, []  # edits: (first, last) output lines of a whole block, and what replaces them
     for info, line, body, fence in found:
         if info == "c":
             checked += 1
@@ -203,21 +210,25 @@ def check_file(path, args, work, env):
             if rc != want_rc:
                 err = "exit status %d, not %d%s" % (rc, want_rc, "; " + err if err else "")
             if args.fix and (err or pairs):
-                if not partial and not any(o.strip() == "..." or o.strip().startswith("... ") for o in outs):
-                    edits[(fence + 1 + idx[0]) if idx else None] = (idx, got, fence)
+                if not partial and not elided(outs):
+                    if idx:  # a command shown without output gets none written in
+                        edits.append((fence + 1 + idx[0], fence + 1 + idx[-1], got))
                 else:
                     for k, g in pairs:
                         lines[fence + 1 + idx[k]] = got[g]
-            if err:
+            rewritten = args.fix and rc == want_rc and idx and not partial and not elided(outs)
+            if err and rewritten:
+                print("%s:%d: `%s`: output rewritten" % (rel, line, cmd.splitlines()[0]))
+            elif err:
                 bad += 1
                 print("%s:%d: `%s`: %s" % (rel, line, cmd.splitlines()[0], err))
     if args.fix:
-        for key in sorted((k for k in edits if k is not None), reverse=True):
-            idx, got, fence = edits[key]
-            first, last = fence + 1 + idx[0], fence + 1 + idx[-1]
+        for first, last, got in sorted(edits, reverse=True):  # from the end: earlier line numbers stay good
             lines[first:last + 1] = got
-        with open(path, "w", encoding="utf-8") as f:
+        tmp = path + ".doccheck.tmp"  # written whole, then renamed over the page
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
+        os.replace(tmp, path)
     return bad, checked
 
 
