@@ -66,6 +66,7 @@ static int run_one(const char *tilesim, int d, run *out)
         }
     }
     if (f) fclose(f);
+    else close(fd[0]); /* the child sees its pipe closed rather than blocking on a full one */
     int status;
     struct rusage ru;
     if (wait4(pid, &status, 0, &ru) < 0) return -1;
