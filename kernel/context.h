@@ -110,6 +110,8 @@ void kern_sem_add(pl_ctx *c, const pl_ref *sem, int64_t *cell, int owner, int64_
  * would overflow (nothing is added; the caller faults, unlocked), else 0. */
 int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
+/* the same under the mesh's lock when this device's cores share its HBM (M13) */
+void kern_dma_move_shared(pl_ctx *c, const pl_ref *dst, const pl_ref *src);
 /* remote: dst is another core's or device's (M11, M13); hops: the ICI links to its device, 0 on this one */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
                         int remote, int hops, const char *fn);

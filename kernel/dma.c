@@ -134,11 +134,24 @@ static void move_past(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
     }
 }
 
+/* The TensorCores of one device share its HBM and run on host threads at
+ * once (M13): two cores may copy into the same place, as JAX's
+ * test_can_signal_cores does (the same values, harmless on the chip). Their
+ * moves take the mesh's lock, so the host sees no data race; a device of
+ * one core moves without it. */
+void kern_dma_move_shared(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
+{
+    int shared = c->mesh && c->dev_cores > 1;
+    if (shared) c->mesh->lock(c->mesh_run);
+    kern_dma_move(dst, src);
+    if (shared) c->mesh->unlock(c->mesh_run);
+}
+
 static void land(pl_ctx *c, kern_dma *m)
 {
     if (m->moved) return;
     if (!c->cost_only && !m->nomove && kern_is_past(&m->src)) move_past(c, &m->dst, &m->src);
-    else if (!c->cost_only && !m->nomove) kern_dma_move(&m->dst, &m->src);
+    else if (!c->cost_only && !m->nomove) kern_dma_move_shared(c, &m->dst, &m->src);
     kern_sem_add_own(c, &m->sem, kern_sem_amount(&m->sem, m->bytes), "a finished copy"); /* M8: its bytes, or 1 */
     m->moved = 1;
 }

@@ -266,7 +266,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     } else {
         int moves = !c->cost_only && !raced && pl_size(cp->src) > 0;
         if (moves && scoped_dst) scoped_buf_there(c, &cp->dst, to, &cp->src, fn); /* lands now, still in scope */
-        else if (moves) kern_dma_move(&dst, &cp->src);                          /* lands now, there */
+        else if (moves) kern_dma_move_shared(c, &dst, &cp->src);                /* lands now, there */
         if (scoped) scoped_sem_there(c, &cp->recv_sem, to, amount, fn); /* M8: there, still in scope */
         else kern_sem_add(c, &cp->recv_sem, (int64_t *)recv.data, to, amount, fn); /* M8: there */
     }
