@@ -107,6 +107,13 @@ static void c_sc_vmem(const pl_chip *c, char *b, size_t n)
 }
 static void c_mxu(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %d", c->mxu_count, c->mxu_width); }
 static void c_ici(const pl_chip *c, char *b, size_t n) { snprintf(b, n, "%d x %.0f", c->ici_links, c->ici_bw / 1e9); }
+/* M14: chips a host serves, and its NICs' bandwidth each way */
+static void c_dcn(const pl_chip *c, char *b, size_t n)
+{
+    if (c->dcn_bw > 0) snprintf(b, n, "%d / %.1f", c->chips_per_host, c->dcn_bw / 1e9);
+    else snprintf(b, n, "none");
+}
+CELL(c_dcn_lat, "%.1f", c->dcn_latency_s * 1e6)
 static void c_clock(const pl_chip *c, char *b, size_t n)
 {
     if (c->clock_hz > 0) snprintf(b, n, "%.2f", c->clock_hz / 1e9);
@@ -138,6 +145,8 @@ static const struct {
     {"SparseCore subcore VMEM, KiB", c_sc_vmem},
     {"ICI links x GB/s (one way)", c_ici},
     {"ICI hop latency, us", c_ici_lat},
+    {"DCN chips a host / GB/s (M14)", c_dcn},
+    {"DCN latency, us", c_dcn_lat},
     {"clock, GHz", c_clock},
     {"step overhead, us (P9)", c_step},
     {"DMA latency, us", c_dma},
@@ -193,7 +202,8 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 "\"step_overhead_s\":%.6g,\"dma_latency_s\":%.6g,\"ici_latency_s\":%.6g,\"critical_intensity\":%.6g,"
                 "\"vmem_bw\":%.6g,\"fp8_ops\":%.6g,\"sublanes_8bit\":%d,\"sublanes_4bit\":%d,\"sc_cores\":%d,"
                 "\"sc_subcores\":%d,\"sc_lanes\":%d,\"sc_vmem_bytes\":%lld,\"dma_issue_s\":%.6g,\"dma_row_bytes\":%.6g,"
-                "\"mxu_fill_cycles\":%.6g,\"prologue_s\":%.6g,\"dma_regular_sems\":%d}",
+                "\"mxu_fill_cycles\":%.6g,\"prologue_s\":%.6g,\"dma_regular_sems\":%d,\"chips_per_host\":%d,"
+                "\"dcn_bw\":%.6g,\"dcn_latency_s\":%.6g}",
                 from_file[i] ? "file" : "preset", c->bf16_flops, c->int8_ops, c->f32_fraction, c->vpu_flops,
                 c->mxu_count, c->mxu_width, c->clock_hz, c->hbm_bw, (long long)c->hbm_bytes,
                 (long long)c->vmem_bytes, (long long)c->vmem_default_limit, (long long)c->smem_bytes,
@@ -201,7 +211,7 @@ static void print_json(const pl_chip **cols, const int *from_file, int n, FILE *
                 c->step_overhead_s, c->dma_latency_s, c->ici_latency_s, critical_intensity(c), c->vmem_bw,
                 c->fp8_ops, c->sublanes_8bit, c->sublanes_4bit, c->sc_cores, c->sc_subcores, c->sc_lanes,
                 (long long)c->sc_vmem_bytes, c->dma_issue_s, c->dma_row_bytes, c->mxu_fill_cycles, c->prologue_s,
-                c->dma_regular_sems);
+                c->dma_regular_sems, c->chips_per_host, c->dcn_bw, c->dcn_latency_s);
     }
     fprintf(f, "\n]}\n");
 }

@@ -74,7 +74,18 @@ static void mesh_json(const mesh_out *mo, FILE *f)
     for (int b = 1, first = 1; b < PL_MESH_BUSY && b < PL_BOUND_COUNT; b++)
         if (mr->busy[b] > 0)
             fprintf(f, "%s\"%s\":%.6g", first ? "" : ",", pl_bound_name((pl_bound)b), mr->busy[b]), first = 0;
-    fprintf(f, "},\"device_time_s\":[");
+    fprintf(f, "},\"slices\":%d", mr->slices > 0 ? mr->slices : 1);
+    if (mr->dcn_copies) { /* the Megascale view: traffic between slices (M14) */
+        fprintf(f, ",\"dcn\":{\"copies\":%lld,\"bytes\":%.0f,\"busiest_nic_s\":%.9g,\"busy\":%.6g,\"wait_s\":%.9g,"
+                "\"pairs\":[", (long long)mr->dcn_copies, mr->dcn_bytes, mr->dcn_busiest_s, mr->dcn_busy, mr->dcn_wait_s);
+        for (int i = 0, first = 1; i < PL_MESH_MAX_SLICES; i++)
+            for (int j = 0; j < PL_MESH_MAX_SLICES; j++)
+                if (mr->dcn_pair_bytes[i][j] > 0)
+                    fprintf(f, "%s{\"from\":%d,\"to\":%d,\"bytes\":%.0f}", first ? "" : ",", i, j,
+                            mr->dcn_pair_bytes[i][j]), first = 0;
+        fprintf(f, "]}");
+    }
+    fprintf(f, ",\"device_time_s\":[");
     for (int dev = 0; dev < mr->n_devices && mo->reps; dev++) fprintf(f, "%s%.9g", dev ? "," : "", mo->reps[dev].time_s);
     fprintf(f, "]}");
 }

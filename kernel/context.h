@@ -181,6 +181,8 @@ typedef struct kern_mesh_ops {
     /* the context of `device` of this process (its run_scoped allocations, read under the lock:
      * kern_scoped_peer), or NULL when it runs in another process */
     pl_ctx *(*peer)(void *run, int device);
+    /* nonzero when a copy from `from` to `to` leaves its slice: over the data-center network (M14) */
+    int (*dcn)(void *run, int from, int to);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

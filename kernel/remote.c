@@ -254,7 +254,9 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     /* away: the other process looks; a scoped buffer is not tracked (no call argument names it) */
     int raced = away || scoped_dst ? 0 : races_there(c, &dst, &recv, to, cp);
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->unit, to);
-    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, to != c->unit, hops, fn);
+    /* a copy to another slice is its own row of the op profile: the Megascale view's DCN traffic (M14) */
+    const char *row = hops && c->mesh->dcn(c->mesh_run, c->unit, to) ? "pltpu_remote_copy_start (DCN)" : fn;
+    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, to != c->unit, hops, row);
     if (c->mesh) { /* the timing model credits the receiving semaphore there when the transfer ends */
         c->ops[c->n_ops - 1].n = cp->device;
         c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;

@@ -607,6 +607,7 @@ struct pl_report {
        time its cores waited for other devices' copies and signals (a synchronous collective waits long) */
     int64_t ici_copies, ici_bytes;
     double remote_wait_s;
+    double dcn_wait_s;  /* of remote_wait_s, waits on semaphores that copies from another slice fill (M14) */
 
     /* the op profile (above): its rows in the order first met; pl_profile_order sorts them */
     int n_profile;
@@ -699,6 +700,10 @@ struct pl_chip {
     double prologue_s;           /* seconds of a pipeline's prologue on each core, before its first copy */
     int dma_regular_sems;        /* 1: a DMA may signal a regular semaphore, by 1 when it ends (v6e and later:
                                     JAX's test_dma_with_regular_semaphore; rule M8); 0: DMA semaphores only */
+    /* the data-center network between the slices of a multislice mesh (rule M14; docs/CHIPS.md) */
+    int chips_per_host;          /* chips one host (its NICs) serves */
+    double dcn_bw;               /* bytes/s of one host's NICs, each way, shared by its chips' copies */
+    double dcn_latency_s;        /* from a copy's issue to its first byte arriving in another slice */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The

@@ -38,31 +38,48 @@ typedef struct pl_call pl_call;
 typedef struct pl_options pl_options;
 typedef struct pl_report pl_report;
 
-#define PL_MESH_MAX_AXES 3
+#define PL_MESH_MAX_AXES 4 /* a slice's torus has at most 3; a multislice mesh adds the DCN axis */
 #define PL_MESH_MAX_DEVICES 4096
 #define PL_MESH_AXIS_NAME 16
+#define PL_MESH_MAX_SLICES 16 /* slices of a multislice mesh (its DCN axis, M14) */
 
 typedef struct pl_mesh {
     int rank;                                   /* axes: 1 to PL_MESH_MAX_AXES */
     int64_t shape[PL_MESH_MAX_AXES];            /* devices along each axis, >= 1 */
     char axis[PL_MESH_MAX_AXES][PL_MESH_AXIS_NAME]; /* names: "x", "y", "z" unless given */
     uint8_t wrap[PL_MESH_MAX_AXES];             /* 1: the axis is a ring (torus link from last to first) */
+    /* 1: a multislice mesh (rule M14). Axis 0 is the data-center network
+     * (DCN): its coordinate is the slice, and it has no ICI links (wrap[0]
+     * is 0); the other axes are each slice's ICI torus, the same in every
+     * slice. A copy between two slices leaves by its chip's host NIC and
+     * arrives by the other's, over DCN; a copy within a slice crosses ICI
+     * links. 0: one slice, every axis ICI. */
+    uint8_t dcn;
 } pl_mesh;
 
 /* Parse a mesh: "8" or "ring:8" (a ring of 8), "line:8" (no wrap-around),
  * "4x4", "4x4x4" (tori: every axis wraps), with axis names as "x=4,y=4"
- * (also "ring:x=8"). PL_OK, or PL_EINVAL with msg saying what is wrong. */
+ * (also "ring:x=8"). Several slices joined over DCN (M14): "dcn:4 x 16x16"
+ * (4 slices, each a 16x16 torus; axis "dcn", then x and y), "dcn:data=2 x
+ * ring:8" (the DCN axis named). PL_OK, or PL_EINVAL with msg saying what is
+ * wrong. */
 int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n);
 /* Check a mesh built by hand: PL_OK or PL_EINVAL with msg. */
 int pl_mesh_check(const pl_mesh *mesh, char *msg, size_t n);
 /* Devices of the mesh (the product of its shape). */
 int pl_mesh_devices(const pl_mesh *mesh);
+/* Slices of a multislice mesh (its DCN axis's size); 1 for one slice, 0
+ * for an invalid mesh. The slice of a device: its coordinate on axis 0 of
+ * a multislice mesh, else 0 (-1 for a bad device). */
+int pl_mesh_slices(const pl_mesh *mesh);
+int pl_mesh_slice_of(const pl_mesh *mesh, int device);
 /* Device number <-> coordinates (row-major, last axis fastest). */
 void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords);
 int pl_mesh_device(const pl_mesh *mesh, const int64_t *coords);
 /* Links a copy from `from` to `to` crosses: dimension-ordered routing (axis
  * 0 first), the shorter way round on a wrapping axis (ties: the positive
- * way). A neighbour is one hop. */
+ * way). A neighbour is one hop. Between two slices of a multislice mesh: 2,
+ * the sender's DCN port and the receiver's. */
 int pl_mesh_hops(const pl_mesh *mesh, int from, int to);
 /* The axis named `name`, or -1. */
 int pl_mesh_axis(const pl_mesh *mesh, const char *name);
@@ -97,6 +114,15 @@ typedef struct pl_mesh_report {
     char bound_msg[512];        /* the bound in one sentence */
     int ranks;                  /* processes the devices ran in (Open MPI ranks; 1: this one) */
     int64_t rank_messages;      /* copies and signals that went from one process to another */
+    /* the data-center network of a multislice mesh (rule M14; the Megascale view); 0 on one slice */
+    int slices;                 /* 1: one slice */
+    int64_t dcn_copies;         /* copies between slices */
+    double dcn_bytes;           /* their bytes */
+    double dcn_pair_bytes[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES]; /* [from slice][to slice] */
+    double dcn_busiest_s;       /* the busiest host NIC's bytes (one way) / its bandwidth: a floor on time_s */
+    double dcn_busy;            /* dcn_busiest_s / time_s */
+    double dcn_wait_s;          /* the longest any device waited for copies that came over DCN */
+    int dcn_bound;              /* 1: the busiest host NIC is busier than any other resource (bound: ICI) */
 } pl_mesh_report;
 
 /* The mesh report as text: per device its time, compute, copies and bytes

@@ -24,7 +24,7 @@ static const struct {
     int trace; /* takes --trace FILE.json */
 } examples[] = {
     {"block_sparse_matmul", 1}, {"buggy", 0},     {"collective_matmul", 0}, {"core_ring", 1}, {"deadlock", 0},
-    {"flash_attention", 1},     {"grouped_matmul", 1}, {"matmul", 1},       {"matmul_emit", 1},
+    {"flash_attention", 1},     {"grouped_matmul", 1}, {"hier_allreduce", 1}, {"matmul", 1}, {"matmul_emit", 1},
     {"paged_attention", 1},     {"ring_allgather", 1}, {"ring_allreduce", 1}, {"sc_gather", 1},
 };
 

@@ -249,8 +249,8 @@ static void expect_route(const pl_mesh *m, int from, int to, const int *want, in
 
 Test(mesh_geometry, routes_cross_the_links_in_dimension_order)
 {
-    cr_assert_eq(L(1, 0, 1), 6, "link numbers: device * 2 * 3 + axis * 2 + (positive ? 0 : 1)");
-    cr_assert_eq(L(2, 1, 0), 2 * 6 + 2 + 1);
+    cr_assert_eq(L(1, 0, 1), 8, "link numbers: device * 2 * 4 + axis * 2 + (positive ? 0 : 1)");
+    cr_assert_eq(L(2, 1, 0), 2 * 8 + 2 + 1);
     pl_mesh r = parse_ok("ring:8");
     expect_route(&r, 3, 4, (int[]){L(3, 0, 1)}, 1);
     expect_route(&r, 3, 2, (int[]){L(3, 0, 0)}, 1);

@@ -6,7 +6,7 @@
 #include "../../sim/tilesim_mesh.h"
 #include "mesh_cli.h"
 
-enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED, O_DIGEST };
+enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED, O_DIGEST, O_MESH };
 
 static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
@@ -20,6 +20,13 @@ static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
     case O_K: e = ex_parse_int(cl, arg, "--k", 1, 1 << 20, &a->k); break;
     case O_SEED: e = ex_parse_int(cl, arg, "--seed", 0, INT64_MAX, &a->seed); break;
     case O_DIGEST: a->digest = 1; break;
+    case O_MESH: {
+        char msg[256];
+        if (!a->with_mesh) return ex_usage_error(cl, "unknown option '--mesh'");
+        if (pl_mesh_parse(arg, &a->mesh, msg, sizeof msg) != PL_OK) return ex_usage_error(cl, "--mesh: %s", msg);
+        a->has_mesh = 1;
+        break;
+    }
     default: break;
     }
     return e;
@@ -39,10 +46,18 @@ int ex_mesh_parse(ex_cmdline *cl, int argc, char **argv, int with_k, ex_mesh_arg
                                             {"cols", required_argument, NULL, O_COLS},
                                             {"seed", required_argument, NULL, O_SEED},
                                             {"digest", no_argument, NULL, O_DIGEST},
+                                            {"mesh", required_argument, NULL, O_MESH},
                                             {0}};
+    int given = a->devices;
+    a->devices = -1; /* to tell --devices given from the default */
     int e = ex_parse(cl, argc, argv, with_k ? with : without, mesh_option, a);
     if (e != EX_PARSE_OK) return e == EX_PARSE_HELP ? 0 : 2;
-    if (cl->npos) return ex_usage_error(cl, "unexpected argument '%s'", cl->pos[0]);
+    if (cl->npos) return ex_usage_error(cl, "unexpected argument '%s'", cl->pos[0]), 2;
+    if (a->has_mesh && a->devices >= 0 && a->devices != pl_mesh_devices(&a->mesh))
+        return ex_usage_error(cl, "--devices %d and --mesh (%d devices) disagree; give one", a->devices,
+                              pl_mesh_devices(&a->mesh)), 2;
+    if (a->has_mesh) a->devices = pl_mesh_devices(&a->mesh);
+    else if (a->devices < 0) a->devices = given;
     return -1;
 }
 
@@ -81,10 +96,11 @@ void ex_mesh_digest(const pl_mesh_report *mr, const pl_report *reps, int n, cons
         printf("\n");
     }
     printf("  mesh: status %d time_s %.17g compute_s %.17g hbm_s %.17g remote_wait_s %.17g remote_copies %lld "
-           "ici_bytes %lld link_bytes %.17g links_used %d busiest_link_s %.17g ici_bw_achieved %.17g ici_bound %d\n",
+           "ici_bytes %lld link_bytes %.17g links_used %d busiest_link_s %.17g ici_bw_achieved %.17g ici_bound %d "
+           "slices %d dcn_copies %lld dcn_bytes %.17g dcn_busiest_s %.17g dcn_wait_s %.17g\n",
            mr->status, mr->time_s, mr->compute_s, mr->hbm_s, mr->remote_wait_s, (long long)mr->remote_copies,
            (long long)mr->ici_bytes, mr->link_bytes, mr->links_used, mr->busiest_link_s, mr->ici_bw_achieved,
-           mr->ici_bound);
+           mr->ici_bound, mr->slices, (long long)mr->dcn_copies, mr->dcn_bytes, mr->dcn_busiest_s, mr->dcn_wait_s);
 }
 
 void ex_mesh_ranks_line(const pl_mesh_report *mr)

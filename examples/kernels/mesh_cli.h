@@ -15,10 +15,15 @@
 
 #include "options.h"
 
+#include "../../sim/tilesim_mesh.h"
+
 typedef struct ex_mesh_args {
     int devices;
     int64_t rows, cols, k, seed;
     int digest;       /* --digest: print every figure at full precision (ex_mesh_digest) */
+    int with_mesh;    /* set before parsing: the program takes --mesh SPEC (any mesh; devices in number order) */
+    int has_mesh;     /* --mesh was given: mesh holds it, devices its device count */
+    pl_mesh mesh;
 } ex_mesh_args;
 
 /* Parse argv into cl (common options) and a (the mesh programs' own; --k
@@ -39,7 +44,6 @@ uint64_t ex_digest(const void *p, size_t n);
 struct pl_mesh_report;
 void ex_mesh_digest(const struct pl_mesh_report *mr, const pl_report *reps, int n, const double *v, int per, int hi);
 /* A ring of `devices` into mesh: PL_OK, or the message on stderr after "prog: ". */
-struct pl_mesh;
 int ex_ring_mesh(const char *prog, int devices, struct pl_mesh *mesh);
 /* ex_check_host_memory on every process of a mesh run across MPI ranks, all
  * agreeing: 0 when every process has the memory, else 2 on all of them

@@ -17,6 +17,7 @@
 #include "collective_matmul.h"
 #include "registry.h"
 #include "ring_allgather.h"
+#include "hier_allreduce.h"
 #include "ring_allreduce.h"
 
 enum { MD_DEVICES, MD_ROWS, MD_COLS };
@@ -218,8 +219,69 @@ const pl_kernel_def ex_def_collective_matmul = {
     .mesh_reference = cm_reference,
 };
 
+/* ---- hier_allreduce ---------------------------------------------------------- */
+
+enum { HA_SLICES, HA_PER_SLICE, HA_ROWS, HA_COLS };
+
+static ha_shape ha_of(const int64_t *v)
+{
+    return (ha_shape){(int)v[HA_SLICES], (int)v[HA_PER_SLICE], v[HA_ROWS], v[HA_COLS]};
+}
+
+static int ha_def_check(const int64_t *v, char *msg, size_t n)
+{
+    if (v[HA_SLICES] < 1 || v[HA_SLICES] > PL_MESH_MAX_SLICES || v[HA_PER_SLICE] < 1 ||
+        v[HA_SLICES] * v[HA_PER_SLICE] > PL_MESH_MAX_DEVICES) {
+        snprintf(msg, n, "slices=%lld, per_slice=%lld: 1 to %d slices of at least 1 device, at most %d devices",
+                 (long long)v[HA_SLICES], (long long)v[HA_PER_SLICE], PL_MESH_MAX_SLICES, PL_MESH_MAX_DEVICES);
+        return PL_EINVAL;
+    }
+    ha_shape s = ha_of(v);
+    return ha_shape_check(&s, msg, n);
+}
+
+static int ha_mesh(const int64_t *v, pl_mesh *mesh, char *msg, size_t n)
+{
+    char spec[64];
+    snprintf(spec, sizeof spec, "dcn:%lld x ring:%lld", (long long)v[HA_SLICES], (long long)v[HA_PER_SLICE]);
+    return pl_mesh_parse(spec, mesh, msg, n);
+}
+
+static int ha_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
+{
+    (void)msg, (void)n;
+    ha_shape s = ha_of(v);
+    ha_call(&b->call, &s);
+    b->n_args = 1, b->args[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
+    b->n_outs = 1, b->outs[0] = PL_ARRAY(NULL, PL_F32, s.rows, s.cols);
+    return PL_OK;
+}
+
+static int ha_reference_of(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want)
+{
+    int64_t w[] = {n_devices, v[HA_ROWS], v[HA_COLS]}; /* the sum, as the ring's */
+    return ar_reference_of(w, devs, n_devices, device, want);
+}
+
+static double ha_bytes(const int64_t *v) { return 8.0 * (double)(v[HA_ROWS] * v[HA_COLS]); }
+
+const pl_kernel_def ex_def_hier_allreduce = {
+    .name = "hier_allreduce",
+    .summary = "a hierarchical all-reduce over slices joined by DCN (M14): in the slice, across, in the slice",
+    .n_params = 4,
+    .params = {{.name = "slices", .def = 2, .help = "slices, joined by the data-center network"},
+               {.name = "per_slice", .def = 8, .help = "devices a slice, a ring over ICI"},
+               {.name = "rows", .def = 1024, .help = "rows of x and o (a multiple of 8 x slices x per_slice)"},
+               {.name = "cols", .def = 1024, .help = "columns of x and o"}},
+    .check = ha_def_check,
+    .build = ha_build,
+    .bytes = ha_bytes,
+    .mesh = ha_mesh,
+    .mesh_reference = ha_reference_of,
+};
+
 static const pl_kernel_def *const mesh_defs[] = {&ex_def_ring_allreduce, &ex_def_ring_allgather,
-                                                 &ex_def_collective_matmul};
+                                                 &ex_def_collective_matmul, &ex_def_hier_allreduce};
 
 const pl_kernel_def *ex_mesh_kernel_find(const char *name)
 {

@@ -7,6 +7,8 @@ const ex_mesh_prog ex_mesh_progs[] = {
     {"ring_allreduce", ex_ring_allreduce_main, "a bidirectional ring all-reduce, checked against the sum"},
     {"ring_allgather", ex_ring_allgather_main, "a ring all-gather, checked on every device"},
     {"collective_matmul", ex_collective_matmul_main, "an all-gather matmul overlapped with its copies"},
+    {"hier_allreduce", ex_hier_allreduce_main,
+     "a hierarchical all-reduce over slices joined by DCN, against a flat ring"},
     {"deadlock", ex_deadlock_main, "a ring all-gather whose last device forgets to send: the deadlock report"},
     {NULL, NULL, NULL},
 };

@@ -21,6 +21,7 @@ int ex_ring_allreduce_main(int argc, char **argv);
 int ex_ring_allgather_main(int argc, char **argv);
 int ex_collective_matmul_main(int argc, char **argv);
 int ex_deadlock_main(int argc, char **argv);
+int ex_hier_allreduce_main(int argc, char **argv);
 
 /* The programs, NULL-terminated by name. */
 extern const ex_mesh_prog ex_mesh_progs[];

@@ -31,7 +31,8 @@ extern const pl_kernel_def ex_def_quant_matmul;
 /* The built-in ring programs (mesh_progs.h) as mesh kernel definitions
  * (mesh_defs.c): not among ex_kernel_at's, whose kernels run on one
  * device; found by name for the verbs (`tilesim sweep ring_allreduce`). */
-extern const pl_kernel_def ex_def_ring_allreduce, ex_def_ring_allgather, ex_def_collective_matmul;
+extern const pl_kernel_def ex_def_ring_allreduce, ex_def_ring_allgather, ex_def_collective_matmul,
+    ex_def_hier_allreduce;
 const pl_kernel_def *ex_mesh_kernel_find(const char *name);
 
 /* The builds of two definitions with their tables given rather than drawn

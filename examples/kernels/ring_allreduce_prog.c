@@ -36,14 +36,17 @@
 #include "ring_allreduce.h"
 
 #define USAGE                                                                                              \
-    "usage: ring_allreduce [--devices N] [--rows R] [--cols C] [--chip NAME | --chip-file FILE] [--seed S]\n"  \
-    "                      [--cost-only] [--no-checks] [--trace FILE.json] [--digest]\n"                        \
-    "  R must be a multiple of 2 N (N shards, each cut into two halves, one per ring direction)\n"
+    "usage: ring_allreduce [--devices N | --mesh SPEC] [--rows R] [--cols C] [--chip NAME | --chip-file FILE]\n" \
+    "                      [--seed S] [--cost-only] [--no-checks] [--trace FILE.json] [--digest]\n"             \
+    "  R must be a multiple of 2 N (N shards, each cut into two halves, one per ring direction)\n"              \
+    "  --mesh SPEC: the ring over a mesh's devices in number order, e.g. 'dcn:2 x ring:8' (two slices over\n"   \
+    "  DCN, rule M14: the ring crosses between slices twice)\n"
 
 typedef struct ar_cmd {
     ar_shape s;
     int64_t seed;
     int digest;
+    const pl_mesh *mesh; /* --mesh: the ring runs over its devices in number order; NULL: a ring of s.devices */
 } ar_cmd;
 
 
@@ -88,7 +91,11 @@ static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chi
     printf("  links: %d directed links carried data, %.1f GB/s each (%.2f of a link's peak); %s\n", mr->links_used,
            mr->ici_bw_achieved / 1e9, mr->ici_bw_fraction, mr->bound_msg);
     ex_mesh_ranks_line(mr);
-    if (both <= 0) return;
+    if (mr->dcn_copies)
+        printf("  DCN: %lld copies between %d slices, %.0f bytes; the busiest host NIC %.2f us (%.1f%% of the run); "
+               "a device waited at most %.2f us on DCN\n", (long long)mr->dcn_copies, mr->slices, mr->dcn_bytes,
+               mr->dcn_busiest_s * 1e6, 100 * mr->dcn_busy, mr->dcn_wait_s * 1e6);
+    if (both <= 0 || mr->dcn_copies) return; /* the closed form is a one-slice ring's */
     printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x 2 directions) = %.2f us;\n"
            "    simulated / closed form = %.3f (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us;\n"
            "    a one-way ring's closed form: %.2f us)\n",
@@ -131,7 +138,8 @@ static int run(const ar_cmd *rc, const ex_cmdline *cl)
     pl_mesh mesh;
     char msg[256], buf[128];
     if (ar_shape_check(&rc->s, msg, sizeof msg) != PL_OK) return ex_usage_error(cl, "%s", msg);
-    if (ex_ring_mesh("ring_allreduce", rc->s.devices, &mesh) != PL_OK) return 2;
+    if (rc->mesh) mesh = *rc->mesh;
+    else if (ex_ring_mesh("ring_allreduce", rc->s.devices, &mesh) != PL_OK) return 2;
     int cost_only = cl->opt.cost_only;
     if (!cost_only && ex_mesh_check_memory(cl, &mesh, "x and o of every device", ar_host_bytes(&rc->s))) return 2;
     ar_data d;
@@ -171,9 +179,10 @@ int ex_ring_allreduce_main(int argc, char **argv)
 {
     ex_cmdline cl = {.prog = "ring_allreduce", .usage = USAGE,
                      .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
-    ex_mesh_args a = {.devices = 8, .rows = 1024, .cols = 1024};
+    ex_mesh_args a = {.devices = 8, .rows = 1024, .cols = 1024, .with_mesh = 1};
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;
-    ar_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .cols = a.cols}, .seed = a.seed, .digest = a.digest};
+    ar_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .cols = a.cols}, .seed = a.seed, .digest = a.digest,
+                 .mesh = a.has_mesh ? &a.mesh : NULL};
     return run(&rc, &cl);
 }

@@ -193,6 +193,41 @@ static void time_run(sim_exec *x)
     time_report(x, sim_time_run(x->lines, x->n_cores, x->plan.chip, &t), &t);
 }
 
+/* (device, semaphore) pairs that copies from another slice fill, sorted:
+ * the waits on them are waits on DCN (M14). NULL: none (or no memory). */
+typedef struct dcn_cell { int32_t device; uintptr_t cell; } dcn_cell;
+
+static int cmp_cell(const void *a, const void *b)
+{
+    const dcn_cell *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    return x->cell < y->cell ? -1 : x->cell > y->cell;
+}
+
+static dcn_cell *dcn_cells(sim_exec **xs, int n, const pl_mesh *mesh, size_t *count)
+{
+    size_t k = 0, cap = 0;
+    dcn_cell *v = NULL;
+    *count = 0;
+    for (int d = 0; mesh->dcn && d < n; d++)
+        for (int c = 0; c < xs[d]->n_cores; c++) {
+            const sim_opline *m = &xs[d]->lines[c].manual;
+            for (int64_t j = 0; j < m->n; j++) {
+                const sim_xfer *x = &m->x[j];
+                if (!x->hops || !x->cell || pl_mesh_slice_of(mesh, d) == pl_mesh_slice_of(mesh, x->to)) continue;
+                if (k == cap) {
+                    dcn_cell *g = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+                    if (!g) return free(v), NULL;
+                    v = g;
+                }
+                v[k++] = (dcn_cell){x->to, x->cell};
+            }
+        }
+    if (k) qsort(v, k, sizeof *v, cmp_cell);
+    *count = k;
+    return v;
+}
+
 void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh, sim_link_stats *stats)
 {
     if (n < 1) return;
@@ -205,14 +240,20 @@ void sim_exec_finish_mesh(sim_exec **xs, int n, const pl_mesh *mesh, sim_link_st
     int rc = t && devs ? 0 : -1;
     for (int d = 0; d < n && !rc; d++) devs[d] = (sim_time_dev){xs[d]->lines, xs[d]->n_cores, &t[d]};
     if (!rc) rc = sim_time_mesh(devs, n, xs[0]->plan.chip, mesh, stats);
+    size_t n_dcn = 0;
+    dcn_cell *dcn = rc ? NULL : dcn_cells(xs, n, mesh, &n_dcn);
     for (int d = 0; d < n; d++) {
         time_report(xs[d], rc, t ? &t[d] : &(sim_time_result){0});
         for (int c = 0; !rc && c < xs[d]->n_cores; c++) /* waits for other devices (TAKE events) */
             for (int64_t i = 0; i < xs[d]->lines[c].n_kev; i++) {
                 const sim_kevent *e = &xs[d]->lines[c].kev[i];
-                if (e->kind == SIM_KEV_TAKE && e->t0 >= 0 && e->t1 > e->t0) xs[d]->rep.remote_wait_s += e->t1 - e->t0;
+                if (e->kind != SIM_KEV_TAKE || e->t0 < 0 || !(e->t1 > e->t0)) continue;
+                xs[d]->rep.remote_wait_s += e->t1 - e->t0;
+                dcn_cell key = {d, e->cell};
+                if (dcn && bsearch(&key, dcn, n_dcn, sizeof *dcn, cmp_cell)) xs[d]->rep.dcn_wait_s += e->t1 - e->t0;
             }
     }
+    free(dcn);
     free(t);
     free(devs);
 }

@@ -234,7 +234,13 @@ static pl_ctx *run_peer(void *p, int unit)
     return k ? (pl_ctx *)&k->ctx : NULL;
 }
 
+static int run_dcn(void *p, int from, int to)
+{
+    mesh_run *r = p;
+    return pl_mesh_slice_of(r->mesh, r->dev[from].device) != pl_mesh_slice_of(r->mesh, r->dev[to].device);
+}
+
 const kern_mesh_ops sim_mesh_hooks = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
                                        run_axis,    run_perturb,  run_incoming,   run_local_copy,
                                        run_added,   run_taken,    run_hops,       run_away,  run_post,
-                                       run_peer};
+                                       run_peer,    run_dcn};

@@ -49,10 +49,15 @@ static void mesh_busy(pl_mesh_report *mr, sim_exec *const *xs, int n)
         }
     }
     mr->busy[PL_BOUND_ICI] = mr->busiest_link_s / t;
+    mr->dcn_busy = mr->dcn_busiest_s / t;
     double floor = own > mr->busiest_link_s ? own : mr->busiest_link_s;
+    if (mr->dcn_busiest_s > floor) floor = mr->dcn_busiest_s;
     if (mr->hbm_s > floor) floor = mr->hbm_s;
     mr->busy[PL_BOUND_LATENCY] = t > floor ? (t - floor) / t : 0;
     mr->bound = sim_bound_pick(mr->busy);
+    /* the network between slices is a link too: when its busiest host NIC is
+     * busier than every resource of the report, the mesh is DCN-bound */
+    if (mr->dcn_busy > mr->busy[mr->bound]) mr->bound = PL_BOUND_ICI, mr->dcn_bound = 1;
     mr->ici_bound = mr->bound == PL_BOUND_ICI;
 }
 
@@ -62,12 +67,21 @@ static void bound(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_chip 
     double busiest = mr->busiest_link_s;
     pl_format_time(mr->time_s, t, sizeof t);
     pl_format_time(busiest, l, sizeof l);
-    if (!(busiest > 0) || !(mr->time_s > 0)) {
+    if (!(busiest > 0 || mr->dcn_busiest_s > 0) || !(mr->time_s > 0)) {
         snprintf(mr->bound_msg, sizeof mr->bound_msg, "no copies between devices");
         return;
     }
     mesh_busy(mr, xs, n);
-    if (mr->bound == PL_BOUND_ICI)
+    char dcn[64] = "";
+    if (mr->dcn_copies) snprintf(dcn, sizeof dcn, "; %.1f us per copy between slices over DCN, M14",
+                                 chip->dcn_latency_s * 1e6);
+    if (mr->dcn_bound)
+        snprintf(mr->bound_msg, sizeof mr->bound_msg,
+                 "DCN-bound: the busiest host's NICs carry %s of data between slices at %.1f GB/s, %.1f%% of the "
+                 "%s the mesh takes, more than any other resource is busy; keep the traffic between slices small "
+                 "(reduce within a slice over ICI first) (rule M14)",
+                 pl_format_time(mr->dcn_busiest_s, x, sizeof x), chip->dcn_bw / 1e9, 100 * mr->dcn_busy, t);
+    else if (mr->bound == PL_BOUND_ICI)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "ICI-bound: the busiest link carries %s of data over %s at %.0f GB/s, %.1f%% of the %s the mesh "
                  "takes, more than any other resource is busy (rule M11)",
@@ -76,10 +90,10 @@ static void bound(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_chip 
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "latency-bound: %s of the %s the mesh takes (%.1f%%) is neither a device's compute or per-step "
                  "overhead (rule P9) nor bytes on the busiest link (%s, %.1f%%) or in HBM: it is the latency of "
-                 "each copy and hop (%.2f us per DMA, %.2f us per ICI hop, rule M11) and the waits it sets off",
+                 "each copy and hop (%.2f us per DMA, %.2f us per ICI hop, rule M11%s) and the waits it sets off",
                  pl_format_time(mr->busy[PL_BOUND_LATENCY] * mr->time_s, x, sizeof x), t,
                  100 * mr->busy[PL_BOUND_LATENCY], l, 100 * mr->busy[PL_BOUND_ICI], chip->dma_latency_s * 1e6,
-                 chip->ici_latency_s * 1e6);
+                 chip->ici_latency_s * 1e6, dcn);
     else
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "not ICI-bound: the busiest link needs %s (%.1f%%) of the %s the mesh takes; a device's %s bounds "
@@ -107,6 +121,15 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_l
         if (rep->remote_wait_s > mr->remote_wait_s) mr->remote_wait_s = rep->remote_wait_s;
     }
     if (!chip || mr->status) return;
+    mr->slices = 1;
+    if (st->dcn_copies) {
+        mr->dcn_copies = st->dcn_copies;
+        mr->dcn_bytes = st->dcn_bytes;
+        memcpy(mr->dcn_pair_bytes, st->dcn_pair, sizeof mr->dcn_pair_bytes);
+        mr->dcn_busiest_s = chip->dcn_bw > 0 ? st->dcn_busiest_bytes / chip->dcn_bw : 0;
+    }
+    for (int d = 0; d < n && xs[d]; d++)
+        if (xs[d]->rep.dcn_wait_s > mr->dcn_wait_s) mr->dcn_wait_s = xs[d]->rep.dcn_wait_s;
     mr->link_bytes = st->link_bytes;
     mr->links_used = st->links_used;
     mr->busiest_link_s = chip->ici_bw > 0 ? st->busiest_bytes / chip->ici_bw : 0;
@@ -141,6 +164,19 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
             mr->ici_bw_achieved / 1e9, 100 * mr->ici_bw_fraction);
     pl_format_time(mr->remote_wait_s, b, sizeof b);
     fprintf(f, "waits: a device waited at most %s for other devices' copies and signals\n", b);
+    if (mr->dcn_copies) { /* the Megascale view: traffic between slices */
+        char w[32], s2[32];
+        pl_format_bytes(mr->dcn_bytes, b, sizeof b);
+        pl_format_time(mr->dcn_wait_s, w, sizeof w);
+        pl_format_time(mr->dcn_busiest_s, s2, sizeof s2);
+        fprintf(f, "DCN: %lld copies between slices, %s; the busiest host NIC %s (%.1f%% of the run); a device waited "
+                "at most %s on DCN\n", (long long)mr->dcn_copies, b, s2, 100 * mr->dcn_busy, w);
+        for (int i = 0; i < PL_MESH_MAX_SLICES; i++)
+            for (int j = 0; j < PL_MESH_MAX_SLICES; j++)
+                if (mr->dcn_pair_bytes[i][j] > 0)
+                    fprintf(f, "  slice %d -> slice %d: %s\n", i, j,
+                            pl_format_bytes(mr->dcn_pair_bytes[i][j], b, sizeof b));
+    }
     char busy[256] = "";
     size_t at = 0;
     for (int b = PL_BOUND_COMPUTE; b < PL_BOUND_COUNT && at < sizeof busy; b++) /* in the report's order */

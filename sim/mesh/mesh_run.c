@@ -216,6 +216,7 @@ static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr,
     }
     if (ran) sim_exec_finish_mesh(xs, r->n, r->mesh, stats);
     sim_mesh_report(mr, xs, r->n, stats);
+    mr->slices = pl_mesh_slices(r->mesh);
 }
 
 int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
@@ -231,6 +232,13 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     /* an unknown chip name is reported by each device's call, as before */
     if (chip && !sim_chip_devices_ok(chip, pl_mesh_devices(mesh), msg, sizeof msg))
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    if (chip && mesh->dcn && !(chip->dcn_bw > 0 && chip->dcn_latency_s >= 0 && chip->chips_per_host >= 1)) {
+        snprintf(msg, sizeof msg, "chip %s has no data-center network figures (dcn_gbps %.3g, dcn_latency_us %.3g, "
+                 "chips_per_host %d), which a multislice mesh needs (rule M14): set them in its chip file, or start "
+                 "it from a preset (base = v5e)", chip->name, chip->dcn_bw / 1e9, chip->dcn_latency_s * 1e6,
+                 chip->chips_per_host);
+        return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    }
     if (opt && opt->on_step && sim_mpi_size() > 1)
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is not supported across processes yet",
                       "a recorder (on_step)");

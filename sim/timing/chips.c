@@ -115,6 +115,15 @@
  * chips on which JAX runs test_dma_with_regular_semaphore (it skips below
  * v6: "Regular semaphores in DMAs require TPU v6+") */
 #define DMA_REGULAR .dma_regular_sems = 1
+/* The data-center network (rule M14; docs/CHIPS.md). Chips per host and
+ * host NICs from the Cloud TPU pages: v5e 8 chips and 2 x 100 Gbps NICs a
+ * host (25 GB/s); v5p 4 chips a host (its 4-chip VM) and 50 Gbps of DCN a
+ * chip (25 GB/s a host); v6e 8 chips a host. Model choices where no figure
+ * was found: v6e's, v4's and v7x's NICs as v5e's and v5p's 25 GB/s a host,
+ * v4's and v7x's 4 chips a host, and 10 us from issue to first byte on
+ * every chip (a host-mediated hop of a data-center network; no TPU figure
+ * is published). */
+#define DCN(chips) .chips_per_host = chips, .dcn_bw = 25 * GIGA, .dcn_latency_s = 10e-6
 /* v7x's default P-state clock over the one its peak is quoted at (OpenXLA) */
 #define V7X_PSTATE (1.9 / 2.2)
 
@@ -126,14 +135,14 @@ static const pl_chip chips[] = {
     {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
      .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
-     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON, STEP_DOCS},
+     .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON, STEP_DOCS, DCN(4)},
     /* v5e (the default): 197 TFLOP/s bf16, 394 TOP/s int8, one TensorCore;
      * 819 GB/s; 16 GiB; 128 MiB VMEM, 16 MiB scoped default; 4 MXUs of
      * 128x128; 1.5 GHz; 4 ICI links at 45 GB/s. */
     {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
      .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON, STEP_DOCS},
+     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON, STEP_DOCS, DCN(8)},
     /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
      * (megacore); HBM 2765 GB/s per chip (the Cloud page; JAX's table says
      * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
@@ -142,7 +151,7 @@ static const pl_chip chips[] = {
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON, STEP_DOCS,
-     .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB},
+     .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB, DCN(4)},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
      * 1638 GB/s on the spec sheet, 1373 GB/s a DMA gets (OpenXLA, above);
      * 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of 256x256;
@@ -152,7 +161,7 @@ static const pl_chip chips[] = {
      .mxu_width = 256, .mxu_fill_cycles = 192, .clock_hz = 1.75 * GIGA, .hbm_bw = 1373 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
      .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_OPENXLA(628), DMA_REGULAR,
-     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB},
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB, DCN(8)},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16 (4614 fp8),
      * at the default P-state's 1.9 GHz of the peak's 2.2 (OpenXLA, above),
@@ -167,7 +176,7 @@ static const pl_chip chips[] = {
      .mxu_width = 256, .mxu_fill_cycles = 211, .clock_hz = 1.9 * GIGA, .hbm_bw = 3207 * GIGA, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
      .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_OPENXLA(692), DMA_REGULAR,
-     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB},
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB, DCN(4)},
 };
 
 int pl_chip_count(void) { return (int)(sizeof chips / sizeof *chips); }
@@ -240,6 +249,9 @@ static const chip_key keys[] = {
     KEY_I("sc_subcores", sc_subcores, 1, SIM_MAX_CORES),     /* vector subcores per SparseCore */
     KEY_I("sc_lanes", sc_lanes, 1, 1024),                    /* f32 lanes of a vector subcore */
     KEY_B("sc_vmem_kib", sc_vmem_bytes, KiB, 1, 1e6, "KiB per vector subcore"),
+    KEY_I("chips_per_host", chips_per_host, 1, 4096),        /* chips a host's NICs serve (M14) */
+    KEY_D("dcn_gbps", dcn_bw, GIGA, 1e-3, 1e6, "GB/s of one host's NICs, each way"),
+    KEY_D("dcn_latency_us", dcn_latency_s, 1e-6, 0, 1e6, "microseconds from issue to first byte over DCN"),
 };
 
 

@@ -18,7 +18,13 @@
  * numbered SIM_ICI_LINK(device, axis, positive); link numbers run from 0 to
  * SIM_ICI_LINKS(devices) - 1. */
 #define SIM_ICI_LINK(device, axis, positive) ((device) * 2 * PL_MESH_MAX_AXES + (axis) * 2 + ((positive) ? 0 : 1))
-#define SIM_ICI_LINKS(devices) ((devices) * 2 * PL_MESH_MAX_AXES)
+/* A multislice mesh (M14): after every ICI link, each device's two DCN
+ * ports, out (in = 0) and in (1), numbered SIM_DCN_LINK; SIM_ICI_LINKS
+ * counts them too, so arrays of it hold every link. The timing model
+ * (links.c) counts a port as its host's NIC. */
+#define SIM_DCN_LINK(devices, device, in) ((devices) * 2 * PL_MESH_MAX_AXES + 2 * (device) + ((in) ? 1 : 0))
+#define SIM_IS_DCN_LINK(devices, link) ((link) >= (devices) * 2 * PL_MESH_MAX_AXES)
+#define SIM_ICI_LINKS(devices) ((devices) * (2 * PL_MESH_MAX_AXES + 2))
 
 /* The links a copy from `from` to `to` crosses, in order: axis 0 first, the
  * shorter way round a wrapping axis (a tie goes the positive way), the

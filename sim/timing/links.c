@@ -27,6 +27,10 @@ typedef struct link_live {
 struct sim_links {
     const pl_mesh *mesh;
     double bw, latency, hop_latency;
+    double dcn_bw, dcn_latency;
+    int dph, n_dev;
+    int64_t dcn_copies;
+    double dcn_pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES];
     sim_credits *credits;
     link_live *live;
     int n, cap;
@@ -36,12 +40,24 @@ struct sim_links {
     int fresh;              /* the rates sim_links_next set still hold: no issue or advance since */
 };
 
-sim_links *sim_links_new(const pl_mesh *mesh, double bw, double latency, double hop_latency, sim_credits *credits)
+int sim_links_host_port(const pl_mesh *mesh, int devices_per_host, int link)
+{
+    int n = pl_mesh_devices(mesh);
+    if (!n || !SIM_IS_DCN_LINK(n, link)) return link;
+    int base = SIM_DCN_LINK(n, 0, 0), dev = (link - base) / 2, in = (link - base) % 2;
+    int per_slice = n / pl_mesh_slices(mesh), dph = devices_per_host > 0 ? devices_per_host : 1;
+    int hosts_per_slice = (per_slice + dph - 1) / dph; /* a slice's last host may serve fewer */
+    int host = pl_mesh_slice_of(mesh, dev) * hosts_per_slice + dev % per_slice / dph;
+    return SIM_DCN_LINK(n, host, in);
+}
+
+sim_links *sim_links_new(const pl_mesh *mesh, const sim_link_figures *fig, sim_credits *credits)
 {
     sim_links *l = calloc(1, sizeof *l);
     if (!l) return NULL;
-    *l = (sim_links){.mesh = mesh, .bw = bw, .latency = latency, .hop_latency = hop_latency, .credits = credits,
-                     .n_link_ids = SIM_ICI_LINKS(pl_mesh_devices(mesh))};
+    *l = (sim_links){.mesh = mesh, .bw = fig->bw, .latency = fig->latency, .hop_latency = fig->hop_latency,
+                     .dcn_bw = fig->dcn_bw, .dcn_latency = fig->dcn_latency, .dph = fig->devices_per_host,
+                     .n_dev = pl_mesh_devices(mesh), .credits = credits, .n_link_ids = SIM_ICI_LINKS(pl_mesh_devices(mesh))};
     l->load = calloc((size_t)l->n_link_ids, sizeof *l->load);
     l->bytes = calloc((size_t)l->n_link_ids, sizeof *l->bytes);
     if (!l->load || !l->bytes) {
@@ -75,11 +91,21 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     int *links = malloc((size_t)(hops ? hops : 1) * sizeof *links);
     if (!links) return -1;
     sim_mesh_route(l->mesh, from, x->to, links, hops);
+    double first_byte = l->latency;
+    if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
+        l->dcn_copies++;
+        l->dcn_pair[pl_mesh_slice_of(l->mesh, from)][pl_mesh_slice_of(l->mesh, x->to)] += (double)x->bytes;
+    }
+    for (int k = 0; k < hops; k++) {
+        int dcn = SIM_IS_DCN_LINK(l->n_dev, links[k]);
+        if (dcn) links[k] = sim_links_host_port(l->mesh, l->dph, links[k]);
+        first_byte += !dcn ? l->hop_latency : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
+    }
     l->fresh = 0;
     x->t_issue = now;
     x->done = 0;
-    l->live[l->n++] = (link_live){.x = x, .t_ready = now + l->latency + hops * l->hop_latency,
-                                  .remaining = (double)x->bytes, .n_links = hops, .links = links};
+    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = (double)x->bytes,
+                                  .n_links = hops, .links = links};
     return 0;
 }
 
@@ -96,10 +122,12 @@ double sim_links_next(sim_links *l, double now)
             if (c->t_ready < next) next = c->t_ready;
             continue;
         }
-        int most = 1;
-        for (int k = 0; k < c->n_links; k++)
-            if (l->load[c->links[k]] > most) most = l->load[c->links[k]];
-        c->rate = l->bw / most;
+        double rate = INFINITY; /* the smallest share on its links: ICI links at bw, a host's DCN port at dcn_bw */
+        for (int k = 0; k < c->n_links; k++) {
+            double share = (SIM_IS_DCN_LINK(l->n_dev, c->links[k]) ? l->dcn_bw : l->bw) / l->load[c->links[k]];
+            if (share < rate) rate = share;
+        }
+        c->rate = c->n_links ? rate : l->bw;
         c->finish = c->n_links ? now + c->remaining / c->rate : now;
         if (c->finish < next) next = c->finish;
     }
@@ -140,3 +168,9 @@ int sim_links_advance(sim_links *l, double now, double t)
 double sim_links_bytes(const sim_links *l, int link) { return link >= 0 && link < l->n_link_ids ? l->bytes[link] : 0; }
 
 int sim_links_count(const sim_links *l) { return l->n_link_ids; }
+
+void sim_links_dcn(const sim_links *l, int64_t *copies, double pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES])
+{
+    *copies = l->dcn_copies;
+    memcpy(pair, l->dcn_pair, sizeof l->dcn_pair);
+}

@@ -80,8 +80,19 @@ static int check(const pl_mesh *m, const char *who, char *msg, size_t n)
             return snprintf(msg, n, "%s: axis %s has wrap %d; it is 0 (a line) or 1 (a ring)", who, m->axis[a],
                             m->wrap[a]), PL_EINVAL;
     }
-    int64_t devices = 1; /* each factor <= 4096 and at most 3 of them: no overflow */
-    for (int a = 0; a < m->rank; a++) devices *= m->shape[a];
+    if (m->dcn > 1) return snprintf(msg, n, "%s: dcn is %d; it is 0 (one slice) or 1 (axis 0 joins slices over DCN)",
+                                    who, m->dcn), PL_EINVAL;
+    if (m->dcn && m->shape[0] > PL_MESH_MAX_SLICES)
+        return snprintf(msg, n, "%s: %lld slices; a multislice mesh has at most %d here", who,
+                        (long long)m->shape[0], PL_MESH_MAX_SLICES), PL_EINVAL;
+    if (m->dcn && m->wrap[0])
+        return snprintf(msg, n, "%s: the DCN axis %s wraps; slices are joined by the data-center network, which has "
+                        "no ring of ICI links (rule M14)", who, m->axis[0]), PL_EINVAL;
+    if (!m->dcn && m->rank == PL_MESH_MAX_AXES)
+        return snprintf(msg, n, "%s: %d ICI axes; a slice's torus has at most %d (a fourth axis is a multislice "
+                        "mesh's DCN axis, 'dcn:4 x 4x4x4')", who, m->rank, PL_MESH_MAX_AXES - 1), PL_EINVAL;
+    int64_t devices = 1; /* each factor <= 4096 and at most 4 of them: checked as it grows, no overflow */
+    for (int a = 0; a < m->rank && devices <= PL_MESH_MAX_DEVICES; a++) devices *= m->shape[a];
     if (devices > PL_MESH_MAX_DEVICES)
         return snprintf(msg, n, "%s: %lld devices; a mesh has at most %d devices", who, (long long)devices,
                         PL_MESH_MAX_DEVICES), PL_EINVAL;
@@ -187,6 +198,44 @@ static const char *missing_axis(int named, int rank, int more)
     return "an axis size is missing between two 'x'; a shape reads '4x4'";
 }
 
+static int parse_ici(const char *text, const char *q, pl_mesh *mesh, char *msg, size_t n);
+
+/* "dcn:[name=]N x REST": REST is one slice's mesh, parsed as any; the DCN
+ * axis goes in front of its axes (rule M14). */
+static int parse_dcn(const char *text, const char *q, pl_mesh *mesh, char *msg, size_t n)
+{
+    const char *s = text + 4, *x = s;
+    while (*x && *x != ' ' && !(*x == 'x' && x > s && isdigit((unsigned char)x[-1]))) x++; /* "4x..." or "4 x" */
+    size_t len = (size_t)(x - s);
+    const char *rest = x;
+    while (*rest == ' ') rest++;
+    if (*rest != 'x' || !len)
+        return snprintf(msg, n, "mesh '%s': a multislice mesh reads 'dcn:SLICES x SLICE', e.g. 'dcn:4 x 16x16' "
+                        "(4 slices of a 16x16 torus) or 'dcn:data=2 x ring:8'", q), PL_EINVAL;
+    rest++;
+    while (*rest == ' ') rest++;
+    if (!*rest)
+        return snprintf(msg, n, "mesh '%s': no slice after 'x'; a multislice mesh reads 'dcn:4 x 16x16'", q),
+               PL_EINVAL;
+    pl_mesh slice, m;
+    if (parse_ici(rest, q, &slice, msg, n)) return PL_EINVAL;
+    memset(&m, 0, sizeof m);
+    int named = memchr(s, '=', len) != NULL;
+    if (parse_axis(&m, 0, s, len, named, q, msg, n)) return PL_EINVAL;
+    if (!named) snprintf(m.axis[0], PL_MESH_AXIS_NAME, "dcn");
+    m.rank = slice.rank + 1;
+    m.dcn = 1;
+    for (int a = 0; a < slice.rank; a++) {
+        m.shape[a + 1] = slice.shape[a], m.wrap[a + 1] = slice.wrap[a];
+        memcpy(m.axis[a + 1], slice.axis[a], PL_MESH_AXIS_NAME);
+    }
+    char who[200];
+    snprintf(who, sizeof who, "mesh '%s'", q);
+    if (check(&m, who, msg, n)) return PL_EINVAL;
+    *mesh = m;
+    return PL_OK;
+}
+
 int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n)
 {
     char unused[8], q[160];
@@ -194,11 +243,20 @@ int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n)
     msg[0] = '\0';
     if (!text || !mesh) return snprintf(msg, n, "pl_mesh_parse: no mesh text or no mesh to fill"), PL_EINVAL;
     esc(text, q, sizeof q);
+    if (strncmp(text, "dcn:", 4) == 0) return parse_dcn(text, q, mesh, msg, n);
+    return parse_ici(text, q, mesh, msg, n);
+}
+
+/* One slice's mesh: every axis ICI. */
+static int parse_ici(const char *text, const char *q, pl_mesh *mesh, char *msg, size_t n)
+{
     if (!*text)
         return snprintf(msg, n, "mesh '': empty; write a device count ('8'), a shape ('4x4') or named axes "
                         "('x=4,y=4')"), PL_EINVAL;
     const char *s;
     int wrap, one_axis;
+    if (strncmp(text, "dcn:", 4) == 0)
+        return snprintf(msg, n, "mesh '%s': a mesh has one DCN axis, the first ('dcn:4 x 16x16')", q), PL_EINVAL;
     if (parse_kind(text, &s, &wrap, &one_axis, q, msg, n)) return PL_EINVAL;
     int named = strchr(s, '=') != NULL, rank = 0;
     char sep = named ? ',' : 'x';
@@ -207,9 +265,9 @@ int pl_mesh_parse(const char *text, pl_mesh *mesh, char *msg, size_t n)
     for (const char *item = s;; rank++) {
         const char *end = strchr(item, sep);
         size_t len = end ? (size_t)(end - item) : strlen(item);
-        if (rank == PL_MESH_MAX_AXES)
-            return snprintf(msg, n, "mesh '%s': more axes than a mesh has: at most %d axes", q, PL_MESH_MAX_AXES),
-                   PL_EINVAL;
+        if (rank == PL_MESH_MAX_AXES - 1)
+            return snprintf(msg, n, "mesh '%s': more axes than a slice has: at most %d axes", q,
+                            PL_MESH_MAX_AXES - 1), PL_EINVAL;
         if (len == 0) /* "x4", "4x", "4xx4", "x=4,": say where the size is missing, not that '' is no size */
             return snprintf(msg, n, "mesh '%s': %s", q, missing_axis(named, rank, end != NULL)), PL_EINVAL;
         if (parse_axis(&m, rank, item, len, named, q, msg, n)) return PL_EINVAL;
@@ -236,6 +294,19 @@ int pl_mesh_devices(const pl_mesh *mesh)
     int d = 1;
     for (int a = 0; a < mesh->rank; a++) d *= (int)mesh->shape[a];
     return d;
+}
+
+int pl_mesh_slices(const pl_mesh *mesh)
+{
+    if (!valid(mesh)) return 0;
+    return mesh->dcn ? (int)mesh->shape[0] : 1;
+}
+
+int pl_mesh_slice_of(const pl_mesh *mesh, int device)
+{
+    int n = pl_mesh_devices(mesh);
+    if (!n || device < 0 || device >= n) return -1;
+    return mesh->dcn ? device / (n / (int)mesh->shape[0]) : 0;
 }
 
 void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords)
@@ -295,6 +366,11 @@ int sim_mesh_route(const pl_mesh *m, int from, int to, int *links, int max)
     int64_t at[PL_MESH_MAX_AXES], goal[PL_MESH_MAX_AXES];
     pl_mesh_coords(m, from, at);
     pl_mesh_coords(m, to, goal);
+    if (m->dcn && at[0] != goal[0]) { /* another slice: out by this chip's DCN port, in by that one's (M14) */
+        if (links && max > 0) links[0] = SIM_DCN_LINK(n, from, 0);
+        if (links && max > 1) links[1] = SIM_DCN_LINK(n, to, 1);
+        return 2;
+    }
     int hops = 0;
     for (int a = 0; a < m->rank; a++) {
         int dir;
@@ -326,6 +402,19 @@ const char *pl_mesh_format(const pl_mesh *mesh, char *buf, size_t n)
     size_t at = 0;
     if (!valid(mesh)) {
         put(buf, n, &at, "invalid mesh");
+        return buf;
+    }
+    if (mesh->dcn) { /* "4 slices over DCN (dcn) x 16x16 torus (x, y)" */
+        pl_mesh slice = *mesh;
+        slice.dcn = 0;
+        slice.rank = mesh->rank - 1;
+        for (int a = 0; a < slice.rank; a++) {
+            slice.shape[a] = mesh->shape[a + 1], slice.wrap[a] = mesh->wrap[a + 1];
+            memcpy(slice.axis[a], mesh->axis[a + 1], PL_MESH_AXIS_NAME);
+        }
+        put(buf, n, &at, "%lld slices over DCN (%s) x ", (long long)mesh->shape[0], mesh->axis[0]);
+        if (slice.rank) pl_mesh_format(&slice, buf + at, n - at);
+        else put(buf, n, &at, "1 chip");
         return buf;
     }
     int wraps = 0;

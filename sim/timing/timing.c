@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../tilesim_mesh.h"
+#include "ici.h"
 #include "timing.h"
 
 /* ---- the DMA engine --------------------------------------------------------------- */
@@ -374,12 +375,18 @@ static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_t
     return running;
 }
 
-static void link_stats(const sim_links *links, sim_link_stats *st)
+static void link_stats(const sim_links *links, int n_dev, sim_link_stats *st)
 {
     *st = (sim_link_stats){.busiest_link = -1};
+    if (links) sim_links_dcn(links, &st->dcn_copies, st->dcn_pair);
     for (int k = 0; links && k < sim_links_count(links); k++) {
         double b = sim_links_bytes(links, k);
         if (b <= 0) continue;
+        if (SIM_IS_DCN_LINK(n_dev, k)) { /* a host's NIC, out (even) or in */
+            if (k % 2 == 0) st->dcn_bytes += b;
+            if (b > st->dcn_busiest_bytes) st->dcn_busiest_bytes = b;
+            continue;
+        }
         st->link_bytes += b;
         st->links_used++;
         if (b > st->busiest_bytes) st->busiest_bytes = b, st->busiest_link = k;
@@ -403,9 +410,13 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
     core_state *cs = calloc((size_t)n, sizeof *cs);
     int *dev_of = calloc((size_t)n, sizeof *dev_of), *core_of = calloc((size_t)n, sizeof *core_of);
     sim_credits *credits = mesh ? sim_credits_new() : NULL;
-    sim_links *links = mesh && credits ? sim_links_new(mesh, chip->ici_bw, chip->dma_latency_s, hop, credits) : NULL;
+    sim_link_figures fig = {.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop,
+                            .dcn_bw = chip->dcn_bw, .dcn_latency = chip->dcn_latency_s,
+                            .devices_per_host = chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1)};
+    sim_links *links = mesh && credits ? sim_links_new(mesh, &fig, credits) : NULL;
     if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
     if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
+    if (mesh && mesh->dcn && !(chip->dcn_bw > 0 && isfinite(chip->dcn_bw) && chip->dcn_latency_s >= 0)) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
         eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
                               .credits = credits};
@@ -439,7 +450,7 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
         now = next;
     }
     for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
-    if (stats) link_stats(links, stats);
+    if (stats) link_stats(links, n_dev, stats);
 out:
     for (int e = 0; eng && e < n_dev; e++) free(eng[e].live);
     free(eng);

@@ -19,6 +19,7 @@
 #ifndef TILESIM_TIMING_H
 #define TILESIM_TIMING_H
 
+#include "../tilesim_mesh.h" /* PL_MESH_MAX_SLICES */
 #include "../../kernel/context.h"
 #include "../base/sim.h"
 
@@ -156,9 +157,16 @@ int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount);
 
 typedef struct sim_links sim_links;
 struct pl_mesh;
-/* NULL: out of memory. mesh, credits: kept, not owned. */
-sim_links *sim_links_new(const struct pl_mesh *mesh, double bw, double latency, double hop_latency,
-                         sim_credits *credits);
+/* NULL: out of memory. mesh, credits: kept, not owned. bw and hop_latency:
+ * an ICI link's; a multislice mesh's copies between slices (M14) cross the
+ * sender's host NICs and the receiver's instead, each host's ports one
+ * link of dcn_bw shared by its devices_per_host devices, after dcn_latency. */
+typedef struct sim_link_figures {
+    double bw, latency, hop_latency;           /* ICI: bytes/s a link; a DMA's latency; a hop's */
+    double dcn_bw, dcn_latency;                /* DCN: bytes/s a host each way; issue to first byte */
+    int devices_per_host;
+} sim_link_figures;
+sim_links *sim_links_new(const struct pl_mesh *mesh, const sim_link_figures *fig, sim_credits *credits);
 void sim_links_free(sim_links *l);
 /* x (to device x->to) from device `from` enters its route's links at now. 0, or -1 */
 int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now);
@@ -166,9 +174,16 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now);
 double sim_links_next(sim_links *l, double now);
 /* drain from now to t (no event in between); ended copies are done and credited. 0, or -1 */
 int sim_links_advance(sim_links *l, double now, double t);
-/* bytes that crossed directed link `link` (SIM_ICI_LINK) so far */
+/* bytes that crossed directed link `link` (SIM_ICI_LINK, or a host's DCN
+ * port: sim_links_host_port) so far */
 double sim_links_bytes(const sim_links *l, int link);
 int sim_links_count(const sim_links *l); /* link numbers run 0 .. this - 1 */
+/* copies between slices and their bytes by (from, to) slice, so far */
+void sim_links_dcn(const sim_links *l, int64_t *copies, double pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES]);
+/* A route's DCN port (SIM_DCN_LINK of a device) as the timing model counts
+ * it: the port of that device's host, SIM_DCN_LINK(devices, host, in);
+ * any other link as it is. */
+int sim_links_host_port(const struct pl_mesh *mesh, int devices_per_host, int link);
 
 /* ---- timing.c: the replay ---- */
 
@@ -187,6 +202,10 @@ typedef struct sim_link_stats {
     int links_used;         /* directed links that carried bytes */
     double busiest_bytes;   /* the most any one link carried */
     int busiest_link;       /* that link (SIM_ICI_LINK), -1: none */
+    /* a multislice mesh: its hosts' DCN ports (not in the four above) */
+    int64_t dcn_copies;
+    double dcn_bytes, dcn_busiest_bytes; /* all copies between slices; the most one host's port carried */
+    double dcn_pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES];
 } sim_link_stats;
 int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const struct pl_mesh *mesh,
                   sim_link_stats *stats);

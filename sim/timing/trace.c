@@ -239,15 +239,18 @@ int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, in
 
 /* ---- a mesh -------------------------------------------------------------------- */
 
-/* The links: a track per directed link that carried copies, each copy on
- * every link of its route from its first byte to its last. */
-static void write_links(FILE *f, int *first, const pl_mesh *mesh, const sim_trace_dev *devs, int n, double latency,
-                        double hop)
+/* The links: a track per directed ICI link that carried copies, each copy
+ * on every link of its route from its first byte to its last; on a
+ * multislice mesh (M14) a track per slice's DCN traffic out and in (the
+ * Megascale view's links), a copy between slices on both. */
+static void write_links(FILE *f, int *first, const pl_mesh *mesh, const sim_trace_dev *devs, int n, const pl_chip *chip)
 {
     static const char sign[2] = {'+', '-'};
+    double latency = chip->dma_latency_s, hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ?
+                                                    chip->ici_latency_s : 0;
     uint8_t *named = calloc((size_t)SIM_ICI_LINKS(n), 1);
     int links[3 * PL_MESH_MAX_DEVICES];
-    meta(f, first, 0, 0, "process_name", "ICI links");
+    meta(f, first, 0, 0, "process_name", mesh->dcn ? "ICI and DCN links" : "ICI links");
     for (int d = 0; d < n; d++)
         for (int c = 0; c < devs[d].n_cores; c++) {
             const sim_opline *m = &devs[d].cores[c].manual;
@@ -255,12 +258,18 @@ static void write_links(FILE *f, int *first, const pl_mesh *mesh, const sim_trac
                 const sim_xfer *x = &m->x[j];
                 if (!x->hops) continue;
                 int h = sim_mesh_route(mesh, d, x->to, links, (int)(sizeof links / sizeof *links));
-                double t0 = x->t_issue + latency + h * hop;
+                int dcn = h > 0 && SIM_IS_DCN_LINK(n, links[0]);
+                double t0 = x->t_issue + latency + (dcn ? chip->dcn_latency_s : h * hop);
                 for (int k = 0; k < h && k < (int)(sizeof links / sizeof *links); k++) {
                     int l = links[k], from = l / (2 * PL_MESH_MAX_AXES), axis = l / 2 % PL_MESH_MAX_AXES;
-                    if (named && !named[l]) {
-                        char name[64];
+                    char name[64];
+                    if (dcn) { /* slice s out, slice s in: after the ICI links' numbers */
+                        int in = k == 1, slice = pl_mesh_slice_of(mesh, in ? x->to : d);
+                        l = SIM_DCN_LINK(n, slice, in);
+                        snprintf(name, sizeof name, "slice %d DCN %s", slice, in ? "in" : "out");
+                    } else
                         snprintf(name, sizeof name, "device %d %c%s", from, sign[l % 2], mesh->axis[axis]);
+                    if (named && !named[l]) {
                         meta(f, first, 0, l + 1, "thread_name", name);
                         named[l] = 1;
                     }
@@ -284,8 +293,7 @@ int sim_trace_write_mesh(FILE *f, const pl_mesh *mesh, const sim_trace_dev *devs
     fprintf(f, ",\"chip\":\"%s\",\"mesh\":", chip->name);
     pl_json_string(f, name);
     fprintf(f, ",\"time_s\":%.9g},\"traceEvents\":[\n", time_s);
-    double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
-    write_links(f, &first, mesh, devs, n, chip->dma_latency_s, hop);
+    write_links(f, &first, mesh, devs, n, chip);
     for (int d = 0; d < n; d++)
         for (int c = 0; c < devs[d].n_cores; c++) {
             int pid = 1 + d * SIM_MAX_CORES + c;

@@ -92,6 +92,8 @@ same_mesh() { # NAME ARGS...: one process and 2 and 4 ranks, the same digest
 
 same_mesh "ring_allreduce" run ring_allreduce --devices 8 --rows 256 --cols 512 --seed 3 --digest
 same_mesh "ring_allreduce, 64 devices cost-only" run ring_allreduce --devices 64 --cost-only --digest
+same_mesh "ring_allreduce over 2 slices (DCN)" run ring_allreduce --mesh 'dcn:2 x ring:4' --rows 256 --cols 256 --seed 3 --digest
+same_mesh "hier_allreduce, 4 slices split across ranks" run hier_allreduce --mesh 'dcn:4 x ring:4' --rows 512 --cols 256 --seed 3 --digest
 same_mesh "ring_allgather" run ring_allgather --devices 6
 same_mesh "collective_matmul" run collective_matmul --devices 4
 
