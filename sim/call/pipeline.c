@@ -190,6 +190,15 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
     return rc;
 }
 
+/* The same block index: a loop, not memcmp, at every step of every operand
+ * (a call into libc for 16 bytes was 7 % of a cost-only sweep). */
+static int same_block(const int64_t *a, const int64_t *b, int rank)
+{
+    for (int d = 0; d < rank; d++)
+        if (a[d] != b[d]) return 0;
+    return 1;
+}
+
 int sim_pipe_advance(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t step)
 {
     const sim_operand *op = p->op;
@@ -203,7 +212,7 @@ int sim_pipe_advance(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t step)
         memcpy(so->block, bidx, n);
     }
     if (op->role == PL_ROLE_OUT && (rc = sim_checks_race(k, p, bidx, global))) return rc;
-    if (p->have_block && memcmp(bidx, p->cur, n) == 0) {
+    if (p->have_block && same_block(bidx, p->cur, op->rank)) {
         if (op->role == PL_ROLE_IN) p->tally->skipped++; /* P2 */
         if (so) so->action = op->role == PL_ROLE_IN ? PL_ACT_SKIP : PL_ACT_KEEP, so->slot = p->slot;
         return PL_OK;
