@@ -15,7 +15,7 @@
 const cli_cmd cli_review_cmd = {
     "review", "tilesim review --model NAME|FILE --chip NAME --prompt P --context C --ttft T --tpot T [options]",
     "tilesim review --model NAME|FILE [--chip NAME | --chip-file FILE] --prompt P --context C --ttft 500ms "
-    "--tpot 30ms [--quant bf16,int8,fp8] [--kv bf16,int8,fp8] [--chips LIST] [--batch LIST] [--all] [--json] [--threads N]",
+    "--tpot 30ms [--quant bf16,int8,fp8] [--kv bf16,int8,fp8] [--chips LIST] [--batch LIST] [--slices LIST] [--all] [--json] [--threads N]",
     NULL, cli_review_help};
 
 void cli_review_help(const cli_cmd *cmd, FILE *f)
@@ -38,6 +38,8 @@ void cli_review_help(const cli_cmd *cmd, FILE *f)
             "                     MXU has an int8 path; 8-bit pages are widened in registers by the attention kernel)\n"
             "  --chips LIST       TP degrees to weigh (default 1,2,4,8; 1 on a chip with ici_links = 0)\n"
             "  --batch LIST       decode batches to weigh (default 1,2,4,8,16,24,32,48,64,96,128,192,256)\n"
+            "  --slices LIST      pipeline stages to weigh, each a slice of the TP ring holding an equal share of\n"
+            "                     the layers, joined by the data-center network (rule M14; default 1: one slice)\n"
             "  --all              list every configuration weighed (default: the ten with the most tokens/s/chip,\n"
             "                     then one line per kind of verdict for the rest)\n"
             "  --json             one JSON object instead of the text (every configuration)\n"
@@ -104,11 +106,11 @@ static int load_model(const cli_cmd *cmd, const char *spec, pl_model *m)
 }
 
 enum { O_MODEL, O_CHIP, O_CHIP_FILE, O_PROMPT, O_CONTEXT, O_TTFT, O_TPOT, O_QUANT, O_CHIPS, O_BATCH, O_JSON, O_THREADS,
-       O_ALL, O_KV };
+       O_ALL, O_KV, O_SLICES };
 static const cli_optspec specs[] = {{"--model", 1}, {"--chip", 1}, {"--chip-file", 1}, {"--prompt", 1},
                                     {"--context", 1}, {"--ttft", 1}, {"--tpot", 1}, {"--quant", 1},
                                     {"--chips", 1}, {"--batch", 1}, {"--json", 0}, {"--threads", 1}, {"--all", 0},
-                                    {"--kv", 1}};
+                                    {"--kv", 1}, {"--slices", 1}};
 #define NSPECS ((int)(sizeof specs / sizeof *specs))
 
 static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
@@ -121,6 +123,10 @@ static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
     b->n_chips = n;
     if ((rc = cli_parse_list(cmd, "--batch", batch, 4096, b->batch, &n))) return rc;
     b->n_batch = n;
+    if (a->val[O_SLICES]) {
+        if ((rc = cli_parse_list(cmd, "--slices", a->val[O_SLICES], PL_MESH_MAX_SLICES, b->slices, &n))) return rc;
+        b->n_slices = n;
+    }
     if (a->val[O_QUANT] && (rc = parse_wlist(cmd, "--quant", a->val[O_QUANT], b->quant, &b->n_quant))) return rc;
     if (a->val[O_KV] && (rc = parse_wlist(cmd, "--kv", a->val[O_KV], b->kv, &b->n_kv))) return rc;
     for (int w = 0; w < PL_W_COUNT; w++) {

@@ -35,17 +35,26 @@ static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result
     const pl_review_config *c = &r->configs[r->best];
     char t1[32], t2[32], t3[32], t4[32];
     int dpc = b->chip->devices_per_chip;
-    fprintf(f, "recommended: %lld device%s (%.1f chip%s of %s) as a 1 x %lld ring, TP %lld, weights %s, KV cache %s, "
-            "batch %lld\n", (long long)c->chips, c->chips == 1 ? "" : "s", (double)c->chips / dpc,
-            c->chips == dpc ? "" : "s", b->chip->name, (long long)c->chips, (long long)c->chips,
-            pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch);
+    long long devs = (long long)(c->chips * c->slices);
+    char across[128] = "";
+    if (c->slices > 1) /* pipeline stages over DCN (M14) */
+        snprintf(across, sizeof across, " in each of %lld slices over DCN (pipeline stages of %lld layers)",
+                 (long long)c->slices, (long long)(b->model->layers / c->slices));
+    fprintf(f, "recommended: %lld device%s (%.1f chip%s of %s) as a 1 x %lld ring%s, TP %lld, weights %s, KV cache %s, "
+            "batch %lld\n", devs, devs == 1 ? "" : "s", (double)devs / dpc, devs == dpc ? "" : "s", b->chip->name,
+            (long long)c->chips, across, (long long)c->chips, pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq),
+            (long long)c->batch);
     fprintf(f, "  TTFT  %10s  (roofline %s; prefill %s + first decode step %s)\n", ms(c->ttft_s, t1, sizeof t1),
             ms(c->prefill.roof_s + c->decode.roof_s, t2, sizeof t2), ms(c->prefill.total_s, t3, sizeof t3),
             ms(c->decode.total_s, t4, sizeof t4));
     fprintf(f, "  TPOT  %10s  (roofline %s, at the average context %lld)\n", ms(c->tpot_s, t1, sizeof t1),
             ms(c->decode.roof_s, t2, sizeof t2), (long long)r->avg_context);
     fprintf(f, "  tokens/s/chip  %.0f  (%lld sequences every %.2f ms on %.1f chips)\n", c->tok_s_chip,
-            (long long)c->batch, c->tpot_s * 1e3, (double)c->chips / dpc);
+            (long long)c->batch, c->tpot_s * 1e3, (double)devs / dpc);
+    if (c->slices > 1)
+        fprintf(f, "  between slices: %lld hand-off%s of the activations over DCN a step, %s a decode step, %s the "
+                "prefill\n", (long long)(c->slices - 1), c->slices == 2 ? "" : "s", ms(c->decode.dcn_s, t1, sizeof t1),
+                ms(c->prefill.dcn_s, t2, sizeof t2));
     fprintf(f, "  HBM per device: %.1f GB weights + %.1f GB KV cache + %.1f GB activations of %.1f GB\n",
             c->weight_bytes / 1e9, c->kv_bytes / 1e9, c->act_bytes / 1e9, c->hbm_bytes / 1e9);
     fprintf(f, "  decode step per layer: projections %s, paged attention %s, all-reduces %s; LM head %s\n",
@@ -154,8 +163,10 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
             r->n_jobs, r->kernel_runs, wall_s);
     if (r->best >= 0) print_best(f, b, r);
     else fprintf(f, "no configuration meets the targets and fits HBM: see the reasons below\n\n");
-    fprintf(f, "%7s %4s %7s %4s %6s %11s %11s %11s  %s\n", "devices", "TP", "weights", "KV", "batch", "TTFT",
-            "TPOT", "tok/s/chip", "verdict");
+    int pp = 0; /* a column of pipeline stages only when more than one slice was weighed */
+    for (int i = 0; i < b->n_slices; i++) pp |= b->slices[i] > 1;
+    fprintf(f, "%7s %4s%s %7s %4s %6s %11s %11s %11s  %s\n", "devices", "TP", pp ? "   PP" : "", "weights", "KV",
+            "batch", "TTFT", "TPOT", "tok/s/chip", "verdict");
     char *shown = calloc((size_t)r->n_jobs + 1, 1); /* the kernel shapes whose detail is printed */
     all |= r->best < 0; /* nothing meets the targets: every configuration's reason is the answer */
     int pick[SHOWN_BEST], n_pick = all ? r->n_configs : best_ten(r, pick);
@@ -165,9 +176,11 @@ void cli_review_print(FILE *f, const pl_review_brief *b, const pl_review_result 
         char t1[32], t2[32], tok[32], verdict[sizeof c->reason];
         snprintf(tok, sizeof tok, c->tok_s_chip > 0 ? "%.0f" : "-", c->tok_s_chip);
         cli_first_sentence(i == r->best ? "recommended" : c->reason, VERDICT_MAX, verdict, sizeof verdict);
-        fprintf(f, "%7lld %4lld %7s %4s %6lld %11s %11s %11s  %s\n", (long long)c->chips, (long long)c->chips,
-                pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch, ms(c->ttft_s, t1, sizeof t1),
-                ms(c->tpot_s, t2, sizeof t2), tok, verdict);
+        char stages[16] = "";
+        if (pp) snprintf(stages, sizeof stages, " %4lld", (long long)c->slices);
+        fprintf(f, "%7lld %4lld%s %7s %4s %6lld %11s %11s %11s  %s\n", (long long)(c->chips * c->slices),
+                (long long)c->chips, stages, pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch,
+                ms(c->ttft_s, t1, sizeof t1), ms(c->tpot_s, t2, sizeof t2), tok, verdict);
         if (i != r->best && shown) print_detail(f, r, c, verdict, shown);
     }
     if (!all && n_pick < r->n_configs) fputc('\n', f), print_classes(f, r, pick, n_pick, shown);
@@ -182,6 +195,7 @@ static void json_parts(FILE *f, const char *name, const pl_review_parts *p)
     fprintf(f, ", \"comm_s\": "), cli_json_number(f, p->comm_s);
     fprintf(f, ", \"head_s\": "), cli_json_number(f, p->head_s);
     fprintf(f, ", \"embed_s\": "), cli_json_number(f, p->embed_s);
+    fprintf(f, ", \"dcn_s\": "), cli_json_number(f, p->dcn_s);
     fprintf(f, ", \"total_s\": "), cli_json_number(f, p->total_s);
     fprintf(f, ", \"roofline_s\": "), cli_json_number(f, p->roof_s);
     fprintf(f, ", \"flops\": "), cli_json_number(f, p->flops);
@@ -208,9 +222,12 @@ static void json_kernels(FILE *f, const pl_review_result *r, const pl_review_con
 
 static void json_config(FILE *f, const pl_review_result *r, const pl_review_config *c, int best)
 {
-    fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"mesh\": \"1x%lld\", \"weights\": \"%s\", \"kv\": \"%s\", "
-            "\"batch\": %lld, \"verdict\": ", (long long)c->chips, (long long)c->chips, (long long)c->chips,
-            pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch);
+    char mesh[48];
+    if (c->slices > 1) snprintf(mesh, sizeof mesh, "dcn:%lld x 1x%lld", (long long)c->slices, (long long)c->chips);
+    else snprintf(mesh, sizeof mesh, "1x%lld", (long long)c->chips);
+    fprintf(f, "{\"chips\": %lld, \"tp\": %lld, \"slices\": %lld, \"mesh\": \"%s\", \"weights\": \"%s\", "
+            "\"kv\": \"%s\", \"batch\": %lld, \"verdict\": ", (long long)(c->chips * c->slices), (long long)c->chips,
+            (long long)c->slices, mesh, pl_wdtype_name(c->wq), pl_wdtype_name(c->kvq), (long long)c->batch);
     pl_json_string(f, best ? "recommended" : pl_review_verdict_name(c->verdict));
     fprintf(f, ", \"reason\": "), pl_json_string(f, best ? "" : c->reason);
     fprintf(f, ", \"detail\": "), /* the whole message the one-line reason starts */

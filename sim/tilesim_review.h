@@ -96,6 +96,13 @@ typedef struct pl_review_brief {
      * the chip's MXU has an int8 path, pl_review_kv_ok). n_kv 0: bf16 only. */
     int n_kv;
     pl_wdtype kv[PL_W_COUNT];
+    /* Pipeline stages across slices (issue 26, rule M14): a model that one
+     * slice cannot hold is split by layers over S slices joined by the
+     * data-center network, each slice the TP ring; a decode step passes
+     * through the stages in turn, one batch in flight, and the activations
+     * cross DCN between stages. n_slices 0: one slice only. */
+    int n_slices;
+    int64_t slices[PL_REVIEW_MAX_LIST];
 } pl_review_brief;
 
 typedef enum pl_review_verdict {
@@ -109,7 +116,8 @@ typedef struct pl_review_parts {
     double comm_s;      /* the layer's two all-reduces */
     double head_s;      /* LM head matmul, once */
     double embed_s;     /* embedding gather (closed form: rows x d_model x 2 B / HBM bandwidth) */
-    double total_s;     /* layers x (proj + attn + comm) + head + embed */
+    double dcn_s;       /* the activations between pipeline stages over DCN (closed form, M14); 0: one slice */
+    double total_s;     /* layers x (proj + attn + comm) + head + embed + dcn */
     double flops, bytes;/* the ideal work and HBM traffic (roofline) */
     double roof_s;      /* max(flops / peak, bytes / HBM bandwidth) */
 } pl_review_parts;
@@ -127,6 +135,7 @@ typedef struct pl_review_config {
     int job[16];        /* indexes of its kernel jobs in the result (-1: none) */
     int detail_job;     /* illegal for want of a legal tiling: the job whose error is the full message (the
                            reason is its first line, whole words only); -1: none */
+    int64_t slices;     /* pipeline stages, one a slice (1: the TP ring alone); devices = chips x slices */
 } pl_review_config;
 
 typedef struct pl_review_job {

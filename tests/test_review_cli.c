@@ -5,6 +5,7 @@
  * (tests/run.h). */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,5 +179,55 @@ Test(review_cli, bad_command_lines_say_what_and_exit_2)
     th_run_free(&r);
     r = TH_RUN("help", "review");
     cr_expect(r.status == 0 && strstr(r.out, "--ttft T, --tpot T"), "%s", r.out);
+    th_run_free(&r);
+}
+
+/* issue 26 (rule M14): 70B in bf16 does not fit a v5e TP ring of 8 (17.6 GB
+ * of weights a device against 17.2 GB of HBM), and TP stops at the 8 KV
+ * heads; split by layers over 2 slices joined by DCN it fits, and the
+ * review recommends that, with the activations' hand-off between the
+ * stages in its time. */
+#define BRIEF70B_V5E "review", "--model", "llama3-70b", "--chip", "v5e", "--prompt", "2048", "--context", "4096", \
+                     "--ttft", "2s", "--tpot", "100ms", "--quant", "bf16", "--kv", "bf16", "--batch", "1,8,32"
+
+Test(review_cli, a_model_one_slice_cannot_hold_is_placed_across_slices)
+{
+    th_run r = TH_RUN(BRIEF70B_V5E);
+    cr_expect_eq(r.status, 1, "one slice: nothing fits: %s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "17.6 GB of weights"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN(BRIEF70B_V5E, "--slices", "1,2,3,4", "--json");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    json_error_t e;
+    json_t *root = json_loads(r.out, 0, &e), *best = json_object_get(root, "recommended");
+    cr_assert(root && best, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(best, "slices")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(best, "tp")), 8);
+    cr_expect_eq(json_integer_value(json_object_get(best, "chips")), 16);
+    cr_expect_str_eq(json_string_value(json_object_get(best, "mesh")), "dcn:2 x 1x8");
+    double w = json_number_value(json_object_get(best, "weight_bytes"));
+    cr_expect(w > 8.7e9 && w < 8.9e9, "half of 17.6 GB a device: %g", w);
+    json_t *decode = json_object_get(best, "decode");
+    double dcn = json_number_value(json_object_get(decode, "dcn_s"));
+    /* one hand-off of 32 x 8192 bf16 rows a device, 8 devices on a v5e host's 25 GB/s NICs, after 10 us */
+    double want = 10e-6 + 8.0 * 32 * 8192 * 2 / 25e9;
+    cr_expect(fabs(dcn - want) < 1e-9, "decode hand-off %g s, closed form %g s", dcn, want);
+    size_t i;
+    json_t *c;
+    int illegal = 0;
+    json_array_foreach(json_object_get(root, "configs"), i, c)
+        if (json_integer_value(json_object_get(c, "slices")) == 3)
+            illegal += strstr(json_string_value(json_object_get(c, "reason")), "do not divide the 80 layers") != NULL;
+    cr_expect_gt(illegal, 0, "3 stages of 80 layers are refused, with the reason");
+    json_decref(root);
+    th_run_free(&r);
+    r = TH_RUN(BRIEF70B_V5E, "--slices", "2");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "as a 1 x 8 ring in each of 2 slices over DCN"), "%s", r.out);
+    cr_expect(strstr(r.out, "between slices: 1 hand-off of the activations over DCN a step"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN(BRIEF70B_V5E, "--slices", "17");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--slices"), "%s", r.err);
     th_run_free(&r);
 }

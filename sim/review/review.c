@@ -26,7 +26,15 @@
  * HBM per device: params x weight bytes / TP + the batch's KV cache at the
  * full context C + activations (2 x P x (d_model + the widest projection's
  * output) x 2 bytes: the prefill's in and out of the widest matmul, and the
- * residual stream). */
+ * residual stream).
+ * Across S slices (pipeline stages over DCN, M14): each slice holds layers
+ * / S of the layers on its TP ring, so a device's weights and KV cache are
+ * 1 / S of the above; a step passes through the stages in turn (one batch
+ * in flight: its time is the same layers' time), plus S - 1 hand-offs of
+ * the activations over DCN, each device sending the M x d_model bf16 rows
+ * to its peer in the next slice through its host's NICs: the DCN latency
+ * plus min(TP, devices a host) x the rows' bytes / the NICs' bandwidth
+ * (closed form). tokens/s/chip counts the devices of every slice. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +61,10 @@ static double layer_weights(const pl_model *m, const rv_dims *d)
 static int check_fit(const pl_review_brief *b, pl_review_config *c, const rv_dims *d)
 {
     const pl_model *m = b->model;
-    double wb = c->wq == PL_W_BF16 ? 2 : 1;
-    c->weight_bytes = m->params * wb / (double)c->chips;
+    double wb = c->wq == PL_W_BF16 ? 2 : 1, stages = (double)c->slices;
+    c->weight_bytes = m->params * wb / (double)c->chips / stages;
     c->kv_bytes = (double)c->batch * b->context * 2.0 * d->kvheads * m->head_dim * m->layers *
-                  (double)pl_dtype_size(c->kv);
+                  (double)pl_dtype_size(c->kv) / stages;
     int64_t widest = d->qkv_n > d->up_n ? d->qkv_n : d->up_n;
     c->act_bytes = 2.0 * b->prompt * (double)(m->d_model + widest) * 2.0;
     c->hbm_bytes = (double)b->chip->hbm_bytes;
@@ -95,7 +103,7 @@ static void setup_config(pl_review_result *r, const pl_review_brief *b, pl_revie
     const pl_model *m = b->model;
     for (int i = 0; i < 16; i++) c->job[i] = -1;
     c->detail_job = -1;
-    if (!rv_tp_ok(b, c->chips, c->reason, sizeof c->reason) ||
+    if (!rv_tp_ok(b, c->chips, c->reason, sizeof c->reason) || !rv_slices_ok(b, c->slices, c->reason, sizeof c->reason) ||
         !pl_review_wdtype_ok(b->chip, c->wq, c->reason, sizeof c->reason) ||
         !pl_review_kv_ok(b->chip, c->kvq, c->reason, sizeof c->reason)) {
         c->verdict = PL_RV_ILLEGAL;
@@ -147,7 +155,8 @@ static int sum_step(const pl_review_result *r, const pl_review_brief *b, pl_revi
     p->comm_s = 2 * t[J_AR];
     p->head_s = t[J_HEAD];
     p->embed_s = (double)tok * b->model->d_model * 2.0 / b->chip->hbm_bw;
-    p->total_s = (double)b->model->layers * (p->proj_s + p->attn_s + p->comm_s) + p->head_s + p->embed_s;
+    p->dcn_s = rv_dcn_handoff_s(b->chip, c->chips, tok * b->model->d_model * 2) * (double)(c->slices - 1);
+    p->total_s = (double)b->model->layers * (p->proj_s + p->attn_s + p->comm_s) + p->head_s + p->embed_s + p->dcn_s;
     return 0;
 }
 
@@ -179,7 +188,7 @@ static void finish_config(const pl_review_result *r, const pl_review_brief *b, p
     roofline(r, b, c, 0, &c->decode);
     c->ttft_s = c->prefill.total_s + c->decode.total_s;
     c->tpot_s = c->decode.total_s;
-    c->tok_s_chip = (double)c->batch / c->tpot_s / (double)c->chips * b->chip->devices_per_chip;
+    c->tok_s_chip = (double)c->batch / c->tpot_s / (double)(c->chips * c->slices) * b->chip->devices_per_chip;
     int ttft = c->ttft_s > b->ttft_s, tpot = c->tpot_s > b->tpot_s;
     if (ttft || tpot) {
         c->verdict = ttft ? PL_RV_MISS_TTFT : PL_RV_MISS_TPOT;
@@ -205,6 +214,10 @@ static void bottleneck(pl_review_result *r, const pl_review_brief *b)
              "attention %.0f%%, all-reduces %.0f%%", hbm ? "HBM-bound" : "compute-bound", wbytes / 1e9,
              kvbytes / 1e9, b->chip->hbm_bw / 1e12, p->flops / 1e12, peak / 1e12, p->roof_s * 1e3, tot * 1e3,
              100 * (L * p->proj_s + p->head_s) / tot, 100 * L * p->attn_s / tot, 100 * L * p->comm_s / tot);
+    size_t at = strlen(r->bottleneck);
+    if (c->slices > 1 && at < sizeof r->bottleneck) /* the stages' shares of that, in turn (M14) */
+        snprintf(r->bottleneck + at, sizeof r->bottleneck - at, ", DCN hand-offs %.0f%% (the %lld pipeline stages "
+                 "read their shares in turn)", 100 * p->dcn_s / tot, (long long)c->slices);
 }
 
 static void choose(pl_review_result *r, const pl_review_brief *b)
@@ -214,7 +227,8 @@ static void choose(pl_review_result *r, const pl_review_brief *b)
         const pl_review_config *c = &r->configs[i];
         if (c->verdict != PL_RV_BEST) continue;
         const pl_review_config *o = r->best >= 0 ? &r->configs[r->best] : NULL;
-        if (!o || c->tok_s_chip > o->tok_s_chip || (c->tok_s_chip == o->tok_s_chip && c->chips < o->chips))
+        if (!o || c->tok_s_chip > o->tok_s_chip ||
+            (c->tok_s_chip == o->tok_s_chip && c->chips * c->slices < o->chips * o->slices))
             r->best = i;
     }
     for (int i = 0; i < r->n_configs && r->best >= 0; i++) {
@@ -244,6 +258,10 @@ static int check_brief(const pl_review_brief *b, const pl_review_kernels *k, cha
         if (b->chips[i] < 1 || b->chips[i] > 256) return snprintf(err, n, "review: chips must be 1 to 256"), PL_EINVAL;
     for (int i = 0; i < b->n_batch; i++)
         if (b->batch[i] < 1 || b->batch[i] > 4096) return snprintf(err, n, "review: batch must be 1 to 4096"), PL_EINVAL;
+    if (b->n_slices < 0 || b->n_slices > PL_REVIEW_MAX_LIST) return snprintf(err, n, "review: too many slices"), PL_EINVAL;
+    for (int i = 0; i < b->n_slices; i++)
+        if (b->slices[i] < 1 || b->slices[i] > PL_MESH_MAX_SLICES)
+            return snprintf(err, n, "review: slices must be 1 to %d", PL_MESH_MAX_SLICES), PL_EINVAL;
     return PL_OK;
 }
 
@@ -257,19 +275,21 @@ int pl_review_run(const pl_review_brief *b, const pl_review_kernels *k, pl_revie
     int rc = check_brief(b, k, err, n);
     if (rc || (rc = pl_review_check(b, err, n))) return rc;
     r->avg_context = (b->prompt + b->context) / 2;
-    int n_kv = b->n_kv > 0 ? b->n_kv : 1;
-    r->configs = calloc((size_t)(b->n_chips * b->n_quant * n_kv * b->n_batch), sizeof *r->configs);
+    int n_kv = b->n_kv > 0 ? b->n_kv : 1, n_sl = b->n_slices > 0 ? b->n_slices : 1;
+    r->configs = calloc((size_t)(n_sl * b->n_chips * b->n_quant * n_kv * b->n_batch), sizeof *r->configs);
     if (!r->configs) return snprintf(err, n, "review: out of host memory"), PL_ENOMEM;
-    for (int ci = 0; ci < b->n_chips; ci++)
-        for (int qi = 0; qi < b->n_quant; qi++)
-            for (int ki = 0; ki < n_kv; ki++)
-                for (int bi = 0; bi < b->n_batch; bi++) {
-                    pl_review_config *c = &r->configs[r->n_configs++];
-                    c->chips = b->chips[ci], c->wq = b->quant[qi], c->batch = b->batch[bi];
-                    c->kvq = b->n_kv > 0 ? b->kv[ki] : PL_W_BF16;
-                    c->kv = pl_review_kv_dtype(c->kvq);
-                    setup_config(r, b, c, &rc);
-                }
+    for (int si = 0; si < n_sl; si++)
+        for (int ci = 0; ci < b->n_chips; ci++)
+            for (int qi = 0; qi < b->n_quant; qi++)
+                for (int ki = 0; ki < n_kv; ki++)
+                    for (int bi = 0; bi < b->n_batch; bi++) {
+                        pl_review_config *c = &r->configs[r->n_configs++];
+                        c->slices = b->n_slices > 0 ? b->slices[si] : 1;
+                        c->chips = b->chips[ci], c->wq = b->quant[qi], c->batch = b->batch[bi];
+                        c->kvq = b->n_kv > 0 ? b->kv[ki] : PL_W_BF16;
+                        c->kv = pl_review_kv_dtype(c->kvq);
+                        setup_config(r, b, c, &rc);
+                    }
     if (rc == PL_ENOMEM) snprintf(err, n, "review: out of host memory");
     if (rc == PL_OK) rc = rv_jobs_run(r, b, k, err, n);
     if (rc != PL_OK) {

@@ -21,6 +21,10 @@ rv_dims rv_dims_of(const pl_model *m, int64_t tp);
 /* 1 when b's model can be split TP ways on b's chip (review_fit.c); else 0
  * with "illegal: why" in why. */
 int rv_tp_ok(const pl_review_brief *b, int64_t tp, char *why, size_t n);
+/* 1 when the model splits into `slices` pipeline stages over DCN on b's chip; else 0 with why (M14). */
+int rv_slices_ok(const pl_review_brief *b, int64_t slices, char *why, size_t n);
+/* Seconds of one hand-off of `bytes` per device between two stages over DCN, at TP degree tp. */
+double rv_dcn_handoff_s(const pl_chip *chip, int64_t tp, int64_t bytes);
 
 /* Time every job: the fastest legal tiling of a cost-only sweep over its
  * candidates, all jobs of a kind in one pl_kernel_sweep on every core.

@@ -88,6 +88,30 @@ int rv_tp_ok(const pl_review_brief *b, int64_t tp, char *why, size_t n)
     return 1;
 }
 
+/* S pipeline stages over DCN (M14): an equal share of the layers each, and
+ * a chip whose hosts have DCN figures. */
+int rv_slices_ok(const pl_review_brief *b, int64_t slices, char *why, size_t n)
+{
+    if (slices == 1) return 1;
+    if (b->model->layers % slices)
+        return snprintf(why, n, "illegal: %lld slices do not divide the %lld layers (pipeline stages of equal "
+                        "layers)", (long long)slices, (long long)b->model->layers), 0;
+    if (!(b->chip->dcn_bw > 0) || b->chip->chips_per_host < 1)
+        return snprintf(why, n, "illegal: %s has no data-center network figures (dcn_gbps, chips_per_host) to "
+                        "join slices (M14)", b->chip->name), 0;
+    return 1;
+}
+
+/* One hand-off between pipeline stages: each of the TP devices sends `bytes`
+ * to its peer in the next slice; a host's devices share its NICs. */
+double rv_dcn_handoff_s(const pl_chip *chip, int64_t tp, int64_t bytes)
+{
+    if (!(chip->dcn_bw > 0)) return 0;
+    int64_t dph = (int64_t)chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
+    int64_t on_host = tp < dph ? tp : dph;
+    return chip->dcn_latency_s + (double)on_host * (double)bytes / chip->dcn_bw;
+}
+
 /* The largest legal TP degree of b; 0: none. */
 static int64_t most_sharding(const pl_review_brief *b)
 {
