@@ -258,10 +258,14 @@ static int slots_free(core_state *c)
     return 1;
 }
 
-/* Let the core act at time now if it can; returns 1 if it did, -1 on error. */
+/* Whether the core may act at time now: the test before every core_act
+ * call, inlined where the replay loops (most calls found the core busy). */
+static inline int core_ready(const core_state *c, double now) { return c->phase != PH_DONE && c->wake <= now; }
+
+/* Let the core act at time now (core_ready); returns 1 if it did, 0 if it
+ * waits, -1 on error. */
 static int core_act(core_state *c, dma_engine *d, const pl_chip *chip, double now)
 {
-    if (c->phase == PH_DONE || c->wake > now) return 0;
     sim_coreline *cl = c->cl;
     int64_t issued;
     switch (c->phase) {
@@ -356,8 +360,8 @@ static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_t
     while (acted) {
         acted = 0;
         for (int i = 0; i < n; i++) {
-            int r;
-            while ((r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
+            int r = 0;
+            while (core_ready(&cs[i], now) && (r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
             if (r < 0) return -1;
         }
         acted &= mesh;
@@ -468,8 +472,44 @@ int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const 
     return time_devices(devs, n_devices, chip, mesh, stats);
 }
 
+/* One device, no mesh: the same events as time_devices, in a loop of its
+ * own. A cost-only sweep replays millions of steps here (bench/sweep_speed),
+ * and the mesh's generality (engines and cores by index, links, credits,
+ * passes until no core acts) cost a third of its time. */
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
-    sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
-    return time_devices(&d, 1, chip, NULL, NULL);
+    memset(out, 0, sizeof *out);
+    if (n_cores < 1 || n_cores > SIM_MAX_CORES) return -1;
+    if (bad_chip(chip)) return -2;
+    dma_engine eng = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes};
+    core_state cs[SIM_MAX_CORES];
+    for (int i = 0; i < n_cores; i++)
+        cs[i] = (core_state){.cl = &cores[i], .dma = &eng, .phase = cores[i].steps ? PH_PROLOGUE : PH_DONE};
+    int rc = 0;
+    for (double now = 0;;) {
+        double next = INFINITY;
+        int running = 0;
+        for (int i = 0; i < n_cores; i++) { /* one pass: a core's actions only issue copies, which end later */
+            int r = 0;
+            while (core_ready(&cs[i], now) && (r = core_act(&cs[i], &eng, chip, now)) > 0) {}
+            if (r < 0) { rc = -1; goto out; }
+            if (cs[i].phase == PH_DONE) {
+                if (out->core_end_s[i] == 0) out->core_end_s[i] = now;
+                continue;
+            }
+            running = 1;
+            if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
+        }
+        if (!running) break;
+        double t = dma_next(&eng);
+        if (t < next) next = t;
+        if (!isfinite(next)) { rc = -2; goto out; } /* a chip whose figures put the next event at infinity */
+        dma_advance(&eng, next);
+        if (eng.oom) { rc = -1; goto out; }
+        now = next;
+    }
+    for (int i = 0; i < n_cores; i++) core_result(&cs[i], out, i);
+out:
+    free(eng.live);
+    return rc;
 }
