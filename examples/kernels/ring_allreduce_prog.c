@@ -86,8 +86,12 @@ static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chi
 {
     double both = ar_closed_form_s(s, chip, 2), one = ar_closed_form_s(s, chip, 1);
     double lat = 2.0 * (s->devices - 1) * (chip->dma_latency_s + chip->ici_latency_s);
-    printf("  mesh: %.2f us, %lld remote copies, %lld bytes over ICI\n", mr->time_s * 1e6,
-           (long long)mr->remote_copies, (long long)mr->ici_bytes);
+    if (mr->dcn_copies) /* a multislice mesh: some of the copies go over DCN, not ICI (M14) */
+        printf("  mesh: %.2f us, %lld remote copies, %lld bytes over ICI and DCN\n", mr->time_s * 1e6,
+               (long long)mr->remote_copies, (long long)mr->ici_bytes);
+    else
+        printf("  mesh: %.2f us, %lld remote copies, %lld bytes over ICI\n", mr->time_s * 1e6,
+               (long long)mr->remote_copies, (long long)mr->ici_bytes);
     printf("  links: %d directed links carried data, %.1f GB/s each (%.2f of a link's peak); %s\n", mr->links_used,
            mr->ici_bw_achieved / 1e9, mr->ici_bw_fraction, mr->bound_msg);
     ex_mesh_ranks_line(mr);
