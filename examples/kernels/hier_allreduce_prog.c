@@ -71,13 +71,17 @@ static int verdict(const pl_mesh *mesh, const ar_data *d, int cost_only)
     int first, count;
     pl_mesh_local_devices(mesh, &first, &count);
     int n = pl_mesh_devices(mesh);
-    double *v = calloc((size_t)n * 2, sizeof *v);
-    if (!v) return fprintf(stderr, "hier_allreduce: out of host memory\n"), 2;
+    int64_t elems = d->s.rows * d->s.cols;
+    double *v = calloc((size_t)n * 2, sizeof *v), *ref = malloc((size_t)elems * sizeof *ref);
+    double *mag = malloc((size_t)elems * sizeof *mag);
+    if (!v || !ref || !mag) return free(v), free(ref), free(mag), fprintf(stderr, "hier_allreduce: out of host memory\n"), 2;
+    ar_reference(d, ref, mag); /* once: every device holds the same sum */
     for (int dev = first; dev < first + count; dev++) {
-        ar_error e;
-        if (ar_verify(d, dev, &e) != PL_OK) e.ok = 0, e.bad = -1;
+        ar_error e = {.first_device = -1, .first_elem = -1};
+        ar_verify_device(d, dev, ref, mag, &e);
         v[2 * dev] = (double)e.bad, v[2 * dev + 1] = e.norm_err;
     }
+    free(ref), free(mag);
     pl_mesh_share(mesh, v, 2);
     int64_t bad = 0;
     double worst = 0;

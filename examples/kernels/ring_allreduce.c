@@ -201,7 +201,7 @@ void ar_reference(const ar_data *d, double *ref, double *mag)
 }
 
 /* Device dev's o against ref and the bound, into e. */
-static void verify_device(const ar_data *d, int dev, const double *ref, const double *mag, ar_error *e)
+void ar_verify_device(const ar_data *d, int dev, const double *ref, const double *mag, ar_error *e)
 {
     int64_t n_el = elems(&d->s);
     double k = d->s.devices - 1, u = ldexp(1, -24), gamma = k * u / (1 - k * u);
@@ -227,7 +227,7 @@ int ar_verify(const ar_data *d, int dev, ar_error *e)
         return PL_ENOMEM;
     }
     ar_reference(d, ref, mag);
-    for (int v = dev < 0 ? 0 : dev; v < (dev < 0 ? d->s.devices : dev + 1); v++) verify_device(d, v, ref, mag, e);
+    for (int v = dev < 0 ? 0 : dev; v < (dev < 0 ? d->s.devices : dev + 1); v++) ar_verify_device(d, v, ref, mag, e);
     e->ok = e->bad == 0;
     free(ref), free(mag);
     return PL_OK;

@@ -108,6 +108,9 @@ typedef struct ar_error {
 /* PL_OK (e filled), PL_EINVAL without data, PL_ENOMEM. dev >= 0: only that
  * device; -1: all. */
 int ar_verify(const ar_data *d, int dev, ar_error *e);
+/* Device dev's o added into e (bad, max_abs_err, norm_err, the first bad element) against a reference
+ * ar_reference computed once: checking many devices of a big mesh, compute it once. */
+void ar_verify_device(const ar_data *d, int dev, const double *ref, const double *mag, ar_error *e);
 
 /* The closed form of the ring all-reduce: every device sends 2 (N - 1) / N
  * of its bytes (reduce-scatter, then all-gather), split over `directions`
