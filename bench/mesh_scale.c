@@ -38,8 +38,9 @@ typedef struct run {
 /* One run of the ring all-reduce on d devices: its copies, wall time and peak RSS; 0 when it ran. */
 static int run_one(const char *tilesim, int d, run *out)
 {
-    char devices[16];
+    char devices[16], rows[24];
     snprintf(devices, sizeof devices, "%d", d);
+    snprintf(rows, sizeof rows, "%d", d > 512 ? 2 * d : 1024); /* a multiple of 2 D: 1024 rows up to 512 devices */
     int fd[2];
     if (pipe(fd)) return -1;
     double t0 = now_s();
@@ -49,7 +50,7 @@ static int run_one(const char *tilesim, int d, run *out)
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--cost-only", (char *)NULL);
+        execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only", (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -114,7 +115,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mesh_scale: %s: %s (build it with make, or set TILESIM)\n", tilesim, strerror(errno));
         return 2;
     }
-    printf("ring all-reduce, cost-only, one process (%s run ring_allreduce --devices D --cost-only)\n", tilesim);
+    printf("ring all-reduce, cost-only, one process (%s run ring_allreduce --devices D --cost-only; --rows 2D past 512)\n",
+           tilesim);
     printf("%8s %12s %10s %12s %14s\n", "devices", "copies", "host s", "host us/copy", "peak bytes/copy");
     double xs[8], ts[8], ms[8];
     int n = 0;
