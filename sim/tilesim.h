@@ -741,6 +741,9 @@ double pl_chip_mxu_rate(const pl_chip *chip, pl_dtype t);
  * second-minor size must be a multiple of it or the whole dimension (E2002).
  * chip must not be NULL. Pure: any thread. */
 int pl_chip_tile_rows(const pl_chip *chip, pl_dtype t, int64_t rows);
+/* JAX devices one host's NICs serve (rule M14): chips_per_host x
+ * devices_per_chip, at least 1. chip must not be NULL. */
+int pl_chip_devices_per_host(const pl_chip *chip);
 
 /* ---- sweeps: many calls in cost-only mode, on every host core ---------------- */
 

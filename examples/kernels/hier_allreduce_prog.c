@@ -136,8 +136,7 @@ static int run(const pl_mesh *mesh, const ha_shape *s, const ex_cmdline *cl, int
         } else
             printf("  the flat ring: %s\n", flat.error[0] ? flat.error : pl_strerror(fr));
         /* each device sends 2 (S - 1) / S of a chunk (rows / P) over DCN; a host's devices share its NIC */
-        int dph = chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
-        int on_host = dph < s->per_slice ? dph : s->per_slice;
+        int dph = pl_chip_devices_per_host(chip), on_host = dph < s->per_slice ? dph : s->per_slice;
         double chunk = (double)(s->rows / s->per_slice) * (double)s->cols * 4;
         double nic = on_host * 2.0 * (s->slices - 1) / s->slices * chunk / chip->dcn_bw;
         printf("  closed form of the busiest NIC: %d devices x 2 (S-1)/S x %.0f bytes / %.1f GB/s = %.2f us\n",

@@ -107,8 +107,7 @@ int rv_slices_ok(const pl_review_brief *b, int64_t slices, char *why, size_t n)
 double rv_dcn_handoff_s(const pl_chip *chip, int64_t tp, int64_t bytes)
 {
     if (!(chip->dcn_bw > 0)) return 0;
-    int64_t dph = (int64_t)chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
-    int64_t on_host = tp < dph ? tp : dph;
+    int64_t dph = pl_chip_devices_per_host(chip), on_host = tp < dph ? tp : dph;
     return chip->dcn_latency_s + (double)on_host * (double)bytes / chip->dcn_bw;
 }
 

@@ -192,6 +192,12 @@ const pl_chip *pl_chip_find(const char *name)
     return NULL;
 }
 
+int pl_chip_devices_per_host(const pl_chip *chip)
+{
+    int d = chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
+    return d > 0 ? d : 1;
+}
+
 int pl_chip_tile_rows(const pl_chip *chip, pl_dtype t, int64_t rows)
 {
     kern_target k = {.tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit}};

@@ -28,7 +28,7 @@ struct sim_links {
     const pl_mesh *mesh;
     double bw, latency, hop_latency;
     double dcn_bw, dcn_latency;
-    int dph, n_dev;
+    int dph, n_dev, per_slice; /* devices a host, in the mesh, in a slice */
     int64_t dcn_copies;
     double dcn_pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES];
     sim_credits *credits;
@@ -40,15 +40,21 @@ struct sim_links {
     int fresh;              /* the rates sim_links_next set still hold: no issue or advance since */
 };
 
+/* A device's DCN port as its host's: n devices, per_slice of them a slice
+ * (numbered slice by slice), dph a host. */
+static int host_port(int n, int per_slice, int dph, int link)
+{
+    if (!SIM_IS_DCN_LINK(n, link)) return link;
+    int base = SIM_DCN_LINK(n, 0, 0), dev = (link - base) / 2, in = (link - base) % 2;
+    dph = dph > 0 ? dph : 1;
+    int hosts_per_slice = (per_slice + dph - 1) / dph; /* a slice's last host may serve fewer */
+    return SIM_DCN_LINK(n, dev / per_slice * hosts_per_slice + dev % per_slice / dph, in);
+}
+
 int sim_links_host_port(const pl_mesh *mesh, int devices_per_host, int link)
 {
     int n = pl_mesh_devices(mesh);
-    if (!n || !SIM_IS_DCN_LINK(n, link)) return link;
-    int base = SIM_DCN_LINK(n, 0, 0), dev = (link - base) / 2, in = (link - base) % 2;
-    int per_slice = n / pl_mesh_slices(mesh), dph = devices_per_host > 0 ? devices_per_host : 1;
-    int hosts_per_slice = (per_slice + dph - 1) / dph; /* a slice's last host may serve fewer */
-    int host = pl_mesh_slice_of(mesh, dev) * hosts_per_slice + dev % per_slice / dph;
-    return SIM_DCN_LINK(n, host, in);
+    return n ? host_port(n, n / pl_mesh_slices(mesh), devices_per_host, link) : link;
 }
 
 sim_links *sim_links_new(const pl_mesh *mesh, const sim_link_figures *fig, sim_credits *credits)
@@ -58,6 +64,7 @@ sim_links *sim_links_new(const pl_mesh *mesh, const sim_link_figures *fig, sim_c
     *l = (sim_links){.mesh = mesh, .bw = fig->bw, .latency = fig->latency, .hop_latency = fig->hop_latency,
                      .dcn_bw = fig->dcn_bw, .dcn_latency = fig->dcn_latency, .dph = fig->devices_per_host,
                      .n_dev = pl_mesh_devices(mesh), .credits = credits, .n_link_ids = SIM_ICI_LINKS(pl_mesh_devices(mesh))};
+    l->per_slice = l->n_dev / (pl_mesh_slices(mesh) > 0 ? pl_mesh_slices(mesh) : 1);
     l->load = calloc((size_t)l->n_link_ids, sizeof *l->load);
     l->bytes = calloc((size_t)l->n_link_ids, sizeof *l->bytes);
     if (!l->load || !l->bytes) {
@@ -94,11 +101,11 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     double first_byte = l->latency;
     if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
         l->dcn_copies++;
-        l->dcn_pair[pl_mesh_slice_of(l->mesh, from)][pl_mesh_slice_of(l->mesh, x->to)] += (double)x->bytes;
+        l->dcn_pair[from / l->per_slice][x->to / l->per_slice] += (double)x->bytes;
     }
     for (int k = 0; k < hops; k++) {
         int dcn = SIM_IS_DCN_LINK(l->n_dev, links[k]);
-        if (dcn) links[k] = sim_links_host_port(l->mesh, l->dph, links[k]);
+        if (dcn) links[k] = host_port(l->n_dev, l->per_slice, l->dph, links[k]);
         first_byte += !dcn ? l->hop_latency : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
     }
     l->fresh = 0;

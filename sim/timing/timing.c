@@ -416,7 +416,7 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
     sim_credits *credits = mesh ? sim_credits_new() : NULL;
     sim_link_figures fig = {.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop,
                             .dcn_bw = chip->dcn_bw, .dcn_latency = chip->dcn_latency_s,
-                            .devices_per_host = chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1)};
+                            .devices_per_host = pl_chip_devices_per_host(chip)};
     sim_links *links = mesh && credits ? sim_links_new(mesh, &fig, credits) : NULL;
     if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
     if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
