@@ -77,7 +77,7 @@ static void mesh_json(const mesh_out *mo, FILE *f)
     fprintf(f, "},\"slices\":%d", mr->slices > 0 ? mr->slices : 1);
     if (mr->dcn_copies) { /* the Megascale view: traffic between slices (M14) */
         fprintf(f, ",\"dcn\":{\"copies\":%lld,\"bytes\":%.0f,\"busiest_nic_s\":%.9g,\"busy\":%.6g,\"wait_s\":%.9g,"
-                "\"pairs\":[", (long long)mr->dcn_copies, mr->dcn_bytes, mr->dcn_busiest_s, mr->dcn_busy, mr->dcn_wait_s);
+                "\"pairs\":[", (long long)mr->dcn_copies, mr->dcn_bytes, mr->dcn_busiest_s, mr->busy[PL_BOUND_DCN], mr->dcn_wait_s);
         for (int i = 0, first = 1; i < PL_MESH_MAX_SLICES; i++)
             for (int j = 0; j < PL_MESH_MAX_SLICES; j++)
                 if (mr->dcn_pair_bytes[i][j] > 0)

@@ -444,15 +444,16 @@ typedef struct pl_finding {
  * access (pl_get / pl_set loops) on the scalar unit. VMEM: the block ops'
  * vector loads and stores. ICI: a mesh device's copies to other devices.
  * LATENCY: cores waiting for copies whose issue latency (DMA, ICI hops) the
- * bandwidth does not explain. */
+ * bandwidth does not explain. DCN: a multislice mesh's busiest host NIC
+ * (copies between slices, M14; mesh reports only). */
 typedef enum pl_bound {
     PL_BOUND_NONE = 0, PL_BOUND_COMPUTE, PL_BOUND_VPU, PL_BOUND_HBM, PL_BOUND_OVERHEAD, PL_BOUND_SCALAR,
-    PL_BOUND_VMEM, PL_BOUND_ICI, PL_BOUND_LATENCY,
+    PL_BOUND_VMEM, PL_BOUND_ICI, PL_BOUND_LATENCY, PL_BOUND_DCN,
     PL_BOUND_COUNT
 } pl_bound;
 
 /* "compute", "VPU", "HBM", "step overhead", "scalar", "VMEM", "ICI",
- * "latency"; "none" for anything else. A static string: valid for the
+ * "latency", "DCN"; "none" for anything else. A static string: valid for the
  * process, any thread. */
 const char *pl_bound_name(pl_bound b);
 /* The resource as the report's busy line names it: "MXU" for

@@ -87,7 +87,7 @@ int pl_mesh_axis(const pl_mesh *mesh, const char *name);
 const char *pl_mesh_format(const pl_mesh *mesh, char *buf, size_t n);
 
 /* What a mesh call did, over all devices. */
-#define PL_MESH_BUSY 9 /* PL_BOUND_COUNT of sim/tilesim.h, which this header does not include */
+#define PL_MESH_BUSY 10 /* PL_BOUND_COUNT of sim/tilesim.h, which this header does not include */
 typedef struct pl_mesh_report {
     int status;                 /* what pl_mesh_call returned */
     char error[2048];           /* the first failing device's message (a deadlock: every stuck device) */
@@ -119,10 +119,9 @@ typedef struct pl_mesh_report {
     int64_t dcn_copies;         /* copies between slices */
     double dcn_bytes;           /* their bytes */
     double dcn_pair_bytes[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES]; /* [from slice][to slice] */
-    double dcn_busiest_s;       /* the busiest host NIC's bytes (one way) / its bandwidth: a floor on time_s */
-    double dcn_busy;            /* dcn_busiest_s / time_s */
+    double dcn_busiest_s;       /* the busiest host NIC's bytes (one way) / its bandwidth: a floor on time_s;
+                                   busy[PL_BOUND_DCN] is it over time_s */
     double dcn_wait_s;          /* the longest any device waited for copies that came over DCN */
-    int dcn_bound;              /* 1: the busiest host NIC is busier than any other resource (bound: ICI) */
 } pl_mesh_report;
 
 /* The mesh report as text: per device its time, compute, copies and bytes

@@ -38,7 +38,7 @@ static void print_dcn(const char *what, const pl_mesh_report *mr)
 {
     printf("  %s: %.2f us; %lld copies over DCN, %.0f bytes; the busiest host NIC %.2f us (%.1f%% of the run); "
            "a device waited at most %.2f us on DCN\n", what, mr->time_s * 1e6, (long long)mr->dcn_copies,
-           mr->dcn_bytes, mr->dcn_busiest_s * 1e6, 100 * mr->dcn_busy, mr->dcn_wait_s * 1e6);
+           mr->dcn_bytes, mr->dcn_busiest_s * 1e6, 100 * mr->busy[PL_BOUND_DCN], mr->dcn_wait_s * 1e6);
     for (int i = 0; i < PL_MESH_MAX_SLICES; i++)
         for (int j = 0; j < PL_MESH_MAX_SLICES; j++)
             if (mr->dcn_pair_bytes[i][j] > 0)

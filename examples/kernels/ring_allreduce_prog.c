@@ -98,7 +98,7 @@ static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chi
     if (mr->dcn_copies)
         printf("  DCN: %lld copies between %d slices, %.0f bytes; the busiest host NIC %.2f us (%.1f%% of the run); "
                "a device waited at most %.2f us on DCN\n", (long long)mr->dcn_copies, mr->slices, mr->dcn_bytes,
-               mr->dcn_busiest_s * 1e6, 100 * mr->dcn_busy, mr->dcn_wait_s * 1e6);
+               mr->dcn_busiest_s * 1e6, 100 * mr->busy[PL_BOUND_DCN], mr->dcn_wait_s * 1e6);
     if (both <= 0 || mr->dcn_copies) return; /* the closed form is a one-slice ring's */
     printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x 2 directions) = %.2f us;\n"
            "    simulated / closed form = %.3f (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us;\n"

@@ -49,15 +49,12 @@ static void mesh_busy(pl_mesh_report *mr, sim_exec *const *xs, int n)
         }
     }
     mr->busy[PL_BOUND_ICI] = mr->busiest_link_s / t;
-    mr->dcn_busy = mr->dcn_busiest_s / t;
+    mr->busy[PL_BOUND_DCN] = mr->dcn_busiest_s / t; /* the network between slices is a link too */
     double floor = own > mr->busiest_link_s ? own : mr->busiest_link_s;
     if (mr->dcn_busiest_s > floor) floor = mr->dcn_busiest_s;
     if (mr->hbm_s > floor) floor = mr->hbm_s;
     mr->busy[PL_BOUND_LATENCY] = t > floor ? (t - floor) / t : 0;
     mr->bound = sim_bound_pick(mr->busy);
-    /* the network between slices is a link too: when its busiest host NIC is
-     * busier than every resource of the report, the mesh is DCN-bound */
-    if (mr->dcn_busy > mr->busy[mr->bound]) mr->bound = PL_BOUND_ICI, mr->dcn_bound = 1;
     mr->ici_bound = mr->bound == PL_BOUND_ICI;
 }
 
@@ -75,12 +72,12 @@ static void bound(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_chip 
     char dcn[64] = "";
     if (mr->dcn_copies) snprintf(dcn, sizeof dcn, "; %.1f us per copy between slices over DCN, M14",
                                  chip->dcn_latency_s * 1e6);
-    if (mr->dcn_bound)
+    if (mr->bound == PL_BOUND_DCN)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "DCN-bound: the busiest host's NICs carry %s of data between slices at %.1f GB/s, %.1f%% of the "
                  "%s the mesh takes, more than any other resource is busy; keep the traffic between slices small "
                  "(reduce within a slice over ICI first) (rule M14)",
-                 pl_format_time(mr->dcn_busiest_s, x, sizeof x), chip->dcn_bw / 1e9, 100 * mr->dcn_busy, t);
+                 pl_format_time(mr->dcn_busiest_s, x, sizeof x), chip->dcn_bw / 1e9, 100 * mr->busy[PL_BOUND_DCN], t);
     else if (mr->bound == PL_BOUND_ICI)
         snprintf(mr->bound_msg, sizeof mr->bound_msg,
                  "ICI-bound: the busiest link carries %s of data over %s at %.0f GB/s, %.1f%% of the %s the mesh "
@@ -170,7 +167,7 @@ void pl_mesh_report_print(const pl_mesh_report *mr, const pl_report *reports, FI
         pl_format_time(mr->dcn_wait_s, w, sizeof w);
         pl_format_time(mr->dcn_busiest_s, s2, sizeof s2);
         fprintf(f, "DCN: %lld copies between slices, %s; the busiest host NIC %s (%.1f%% of the run); a device waited "
-                "at most %s on DCN\n", (long long)mr->dcn_copies, b, s2, 100 * mr->dcn_busy, w);
+                "at most %s on DCN\n", (long long)mr->dcn_copies, b, s2, 100 * mr->busy[PL_BOUND_DCN], w);
         for (int i = 0; i < PL_MESH_MAX_SLICES; i++)
             for (int j = 0; j < PL_MESH_MAX_SLICES; j++)
                 if (mr->dcn_pair_bytes[i][j] > 0)

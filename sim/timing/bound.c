@@ -18,6 +18,7 @@ const char *pl_bound_name(pl_bound b)
     case PL_BOUND_VMEM: return "VMEM";
     case PL_BOUND_ICI: return "ICI";
     case PL_BOUND_LATENCY: return "latency";
+    case PL_BOUND_DCN: return "DCN";
     default: return "none";
     }
 }
