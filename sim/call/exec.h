@@ -80,7 +80,8 @@ void sim_exec_finish_mesh(sim_exec **xs, int n, const struct pl_mesh *mesh, sim_
 /* The mesh's report from its devices' (mesh_report.c); xs[d] may be NULL
  * past a device that failed to start. */
 struct pl_mesh_report;
-void sim_mesh_report(struct pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_link_stats *st);
+void sim_mesh_report(struct pl_mesh_report *mr, sim_exec *const *xs, int n, const struct pl_mesh *mesh,
+                     const sim_link_stats *st);
 void sim_exec_delete(sim_exec *x, pl_report *report);
 /* A call refused before it becomes a pallas_call (pl_kernel's mesh, K5):
  * report (if any) and pl_last_error() say msg, as a failed call's do.

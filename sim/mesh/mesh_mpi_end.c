@@ -88,8 +88,7 @@ void sim_mesh_mpi_finish(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr
     int rc = r->mpi ? gather(r, xs, ran) : PL_ENOMEM;
     if (r->rank == 0 && rc == PL_OK) {
         if (ran) sim_exec_finish_mesh(xs, r->n, r->mesh, stats);
-        sim_mesh_report(mr, xs, r->n, stats);
-        mr->slices = pl_mesh_slices(r->mesh);
+        sim_mesh_report(mr, xs, r->n, r->mesh, stats);
     }
     size_t each = sizeof(pl_report);
     pl_report *reps = calloc((size_t)r->n, each);

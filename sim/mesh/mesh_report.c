@@ -99,9 +99,10 @@ static void bound(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_chip 
                  : pl_bound_name((pl_bound)mr->bound), 100 * mr->busy[mr->bound]);
 }
 
-void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_link_stats *st)
+void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_mesh *mesh, const sim_link_stats *st)
 {
     memset(mr, 0, sizeof *mr);
+    mr->slices = pl_mesh_slices(mesh);
     mr->n_devices = n;
     mr->ranks = 1; /* mesh_mpi.c says otherwise */
     mr->failed_device = -1;
@@ -118,7 +119,6 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const sim_l
         if (rep->remote_wait_s > mr->remote_wait_s) mr->remote_wait_s = rep->remote_wait_s;
     }
     if (!chip || mr->status) return;
-    mr->slices = 1;
     if (st->dcn_copies) {
         mr->dcn_copies = st->dcn_copies;
         mr->dcn_bytes = st->dcn_bytes;

@@ -215,8 +215,7 @@ static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr,
         return;
     }
     if (ran) sim_exec_finish_mesh(xs, r->n, r->mesh, stats);
-    sim_mesh_report(mr, xs, r->n, stats);
-    mr->slices = pl_mesh_slices(r->mesh);
+    sim_mesh_report(mr, xs, r->n, r->mesh, stats);
 }
 
 int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args, pl_array *outs,
