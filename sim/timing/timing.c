@@ -348,9 +348,12 @@ static void core_result(const core_state *c, sim_time_result *out, int i)
 
 /* Everything that can happen at `now`: passes until no core acts (a signal
  * can let another core go at the same instant). Sets *next to the earliest
- * core wake-up; returns 1 while a core runs, 0 when all are done, -1. */
-static int act_all(core_state *cs, int n, const int *dev_of, int *core_of, sim_time_dev *devs, const pl_chip *chip,
-                   double now, double *next)
+ * core wake-up; returns 1 while a core runs, 0 when all are done, -1.
+ * Inlined into the replay's loop: it runs at every event, millions of times
+ * a cost-only sweep (a call was 5 % of its instructions, bench/sweep_speed). */
+static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, const int *dev_of, int *core_of,
+                                                         sim_time_dev *devs, const pl_chip *chip, double now,
+                                                         double *next)
 {
     /* Without a mesh one pass is enough: a core's actions only issue
      * transfers, which finish later, so they cannot let another core go at
@@ -472,44 +475,8 @@ int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const 
     return time_devices(devs, n_devices, chip, mesh, stats);
 }
 
-/* One device, no mesh: the same events as time_devices, in a loop of its
- * own. A cost-only sweep replays millions of steps here (bench/sweep_speed),
- * and the mesh's generality (engines and cores by index, links, credits,
- * passes until no core acts) cost a third of its time. */
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
-    memset(out, 0, sizeof *out);
-    if (n_cores < 1 || n_cores > SIM_MAX_CORES) return -1;
-    if (bad_chip(chip)) return -2;
-    dma_engine eng = {.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes};
-    core_state cs[SIM_MAX_CORES];
-    for (int i = 0; i < n_cores; i++)
-        cs[i] = (core_state){.cl = &cores[i], .dma = &eng, .phase = cores[i].steps ? PH_PROLOGUE : PH_DONE};
-    int rc = 0;
-    for (double now = 0;;) {
-        double next = INFINITY;
-        int running = 0;
-        for (int i = 0; i < n_cores; i++) { /* one pass: a core's actions only issue copies, which end later */
-            int r = 0;
-            while (core_ready(&cs[i], now) && (r = core_act(&cs[i], &eng, chip, now)) > 0) {}
-            if (r < 0) { rc = -1; goto out; }
-            if (cs[i].phase == PH_DONE) {
-                if (out->core_end_s[i] == 0) out->core_end_s[i] = now;
-                continue;
-            }
-            running = 1;
-            if (cs[i].wake > now && cs[i].wake < next) next = cs[i].wake;
-        }
-        if (!running) break;
-        double t = dma_next(&eng);
-        if (t < next) next = t;
-        if (!isfinite(next)) { rc = -2; goto out; } /* a chip whose figures put the next event at infinity */
-        dma_advance(&eng, next);
-        if (eng.oom) { rc = -1; goto out; }
-        now = next;
-    }
-    for (int i = 0; i < n_cores; i++) core_result(&cs[i], out, i);
-out:
-    free(eng.live);
-    return rc;
+    sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
+    return time_devices(&d, 1, chip, NULL, NULL);
 }
