@@ -47,8 +47,8 @@ typedef struct sim_ici_xfer {
 
 /* Time the n copies of x on the links of mesh m, each link moving link_bw
  * bytes per second one way (on a multislice mesh a copy between slices
- * holds its two devices' DCN ports at link_bw too, with no latency of its
- * own: the mesh runtime times DCN by hosts in links.c, not here). A copy occupies every link of its route at once
+ * holds its two devices' DCN ports at link_bw too, after two hop latencies
+ * (the mesh runtime times DCN by hosts in links.c, not here). A copy occupies every link of its route at once
  * from t_start and drains at the smallest share it gets on any of them
  * (link_bw / the copies active on that link); shares change at every start
  * and finish. Returns 0; -1 out of memory; -2 bad figures (a bad mesh, a
