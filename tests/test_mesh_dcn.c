@@ -268,3 +268,13 @@ Test(mesh_dcn, the_megascale_view_in_json_profile_and_trace, .timeout = 120)
     unlink(trace);
     th_run_free(&r);
 }
+
+/* --devices alone names no slices: refused, not ignored for the default mesh */
+Test(mesh_dcn, the_hierarchical_all_reduce_refuses_devices_without_a_mesh)
+{
+    const char *args[] = {"run", "hier_allreduce", "--devices", "8", NULL};
+    th_run r = tilesim(args);
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "--mesh 'dcn:2 x ring:4'"), "%s", r.err);
+    th_run_free(&r);
+}

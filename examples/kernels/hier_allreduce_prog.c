@@ -154,9 +154,12 @@ int ex_hier_allreduce_main(int argc, char **argv)
 {
     ex_cmdline cl = {.prog = "hier_allreduce", .usage = USAGE,
                      .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
-    ex_mesh_args a = {.devices = 32, .rows = 1024, .cols = 1024, .with_mesh = 1};
+    ex_mesh_args a = {.devices = 0, .rows = 1024, .cols = 1024, .with_mesh = 1}; /* 0: --devices not given */
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;
+    if (!a.has_mesh && a.devices)
+        return ex_usage_error(&cl, "--devices %d alone says no slices: give the mesh, e.g. --mesh 'dcn:2 x ring:%d'",
+                              a.devices, a.devices / 2 > 0 ? a.devices / 2 : 1), 2;
     pl_mesh mesh = a.mesh;
     char msg[256];
     if (!a.has_mesh && pl_mesh_parse("dcn:2 x 4x4", &mesh, msg, sizeof msg) != PL_OK)
