@@ -151,6 +151,8 @@ void kern_ctx_free(pl_ctx *c)
     if (c->scoped_release) c->scoped_release(c); /* run_scoped VMEM a fault left live (kernel/scoped.c) */
     free(c->ops);
     free(c->tmp);
+    free(c->values.base);
+    c->values = (struct kern_arena){0};
     free(c->dma);
     free(c->sem_bank);
     c->sem_bank = NULL;
@@ -165,12 +167,21 @@ void kern_core_start(pl_ctx *c, int core, int64_t first_dma)
     c->n_dma = 0;
     c->next_dma = first_dma;
     memset(c->idx, 0, sizeof c->idx);
+    c->point_ok = 0;
+}
+
+const char *kern_point(pl_ctx *c)
+{
+    if (!c->point_ok) kern_format_point(c->idx, c->grid_rank, c->point, sizeof c->point);
+    c->point_ok = 1;
+    return c->point;
 }
 
 void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx)
 {
     c->step = step;
     memcpy(c->idx, idx, (size_t)c->grid_rank * sizeof *idx);
+    c->point_ok = 0;
     c->n_ops = 0;
     c->scalar_ops = 0;
     c->n_ds_count = 0; /* pl_ds calls are counted per step (T9) */

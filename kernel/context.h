@@ -241,6 +241,8 @@ struct pl_ctx {
     const int64_t *grid;        /* grid sizes */
     int64_t idx[PL_MAX_GRID];   /* current indices */
     int64_t step;               /* linear step on this core */
+    char point[128];            /* idx as "(i, j)", made on first use in a step (kern_point) */
+    int point_ok;
     int core;
     void *user;                 /* pl_call.user */
     const char *kernel_name;
@@ -287,6 +289,14 @@ struct pl_ctx {
     /* host scratch for conversions, reused across steps (owned by executor) */
     float *tmp;
     size_t tmp_cap;             /* floats */
+    /* host memory for the values a kernel holds (examples/kernels/values.c),
+     * reused across steps: the core's own, not its host thread's, since
+     * the cores of a mesh share threads (sim/mesh/mesh_fiber.h) and one may
+     * park in a wait with its values live */
+    struct kern_arena {
+        char *base;
+        size_t used, cap;
+    } values;
 
     /* the mesh (kernel/remote.c): NULL on a single device */
     const kern_mesh_ops *mesh;
@@ -490,5 +500,9 @@ float *kern_tmp(pl_ctx *c, size_t n);
 
 /* Format the grid point "(i, j, k)" into buf. */
 void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n);
+/* The running grid point, "(i, j)", formatted once a step: on a mesh every
+ * copy and wait names its point for the race checker and the deadlock
+ * message, several a step (issue 26: formatting was 12 % of a big mesh). */
+const char *kern_point(pl_ctx *c);
 
 #endif

@@ -228,12 +228,9 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
         check_regular_spaces(c, &cp->src, &cp->dst, "pltpu_copy_start");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, 0, "pltpu_copy_start");
-    if (c->mesh && pl_size(cp->src) > 0) { /* other devices must not touch its bytes until its wait (V4) */
-        char point[128];
-        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+    if (c->mesh && pl_size(cp->src) > 0) /* other devices must not touch its bytes until its wait (V4) */
         m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->unit, &cp->src, &cp->dst,
-                                                  (const int64_t *)cp->sem.data, cp->bytes, point) != 0);
-    }
+                                                  (const int64_t *)cp->sem.data, cp->bytes, kern_point(c)) != 0);
     if (!c->dma_on_wait) land(c, m);
 }
 

@@ -227,11 +227,9 @@ static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, int uni
 {
     if (!c->mesh || pl_size(*dst) == 0) return 0;
     uintptr_t lo, hi;
-    char point[128];
     kern_ref_span(dst, &lo, &hi);
-    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
     return c->mesh->incoming(c->mesh_run, c->unit, unit, cp->dst.arg, lo, hi, (const int64_t *)recv->data,
-                             cp->bytes, point) != 0;
+                             cp->bytes, kern_point(c)) != 0;
 }
 
 void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
@@ -262,9 +260,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
         c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;
     }
     if (away) { /* it lands there when its message arrives, its bytes added there then */
-        char point[128];
-        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-        c->mesh->post(c->mesh_run, c->unit, to, &cp->src, &dst, &recv, amount, point);
+        c->mesh->post(c->mesh_run, c->unit, to, &cp->src, &dst, &recv, amount, kern_point(c));
     } else {
         int moves = !c->cost_only && !raced && pl_size(cp->src) > 0;
         if (moves && scoped_dst) scoped_buf_there(c, &cp->dst, to, &cp->src, fn); /* lands now, still in scope */

@@ -100,10 +100,8 @@ void kern_sem_add_own(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
  * "at grid point (i, j): pltpu_copy_wait on 'sems' for 4096 bytes". */
 static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, int bytes)
 {
-    char point[128];
-    kern_format_point(c->idx, c->grid_rank, point, sizeof point);
     const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
-    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", point, fn, name ? name : "?", (long long)need,
+    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", kern_point(c), fn, name ? name : "?", (long long)need,
              bytes ? " bytes" : "");
 }
 

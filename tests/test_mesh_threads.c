@@ -52,14 +52,15 @@ Test(mesh_threads, devices_that_cannot_all_start_are_refused_not_hung, .timeout 
     mh_alloc(&r, "line:512", 8, 128, 8, 128);
     long long vm = vm_size();
     cr_assert_gt(vm, 0, "VmSize from /proc/self/status");
-    /* room for the call's own memory, not for 512 thread stacks */
+    /* room for the call's own memory, not for 512 stacks (a fiber's or a thread's) */
     struct rlimit lim = {.rlim_cur = (rlim_t)(vm + 768LL * 1024 * 1024), .rlim_max = RLIM_INFINITY};
     cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
     mh_call(&r, &call, &(pl_options){.cost_only = 1});
     lim.rlim_cur = RLIM_INFINITY;
     setrlimit(RLIMIT_AS, &lim);
     cr_assert_eq(r.rc, PL_ENOMEM, "%d: %s", r.rc, r.mr.error);
-    mh_assert_says(r.mr.error, "could not start a thread for device");
+    mh_assert_says(r.mr.error, "the host could not start");
+    mh_assert_says(r.mr.error, "for device");
     mh_free(&r);
 }
 

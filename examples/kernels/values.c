@@ -1,8 +1,8 @@
-/* examples/kernels/values.c: a host arena per thread for the values of a
- * kernel (values.h). The arena lives in thread-local storage and a pthread
- * key frees it when the thread ends (tilesim's megacore and sweep threads
- * come and go); the main thread's stays reachable until exit. */
-#include <pthread.h>
+/* examples/kernels/values.c: host memory for the values of a kernel
+ * (values.h). The arena is the running core's (pl_ctx.values, freed with
+ * its context), not its host thread's: the cores of a mesh run as fibers
+ * that share a few threads, and a core that parks in a semaphore wait keeps
+ * its values live while another core's kernel runs. */
 #include <stdlib.h>
 
 #include "../../kernel/context.h" /* kern_fault: PL_ENOMEM as the runtime's own allocations */
@@ -10,27 +10,9 @@
 
 enum { ALIGN = 64 };
 
-static _Thread_local ex_values *arena;
-static pthread_key_t key;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void arena_free(void *p)
-{
-    ex_values *a = p;
-    free(a->base);
-    free(a);
-    arena = NULL;
-}
-
-static void make_key(void) { pthread_key_create(&key, arena_free); }
-
 ex_values *ex_values_begin(pl_ctx *c, size_t bytes)
 {
-    pthread_once(&once, make_key);
-    if (!arena) {
-        if (!(arena = calloc(1, sizeof *arena))) kern_fault(c, PL_ENOMEM, "out of host memory for the kernel's values");
-        pthread_setspecific(key, arena);
-    }
+    ex_values *arena = &c->values;
     if (arena->cap < bytes) {
         free(arena->base);
         arena->base = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);

@@ -6,8 +6,8 @@
  * buffer the kernel allocates, so they count against no scoped limit (M4).
  * tilesim's block ops take Refs, so a value here is a Ref over host memory
  * that is no operand and no scratch of the call: the ops on it are counted
- * (VPU, MXU) as on any Ref, its bytes in no budget. Each host thread has
- * one arena, reused at every grid point. */
+ * (VPU, MXU) as on any Ref, its bytes in no budget. Each core of a call
+ * has one arena, reused at every grid point. */
 #ifndef TILESIM_EXAMPLES_VALUES_H
 #define TILESIM_EXAMPLES_VALUES_H
 
@@ -15,12 +15,11 @@
 
 #include "../../kernel/pallas.h"
 
-typedef struct ex_values {
-    char *base;
-    size_t used, cap;
-} ex_values;
+struct kern_arena;
 
-/* This thread's arena, emptied, with room for `bytes` (the sum of
+typedef struct kern_arena ex_values; /* base, used, cap (kernel/context.h) */
+
+/* The running core's arena, emptied, with room for `bytes` (the sum of
  * ex_value_bytes of the values the grid point takes). Without the host
  * memory for it the call ends with PL_ENOMEM, naming the bytes, as the
  * runtime's own allocations do: never a run with work left out. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../call/core.h"
+#include "mesh_fiber.h"
 #include "mesh_run.h"
 
 static void run_lock(void *p) { pthread_mutex_lock(&((mesh_run *)p)->lock); }
@@ -21,14 +22,24 @@ static void run_unlock(void *p) { pthread_mutex_unlock(&((mesh_run *)p)->lock); 
  * mesh's host time). A deadlock or a core that ended wakes every core (sim_mesh_wake_all). */
 static void run_wake(void *p, int device)
 {
-    mesh_dev *d = &((mesh_run *)p)->dev[device];
-    if (d->blocked && *d->cell >= d->need) pthread_cond_signal(&d->cond);
+    mesh_run *r = p;
+    mesh_dev *d = &r->dev[device];
+    if (!d->blocked || *d->cell < d->need) return;
+    if (r->fibers) sim_fiber_ready(r, d);
+    else pthread_cond_signal(&d->cond);
+}
+
+void sim_mesh_wake_unit(mesh_run *r, int unit)
+{
+    mesh_dev *d = &r->dev[unit];
+    if (!r->fibers) pthread_cond_broadcast(&d->cond);
+    else if (d->blocked) sim_fiber_ready(r, d);
 }
 
 /* Every device looks again (a deadlock, a device that ended). */
 void sim_mesh_wake_all(mesh_run *r)
 {
-    for (int u = 0; u < r->units; u++) pthread_cond_broadcast(&r->dev[u].cond);
+    for (int u = r->first * r->cores; u < (r->first + r->count) * r->cores; u++) sim_mesh_wake_unit(r, u);
 }
 
 const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n)
@@ -86,7 +97,10 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     snprintf(d->what, sizeof d->what, "%s", what);
     r->blocked++;
     sim_mesh_find_deadlock(r);
-    while (*cell < need && !r->deadlock) pthread_cond_wait(&d->cond, &r->lock);
+    while (*cell < need && !r->deadlock) {
+        if (r->fibers) sim_fiber_park(r, d); /* until readied: the pool runs others meanwhile */
+        else pthread_cond_wait(&d->cond, &r->lock);
+    }
     r->blocked--;
     d->blocked = 0;
     if (*cell >= need) return 0;
@@ -147,7 +161,10 @@ static void run_perturb(void *p, int device)
 {
     mesh_run *r = p;
     if (!r->seed) return;
-    for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) sched_yield();
+    for (uint64_t k = sim_splitmix64(&r->dev[device].rng) % 4; k > 0; k--) {
+        if (r->fibers) sim_fiber_yield(r, &r->dev[device]);
+        else sched_yield();
+    }
 }
 
 /* Bytes [lo, hi) of argument `arg` of device `device` as the race detector

@@ -196,7 +196,7 @@ static void apply(mesh_run *r, const char *buf, int len)
     else {
         *cell += w.amount;
         if (r->race) sim_mesh_race_added(r->race, w.from, cell, w.amount);
-        pthread_cond_broadcast(&r->dev[w.to].cond);
+        sim_mesh_wake_unit(r, w.to);
     }
     r->mpi->applied++;
     pthread_mutex_unlock(&r->lock);

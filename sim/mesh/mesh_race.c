@@ -127,10 +127,24 @@ static semvec *sem_of(sim_mesh_race *r, const void *cell)
     return &r->sems[i];
 }
 
-static void join(uint32_t *to, const uint32_t *from, int n)
+/* snprintf "%s" without the format parser: a point is copied at every copy */
+static void copy_point(char *to, size_t n, const char *from)
 {
-    for (int i = 0; i < n; i++)
-        if (from[i] > to[i]) to[i] = from[i];
+    size_t len = strnlen(from, n - 1);
+    memcpy(to, from, len);
+    to[len] = 0;
+}
+
+/* Element-wise max, written without a branch so that the compiler makes it
+ * vector code: a 1024-device mesh joins 4 KiB clocks at every wait. x86-64's
+ * baseline (SSE2) has no unsigned 32-bit max: GCC makes an AVX2 clone too,
+ * chosen at load time where the host has it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void join(uint32_t *restrict to, const uint32_t *restrict from, int n)
+{
+    for (int i = 0; i < n; i++) to[i] = from[i] > to[i] ? from[i] : to[i];
 }
 
 void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t amount)
@@ -219,7 +233,7 @@ static void note(sim_mesh_race *r, int on, uintptr_t key, sim_mesh_event x, sim_
 static sim_mesh_event event_of(const landed *e)
 {
     sim_mesh_event v = {.device = e->from, .kind = e->local};
-    snprintf(v.point, sizeof v.point, "%s", e->point);
+    copy_point(v.point, sizeof v.point, e->point);
     return v;
 }
 
@@ -305,7 +319,7 @@ static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
     uint32_t gen = set->e[id].gen;
     set->e[id] = *e;
     set->e[id].gen = gen, set->e[id].live = 1;
-    snprintf(set->e[id].point, sizeof set->e[id].point, "%s", point);
+    copy_point(set->e[id].point, sizeof set->e[id].point, point);
     int pos = first_at(set, e->lo);
     while (pos < set->n && set->e[set->by_lo[pos]].lo == e->lo) pos++; /* after equal starts: landing order */
     memmove(set->by_lo + pos + 1, set->by_lo + pos, (size_t)(set->n - pos) * sizeof *set->by_lo);
@@ -322,7 +336,7 @@ static int local_side(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, 
 {
     const land_set *set = &r->land[device];
     sim_mesh_event me = {.device = device, .kind = kind};
-    snprintf(me.point, sizeof me.point, "%s", point);
+    copy_point(me.point, sizeof me.point, point);
     int raced = 0;
     for (int pos = overlap_from(set, lo); pos < set->n && set->e[set->by_lo[pos]].lo < hi; pos++) {
         const landed *l = &set->e[set->by_lo[pos]];
@@ -364,7 +378,7 @@ int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintp
     if (!r) return 0;
     uint32_t *mine = r->clock + (size_t)from * (size_t)r->n, epoch = mine[from];
     sim_mesh_event me = {.device = from, .kind = 0};
-    snprintf(me.point, sizeof me.point, "%s", point);
+    copy_point(me.point, sizeof me.point, point);
     const land_set *set = &r->land[to];
     int raced = 0;
     for (int pos = overlap_from(set, lo); pos < set->n && set->e[set->by_lo[pos]].lo < hi; pos++) {

@@ -22,11 +22,24 @@
 
 #include "../call/core.h"
 #include "../base/hostthreads.h"
+#include "mesh_fiber.h"
 #include "mesh_run.h"
 #include "../base/outfile.h"
 #include "ranks.h"
 
 /* ---- the run ----------------------------------------------------------------------- */
+
+/* A unit's walk, on its thread or fiber; then the others learn it ended. */
+static void run_unit(mesh_dev *d)
+{
+    mesh_run *r = d->run;
+    sim_walk_device_steps(d->x, d->core);
+    pthread_mutex_lock(&r->lock);
+    r->alive--;
+    d->done = 1;
+    sim_mesh_find_deadlock(r); /* the others may have been waiting for this one */
+    pthread_mutex_unlock(&r->lock);
+}
 
 static void *device_main(void *p)
 {
@@ -36,13 +49,7 @@ static void *device_main(void *p)
     while (!r->go) pthread_cond_wait(&d->cond, &r->lock);
     int go = r->go;
     pthread_mutex_unlock(&r->lock);
-    if (go < 0) return NULL;
-    sim_walk_device_steps(d->x, d->core);
-    pthread_mutex_lock(&r->lock);
-    r->alive--;
-    d->done = 1;
-    sim_mesh_find_deadlock(r); /* the others may have been waiting for this one */
-    pthread_mutex_unlock(&r->lock);
+    if (go > 0) run_unit(d);
     return NULL;
 }
 
@@ -107,33 +114,40 @@ static void report_race(mesh_run *r)
              sim_mesh_unit_name(r, race->on, won, sizeof won), hint);
 }
 
-/* Every device of this process on a host thread of its own, all at once
- * (and, across processes, those of every process: mesh_mpi.c agrees). */
+/* Every device of this process at once (and, across processes, those of
+ * every process: mesh_mpi.c agrees): each TensorCore a fiber on a pool of
+ * host threads (mesh_fiber.h), or a host thread of its own. */
 static int run_devices(mesh_run *r)
 {
     int units = r->count * r->cores, first = r->first * r->cores;
     r->alive = units;
     int made = 0;
-    while (made < units && pthread_create(&r->dev[first + made].tid, NULL, device_main, &r->dev[first + made]) == 0)
-        made++;
+    if (r->fibers) made = sim_fibers_start(r);
+    else
+        while (made < units &&
+               pthread_create(&r->dev[first + made].tid, NULL, device_main, &r->dev[first + made]) == 0)
+            made++;
     int all = made == units;
     if (r->ranks > 1) all = sim_mesh_mpi_agree(r, all);
     /* Devices wait for each other: all of them run at once or none does
      * (one run after another could wait forever for a device not started) */
     pthread_mutex_lock(&r->lock);
     r->go = all ? 1 : -1;
-    sim_mesh_wake_all(r);
+    if (r->fibers) sim_fibers_go(r);
+    else sim_mesh_wake_all(r);
     pthread_mutex_unlock(&r->lock);
     if (r->go > 0) sim_blas_single_begin();
     if (r->go > 0 && r->ranks > 1) sim_mesh_mpi_progress(r); /* until no device anywhere can run */
-    for (int u = 0; u < made; u++) pthread_join(r->dev[first + u].tid, NULL);
+    if (r->fibers) sim_fibers_join(r);
+    else
+        for (int u = 0; u < made; u++) pthread_join(r->dev[first + u].tid, NULL);
     if (r->go > 0) sim_blas_single_end();
     if (r->go > 0) return PL_OK;
     if (made == units) return PL_ENOMEM; /* another process could not: its device says so */
     char who[48];
     return sim_fail(&r->dev[first + made].x->rep, PL_ENOMEM,
-                    "pl_mesh_call: the host could not start a thread for %s of %d devices (every TensorCore of "
-                    "every device runs on a thread of its own, all at once)",
+                    "pl_mesh_call: the host could not start %s for %s of %d devices (every TensorCore of "
+                    "every device runs at once)", r->fibers ? "a fiber (its stack) or a pool thread" : "a thread",
                     sim_mesh_unit_name(r, first + made, who, sizeof who), r->n);
 }
 
@@ -245,7 +259,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
     mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0,
                   .tracing = opt && opt->trace_path, .cost_only = opt && opt->cost_only,
-                  .ranks = sim_mpi_size(), .rank = sim_mpi_rank()};
+                  .ranks = sim_mpi_size(), .rank = sim_mpi_rank(), .fibers = sim_fibers_wanted(), .run_unit = run_unit};
     r.first = (int)((int64_t)r.n * r.rank / r.ranks); /* contiguous blocks of devices per process */
     r.count = (int)((int64_t)r.n * (r.rank + 1) / r.ranks) - r.first;
     int traced = r.rank != 0 || open_trace(&r, call, opt, mr) == PL_OK; /* rank 0 writes the one trace */

@@ -35,8 +35,9 @@ typedef struct mesh_dev {
     int64_t need;
     char what[SIM_MESH_WHAT]; /* its pending wait, for the deadlock message */
     int64_t held;
-    pthread_t tid;
-    pthread_cond_t cond;    /* its waits sleep here; woken when one of its semaphores grows */
+    pthread_t tid;          /* thread mode: its host thread */
+    pthread_cond_t cond;    /* thread mode: its waits sleep here; woken when one of its semaphores grows */
+    struct sim_fiber *fiber; /* fiber mode: its stack and context (mesh_fiber.c) */
     char overflow[256];     /* a signal from another process overflowed a semaphore here (M9) */
 } mesh_dev;
 
@@ -60,6 +61,12 @@ typedef struct mesh_run {
     int first, count, ranks, rank;
     struct sim_mesh_mpi *mpi;   /* mesh_mpi.c, when ranks > 1 */
     pthread_cond_t main_cond;   /* the calling thread (which moves the messages) sleeps here */
+    /* fiber mode (mesh_fiber.h): the cores are fibers on n_pools host threads */
+    int fibers;
+    void (*run_unit)(mesh_dev *d); /* a unit's walk and its end (mesh_run.c), lock not held */
+    struct sim_fiber *fibers_of;
+    struct sim_fiber_pool *pools;
+    int n_pools;
 } mesh_run;
 
 static inline int sim_mesh_here(const mesh_run *r, int device)
@@ -74,6 +81,8 @@ const char *sim_mesh_unit_name(const mesh_run *r, int unit, char *buf, size_t n)
 extern const kern_mesh_ops sim_mesh_hooks;
 /* Every core looks again (a deadlock, a core that ended); lock held. */
 void sim_mesh_wake_all(mesh_run *r);
+/* A semaphore of `unit` (of this process) grew: if it waits, it looks again; lock held. */
+void sim_mesh_wake_unit(mesh_run *r, int unit);
 /* Declare a deadlock when every core still running is blocked on a wait
  * still short (lock held; across processes, wake the calling thread). */
 void sim_mesh_find_deadlock(mesh_run *r);

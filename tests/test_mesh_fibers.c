@@ -1,0 +1,166 @@
+/* A mesh's TensorCores run as fibers on a few host threads (issue 26,
+ * sim/mesh/mesh_fiber.h) unless TILESIM_MESH_THREADS=1 gives each a thread.
+ * The two modes must agree byte for byte (outputs, JSON report, trace),
+ * deadlocks and races must read the same, a core's values (held in host
+ * memory between ops) must survive a park while other cores run on its
+ * thread, and meshes far past what a thread per core allows must run. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../examples/kernels/values.h"
+#include "run.h"
+#include "test_mesh_helpers.h"
+
+static th_run tilesim(const char *const *args) { return th_run_argv("build/tilesim", args); }
+
+/* stdout and the trace of one CLI run in a mode */
+static void run_mode(const char *threads, const char *const *args, const char *trace, th_run *out, char **trace_text)
+{
+    if (threads) setenv("TILESIM_MESH_THREADS", threads, 1);
+    else unsetenv("TILESIM_MESH_THREADS");
+    *out = tilesim(args);
+    *trace_text = trace ? th_read_file(trace) : NULL;
+    unsetenv("TILESIM_MESH_THREADS");
+}
+
+static void expect_same_in_both_modes(const char *const *args, const char *trace)
+{
+    th_run f, t;
+    char *tf, *tt;
+    run_mode(NULL, args, trace, &f, &tf);
+    run_mode("1", args, trace, &t, &tt);
+    cr_expect_eq(f.status, t.status, "fibers %d, threads %d: %s | %s", f.status, t.status, f.err, t.err);
+    cr_expect(f.out && t.out && strcmp(f.out, t.out) == 0, "%s: fibers and threads print differently:\n%s\n---\n%s",
+              args[1], f.out, t.out);
+    if (trace) cr_expect(tf && tt && strcmp(tf, tt) == 0, "%s: the traces differ", args[1]);
+    free(tf), free(tt);
+    th_run_free(&f), th_run_free(&t);
+}
+
+Test(mesh_fibers, fibers_and_threads_print_the_same_report_and_trace, .timeout = 120)
+{
+    char trace[64];
+    th_temp_file(trace, NULL);
+    const char *ring[] = {"run", "ring_allreduce", "--set", "devices=8", "--set", "rows=64", "--set", "cols=128",
+                          "--json", "--trace", trace, NULL};
+    expect_same_in_both_modes(ring, trace);
+    const char *hier[] = {"run", "hier_allreduce", "--mesh", "dcn:2 x ring:4", "--rows", "64", "--cols", "128",
+                          "--trace", trace, NULL};
+    expect_same_in_both_modes(hier, trace);
+    unlink(trace);
+}
+
+/* Every device waits for a signal no one sends. */
+static void all_wait(pl_ctx *c, pl_ref *refs) { pltpu_semaphore_wait(c, pl_at(c, refs[2], 0), 1); }
+
+static const pl_call wait_call = {
+    .name = "all_wait", .kernel = all_wait, .grid_rank = 1, .grid = {1},
+    .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {{.space = PL_ANY}},
+    .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE(1)},
+};
+
+static void deadlock_message(const char *threads, char *msg, size_t n)
+{
+    if (threads) setenv("TILESIM_MESH_THREADS", threads, 1);
+    mh_run r;
+    mh_alloc(&r, "ring:6", 8, 128, 8, 128);
+    mh_call(&r, &wait_call, &(pl_options){.cost_only = 1});
+    unsetenv("TILESIM_MESH_THREADS");
+    cr_expect_eq(r.rc, PL_EDEADLOCK, "%d: %s", r.rc, r.mr.error);
+    snprintf(msg, n, "%s", r.mr.error);
+    mh_free(&r);
+}
+
+Test(mesh_fibers, a_deadlock_of_fibers_is_reported_as_with_threads, .timeout = 60)
+{
+    char f[PL_MSG_MAX], t[PL_MSG_MAX];
+    deadlock_message(NULL, f, sizeof f);
+    deadlock_message("1", t, sizeof t);
+    mh_assert_says(f, "deadlock across the mesh");
+    for (int d = 0; d < 6; d++) cr_expect(mh_names_device(f, d), "device %d not named: %s", d, f);
+    cr_expect_str_eq(f, t);
+}
+
+/* Each device holds a value in the kernel's arena across a wait that parks
+ * it (the next device signals only after its own value is written), then
+ * writes the value out: with every fiber on one pool thread, a value kept
+ * per thread would be overwritten by the next device's. */
+static void hold_across_wait(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    ex_values *a = ex_values_begin(c, ex_value_bytes(PL_F32, 8, 128));
+    pl_ref v = ex_value(a, PL_F32, 8, 128);
+    pl_fill(c, v, (float)(me + 1));
+    if (me < n - 1) pltpu_semaphore_wait(c, pl_at(c, refs[2], 0), 1); /* parks: device me+1 runs its kernel */
+    if (me > 0) pltpu_semaphore_signal_device(c, pl_at(c, refs[2], 0), 1, me - 1);
+    pltpu_copy dc = pltpu_async_copy(c, v, refs[1], pl_at(c, refs[3], 0));
+    pltpu_copy_start(c, &dc);
+    pltpu_copy_wait(c, &dc);
+}
+
+Test(mesh_fibers, a_cores_values_survive_a_park, .timeout = 60)
+{
+    setenv("TILESIM_MESH_POOL", "1", 1);
+    pl_call call = {
+        .name = "hold", .kernel = hold_across_wait, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {{.space = PL_ANY}},
+        .n_scratch = 2, .scratch = {PLTPU_SEMAPHORE(1), PLTPU_SEMAPHORE_DMA(1)},
+    };
+    mh_run r;
+    mh_alloc(&r, "line:8", 8, 128, 8, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    for (int d = 0; d < r.n; d++)
+        for (int64_t i = 0; i < r.o_elems; i++)
+            if (r.o[d * r.o_elems + i] != (float)(d + 1))
+                cr_assert_fail("device %d element %lld: %g, not its own value %d", d, (long long)i,
+                               r.o[d * r.o_elems + i], d + 1);
+    mh_free(&r);
+}
+
+/* The host threads of this process now (Threads: in /proc/self/status), or -1. */
+static int host_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
+static int threads_seen = -1;
+
+/* A chain down the devices: device me waits for device me+1 and then
+ * signals me-1, so device 0 runs its last op after every other device
+ * started; it counts the host threads then. */
+static void chain(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    if (me < n - 1) pltpu_semaphore_wait(c, pl_at(c, refs[2], 0), 1);
+    if (me > 0) pltpu_semaphore_signal_device(c, pl_at(c, refs[2], 0), 1, me - 1);
+    else threads_seen = host_threads();
+}
+
+/* 3000 devices, each of them started and waiting: a thread per device would
+ * be 3000 threads; fibers run on a pool of a few. */
+Test(mesh_fibers, three_thousand_devices_run_on_a_few_threads, .timeout = 120)
+{
+    pl_call call = {
+        .name = "chain", .kernel = chain, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {{.space = PL_ANY}},
+        .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE(1)},
+    };
+    mh_run r;
+    mh_alloc(&r, "line:3000", 8, 128, 8, 128);
+    mh_call(&r, &call, &(pl_options){.cost_only = 1});
+    cr_expect_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect_eq(r.mr.n_devices, 3000);
+    cr_expect(threads_seen > 0 && threads_seen < 16, "%d host threads while 3000 devices ran", threads_seen);
+    mh_free(&r);
+}
