@@ -172,23 +172,30 @@ Test(mesh_dcn, copies_into_one_host_share_its_incoming_side)
 
 /* ---- a whole program ---- */
 
+/* the tilesim command of this test binary's build (th_tilesim_path) */
+static th_run tilesim(const char *const *args)
+{
+    char exe[PATH_MAX];
+    return th_run_argv(th_tilesim_path(exe, sizeof exe), args);
+}
+
 Test(mesh_dcn, a_ring_all_reduce_over_two_slices_sums_and_is_dcn_bound, .timeout = 120)
 {
     const char *args[] = {"run", "ring_allreduce", "--mesh", "dcn:2 x ring:4", "--rows", "64", "--cols", "128",
                           NULL};
-    th_run r = th_run_argv("build/tilesim", args);
+    th_run r = tilesim(args);
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "2 slices over DCN (dcn) x ring of 4 (x)"), "%s", r.out);
     cr_expect(strstr(r.out, "PASS"), "%s", r.out);
     cr_expect(strstr(r.out, "copies between 2 slices"), "%s", r.out); /* 3 <-> 4 and 7 <-> 0 */
     th_run_free(&r);
     const char *cost[] = {"run", "ring_allreduce", "--mesh", "dcn:2 x ring:8", "--rows", "2048", "--cost-only", NULL};
-    r = th_run_argv("build/tilesim", cost);
+    r = tilesim(cost);
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "DCN-bound"), "%s", r.out);
     th_run_free(&r);
     const char *both[] = {"run", "ring_allreduce", "--mesh", "ring:8", "--devices", "4", NULL};
-    r = th_run_argv("build/tilesim", both);
+    r = tilesim(both);
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "disagree"), "%s", r.err);
     th_run_free(&r);
@@ -196,7 +203,6 @@ Test(mesh_dcn, a_ring_all_reduce_over_two_slices_sums_and_is_dcn_bound, .timeout
 
 /* ---- the hierarchical all-reduce (examples/kernels/hier_allreduce.c) ---- */
 
-static th_run tilesim(const char *const *args) { return th_run_argv("build/tilesim", args); }
 
 Test(mesh_dcn, the_hierarchical_all_reduce_sums_on_every_mesh_shape, .timeout = 120)
 {

@@ -36,7 +36,8 @@ struct mesh_run;
 struct mesh_dev;
 
 /* Fibers for this run? 0 under ThreadSanitizer or with TILESIM_MESH_THREADS
- * set to anything but "0" or "". */
+ * set to anything but "0" or ""; under AddressSanitizer only with
+ * TILESIM_MESH_THREADS=0 (it warns on stderr at the first switch). */
 int sim_fibers_wanted(void);
 /* Make a stack for every unit of this process and the pool's threads,
  * which wait for r->go. Returns the units made ready (all of them, or the

@@ -45,9 +45,17 @@ typedef struct pend {
 /* What one add brought to a semaphore: its count and the adder's clock. A
  * wait takes adds oldest first and learns only the clocks of those it
  * takes, not of adds that came later (which it did not wait for). */
+/* A device's clock as it was: shared by every add the device makes until
+ * its clock changes (a remote copy adds to the receiver's semaphore and to
+ * its own send semaphore with one clock), freed when no add holds it. */
+typedef struct snap {
+    uint32_t refs;
+    uint32_t c[];          /* n entries */
+} snap;
+
 typedef struct sem_add {
     int64_t left;
-    uint32_t *clock;       /* n entries */
+    snap *clock;
 } sem_add;
 
 typedef struct semvec {
@@ -64,8 +72,38 @@ struct sim_mesh_race {
     semvec *sems;          /* open addressing on the cell's address */
     size_t cap_sems, n_sems;
     land_set *land;        /* per device: the regions copies landed in */
+    snap **cur;            /* per device: its clock's snapshot while the clock is unchanged, or NULL */
     sim_mesh_conflict found;        /* the first race in the canonical order (found.found: any) */
 };
+
+static void unref(snap *s)
+{
+    if (s && --s->refs == 0) free(s);
+}
+
+/* Device d's clock row; changed(): it is about to change, so its snapshot
+ * no longer describes it. */
+static uint32_t *row_of(sim_mesh_race *r, int d) { return r->clock + (size_t)d * (size_t)r->n; }
+static uint32_t *changed(sim_mesh_race *r, int d)
+{
+    unref(r->cur[d]);
+    r->cur[d] = NULL;
+    return row_of(r, d);
+}
+
+/* Device d's clock now, shared; NULL when out of memory. */
+static snap *snapshot(sim_mesh_race *r, int d)
+{
+    if (!r->cur[d]) {
+        snap *s = malloc(sizeof *s + (size_t)r->n * sizeof *s->c);
+        if (!s) return NULL;
+        s->refs = 1; /* cur's own */
+        memcpy(s->c, row_of(r, d), (size_t)r->n * sizeof *s->c);
+        r->cur[d] = s;
+    }
+    r->cur[d]->refs++;
+    return r->cur[d];
+}
 
 sim_mesh_race *sim_mesh_race_new(int n)
 {
@@ -75,7 +113,8 @@ sim_mesh_race *sim_mesh_race_new(int n)
     r->n = n;
     r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
     r->land = calloc((size_t)n, sizeof *r->land);
-    if (!r->clock || !r->land) {
+    r->cur = calloc((size_t)n, sizeof *r->cur);
+    if (!r->clock || !r->land || !r->cur) {
         sim_mesh_race_free(r);
         return NULL;
     }
@@ -86,11 +125,13 @@ void sim_mesh_race_free(sim_mesh_race *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->cap_sems; i++) {
-        for (int k = r->sems[i].head; k < r->sems[i].n; k++) free(r->sems[i].q[k].clock);
+        for (int k = r->sems[i].head; k < r->sems[i].n; k++) unref(r->sems[i].q[k].clock);
         free(r->sems[i].q);
         free(r->sems[i].p);
     }
     for (int d = 0; r->land && d < r->n; d++) free(r->land[d].e), free(r->land[d].free_ids), free(r->land[d].by_lo);
+    for (int d = 0; r->cur && d < r->n; d++) unref(r->cur[d]);
+    free(r->cur);
     free(r->sems);
     free(r->land);
     free(r->clock);
@@ -159,9 +200,8 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t
         s->q = q;
         s->cap = cap;
     }
-    uint32_t *c = malloc((size_t)r->n * sizeof *c);
+    snap *c = snapshot(r, device);
     if (!c) return;
-    memcpy(c, r->clock + (size_t)device * (size_t)r->n, (size_t)r->n * sizeof *c);
     s->q[s->n++] = (sem_add){amount, c};
 }
 
@@ -169,14 +209,14 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
 {
     semvec *s = r ? sem_of(r, cell) : NULL;
     if (!s) return;
-    uint32_t *mine = r->clock + (size_t)device * (size_t)r->n;
+    uint32_t *mine = changed(r, device);
     for (int64_t need = amount; need > 0 && s->head < s->n;) { /* the adds this wait takes, oldest first */
         sem_add *e = &s->q[s->head];
-        join(mine, e->clock, r->n);
+        join(mine, e->clock->c, r->n);
         int64_t take = e->left < need ? e->left : need;
         e->left -= take;
         need -= take;
-        if (e->left == 0) free(e->clock), s->head++;
+        if (e->left == 0) unref(e->clock), s->head++;
     }
     uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
     land_set *ls = &r->land[device];
@@ -356,7 +396,7 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
     for (int side = 0; side < 2; side++)
         if (span[2 * side] < span[2 * side + 1])
             raced |= local_side(r, device, span[2 * side], span[2 * side + 1], 1 + side, point);
-    uint32_t epoch = ++r->clock[(size_t)device * (size_t)r->n + (size_t)device]; /* both sides: one copy */
+    uint32_t epoch = ++changed(r, device)[device]; /* both sides: one copy */
     for (int side = 0; side < 2; side++)
         if (span[2 * side] < span[2 * side + 1])
             record(r, device, &(landed){.lo = span[2 * side], .hi = span[2 * side + 1], .from = device,
@@ -368,7 +408,7 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
                        int64_t bytes, const char *point)
 {
     if (!r) return 0;
-    ++r->clock[(size_t)from * (size_t)r->n + (size_t)from]; /* the copy is an event of its sender */
+    ++changed(r, from)[from]; /* the copy is an event of its sender */
     return sim_mesh_race_landed(r, from, to, lo, hi, recv, bytes, point);
 }
 
@@ -399,14 +439,14 @@ int sim_mesh_race_devices(const sim_mesh_race *r) { return r ? r->n : 0; }
 
 void sim_mesh_race_clock(sim_mesh_race *r, int device, int tick, uint32_t *out)
 {
-    uint32_t *row = r->clock + (size_t)device * (size_t)r->n;
+    uint32_t *row = tick ? changed(r, device) : row_of(r, device);
     if (tick) ++row[device];
     memcpy(out, row, (size_t)r->n * sizeof *out);
 }
 
 void sim_mesh_race_learn(sim_mesh_race *r, int device, const uint32_t *clock)
 {
-    memcpy(r->clock + (size_t)device * (size_t)r->n, clock, (size_t)r->n * sizeof *clock);
+    memcpy(changed(r, device), clock, (size_t)r->n * sizeof *clock);
 }
 
 void sim_mesh_race_consider(sim_mesh_race *r, const sim_mesh_conflict *c)
