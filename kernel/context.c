@@ -14,13 +14,35 @@
 
 /* ---- faults ----------------------------------------------------------------- */
 
+size_t kern_append(char *buf, size_t n, size_t at, const char *s)
+{
+    while (*s && at + 1 < n) buf[at++] = *s++;
+    if (at < n) buf[at] = '\0';
+    return at;
+}
+
+size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v)
+{
+    char d[24];
+    int i = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do d[i++] = (char)('0' + u % 10); while ((u /= 10) && i < 22);
+    if (v < 0) d[i++] = '-';
+    while (i > 0 && at + 1 < n) buf[at++] = d[--i];
+    if (at < n) buf[at] = '\0';
+    return at;
+}
+
+/* By hand, not by snprintf: a mesh names the point of every copy it makes */
 void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n)
 {
-    size_t at = 0;
-    at += (size_t)snprintf(buf + at, n - at, "(");
-    for (int a = 0; a < rank && at < n; a++)
-        at += (size_t)snprintf(buf + at, n - at, a ? ", %lld" : "%lld", (long long)idx[a]);
-    if (at < n) snprintf(buf + at, n - at, ")");
+    if (n == 0) return;
+    size_t at = kern_append(buf, n, 0, "(");
+    for (int a = 0; a < rank; a++) {
+        if (a) at = kern_append(buf, n, at, ", ");
+        at = kern_append_int(buf, n, at, idx[a]);
+    }
+    kern_append(buf, n, at, ")");
 }
 
 void kern_ref_name(const pl_ctx *c, const pl_ref *r, char *buf, size_t n)

@@ -101,8 +101,16 @@ void kern_sem_add_own(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
 static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, int bytes)
 {
     const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
-    snprintf(buf, n, "at grid point %s: %s on '%s' for %lld%s", kern_point(c), fn, name ? name : "?", (long long)need,
-             bytes ? " bytes" : "");
+    if (n == 0) return;
+    size_t at = kern_append(buf, n, 0, "at grid point "); /* by hand: a mesh's waits block by the million */
+    at = kern_append(buf, n, at, kern_point(c));
+    at = kern_append(buf, n, at, ": ");
+    at = kern_append(buf, n, at, fn);
+    at = kern_append(buf, n, at, " on '");
+    at = kern_append(buf, n, at, name ? name : "?");
+    at = kern_append(buf, n, at, "' for ");
+    at = kern_append_int(buf, n, at, need);
+    kern_append(buf, n, at, bytes ? " bytes" : "");
 }
 
 /* Take `need` off sem's count; on a mesh, wait for other devices to add to

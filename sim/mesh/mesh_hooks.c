@@ -94,7 +94,7 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     d->cell = cell;
     d->need = need;
     d->held = *cell;
-    snprintf(d->what, sizeof d->what, "%s", what);
+    kern_append(d->what, sizeof d->what, 0, what); /* not snprintf: waits block by the million */
     r->blocked++;
     sim_mesh_find_deadlock(r);
     while (*cell < need && !r->deadlock) {
