@@ -165,8 +165,9 @@ typedef struct kern_mesh_ops {
      * data must not move */
     int (*local_copy)(void *run, int device, const pl_ref *src, const pl_ref *dst, const int64_t *sem, int64_t bytes,
                       const char *point);
-    /* with the lock held: device added to, or took `amount` from, the semaphore at cell */
-    void (*added)(void *run, int device, const int64_t *cell, int64_t amount);
+    /* with the lock held: device added to, or took `amount` from, the semaphore at cell (the
+     * semaphore of unit `owner`, the only one that waits on it) */
+    void (*added)(void *run, int device, int owner, const int64_t *cell, int64_t amount);
     void (*taken)(void *run, int device, const int64_t *cell, int64_t amount);
     /* ICI links a copy from `from` to `to` crosses (dimension-ordered routing) */
     int (*hops)(void *run, int from, int to);

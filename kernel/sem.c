@@ -71,7 +71,7 @@ int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n)
     if (*cell > INT64_MAX - n) return 1;
     *cell += n;
     if (c->mesh) {
-        c->mesh->added(c->mesh_run, c->unit, cell, n);
+        c->mesh->added(c->mesh_run, c->unit, owner, cell, n);
         c->mesh->wake(c->mesh_run, owner); /* only a count that grew can let a wait go */
     }
     return 0;

@@ -218,9 +218,9 @@ static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *
     return rc;
 }
 
-static void run_added(void *p, int device, const int64_t *cell, int64_t amount)
+static void run_added(void *p, int device, int owner, const int64_t *cell, int64_t amount)
 {
-    sim_mesh_race_added(((mesh_run *)p)->race, device, cell, amount);
+    sim_mesh_race_added(((mesh_run *)p)->race, device, owner, cell, amount);
 }
 static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 {

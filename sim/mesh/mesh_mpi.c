@@ -195,7 +195,7 @@ static void apply(mesh_run *r, const char *buf, int len)
                  w.is_copy ? "remote copy" : "signal", w.from, (long long)w.amount, w.to, (long long)*cell);
     else {
         *cell += w.amount;
-        if (r->race) sim_mesh_race_added(r->race, w.from, cell, w.amount);
+        if (r->race) sim_mesh_race_added(r->race, w.from, w.to, cell, w.amount);
         sim_mesh_wake_unit(r, w.to);
     }
     r->mpi->applied++;

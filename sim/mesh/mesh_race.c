@@ -188,7 +188,7 @@ static void join(uint32_t *restrict to, const uint32_t *restrict from, int n)
     for (int i = 0; i < n; i++) to[i] = from[i] > to[i] ? from[i] : to[i];
 }
 
-void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t amount)
+void sim_mesh_race_added(sim_mesh_race *r, int device, int owner, const void *cell, int64_t amount)
 {
     semvec *s = r && amount > 0 ? sem_of(r, cell) : NULL;
     if (!s) return;
@@ -200,8 +200,10 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t
         s->q = q;
         s->cap = cap;
     }
-    snap *c = snapshot(r, device);
-    if (!c) return;
+    /* the owner's own add: its wait would join a past clock of its own, which
+     * its clock already covers (a send semaphore, a local copy's) */
+    snap *c = device == owner ? NULL : snapshot(r, device);
+    if (!c && device != owner) return;
     s->q[s->n++] = (sem_add){amount, c};
 }
 
@@ -212,7 +214,7 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
     uint32_t *mine = changed(r, device);
     for (int64_t need = amount; need > 0 && s->head < s->n;) { /* the adds this wait takes, oldest first */
         sem_add *e = &s->q[s->head];
-        join(mine, e->clock->c, r->n);
+        if (e->clock) join(mine, e->clock->c, r->n);
         int64_t take = e->left < need ? e->left : need;
         e->left -= take;
         need -= take;

@@ -28,8 +28,10 @@ typedef struct sim_mesh_race sim_mesh_race;
 #define SIM_MESH_RACE_MAX 1024
 sim_mesh_race *sim_mesh_race_new(int n);
 void sim_mesh_race_free(sim_mesh_race *r);
-/* device added `amount` to the semaphore whose count is at cell */
-void sim_mesh_race_added(sim_mesh_race *r, int device, const void *cell, int64_t amount);
+/* device added `amount` to the semaphore whose count is at cell, which
+ * device `owner` waits on (only its owner waits on a semaphore: an add by
+ * the owner itself carries nothing a wait would learn) */
+void sim_mesh_race_added(sim_mesh_race *r, int device, int owner, const void *cell, int64_t amount);
 /* device took `amount` from it (a wait that returned): copies counted on
  * that semaphore, oldest first, are received */
 void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount);
