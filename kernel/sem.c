@@ -121,7 +121,8 @@ static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_r
 void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, int bytes)
 {
     int64_t *count = sem_cell(sem);
-    char msg[PL_KERN_MESH_MSG] = "";
+    char msg[PL_KERN_MESH_MSG];
+    msg[0] = '\0'; /* not = "": that clears all 2 KiB at every wait */
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
     kern_sem_lock(c);
     if (*count < need && c->mesh) {
