@@ -75,7 +75,7 @@ static int split(char *line, char **f, int n)
 static int find_kernel(const cli_cmd *cmd, const cal_input *in, int line, const char *name, const pl_kernel_def **d)
 {
     if (!strstr(name, ".so")) {
-        if ((*d = ex_kernel_find(name))) return 0;
+        if ((*d = ex_kernel_find(name)) || (*d = ex_mesh_kernel_find(name))) return 0; /* mesh rows fit ICI, DCN */
         return cli_fail(cmd, "%s:%d: unknown kernel '%s' (see 'tilesim list', or give PLUGIN.so[:NAME])", in->path,
                         line, CLI_CUT(name));
     }

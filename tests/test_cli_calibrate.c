@@ -219,3 +219,42 @@ Test(calibrate, the_default_fit_keeps_what_the_rows_cannot_determine)
     th_run_free(&r);
     unlink(csv), unlink(truth), unlink(out);
 }
+
+/* The data-center network's figures (rule M14) from multislice runs of the
+ * hierarchical all-reduce: small ones bound by DCN latency, big ones by a
+ * host's DCN bandwidth; the truth chip's NICs are slower and farther than
+ * v5e's. */
+Test(calibrate, recovers_the_dcn_figures_from_multislice_runs, .timeout = 240)
+{
+    static const char *const mesh_configs[] = {
+        "slices=2 per_slice=2 rows=64 cols=128",     "slices=4 per_slice=2 rows=64 cols=128",
+        "slices=2 per_slice=4 rows=2048 cols=1024", "slices=4 per_slice=2 rows=1024 cols=1024",
+        "slices=2 per_slice=2 rows=512 cols=512",
+    };
+    char csv[64], truth[64], out[64];
+    th_temp_file(truth, "base = v5e\nname = truth\ndcn_gbps = 10\ndcn_latency_us = 25\n");
+    char text[4096] = "kernel,chip,time_us,params\n";
+    for (int i = 0; i < 5; i++) {
+        double noise = 1 + 0.005 * ((i % 3) - 1);
+        snprintf(text + strlen(text), sizeof text - strlen(text), "hier_allreduce,v5e,%.6f,%s\n",
+                 th_predicted_s("hier_allreduce", mesh_configs[i], truth) * 1e6 * noise, mesh_configs[i]);
+    }
+    th_temp_file(csv, text);
+    th_temp_file(out, "");
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "dcn_gbps,dcn_latency_us", "-o", out);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *chip = th_read_file(out);
+    double gbps = chip_value(chip, "dcn_gbps"), lat = chip_value(chip, "dcn_latency_us");
+    cr_expect(fabs(gbps / 10 - 1) < 0.05, "dcn_gbps: fitted %g, truth 10\n%s", gbps, r.out);
+    cr_expect(fabs(lat / 25 - 1) < 0.05, "dcn_latency_us: fitted %g, truth 25\n%s", lat, r.out);
+    free(chip);
+    th_run_free(&r);
+    /* single-device rows say nothing about the network: named, refused */
+    char csv2[64], truth2[64];
+    measure(csv2, truth2, N_CONFIGS);
+    r = TH_RUN("calibrate", csv2, "--chip", "v5e", "--fit", "hbm_gbps,dcn_gbps");
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "cannot determine dcn_gbps"), "%s", r.err);
+    th_run_free(&r);
+    unlink(csv), unlink(truth), unlink(out), unlink(csv2), unlink(truth2);
+}

@@ -34,7 +34,7 @@ typedef struct sim_cal_param {
     const char *what; /* for messages: "HBM bandwidth" */
 } sim_cal_param;
 
-#define SIM_CAL_NPARAMS 10
+#define SIM_CAL_NPARAMS 14
 extern const sim_cal_param sim_cal_params[SIM_CAL_NPARAMS];
 
 /* One measurement: kernel d at parameter values v took measured_s. */
