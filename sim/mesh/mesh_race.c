@@ -138,12 +138,36 @@ void sim_mesh_race_free(sim_mesh_race *r)
     free(r);
 }
 
+static size_t home_of(const sim_mesh_race *r, const void *cell);
 static size_t slot_of(const sim_mesh_race *r, const void *cell)
 {
-    size_t h = ((uintptr_t)cell >> 3) * 0x9e3779b97f4a7c15ULL, mask = r->cap_sems - 1;
-    size_t i = h & mask;
+    size_t mask = r->cap_sems - 1, i = home_of(r, cell);
     while (r->sems[i].cell && r->sems[i].cell != cell) i = (i + 1) & mask;
     return i;
+}
+
+static size_t home_of(const sim_mesh_race *r, const void *cell)
+{
+    return ((uintptr_t)cell >> 3) * 0x9e3779b97f4a7c15ULL & (r->cap_sems - 1);
+}
+
+/* A semaphore with nothing left to take and no region waiting for a
+ * receive is as if never used: its entry goes (backward-shift deletion of
+ * linear probing), so the table holds the semaphores in use, not every one
+ * the run ever touched (a ring all-reduce's 2 N^2 at N devices). */
+static void drop_sem(sim_mesh_race *r, semvec *s)
+{
+    free(s->q), free(s->p);
+    size_t mask = r->cap_sems - 1, i = (size_t)(s - r->sems), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!r->sems[j].cell) break;
+        size_t k = home_of(r, r->sems[j].cell);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j); /* its home lies in (i, j]: still reachable */
+        if (!stays) r->sems[i] = r->sems[j], i = j;
+    }
+    r->sems[i] = (semvec){0};
+    r->n_sems--;
 }
 
 /* A semaphore's adds, made on first use; NULL when out of memory. */
@@ -245,6 +269,7 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
     }
     while (s->ph < s->pn && s->p[s->ph].id < 0) s->ph++;
     if (s->ph == s->pn) s->ph = s->pn = 0;
+    if (s->head == s->n && s->pn == 0) drop_sem(r, s);
 }
 
 /* Events in the canonical order: by device, grid point, kind. */
