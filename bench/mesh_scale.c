@@ -2,7 +2,7 @@
  * (issue 26). Runs `tilesim run ring_allreduce --devices D --cost-only` for
  * D = 64, 128, 256 (and on to --max, at most 4096), each in a process of
  * its own so that its peak memory is its own, and prints per size the
- * remote copies the program makes (about 2 D^2), the host time, host us per
+ * remote copies the program makes (about 4 D^2: half of each chunk goes each way), the host time, host us per
  * copy, peak bytes per copy, and at the end the exponent of time and of
  * memory fitted against copies (1: linear in copies). Targets: linear, and
  * 1024 devices (about 2.1 M copies) in under 10 s on a 2-core host.
