@@ -5,7 +5,7 @@
  * remote copies the program makes (about 4 D^2: half of each chunk goes each way), the host time, host us per
  * copy, peak bytes per copy, and at the end the exponent of time and of
  * memory fitted against copies (1: linear in copies). Targets: linear, and
- * 1024 devices (about 2.1 M copies) in under 10 s on a 2-core host.
+ * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host.
  *
  *   build/bench/mesh_scale [--max D]     # D: 256 by default; 1024 for the target row
  *
