@@ -42,6 +42,11 @@
 /* what this thread runs; read by the handlers on the same thread */
 static _Thread_local pl_ctx *running;
 static _Thread_local const char *zone_kind, *zone_owner, *zone_what;
+/* the guard page below the stack the running code is on, when it is not
+ * the thread's own (a mesh device's fiber), and what to say when a fault
+ * lands in it */
+static _Thread_local uintptr_t stack_guard_lo, stack_guard_hi;
+static _Thread_local const char *stack_note;
 
 /* this thread's alternate signal stack, made the first time it enters a
  * zone after pl_guard_kernels; the key's value, so its destructor runs when
@@ -182,7 +187,14 @@ static void on_fatal(int sig, siginfo_t *info, void *uc)
     if (in_zone()) {
         msgbuf how = {.n = 0};
         put(&how, "crashed with ");
-        put(&how, signal_text(sig));
+        uintptr_t at = info ? (uintptr_t)info->si_addr : 0;
+        if (sig == SIGSEGV && stack_note && at >= stack_guard_lo && at < stack_guard_hi) {
+            put(&how, "SIGSEGV: a stack overflow (");
+            put(&how, stack_note);
+            put(&how, ")");
+        } else {
+            put(&how, signal_text(sig));
+        }
         report_and_exit(how.s, 0);
     }
     /* not the user's code: the previous action (the default, or a
@@ -245,6 +257,13 @@ pl_ctx *kern_guard_enter(pl_ctx *c)
 }
 
 void kern_guard_leave(pl_ctx *prev) { running = prev; }
+
+void kern_guard_stack(const void *lo, const void *hi, const char *note)
+{
+    stack_guard_lo = (uintptr_t)lo;
+    stack_guard_hi = (uintptr_t)hi;
+    stack_note = note;
+}
 
 void kern_guard_zone(const char *kind, const char *owner, const char *what)
 {

@@ -31,6 +31,13 @@
 pl_ctx *kern_guard_enter(pl_ctx *c);
 void kern_guard_leave(pl_ctx *prev);
 
+/* The code this thread runs from now on is on a stack whose guard page is
+ * [lo, hi) (a mesh device's fiber, sim/mesh/mesh_fiber.c): a SIGSEGV there
+ * is reported as a stack overflow, with note ("a mesh device's stack is 2
+ * MiB: ..."; a string that outlives the stack). NULL note: the thread's
+ * own stack again. */
+void kern_guard_stack(const void *lo, const void *hi, const char *note);
+
 /* Mark a callback of a kernel definition as running on this thread: kind
  * and owner name whose it is ("kernel definition", "rmsnorm"; "plugin",
  * "x.so"), what is the callback ("build callback", "tilesim_kernels

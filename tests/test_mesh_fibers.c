@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../examples/kernels/values.h"
@@ -18,6 +19,17 @@
 #include "test_mesh_helpers.h"
 
 /* the tilesim command of this test binary's build (th_tilesim_path) */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1 /* locals may live on its fake stack, and its own handler takes a fault */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 static th_run tilesim(const char *const *args)
 {
     char exe[PATH_MAX];
@@ -173,4 +185,50 @@ Test(mesh_fibers, three_thousand_devices_run_on_a_few_threads, .timeout = 120)
     cr_expect_eq(r.mr.n_devices, 3000);
     cr_expect(threads_seen > 0 && threads_seen < 16, "%d host threads while 3000 devices ran", threads_seen);
     mh_free(&r);
+}
+
+/* A kernel whose locals outgrow a fiber's stack meets the guard page below
+ * it: the crash guard says it was a stack overflow and how to get a bigger
+ * stack, instead of a bare SIGSEGV. */
+static void big_locals(pl_ctx *c, pl_ref *refs)
+{
+    (void)c, (void)refs;
+    volatile char big[2 << 20]; /* twice the 1 MiB stack the test gives fibers */
+    for (int i = (2 << 20) - 1; i >= 0; i -= 2048) big[i] = (char)i; /* from the top down: into the guard page */
+    if (big[2047] == 3) fputs("", stderr);
+}
+
+Test(mesh_fibers, a_stack_overflow_on_a_fiber_is_named, .timeout = 60)
+{
+    if (SANITIZED) cr_skip_test("AddressSanitizer handles stack overflows itself");
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        setenv("TILESIM_MESH_THREADS", "0", 1);
+        setenv("TILESIM_MESH_STACK_MB", "1", 1);
+        pl_guard_kernels("test");
+        pl_call call = {
+            .name = "big", .kernel = big_locals, .grid_rank = 1, .grid = {1},
+            .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {{.space = PL_ANY}},
+        };
+        mh_run r;
+        mh_alloc(&r, "ring:2", 8, 128, 8, 128);
+        mh_call(&r, &call, &(pl_options){.cost_only = 1});
+        _exit(0);
+    }
+    close(fd[1]);
+    char err[4096] = "";
+    size_t n = 0;
+    ssize_t k;
+    while (n + 1 < sizeof err && (k = read(fd[0], err + n, sizeof err - 1 - n)) > 0) n += (size_t)k;
+    err[n] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == PL_EXIT_KERNEL_CRASHED, "status %d: %s", status, err);
+    cr_expect(strstr(err, "a stack overflow") && strstr(err, "TILESIM_MESH_STACK_MB"), "%s", err);
 }

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* MAP_STACK, MAP_NORESERVE */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +144,12 @@ static void run_one(struct sim_fiber_pool *p, struct mesh_dev *d)
     struct sim_fiber *f = d->fiber;
     p->current = d;
     pl_ctx *mine = kern_guard_enter(f->guard); /* what the fiber runs, while it runs */
+    kern_guard_stack(f->map, (char *)f->map + sysconf(_SC_PAGESIZE), p->run->stack_note);
     ASAN_START(&p->fake, (char *)f->map + sysconf(_SC_PAGESIZE), f->map_bytes - (size_t)sysconf(_SC_PAGESIZE));
     swapcontext(&p->uc, &f->uc);
     ASAN_FINISH(p->fake, NULL, NULL);
     f->guard = kern_guard_enter(mine);
+    kern_guard_stack(NULL, NULL, NULL);
     p->current = NULL;
     if (!f->finished) return;
     p->live--;
@@ -235,6 +238,8 @@ int sim_fibers_start(struct mesh_run *r)
     if (!r->fibers_of || !r->pools) return 0;
     r->n_pools = pools;
     size_t bytes = stack_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
+    snprintf(r->stack_note, sizeof r->stack_note, "a mesh device runs on a stack of %zu KiB; TILESIM_MESH_STACK_MB "
+             "sets it, or TILESIM_MESH_THREADS=1 gives each device a thread's", bytes >> 10);
     int made = 0;
     for (; made < units; made++) {
         struct mesh_dev *d = &r->dev[first + made];

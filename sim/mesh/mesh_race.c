@@ -204,7 +204,11 @@ static void copy_point(char *to, size_t n, const char *from)
  * vector code: a 1024-device mesh joins 4 KiB clocks at every wait. x86-64's
  * baseline (SSE2) has no unsigned 32-bit max: GCC makes an AVX2 clone too,
  * chosen at load time where the host has it. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) &&                \
+    !defined(__SANITIZE_ADDRESS__)
+/* (not under a sanitizer: the clone's resolver runs at load time, before
+ * the sanitizer's runtime, and ThreadSanitizer's instrumentation of it
+ * crashes the program) */
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void join(uint32_t *restrict to, const uint32_t *restrict from, int n)

@@ -67,6 +67,7 @@ typedef struct mesh_run {
     struct sim_fiber *fibers_of;
     struct sim_fiber_pool *pools;
     int n_pools;
+    char stack_note[160];       /* what the crash guard says of an overflow of a fiber's stack */
 } mesh_run;
 
 static inline int sim_mesh_here(const mesh_run *r, int device)
