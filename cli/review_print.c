@@ -49,8 +49,12 @@ static void print_best(FILE *f, const pl_review_brief *b, const pl_review_result
             ms(c->decode.total_s, t4, sizeof t4));
     fprintf(f, "  TPOT  %10s  (roofline %s, at the average context %lld)\n", ms(c->tpot_s, t1, sizeof t1),
             ms(c->decode.roof_s, t2, sizeof t2), (long long)r->avg_context);
-    fprintf(f, "  tokens/s/chip  %.0f  (%lld sequences every %.2f ms on %.1f chips)\n", c->tok_s_chip,
-            (long long)c->batch, c->tpot_s * 1e3, (double)devs / dpc);
+    char micro[96] = "";
+    if (c->slices > 1)
+        snprintf(micro, sizeof micro, ": %lld micro-batches of %lld, one in each stage", (long long)c->slices,
+                 (long long)c->batch);
+    fprintf(f, "  tokens/s/chip  %.0f  (%lld sequences every %.2f ms on %.1f chips%s)\n", c->tok_s_chip,
+            (long long)(c->batch * c->slices), c->tpot_s * 1e3, (double)devs / dpc, micro);
     if (c->slices > 1)
         fprintf(f, "  between slices: %lld hand-off%s of the activations over DCN a step, %s a decode step, %s the "
                 "prefill\n", (long long)(c->slices - 1), c->slices == 2 ? "" : "s", ms(c->decode.dcn_s, t1, sizeof t1),

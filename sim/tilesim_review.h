@@ -99,8 +99,9 @@ typedef struct pl_review_brief {
     /* Pipeline stages across slices (issue 26, rule M14): a model that one
      * slice cannot hold is split by layers over S slices joined by the
      * data-center network, each slice the TP ring; a decode step passes
-     * through the stages in turn, one batch in flight, and the activations
-     * cross DCN between stages. n_slices 0: one slice only. */
+     * through the stages in turn, and the activations cross DCN between
+     * stages; S micro-batches of the batch are in flight, one a stage
+     * (every stage busy). n_slices 0: one slice only. */
     int n_slices;
     int64_t slices[PL_REVIEW_MAX_LIST];
 } pl_review_brief;

@@ -212,6 +212,15 @@ Test(review_cli, a_model_one_slice_cannot_hold_is_placed_across_slices)
     /* one hand-off of 32 x 8192 bf16 rows a device, 8 devices on a v5e host's 25 GB/s NICs, after 10 us */
     double want = 10e-6 + 8.0 * 32 * 8192 * 2 / 25e9;
     cr_expect(fabs(dcn - want) < 1e-9, "decode hand-off %g s, closed form %g s", dcn, want);
+    /* 2 micro-batches of the batch in flight, one a stage: 2 x batch tokens every TPOT on 2 x 8 chips, and
+     * each device holds its 40 layers' KV cache for both (as one slice's 80 layers for one batch) */
+    double tpot = json_number_value(json_object_get(best, "tpot_s")), tok = json_number_value(json_object_get(best, "tokens_per_s_per_chip"));
+    int64_t batch = json_integer_value(json_object_get(best, "batch"));
+    cr_expect(fabs(tok - 2.0 * (double)batch / tpot / 16) < 1e-6 * tok, "tok/s/chip %g, batch %lld, TPOT %g", tok,
+              (long long)batch, tpot);
+    double kv = json_number_value(json_object_get(best, "kv_bytes"));
+    double kv_want = (double)batch * 4096 * 2 * 1 * 128 * 80 * 2; /* 8 KV heads / TP 8, head_dim 128, bf16 */
+    cr_expect(fabs(kv / kv_want - 1) < 1e-9, "KV %g bytes a device, want %g", kv, kv_want);
     size_t i;
     json_t *c;
     int illegal = 0;
@@ -225,6 +234,7 @@ Test(review_cli, a_model_one_slice_cannot_hold_is_placed_across_slices)
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "as a 1 x 8 ring in each of 2 slices over DCN"), "%s", r.out);
     cr_expect(strstr(r.out, "between slices: 1 hand-off of the activations over DCN a step"), "%s", r.out);
+    cr_expect(strstr(r.out, "2 micro-batches of"), "%s", r.out);
     th_run_free(&r);
     r = TH_RUN(BRIEF70B_V5E, "--slices", "17");
     cr_expect_eq(r.status, 2);

@@ -28,13 +28,18 @@
  * output) x 2 bytes: the prefill's in and out of the widest matmul, and the
  * residual stream).
  * Across S slices (pipeline stages over DCN, M14): each slice holds layers
- * / S of the layers on its TP ring, so a device's weights and KV cache are
- * 1 / S of the above; a step passes through the stages in turn (one batch
- * in flight: its time is the same layers' time), plus S - 1 hand-offs of
- * the activations over DCN, each device sending the M x d_model bf16 rows
- * to its peer in the next slice through its host's NICs: the DCN latency
- * plus min(TP, devices a host) x the rows' bytes / the NICs' bandwidth
- * (closed form). tokens/s/chip counts the devices of every slice. */
+ * / S of the layers on its TP ring, so a device's weights are 1 / S of the
+ * above. A token's step passes through the stages in turn (its time is the
+ * same layers' time), plus S - 1 hand-offs of the activations over DCN,
+ * each device sending the M x d_model bf16 rows to its peer in the next
+ * slice through its host's NICs: the DCN latency plus min(TP, devices a
+ * host) x the rows' bytes / the NICs' bandwidth (closed form). S
+ * micro-batches of B sequences are in flight, one in each stage, as
+ * pipeline-parallel serving interleaves them: every stage works all the
+ * time, so S B tokens come every TPOT from S times the devices, and each
+ * device keeps its layers' KV cache for all S micro-batches (the same
+ * bytes as one slice's for B). tokens/s/chip counts the devices of every
+ * slice. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +68,9 @@ static int check_fit(const pl_review_brief *b, pl_review_config *c, const rv_dim
     const pl_model *m = b->model;
     double wb = c->wq == PL_W_BF16 ? 2 : 1, stages = (double)c->slices;
     c->weight_bytes = m->params * wb / (double)c->chips / stages;
+    /* layers / S of the layers, for the S micro-batches in flight: stages cancel */
     c->kv_bytes = (double)c->batch * b->context * 2.0 * d->kvheads * m->head_dim * m->layers *
-                  (double)pl_dtype_size(c->kv) / stages;
+                  (double)pl_dtype_size(c->kv);
     int64_t widest = d->qkv_n > d->up_n ? d->qkv_n : d->up_n;
     c->act_bytes = 2.0 * b->prompt * (double)(m->d_model + widest) * 2.0;
     c->hbm_bytes = (double)b->chip->hbm_bytes;
@@ -188,7 +194,9 @@ static void finish_config(const pl_review_result *r, const pl_review_brief *b, p
     roofline(r, b, c, 0, &c->decode);
     c->ttft_s = c->prefill.total_s + c->decode.total_s;
     c->tpot_s = c->decode.total_s;
-    c->tok_s_chip = (double)c->batch / c->tpot_s / (double)(c->chips * c->slices) * b->chip->devices_per_chip;
+    /* S micro-batches of B, one a stage, every TPOT, on S slices */
+    c->tok_s_chip = (double)c->batch * c->slices / c->tpot_s / (double)(c->chips * c->slices) *
+                    b->chip->devices_per_chip;
     int ttft = c->ttft_s > b->ttft_s, tpot = c->tpot_s > b->tpot_s;
     if (ttft || tpot) {
         c->verdict = ttft ? PL_RV_MISS_TTFT : PL_RV_MISS_TPOT;
