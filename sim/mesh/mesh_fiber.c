@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "../../kernel/guard.h"
-#include "../base/hostthreads.h"
 #include "mesh_fiber.h"
 #include "mesh_run.h"
 
@@ -228,9 +227,11 @@ int sim_fibers_start(struct mesh_run *r)
      * pool thread only fights the first for the mesh lock (512 devices of a
      * ring all-reduce: 16.7 s on one, 22.0 s on two). With data, each core's
      * block ops are real work, and every host core helps. */
-    int pools = r->cost_only ? 1 : sim_host_cores();
     const char *e = getenv("TILESIM_MESH_POOL"); /* a what-if for the bench: threads in the pool */
-    if (e && atoi(e) > 0) pools = atoi(e);
+    /* the CPUs online, not hwloc's physical cores (sim_host_cores): loading
+     * hwloc's topology takes 5-15 ms, more than a small mesh's whole run */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int pools = e && atoi(e) > 0 ? atoi(e) : r->cost_only ? 1 : cpus > 0 && cpus < 256 ? (int)cpus : 1;
     if (pools > units) pools = units;
     if (pools < 1) pools = 1;
     r->fibers_of = calloc((size_t)units, sizeof *r->fibers_of);
