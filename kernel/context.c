@@ -14,25 +14,6 @@
 
 /* ---- faults ----------------------------------------------------------------- */
 
-size_t kern_append(char *buf, size_t n, size_t at, const char *s)
-{
-    while (*s && at + 1 < n) buf[at++] = *s++;
-    if (at < n) buf[at] = '\0';
-    return at;
-}
-
-size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v)
-{
-    char d[24];
-    int i = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do d[i++] = (char)('0' + u % 10); while ((u /= 10) && i < 22);
-    if (v < 0) d[i++] = '-';
-    while (i > 0 && at + 1 < n) buf[at++] = d[--i];
-    if (at < n) buf[at] = '\0';
-    return at;
-}
-
 /* By hand, not by snprintf: a mesh names the point of every copy it makes */
 void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n)
 {

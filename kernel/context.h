@@ -14,6 +14,7 @@
 #include <stdarg.h>
 
 #include "pallas.h"
+#include "guard.h" /* kern_append, kern_append_int */
 
 /* KERN_OP_EUP: a transcendental op, timed as VPU work at its weight and
  * also counted in the report's eup_elems. KERN_OP_SCALAR: pl_get / pl_set
@@ -501,10 +502,6 @@ float *kern_tmp(pl_ctx *c, size_t n);
 
 /* Format the grid point "(i, j, k)" into buf. */
 void kern_format_point(const int64_t *idx, int rank, char *buf, size_t n);
-/* Append s (or v in decimal) to buf at `at`, within n bytes, NUL-terminated;
- * returns the new end. For messages built on hot paths, without printf. */
-size_t kern_append(char *buf, size_t n, size_t at, const char *s);
-size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v);
 /* The running grid point, "(i, j)", formatted once a step: on a mesh every
  * copy and wait names its point for the race checker and the deadlock
  * message, several a step (issue 26: formatting was 12 % of a big mesh). */

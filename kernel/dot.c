@@ -173,14 +173,8 @@ static int overlaps(const pl_ref *x, const pl_ref *y)
  * leading dimension is a report at once, not a corrupted heap later (F3).
  * An invariant of the simulator, never user input: the ops above refuse
  * what a kernel can get wrong. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DOT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DOT_ASAN 1
-#endif
-#endif
-#ifdef DOT_ASAN
+#include "sanitizers.h"
+#if TILESIM_ASAN
 #include <sanitizer/asan_interface.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -72,21 +72,30 @@ typedef struct msgbuf {
     size_t n;
 } msgbuf;
 
-static void put(msgbuf *m, const char *s)
+/* Async-signal-safe (no stdio, no locale): the crash handler's messages,
+ * and messages built on hot paths (kernel/context.h). */
+size_t kern_append(char *buf, size_t n, size_t at, const char *s)
 {
-    if (!s) s = "(null)";
-    while (*s && m->n + 1 < sizeof m->s) m->s[m->n++] = *s++;
+    while (*s && at + 1 < n) buf[at++] = *s++;
+    if (at < n) buf[at] = '\0';
+    return at;
 }
 
-static void put_int(msgbuf *m, int64_t v)
+size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v)
 {
     char d[24];
     int i = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do d[i++] = (char)('0' + u % 10); while ((u /= 10) && i < 23);
-    if (v < 0 && m->n + 1 < sizeof m->s) m->s[m->n++] = '-';
-    while (i > 0 && m->n + 1 < sizeof m->s) m->s[m->n++] = d[--i];
+    do d[i++] = (char)('0' + u % 10); while ((u /= 10) && i < 22);
+    if (v < 0) d[i++] = '-';
+    while (i > 0 && at + 1 < n) buf[at++] = d[--i];
+    if (at < n) buf[at] = '\0';
+    return at;
 }
+
+static void put(msgbuf *m, const char *s) { m->n = kern_append(m->s, sizeof m->s, m->n, s ? s : "(null)"); }
+
+static void put_int(msgbuf *m, int64_t v) { m->n = kern_append_int(m->s, sizeof m->s, m->n, v); }
 
 /* "(1, 0)" */
 static void put_tuple(msgbuf *m, const int64_t *v, int n)

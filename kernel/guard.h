@@ -50,4 +50,11 @@ void kern_guard_zone(const char *kind, const char *owner, const char *what);
  * temporary files). One hook; a second call replaces it. */
 void kern_guard_atcrash(void (*fn)(void));
 
+/* Append s (or v in decimal) to buf at `at`, within n bytes, NUL-terminated;
+ * returns the new end. Async-signal-safe, without printf: the crash
+ * report's messages, and messages built on hot paths (a mesh names the
+ * point of every copy it makes). */
+size_t kern_append(char *buf, size_t n, size_t at, const char *s);
+size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v);
+
 #endif

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernel/sanitizers.h"
 #include "../kernel/context.h"
 #include "../sim/tilesim.h"
 
@@ -386,18 +387,11 @@ Test(f3, dimensions_beyond_int_are_refused)
 
 /* ---- cost-only VMEM under AddressSanitizer ------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define F3_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define F3_ASAN 1
-#endif
-#endif
 
 /* Cost-only runs take big VMEM buffers from mmap, which has no redzones; in
  * an ASan build they come from calloc, so that a write past one is a report,
  * not a silent overwrite of whatever is mapped next (F3). */
-#ifdef F3_ASAN
+#if TILESIM_ASAN
 #include <sanitizer/asan_interface.h>
 
 static int past_end_poisoned = -1;

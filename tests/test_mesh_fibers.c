@@ -15,20 +15,12 @@
 #include <unistd.h>
 
 #include "../examples/kernels/values.h"
+#include "../kernel/sanitizers.h"
 #include "run.h"
 #include "test_mesh_helpers.h"
 
 /* the tilesim command of this test binary's build (th_tilesim_path) */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1 /* locals may live on its fake stack, and its own handler takes a fault */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#define SANITIZED TILESIM_ASAN /* locals may live on its fake stack, and its own handler takes a fault */
 
 static th_run tilesim(const char *const *args)
 {
@@ -157,15 +149,11 @@ static int host_threads(void)
 
 static int threads_seen = -1;
 
-/* A chain down the devices: device me waits for device me+1 and then
- * signals me-1, so device 0 runs its last op after every other device
- * started; it counts the host threads then. */
+/* A chain down the devices (mh_chain): device 0 runs its last op after
+ * every other device started; it counts the host threads then. */
 static void chain(pl_ctx *c, pl_ref *refs)
 {
-    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
-    if (me < n - 1) pltpu_semaphore_wait(c, pl_at(c, refs[2], 0), 1);
-    if (me > 0) pltpu_semaphore_signal_device(c, pl_at(c, refs[2], 0), 1, me - 1);
-    else threads_seen = host_threads();
+    if (mh_chain(c, pl_at(c, refs[2], 0))) threads_seen = host_threads();
 }
 
 /* 3000 devices, each of them started and waiting: a thread per device would

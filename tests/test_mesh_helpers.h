@@ -14,6 +14,17 @@
 
 #define MH_SENTINEL (-7.25f)
 
+/* A chain down the devices, on semaphore `sem` of each: device me waits
+ * for device me + 1's signal (the last waits for none), then signals
+ * device me - 1. Returns 1 on device 0, the chain's end. */
+static inline int mh_chain(pl_ctx *c, pl_ref sem)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    if (me < n - 1) pltpu_semaphore_wait(c, sem, 1);
+    if (me > 0) pltpu_semaphore_signal_device(c, sem, 1, me - 1);
+    return me == 0;
+}
+
 /* One mesh call: n devices, each with x (xr, xc) f32 holding dev * 10000 + i
  * and o (orows, ocols) f32 holding MH_SENTINEL. */
 typedef struct mh_run {

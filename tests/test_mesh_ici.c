@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "../kernel/sanitizers.h"
 #include "../sim/timing/ici.h"
 #include "../sim/tilesim_mesh.h"
 #include "helpers.h"
@@ -170,16 +171,7 @@ Test(mesh_ici, always_terminates_and_keeps_each_copy_s_floor)
     free(x);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SLOW 10 /* sanitizers: the bound below, ten times over */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SLOW 10
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 1
-#endif
+#define SLOW (TILESIM_ASAN || TILESIM_TSAN ? 10 : 1) /* sanitizers: the bound below, ten times over */
 
 /* 20000 copies in flight at once on a 4x4x4 torus, each of its own size so
  * that each ends at an event of its own: an event must cost the copies on

@@ -6,27 +6,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "../kernel/sanitizers.h"
 #include "test_mesh_helpers.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1 /* their shadow memory needs more address space than any small limit leaves */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+/* their shadow memory needs more address space than any small limit leaves */
+#define SANITIZED (TILESIM_ASAN || TILESIM_TSAN)
 
-/* A chain: the last device signals the one before it, which waits for that
- * and signals the one before it, and so on down to device 0. */
-static void chain(pl_ctx *c, pl_ref *refs)
-{
-    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
-    if (me < n - 1) pltpu_semaphore_wait(c, pl_at(c, refs[2], 0), 1);
-    if (me > 0) pltpu_semaphore_signal_device(c, pl_at(c, refs[2], 0), 1, me - 1);
-}
+static void chain(pl_ctx *c, pl_ref *refs) { mh_chain(c, pl_at(c, refs[2], 0)); }
 
 /* This process's virtual memory now, in bytes (VmSize), or -1. */
 static long long vm_size(void)

@@ -12,15 +12,9 @@
  * (TSan's x86_64 layout; the PIE binary sits in it, and BoxFort skips pages in
  * use). Nothing in tilesim or its tests calls rand_r.
  */
-#if defined(__SANITIZE_THREAD__)
-#define TILESIM_TSAN_ARENA 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TILESIM_TSAN_ARENA 1
-#endif
-#endif
+#include "../kernel/sanitizers.h"
 
-#ifdef TILESIM_TSAN_ARENA
+#if TILESIM_TSAN
 #include <stdlib.h>
 
 int rand_r(unsigned *seed)

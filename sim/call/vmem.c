@@ -13,14 +13,10 @@
  * mmap threshold has grown (sweeps allocate thousands of such buffers). */
 /* Under AddressSanitizer every buffer comes from calloc: mmap'd memory has
  * no redzones, so a write past one would go unseen (FINDINGS.md F3). */
-#if defined(__SANITIZE_ADDRESS__)
+#include "../../kernel/sanitizers.h"
+#if TILESIM_ASAN
 #define VMEM_MMAP_MIN SIZE_MAX
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VMEM_MMAP_MIN SIZE_MAX
-#endif
-#endif
-#ifndef VMEM_MMAP_MIN
+#else
 #define VMEM_MMAP_MIN ((size_t)1 << 16)
 #endif
 

@@ -23,22 +23,9 @@
 #include "mesh_fiber.h"
 #include "mesh_run.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FIBER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FIBER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define FIBER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FIBER_TSAN 1
-#endif
-#endif
+#include "../../kernel/sanitizers.h"
 
-#ifdef FIBER_ASAN /* AddressSanitizer follows a stack switch it is told of (sanitizer/common_interface_defs.h) */
+#if TILESIM_ASAN /* AddressSanitizer follows a stack switch it is told of (sanitizer/common_interface_defs.h) */
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
 #define ASAN_START(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
@@ -74,11 +61,11 @@ struct sim_fiber_pool {
 
 int sim_fibers_wanted(void)
 {
-#ifdef FIBER_TSAN
+#if TILESIM_TSAN
     return 0;
 #else
     const char *e = getenv("TILESIM_MESH_THREADS");
-#ifdef FIBER_ASAN
+#if TILESIM_ASAN
     /* AddressSanitizer prints a warning on stderr at the first swapcontext,
      * which the program's own stderr must not carry: threads, unless asked */
     return e && strcmp(e, "0") == 0;

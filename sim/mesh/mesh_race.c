@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernel/sanitizers.h"
 #include "mesh_race.h"
 
 /* A region of a device's memory and the copy that last landed there. */
@@ -204,8 +205,7 @@ static void copy_point(char *to, size_t n, const char *from)
  * vector code: a 1024-device mesh joins 4 KiB clocks at every wait. x86-64's
  * baseline (SSE2) has no unsigned 32-bit max: GCC makes an AVX2 clone too,
  * chosen at load time where the host has it. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) &&                \
-    !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !TILESIM_TSAN && !TILESIM_ASAN
 /* (not under a sanitizer: the clone's resolver runs at load time, before
  * the sanitizer's runtime, and ThreadSanitizer's instrumentation of it
  * crashes the program) */
