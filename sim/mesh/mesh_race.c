@@ -25,7 +25,7 @@ typedef struct landed {
     uint32_t received;     /* the receiver's clock when one did (0: not yet) */
     uint32_t gen;          /* its slot's generation: a stale pending reference does not match */
     int live;
-    char point[64];
+    const char *point;     /* interned (intern()): a ring of N devices keeps N^2 regions */
 } landed;
 
 /* A device's regions: a slab of slots, the live ones sorted by lo. */
@@ -51,6 +51,7 @@ typedef struct pend {
  * its own send semaphore with one clock), freed when no add holds it. */
 typedef struct snap {
     uint32_t refs;
+    struct snap *next;     /* on the free list */
     uint32_t c[];          /* n entries */
 } snap;
 
@@ -58,6 +59,15 @@ typedef struct sem_add {
     int64_t left;
     snap *clock;
 } sem_add;
+
+/* Interned grid points: a device names the same point at every copy of a
+ * step, so a region holds a pointer to one copy of it (64 bytes a region
+ * before). Chunks of strings, freed with the checker. */
+typedef struct point_chunk {
+    struct point_chunk *next;
+    size_t used;
+    char s[16384];
+} point_chunk;
 
 typedef struct semvec {
     const void *cell;
@@ -74,12 +84,21 @@ struct sim_mesh_race {
     size_t cap_sems, n_sems;
     land_set *land;        /* per device: the regions copies landed in */
     snap **cur;            /* per device: its clock's snapshot while the clock is unchanged, or NULL */
+    const char **last_point; /* per device: the point it named last, interned */
+    snap *spare;           /* snapshots no add holds, for the next (a 1024-device ring takes and
+                            * drops one of 4 KiB at almost every copy) */
+    int n_spare;
+    point_chunk *points;
     sim_mesh_conflict found;        /* the first race in the canonical order (found.found: any) */
 };
 
-static void unref(snap *s)
+#define MAX_SPARE 256
+
+static void unref(sim_mesh_race *r, snap *s)
 {
-    if (s && --s->refs == 0) free(s);
+    if (!s || --s->refs) return;
+    if (r->n_spare < MAX_SPARE) s->next = r->spare, r->spare = s, r->n_spare++;
+    else free(s);
 }
 
 /* Device d's clock row; changed(): it is about to change, so its snapshot
@@ -87,7 +106,7 @@ static void unref(snap *s)
 static uint32_t *row_of(sim_mesh_race *r, int d) { return r->clock + (size_t)d * (size_t)r->n; }
 static uint32_t *changed(sim_mesh_race *r, int d)
 {
-    unref(r->cur[d]);
+    unref(r, r->cur[d]);
     r->cur[d] = NULL;
     return row_of(r, d);
 }
@@ -96,7 +115,9 @@ static uint32_t *changed(sim_mesh_race *r, int d)
 static snap *snapshot(sim_mesh_race *r, int d)
 {
     if (!r->cur[d]) {
-        snap *s = malloc(sizeof *s + (size_t)r->n * sizeof *s->c);
+        snap *s = r->spare;
+        if (s) r->spare = s->next, r->n_spare--;
+        else s = malloc(sizeof *s + (size_t)r->n * sizeof *s->c);
         if (!s) return NULL;
         s->refs = 1; /* cur's own */
         memcpy(s->c, row_of(r, d), (size_t)r->n * sizeof *s->c);
@@ -115,7 +136,8 @@ sim_mesh_race *sim_mesh_race_new(int n)
     r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
     r->land = calloc((size_t)n, sizeof *r->land);
     r->cur = calloc((size_t)n, sizeof *r->cur);
-    if (!r->clock || !r->land || !r->cur) {
+    r->last_point = calloc((size_t)n, sizeof *r->last_point);
+    if (!r->clock || !r->land || !r->cur || !r->last_point) {
         sim_mesh_race_free(r);
         return NULL;
     }
@@ -126,13 +148,16 @@ void sim_mesh_race_free(sim_mesh_race *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->cap_sems; i++) {
-        for (int k = r->sems[i].head; k < r->sems[i].n; k++) unref(r->sems[i].q[k].clock);
+        for (int k = r->sems[i].head; k < r->sems[i].n; k++) unref(r, r->sems[i].q[k].clock);
         free(r->sems[i].q);
         free(r->sems[i].p);
     }
     for (int d = 0; r->land && d < r->n; d++) free(r->land[d].e), free(r->land[d].free_ids), free(r->land[d].by_lo);
-    for (int d = 0; r->cur && d < r->n; d++) unref(r->cur[d]);
+    for (int d = 0; r->cur && d < r->n; d++) unref(r, r->cur[d]);
+    for (snap *s = r->spare, *next; s; s = next) next = s->next, free(s);
     free(r->cur);
+    free(r->last_point);
+    for (point_chunk *c = r->points, *next; c; c = next) next = c->next, free(c);
     free(r->sems);
     free(r->land);
     free(r->clock);
@@ -201,6 +226,26 @@ static void copy_point(char *to, size_t n, const char *from)
     to[len] = 0;
 }
 
+/* Device d's point, kept once: the last one it named, or a new copy (at
+ * most as long as a sim_mesh_event's). "" when out of memory. */
+static const char *intern(sim_mesh_race *r, int d, const char *point)
+{
+    const char *last = r->last_point[d];
+    if (last && strcmp(last, point) == 0) return last;
+    size_t len = strnlen(point, sizeof ((sim_mesh_event *)0)->point - 1) + 1;
+    point_chunk *c = r->points;
+    if (!c || c->used + len > sizeof c->s) {
+        c = malloc(sizeof *c);
+        if (!c) return "";
+        c->next = r->points, c->used = 0;
+        r->points = c;
+    }
+    char *at = c->s + c->used;
+    copy_point(at, len, point);
+    c->used += len;
+    return r->last_point[d] = at;
+}
+
 /* Element-wise max, written without a branch so that the compiler makes it
  * vector code: a 1024-device mesh joins 4 KiB clocks at every wait. x86-64's
  * baseline (SSE2) has no unsigned 32-bit max: GCC makes an AVX2 clone too,
@@ -246,7 +291,7 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
         int64_t take = e->left < need ? e->left : need;
         e->left -= take;
         need -= take;
-        if (e->left == 0) unref(e->clock), s->head++;
+        if (e->left == 0) unref(r, e->clock), s->head++;
     }
     uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
     land_set *ls = &r->land[device];
@@ -358,44 +403,60 @@ static void pend_on(sim_mesh_race *r, const void *cell, int device, int id, uint
     s->p[s->pn++] = (pend){device, id, gen};
 }
 
+/* Room for one more region in set: grow the slab, the index and the free
+ * list when every slot is live. 0 when out of memory. */
+static int room(land_set *set)
+{
+    if (set->n_free || set->n < set->cap) return 1;
+    int cap = set->cap ? 2 * set->cap : 8;
+    landed *g = realloc(set->e, (size_t)cap * sizeof *g);
+    if (g) set->e = g;
+    int *idx = g ? realloc(set->by_lo, (size_t)cap * sizeof *idx) : NULL;
+    if (idx) set->by_lo = idx;
+    int *fr = idx ? realloc(set->free_ids, (size_t)cap * sizeof *fr) : NULL;
+    if (fr) set->free_ids = fr;
+    if (!fr) return 0;
+    for (int i = set->cap; i < cap; i++) set->e[i] = (landed){0}, set->free_ids[set->n_free++] = cap - 1 - (i - set->cap);
+    set->cap = cap;
+    return 1;
+}
+
 /* e now owns its bytes on device `to`: drop the regions it covers whole.
- * 0 (also when out of memory: then not tracked; no race is invented). */
+ * The index is mended in one pass: the regions kept stay in order, e goes
+ * after those that start where it does (landing order), and when e takes
+ * the place of a region it covers (a ring lands each chunk where the last
+ * one was) nothing after it moves. 0 (also when out of memory: then not
+ * tracked; no race is invented). */
 static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
 {
     land_set *set = &r->land[to];
-    for (int pos = first_at(set, e->lo); pos < set->n && set->e[set->by_lo[pos]].lo < e->hi;) {
-        landed *l = &set->e[set->by_lo[pos]];
-        if (l->hi > e->hi) {
-            pos++;
+    int start = first_at(set, e->lo), rd = start, w = start;
+    for (; rd < set->n && set->e[set->by_lo[rd]].lo < e->hi; rd++) {
+        landed *l = &set->e[set->by_lo[rd]];
+        if (l->hi > e->hi) { /* overlapped, not covered: kept */
+            set->by_lo[w++] = set->by_lo[rd];
             continue;
         }
         l->live = 0, l->gen++;
-        set->free_ids[set->n_free++] = set->by_lo[pos];
-        memmove(set->by_lo + pos, set->by_lo + pos + 1, (size_t)(set->n - pos - 1) * sizeof *set->by_lo);
-        set->n--;
+        set->free_ids[set->n_free++] = set->by_lo[rd];
     }
-    if (!set->n_free && set->n == set->cap) { /* every slot live: grow the slab, the index and the free list */
-        int cap = set->cap ? 2 * set->cap : 8;
-        landed *g = realloc(set->e, (size_t)cap * sizeof *g);
-        if (g) set->e = g;
-        int *idx = g ? realloc(set->by_lo, (size_t)cap * sizeof *idx) : NULL;
-        if (idx) set->by_lo = idx;
-        int *fr = idx ? realloc(set->free_ids, (size_t)cap * sizeof *fr) : NULL;
-        if (fr) set->free_ids = fr;
-        if (!fr) return 0;
-        for (int i = set->cap; i < cap; i++) set->e[i] = (landed){0}, set->free_ids[set->n_free++] = cap - 1 - (i - set->cap);
-        set->cap = cap;
+    int at = start;
+    while (at < w && set->e[set->by_lo[at]].lo == e->lo) at++; /* after equal starts: landing order */
+    if (rd > w) { /* [w, rd) is free now: close it to the one slot e takes at `at` */
+        memmove(set->by_lo + at + 1, set->by_lo + at, (size_t)(w - at) * sizeof *set->by_lo);
+        if (rd > w + 1) memmove(set->by_lo + w + 1, set->by_lo + rd, (size_t)(set->n - rd) * sizeof *set->by_lo);
+        set->n -= rd - w - 1;
+    } else {
+        if (!room(set)) return 0;
+        memmove(set->by_lo + at + 1, set->by_lo + at, (size_t)(set->n - at) * sizeof *set->by_lo);
+        set->n++;
     }
     int id = set->free_ids[--set->n_free];
     uint32_t gen = set->e[id].gen;
     set->e[id] = *e;
     set->e[id].gen = gen, set->e[id].live = 1;
-    copy_point(set->e[id].point, sizeof set->e[id].point, point);
-    int pos = first_at(set, e->lo);
-    while (pos < set->n && set->e[set->by_lo[pos]].lo == e->lo) pos++; /* after equal starts: landing order */
-    memmove(set->by_lo + pos + 1, set->by_lo + pos, (size_t)(set->n - pos) * sizeof *set->by_lo);
-    set->by_lo[pos] = id;
-    set->n++;
+    set->e[id].point = intern(r, e->from, point);
+    set->by_lo[at] = id;
     if (e->hi - e->lo > set->max_len) set->max_len = e->hi - e->lo;
     if (e->unreceived > 0) pend_on(r, e->recv, to, id, gen);
     return 0;

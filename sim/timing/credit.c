@@ -4,6 +4,8 @@
  * when its transfer ends, a signal adds when it is made, and a wait takes
  * when enough has arrived: a count per (device, semaphore), kept in an
  * open-addressing table keyed by the semaphore's address on its device.
+ * A count back at 0 leaves the table (a ring all-reduce of N devices
+ * touches 2 N^2 semaphores, a few at a time).
  */
 #include <stdlib.h>
 
@@ -20,9 +22,14 @@ struct sim_credits {
     size_t cap, n;
 };
 
+static size_t home(const sim_credits *c, int device, uintptr_t cell)
+{
+    return (size_t)(((cell >> 3) ^ ((uintptr_t)device << 40)) * 0x9e3779b97f4a7c15ULL) & (c->cap - 1);
+}
+
 static size_t slot(const sim_credits *c, int device, uintptr_t cell)
 {
-    size_t mask = c->cap - 1, i = (size_t)(((cell >> 3) ^ ((uintptr_t)device << 40)) * 0x9e3779b97f4a7c15ULL) & mask;
+    size_t mask = c->cap - 1, i = home(c, device, cell);
     while (c->t[i].cell && !(c->t[i].cell == cell && c->t[i].device == device)) i = (i + 1) & mask;
     return i;
 }
@@ -48,6 +55,22 @@ static credit *find(sim_credits *c, int device, uintptr_t cell)
     return e;
 }
 
+/* Empty e's slot; backward-shift deletion keeps every later entry of its
+ * probe run reachable from its home slot. */
+static void drop(sim_credits *c, credit *e)
+{
+    size_t mask = c->cap - 1, i = (size_t)(e - c->t);
+    c->t[i].cell = 0;
+    c->n--;
+    for (size_t j = (i + 1) & mask; c->t[j].cell; j = (j + 1) & mask) {
+        size_t k = home(c, c->t[j].device, c->t[j].cell);
+        if (((j - k) & mask) < ((j - i) & mask)) continue; /* its home lies after the hole: it stays */
+        c->t[i] = c->t[j];
+        c->t[j].cell = 0;
+        i = j;
+    }
+}
+
 sim_credits *sim_credits_new(void) { return calloc(1, sizeof(sim_credits)); }
 
 void sim_credits_free(sim_credits *c)
@@ -61,6 +84,7 @@ int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount)
     credit *e = find(c, device, cell);
     if (!e) return -1;
     e->count += amount;
+    if (!e->count) drop(c, e);
     return 0;
 }
 
@@ -69,5 +93,6 @@ int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount)
     credit *e = find(c, device, cell);
     if (!e || e->count < amount) return 0;
     e->count -= amount;
+    if (!e->count) drop(c, e);
     return 1;
 }

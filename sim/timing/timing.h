@@ -38,6 +38,7 @@ typedef struct sim_xfer {
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
     uint8_t regular;  /* ... or 1, not its bytes: a regular semaphore (M8) */
     uintptr_t cell;   /* 0: none */
+    /* (64 bytes: a big mesh keeps one a copy) */
 } sim_xfer;
 
 typedef struct sim_opline {
@@ -56,13 +57,19 @@ typedef enum sim_kevent_kind {
     SIM_KEV_TAKE,     /* mesh: until `amount` more has reached semaphore `cell` of this device (a wait) */
     SIM_KEV_SIGNAL    /* mesh: `amount` reaches semaphore `cell` of device `device` now */
 } sim_kevent_kind;
+/* 40 bytes: a big mesh records several a copy (issue 26), so the fields no
+ * kind uses together share their bytes. */
 typedef struct sim_kevent {
     uint8_t kind;     /* sim_kevent_kind */
-    int64_t xfer;     /* START, WAIT: index into the core's manual line */
-    double seconds;   /* COMPUTE */
     int32_t device;   /* SIGNAL */
-    uintptr_t cell;   /* TAKE, SIGNAL */
-    int64_t amount;
+    union {
+        int64_t xfer;     /* START, WAIT: index into the core's manual line */
+        uintptr_t cell;   /* TAKE, SIGNAL */
+    };
+    union {
+        double seconds;   /* COMPUTE */
+        int64_t amount;   /* TAKE, SIGNAL */
+    };
     double t0, t1;    /* WAIT, TAKE: filled by the replay, when the core reached it and went on (-1: not yet) */
 } sim_kevent;
 
