@@ -30,6 +30,7 @@ typedef struct dma_live {
 
 typedef struct dma_engine {
     double bw, latency, now;
+    double inv_bw;   /* 1 / bw: a multiply at every event, not a divide */
     double row_full; /* chip->dma_row_bytes: rows shorter than this move at row / row_full of the bandwidth */
     sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
     int oom;
@@ -80,7 +81,7 @@ static double dma_next(dma_engine *d)
     }
     d->active = active;
     d->counted = 1;
-    double finish = active ? d->now + min_rem * active / d->bw : INFINITY;
+    double finish = active ? d->now + min_rem * active * d->inv_bw : INFINITY;
     d->finish = finish;
     d->min_rem = min_rem;
     return finish < next_ready ? finish : next_ready;
@@ -425,7 +426,7 @@ static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, cons
     if (mesh && !(chip->ici_bw > 0 && isfinite(chip->ici_bw))) { rc = -2; goto out; }
     if (mesh && mesh->dcn && !(chip->dcn_bw > 0 && isfinite(chip->dcn_bw) && chip->dcn_latency_s >= 0)) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
-        eng[d] = (dma_engine){.bw = chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
+        eng[d] = (dma_engine){.bw = chip->hbm_bw, .inv_bw = 1 / chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
                               .credits = credits};
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
