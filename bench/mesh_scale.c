@@ -5,7 +5,10 @@
  * remote copies the program makes (about 4 D^2: half of each chunk goes each way), the host time, host us per
  * copy, peak bytes per copy, and at the end the exponent of time and of
  * memory fitted against copies (1: linear in copies). Targets: linear, and
- * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host.
+ * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host. A size
+ * that takes under 5 s runs three times and shows its fastest run: on a
+ * shared host one run of 64 devices took from 0.07 to 0.74 s, which moved
+ * the fitted exponent from 0.78 to 1.16 between two runs of the bench.
  *
  *   build/bench/mesh_scale [--max D]     # D: 256 by default; 1024 for the target row
  *
@@ -122,9 +125,14 @@ int main(int argc, char **argv)
     int n = 0;
     for (int d = 64; d <= max && n < 8; d *= 2) {
         run r;
-        if (run_one(tilesim, d, &r)) {
-            fprintf(stderr, "mesh_scale: the run of %d devices failed\n", d);
-            return 1;
+        for (int rep = 0; rep < 3; rep++) { /* the fastest of three short runs: the others met a busy host */
+            run t;
+            if (run_one(tilesim, d, &t)) {
+                fprintf(stderr, "mesh_scale: the run of %d devices failed\n", d);
+                return 1;
+            }
+            if (rep == 0 || t.seconds < r.seconds) r = t;
+            if (r.seconds >= 5) break;
         }
         printf("%8d %12lld %10.2f %12.2f %14.0f\n", d, r.copies, r.seconds, 1e6 * r.seconds / (double)r.copies,
                r.peak_bytes / (double)r.copies);
