@@ -194,9 +194,8 @@ static void finish_config(const pl_review_result *r, const pl_review_brief *b, p
     roofline(r, b, c, 0, &c->decode);
     c->ttft_s = c->prefill.total_s + c->decode.total_s;
     c->tpot_s = c->decode.total_s;
-    /* S micro-batches of B, one a stage, every TPOT, on S slices */
-    c->tok_s_chip = (double)c->batch * c->slices / c->tpot_s / (double)(c->chips * c->slices) *
-                    b->chip->devices_per_chip;
+    /* S micro-batches of B, one a stage, every TPOT, on S slices of `chips`: S cancels */
+    c->tok_s_chip = (double)c->batch / c->tpot_s / (double)c->chips * b->chip->devices_per_chip;
     int ttft = c->ttft_s > b->ttft_s, tpot = c->tpot_s > b->tpot_s;
     if (ttft || tpot) {
         c->verdict = ttft ? PL_RV_MISS_TTFT : PL_RV_MISS_TPOT;
