@@ -16,11 +16,12 @@ against the program (make test-docs; issue 25).
   are the tree's and `tilesim` is build/tilesim. The lines after it, up to
   the next `$`, are its output: each must match a line the command prints,
   in order, its text exactly and every number within 2 % (or 0.02 when
-  both are below 1); a host's wall-clock time (`in 0.01 s`, `after 0.001 s`)
-  is not compared, since it varies with the machine's load. The command prints exactly those lines unless the
-  block elides some: a line `...`, or a command whose comment says `lines
-  of it`, `excerpt` or `rows excerpted`, where the shown lines must appear
-  in order among the printed ones. A comment `exit status N` says the
+  both are below 1); a host's wall-clock time (`in 0.01 s`, `after
+  0.001 s`) is not compared, since it varies with the machine's load. The
+  command prints exactly those lines unless the block elides some: a line
+  `...`, or a command whose comment says `lines of it`, `excerpt` or `rows
+  excerpted`, where the shown lines must appear in order among the printed
+  ones. A comment `exit status N` says the
   status the command must end with; else it must be 0.
 - Other blocks (```sh, ```text, plain ```) are shown, not run.
 

@@ -20,10 +20,9 @@
 #include <unistd.h>
 
 #include "../../kernel/guard.h"
+#include "../../kernel/sanitizers.h"
 #include "mesh_fiber.h"
 #include "mesh_run.h"
-
-#include "../../kernel/sanitizers.h"
 
 #if TILESIM_ASAN /* AddressSanitizer follows a stack switch it is told of (sanitizer/common_interface_defs.h) */
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);

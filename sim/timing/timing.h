@@ -38,8 +38,7 @@ typedef struct sim_xfer {
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
     uint8_t regular;  /* ... or 1, not its bytes: a regular semaphore (M8) */
     uintptr_t cell;   /* 0: none */
-    /* (64 bytes: a big mesh keeps one a copy) */
-} sim_xfer;
+} sim_xfer;         /* 64 bytes: a big mesh keeps one a copy */
 
 typedef struct sim_opline {
     int is_out;
