@@ -200,7 +200,7 @@ Test(report_fit, matmul_headline_and_advice_are_unchanged)
     cr_assert(strstr(text, " TFLOP/s = ") && strstr(text, "% of the bf16 MXU peak; ") &&
               strstr(text, " FLOP per HBM byte (critical 241)"), "the matmul keeps its headline:\n%s", text);
     cr_assert_null(strstr(text, "GB/s"), "%s", text);
-    cr_assert(strstr(rep.bound_msg, "step-overhead-bound: 4096 grid steps x 0.35 us") &&
+    cr_assert(strstr(rep.bound_msg, "step-overhead-bound: 4096 grid steps x 0.15 us") &&
               strstr(rep.bound_msg, "rule P9)"), "%s", rep.bound_msg);
     /* no advice from the report itself: only a simulated change may advise (issue 22) */
     cr_assert_null(strstr(rep.bound_msg, "amortize"), "%s", rep.bound_msg);
