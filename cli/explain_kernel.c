@@ -31,8 +31,10 @@ static int explain_build(const pl_kernel_def *d, const int64_t *v, const pl_opti
     for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_MAX_OPERANDS; a++)
         if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
             rc = PL_ENOMEM;
+    unsigned char mine[PL_KDEF_MAX_ARGS] = {0}; /* the default fill leaves build's own tables alone */
+    for (int a = 0; a < b->n_args && a < PL_MAX_OPERANDS; a++) mine[a] = owned[a] != NULL;
     if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = sim_kdef_call_inputs(d, v, b, 0);
+        rc = sim_kdef_inputs(d, v, b, 0, mine);
     if (rc != PL_OK && !msg[0]) snprintf(msg, n, "%s", pl_strerror(rc));
     return rc;
 }

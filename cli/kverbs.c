@@ -262,7 +262,8 @@ static int vrun(const pl_kernel_def *d, const int64_t *v, const pl_options *opt,
         if (rc) snprintf(msg, sizeof msg, "out of host memory for the kernel's arrays");
     }
     if (rc == PL_OK) {
-        rc = sim_kdef_call_inputs(d, v, &s->b, opt->seed);
+        /* the default fill leaves alone the arrays build gave data to (its own tables) */
+        rc = sim_kdef_inputs(d, v, &s->b, opt->seed, s->owned);
         if (rc) snprintf(msg, sizeof msg, "kernel '%s': its inputs function failed: %s", d->name, pl_strerror(rc));
     }
     if (rc != PL_OK) {

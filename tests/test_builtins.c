@@ -49,7 +49,7 @@ static void run_pass(const char *name, const char *const *set, int n)
 Test(builtins, registry_lists_every_kernel)
 {
     static const char *const names[] = {"matmul",         "matmul_tb",       "matmul_bias_relu", "quant_matmul",
-                                        "block_sparse_matmul",
+                                        "block_sparse_matmul", "masked_matmul",
                                         "grouped_matmul", "flash_attention", "paged_attention",  "rmsnorm",
                                         "layernorm",      "softmax",         "add"};
     int n = (int)(sizeof names / sizeof names[0]);
@@ -77,6 +77,7 @@ DEFAULT_TEST(matmul, "matmul")
 DEFAULT_TEST(matmul_tb, "matmul_tb")
 DEFAULT_TEST(matmul_bias_relu, "matmul_bias_relu")
 DEFAULT_TEST(block_sparse, "block_sparse_matmul")
+DEFAULT_TEST(masked, "masked_matmul")
 DEFAULT_TEST(grouped, "grouped_matmul")
 DEFAULT_TEST(flash, "flash_attention")
 DEFAULT_TEST(paged, "paged_attention")

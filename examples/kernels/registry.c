@@ -6,6 +6,7 @@
 
 static const pl_kernel_def *const defs[] = {
     &ex_def_matmul,  &ex_def_matmul_tb, &ex_def_matmul_bias_relu, &ex_def_quant_matmul, &ex_def_block_sparse,
+    &ex_def_masked_matmul,
     &ex_def_grouped, &ex_def_flash,     &ex_def_paged,            &ex_def_rmsnorm,
     &ex_def_layernorm, &ex_def_softmax, &ex_def_add,
 };

@@ -26,7 +26,7 @@ const pl_kernel_def *ex_kernel_find(const char *name);
 extern const pl_kernel_def ex_def_matmul, ex_def_matmul_tb, ex_def_matmul_bias_relu;
 extern const pl_kernel_def ex_def_block_sparse, ex_def_grouped, ex_def_flash, ex_def_paged;
 extern const pl_kernel_def ex_def_rmsnorm, ex_def_layernorm, ex_def_softmax, ex_def_add;
-extern const pl_kernel_def ex_def_quant_matmul;
+extern const pl_kernel_def ex_def_quant_matmul, ex_def_masked_matmul;
 
 /* The built-in ring programs (mesh_progs.h) as mesh kernel definitions
  * (mesh_defs.c): not among ex_kernel_at's, whose kernels run on one
