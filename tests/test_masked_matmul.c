@@ -111,3 +111,13 @@ Test(masked_matmul, verify_explain_and_the_page_keep_the_definitions_tables, .ti
     th_run_free(&r);
     unlink(page);
 }
+
+/* One (16384, 16384) int32 mask block is 1 GiB: refused before any of it
+ * is allocated, naming the blocks. */
+Test(masked_matmul, a_mask_too_big_to_hold_is_refused_before_it_is_built)
+{
+    static const char *const sets[] = {"M=16384", "N=16384", "bm=16384", "bn=16384"};
+    pl_report rep = {0};
+    cr_assert_eq(run(sets, 4, 1, &rep, NULL), PL_EINVAL);
+    cr_expect(strstr(rep.error, "(16384, 16384) int32 blocks take 1024 MiB"), "%s", rep.error);
+}

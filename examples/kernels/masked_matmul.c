@@ -186,6 +186,15 @@ static int mmk_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     mmk_tables t;
     if ((rc = tables_build(&t, nbm, nbn, bm, bn)) != PL_OK) return snprintf(msg, n, "masked_matmul: no memory"), rc;
     size_t tb = (size_t)(nbm * nbn) * sizeof(int32_t);
+    /* the mask's distinct blocks live in HBM as the guide's mask_data: bound
+     * them before allocating (one block of them must fit VMEM anyway, M4) */
+    if ((double)t.n_types * (double)bm * (double)bn * 4 > (double)(512LL << 20)) {
+        snprintf(msg, n, "masked_matmul: the mask's %lld distinct (%lld, %lld) int32 blocks take %.0f MiB; use "
+                 "smaller bm and bn", (long long)t.n_types, (long long)bm, (long long)bn,
+                 (double)t.n_types * (double)bm * (double)bn * 4 / (1 << 20));
+        tables_free(&t);
+        return PL_EINVAL;
+    }
     int32_t *md = mask_data(&t, bm, bn);
     const void *tabs[4] = {ex_intern(t.block_mask, tb), ex_intern(t.prefetch_mask, tb), ex_intern(t.prefetch_i, tb),
                            ex_intern(t.prefetch_j, tb)};
