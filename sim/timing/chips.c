@@ -21,10 +21,10 @@
  *     A TPU reads one vector element through a vector load and a lane
  *     extract, so this is a floor: an element loop is never free.
  *   - Per-step overhead 0.15 us (v4, v5e, v5p): calibrated (`tilesim
- *     calibrate --fit step_overhead_us`, 0.149) against the timings the JAX
- *     Pallas TPU matmul guide publishes for its bf16 matmul on a v5e
- *     (docs/pallas/tpu/matmul, 1024^3 to 8192^3, blocks 128^3 and
- *     512 x 1024 x 1024; bench/data/pallas_guide_v5e.csv). A 128^3 step
+ *     calibrate bench/data/pallas_guide_v5e.csv --fit step_overhead_us`
+ *     fits 0.1525) against the timings the JAX Pallas TPU matmul guide
+ *     publishes for its bf16 matmuls on a v5e (docs/pallas/tpu/matmul,
+ *     1024^3 to 8192^3, blocks 128^3 and 512 x 1024 x 1024). A 128^3 step
  *     there takes 0.35 us in all, the "few tenths of a microsecond" of
  *     rule P9: the fixed cost plus the step's two descriptors and two
  *     waits (0.08 us) and its MXU work with fill and drain (0.13 us).
