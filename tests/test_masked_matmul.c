@@ -119,5 +119,16 @@ Test(masked_matmul, a_mask_too_big_to_hold_is_refused_before_it_is_built)
     static const char *const sets[] = {"M=16384", "N=16384", "bm=16384", "bn=16384"};
     pl_report rep = {0};
     cr_assert_eq(run(sets, 4, 1, &rep, NULL), PL_EINVAL);
-    cr_expect(strstr(rep.error, "(16384, 16384) int32 blocks take 1024 MiB"), "%s", rep.error);
+    cr_expect(strstr(rep.error, "(16384, 16384) int32 blocks take more than 512 MiB"), "%s", rep.error);
+}
+
+/* Blocks 8 rows tall and a whole row wide: each block row its own triangle,
+ * 2^21 distinct blocks of 32 MiB. Refused once 16 have been met, at once,
+ * not after a walk that compares each new block with every one before. */
+Test(masked_matmul, many_distinct_mask_blocks_are_refused_early, .timeout = 10)
+{
+    static const char *const sets[] = {"M=16777216", "N=1048576", "bm=8", "bn=1048576"};
+    pl_report rep = {0};
+    cr_assert_eq(run(sets, 4, 1, &rep, NULL), PL_EINVAL);
+    cr_expect(strstr(rep.error, "(16 of them at most fit in it)"), "%s", rep.error);
 }

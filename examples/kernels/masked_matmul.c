@@ -57,8 +57,9 @@ static void tables_free(mmk_tables *t)
 
 /* sparsify_mask's walk: from the last block back to the first, so that
  * each zero block learns the next nonzero one; distinct blocks numbered
- * in the order the walk meets them. */
-static int tables_build(mmk_tables *t, int64_t nbm, int64_t nbn, int64_t bm, int64_t bn)
+ * in the order the walk meets them. More than max_types distinct blocks:
+ * PL_EINVAL, found before the search for a block's type grows long. */
+static int tables_build(mmk_tables *t, int64_t nbm, int64_t nbn, int64_t bm, int64_t bn, int64_t max_types)
 {
     size_t n = (size_t)(nbm * nbn);
     *t = (mmk_tables){.block_mask = malloc(n * sizeof(int32_t)), .prefetch_mask = malloc(n * sizeof(int32_t)),
@@ -77,6 +78,10 @@ static int tables_build(mmk_tables *t, int64_t nbm, int64_t nbn, int64_t bm, int
                 if (d <= 1 - bn) d = 1 - bn; /* every all-ones block is one type */
                 int64_t ty = 0;
                 while (ty < t->n_types && t->type_d[ty] != d) ty++;
+                if (ty == t->n_types && t->n_types == max_types) {
+                    tables_free(t);
+                    return PL_EINVAL;
+                }
                 if (ty == t->n_types) t->type_d[t->n_types++] = d;
                 next_type = ty, next_i = i, next_j = j;
             }
@@ -183,18 +188,21 @@ static int mmk_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     int rc = mmk_check(v, msg, n);
     if (rc != PL_OK) return rc;
     int64_t bm = v[P_BM], bn = v[P_BN], bk = v[P_BK], nbm = v[P_M] / bm, nbn = v[P_N] / bn;
+    /* the mask's distinct blocks live in HBM as the guide's mask_data: at
+     * most 512 MiB of them (one must fit VMEM anyway, M4), known before
+     * they are allocated */
+    double block_bytes = (double)bm * (double)bn * 4, limit = (double)(512LL << 20);
+    int64_t max_types = block_bytes > limit ? 0 : (int64_t)(limit / block_bytes);
     mmk_tables t;
-    if ((rc = tables_build(&t, nbm, nbn, bm, bn)) != PL_OK) return snprintf(msg, n, "masked_matmul: no memory"), rc;
-    size_t tb = (size_t)(nbm * nbn) * sizeof(int32_t);
-    /* the mask's distinct blocks live in HBM as the guide's mask_data: bound
-     * them before allocating (one block of them must fit VMEM anyway, M4) */
-    if ((double)t.n_types * (double)bm * (double)bn * 4 > (double)(512LL << 20)) {
-        snprintf(msg, n, "masked_matmul: the mask's %lld distinct (%lld, %lld) int32 blocks take %.0f MiB; use "
-                 "smaller bm and bn", (long long)t.n_types, (long long)bm, (long long)bn,
-                 (double)t.n_types * (double)bm * (double)bn * 4 / (1 << 20));
-        tables_free(&t);
-        return PL_EINVAL;
+    if ((rc = tables_build(&t, nbm, nbn, bm, bn, max_types)) != PL_OK) {
+        if (rc == PL_EINVAL)
+            snprintf(msg, n, "masked_matmul: the mask's distinct (%lld, %lld) int32 blocks take more than 512 MiB "
+                     "(%lld of them at most fit in it); use smaller bm and bn", (long long)bm, (long long)bn,
+                     (long long)max_types);
+        else snprintf(msg, n, "masked_matmul: no memory");
+        return rc;
     }
+    size_t tb = (size_t)(nbm * nbn) * sizeof(int32_t);
     int32_t *md = mask_data(&t, bm, bn);
     const void *tabs[4] = {ex_intern(t.block_mask, tb), ex_intern(t.prefetch_mask, tb), ex_intern(t.prefetch_i, tb),
                            ex_intern(t.prefetch_j, tb)};
