@@ -94,6 +94,11 @@ static void c_mxu_dtypes(const pl_chip *c, char *b, size_t n)
     int i8 = c->int8_ops > 0, f8 = c->fp8_ops > 0;
     snprintf(b, n, "%s", i8 && f8 ? "int8,fp8" : i8 ? "int8" : f8 ? "fp8" : "none");
 }
+/* T10: fp8 x fp8 at the fp8 rate, widened to bf16 (no fp8 rate), or refused (E2001) */
+static void c_fp8_in(const pl_chip *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->fp8_ops > 0 ? "fp8 rate" : c->mxu_fp8_operands ? "as bf16" : "E2001");
+}
 /* K5: SparseCores x vector subcores x f32 lanes, and each subcore's VMEM */
 static void c_sc(const pl_chip *c, char *b, size_t n)
 {
@@ -128,6 +133,7 @@ static const struct {
     {"int8 MXU peak, TOP/s", c_int8},
     {"fp8 MXU peak, TFLOP/s", c_fp8},
     {"MXU int8 x int8 / fp8 (T10)", c_mxu_dtypes},
+    {"fp8 x fp8 operands (T10)", c_fp8_in},
     {"f32 matmul rate / bf16 rate", c_f32},
     {"VPU (f32), TFLOP/s", c_vpu},
     {"MXUs x width", c_mxu},

@@ -207,7 +207,8 @@ typedef struct kern_target {
     const char *chip;  /* its name, for messages */
     int tile_rows[4];  /* memory tile rows of 32-, 16-, 8- and 4-bit types in an array whose rows they divide */
     int mxu_int8;      /* the MXU multiplies int8 x int8 into int32 (T10) */
-    int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 (T10: v7x) */
+    int mxu_fp8;       /* the MXU multiplies fp8 x fp8 into f32 at an fp8 rate (T10: v7x) */
+    int mxu_fp8_in;    /* it takes fp8 x fp8 at all: at the fp8 rate, or widened to bf16 (v5e, v5p, v6e) */
     int dma_regular;   /* a DMA may signal a regular semaphore, by 1 (M8: v6e and later) */
     int cores;         /* the cores the call walks (pl_kernel: the device's TensorCores; K7) */
     int subcores;      /* a SparseCore vector-subcore mesh (K5): subcores per SparseCore (core = this core / it,

@@ -79,9 +79,10 @@ static int is_fp8(pl_dtype t) { return t == PL_F8E4M3 || t == PL_F8E5M2; }
 /* T10, the MXU's dtype table as Mosaic applies it: float x float into a
  * float accumulator; int8 x int8 into int32 only where the chip's MXU has an
  * int8 path (not v7x); a float x int mix converts the int operand to f32
- * first, into a float accumulator; fp8 x fp8 into a float accumulator only
- * where the MXU has an fp8 path (v7x), fp8 x another float by widening the
- * fp8 operand. Everything else is rejected (XLA E2001).
+ * first, into a float accumulator; fp8 x fp8 into a float accumulator where
+ * the chip takes fp8 operands (v5e, v5p, v6e, v7x; not v4), at the fp8 rate
+ * where it has one (v7x) and widened to bf16 elsewhere; fp8 x another float
+ * by widening the fp8 operand. Everything else is rejected (XLA E2001).
  * Returns the dtype the MXU runs at (the cost model's rate). */
 static pl_dtype check_mxu_dtypes(pl_ctx *c, const pl_ref *acc, const pl_ref *a, const pl_ref *b)
 {
@@ -90,8 +91,10 @@ static pl_dtype check_mxu_dtypes(pl_ctx *c, const pl_ref *acc, const pl_ref *a, 
     if (is_fp8(a->dtype) && is_fp8(b->dtype)) {
         if (!facc)
             why = "fp8 x fp8 accumulates in f32: give a float accumulator";
+        else if (c->target.chip && !c->target.mxu_fp8_in)
+            why = "this chip's MXU takes no fp8 operands (v5e and later do); quantize to int8 or multiply in bf16";
         else if (c->target.chip && !c->target.mxu_fp8)
-            why = "this chip's MXU has no fp8 path (v7x has one); quantize to int8 or multiply in bf16";
+            return PL_BF16; /* no fp8 rate here (v5e, v5p, v6e): widened to bf16, at its rate */
         else
             return a->dtype; /* timed at the fp8 rate */
     } else if (fa && fb && facc) {

@@ -705,6 +705,8 @@ struct pl_chip {
     int chips_per_host;          /* chips one host (its NICs) serves */
     double dcn_bw;               /* bytes/s of one host's NICs, each way, shared by its chips' copies */
     double dcn_latency_s;        /* from a copy's issue to its first byte arriving in another slice */
+    int mxu_fp8_operands;        /* 1: the MXU takes fp8 x fp8 operands (rule T10): at fp8_ops where > 0, else
+                                    widened to bf16 (v5e, v5p, v6e; JAX's tpu_info.is_matmul_supported); 0: E2001 (v4) */
 };
 
 /* The preset named `name` ("v4", "v5e", ...), or NULL (also for NULL). The

@@ -222,13 +222,17 @@ Test(fp4, quant_matmul_fp4_weights_run_and_verify_on_v7x_at_the_fp8_rate)
     cr_assert_eq(u->flops, 32.0 * 256 * 256, "one op per weight of the (bo, bi) = (256, 256) block");
 }
 
-/* The jnp name selects it too; a chip without fp8 has no path for it. */
-Test(fp4, quant_matmul_fp4_weights_are_rejected_before_v7x_E2001)
+/* The jnp name selects it too. v4's MXU takes no fp8 operands (JAX's
+ * Mosaic dtype table), so the widened weights have nowhere to go there; on
+ * v6e they run widened to bf16 (no fp8 rate), and verify. */
+Test(fp4, quant_matmul_fp4_weights_are_rejected_on_v4_and_widened_to_bf16_on_v6e_E2001)
 {
     static const char *sets[] = {"wdtype=float4_e2m1fn"};
     pl_report rep;
-    int rc = qmm_run("v6e", sets, 1, 0, &rep, NULL);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "no fp8 path", "E2001", "rule T10");
+    int rc = qmm_run("v4", sets, 1, 0, &rep, NULL);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "takes no fp8 operands", "E2001", "rule T10");
+    cr_assert_eq(qmm_run("v6e", sets, 1, 0, &rep, NULL), PL_OK, "%s", rep.error);
+    cr_expect_eq(rep.mxu_dtype, PL_BF16, "no fp8 rate on v6e: timed as bf16");
 }
 
 /* The HBM bytes of the weights are half fp8's: the report's copy-in row of

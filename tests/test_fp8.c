@@ -233,15 +233,23 @@ Test(fp8, T10_fp8_matmul_runs_on_v7x_into_f32_at_the_fp8_rate)
     free(o);
 }
 
-Test(fp8, T10_fp8_matmul_is_rejected_before_v7x_and_into_int32)
+/* JAX's Mosaic dtype table (tpu_info.is_matmul_supported): fp8 operands on
+ * generations 5 to 7, not on v4; v5e and v6e have no fp8 rate and run them
+ * widened to bf16, v7x at its fp8 rate. Into int32 they are refused. */
+Test(fp8, T10_fp8_matmul_is_rejected_on_v4_widened_on_v5e_and_v6e_and_refused_into_int32)
 {
     uint8_t *a = calloc(32 * 128, 1), *b = calloc(128 * 128, 1);
     float *o = calloc(32 * 128, 4);
     cr_assert(a && b && o);
     pl_report rep;
-    int rc = run_dot(PL_F8E5M2, PL_F32, a, b, o, "v5e", &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "pl_dot of f8e5m2 x f8e5m2 into f32 on v5e", "no fp8 path", "E2001",
-                    "rule T10");
+    int rc = run_dot(PL_F8E5M2, PL_F32, a, b, o, "v4", &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "pl_dot of f8e5m2 x f8e5m2 into f32 on v4", "takes no fp8 operands",
+                    "E2001", "rule T10");
+    static const char *const widened[] = {"v5e", "v5p", "v6e"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(run_dot(PL_F8E5M2, PL_F32, a, b, o, widened[i], &rep), PL_OK, "%s: %s", widened[i], rep.error);
+        cr_expect_eq(rep.mxu_dtype, PL_BF16, "%s: no fp8 rate, timed as bf16", widened[i]);
+    }
     rc = run_dot(PL_F8E4M3, PL_I32, a, b, o, "v7x", &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "into i32", "E2001", "rule T10");
     free(a);

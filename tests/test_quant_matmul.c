@@ -64,12 +64,18 @@ Test(quant_matmul, int8_weights_are_rejected_on_v7x_E2001)
     TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "pl_dot of i8 x i8 into i32 on v7x", "no int8 path", "E2001", "rule T10");
 }
 
-Test(quant_matmul, fp8_weights_are_rejected_before_v7x)
+static void run_passing(const char *chip, const char *const *sets, int n_sets, pl_report *rep);
+
+/* fp8 weights: refused on v4 (no fp8 operands on its MXU), widened to bf16
+ * on v6e (no fp8 rate), and the output still verifies there. */
+Test(quant_matmul, fp8_weights_are_rejected_on_v4_and_run_widened_on_v6e)
 {
     static const char *sets[] = {"wdtype=f8e4m3"};
     pl_report rep;
-    int rc = run_with("v6e", sets, 1, &rep, NULL);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "no fp8 path", "E2001", "rule T10");
+    int rc = run_with("v4", sets, 1, &rep, NULL);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "takes no fp8 operands", "E2001", "rule T10");
+    run_passing("v6e", sets, 1, &rep);
+    cr_expect_eq(rep.mxu_dtype, PL_BF16);
 }
 
 /* A block that does not divide its dimension is refused, naming it. */

@@ -78,6 +78,7 @@ static void init_context(sim_core *k)
     kern_target target = {0};
     if (chip)
         target = (kern_target){.chip = chip->name, .mxu_int8 = chip->int8_ops > 0, .mxu_fp8 = chip->fp8_ops > 0,
+                               .mxu_fp8_in = chip->mxu_fp8_operands || chip->fp8_ops > 0,
                                .dma_regular = chip->dma_regular_sems, .cores = x->n_cores,
                                .tile_rows = {8, chip->sublanes_16bit, chip->sublanes_8bit, chip->sublanes_4bit},
                                .vmem_free = x->rep.vmem_limit - x->rep.vmem_bytes,

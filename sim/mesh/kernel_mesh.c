@@ -79,6 +79,7 @@ static void subcore_view(const pl_chip *chip, pl_chip *v)
     /* no MXU: pl_dot is refused (K5); the roofline's compute roof is the VPU's */
     v->bf16_flops = v->vpu_flops;
     v->int8_ops = v->fp8_ops = 0;
+    v->mxu_fp8_operands = 0;
     v->vmem_bw = 0; /* not published for a subcore: no VMEM roof */
     v->sc_view = 1;
 }

@@ -92,8 +92,15 @@
  *     per vector subcore (256 KiB on v6e); DMA granule 32 B (not modelled).
  *     v4 and v5e: none in that table (sc_cores 0).
  *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v4
- *     to v6e; v7x has none); fp8 only on v7x (fp8_ops, 4614 TFLOP/s per chip,
- *     half per device): fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32 there only.
+ *     to v6e; v7x has none); an fp8 rate only on v7x (fp8_ops, 4614 TFLOP/s
+ *     per chip, half per device). fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32
+ *     is accepted where mxu_fp8_operands is 1: JAX's Mosaic dtype table
+ *     (jax/_src/pallas/mosaic/tpu_info.py, is_matmul_supported) takes fp8
+ *     operands on generations 5, 6 and 7 (v5e, v5p, v6e, v7x) and not on
+ *     4 (v4). Without an fp8 rate they run widened to bf16, at its rate
+ *     (the same table gives v6e's fp8 rate as its bf16 one; v5e and v5p
+ *     "not available"; model choice: the bf16 rate. OpenXLA's cost model
+ *     gives half of it on v5e, v5p and v6e, its fp8 cadence).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -124,6 +131,8 @@
  * chips on which JAX runs test_dma_with_regular_semaphore (it skips below
  * v6: "Regular semaphores in DMAs require TPU v6+") */
 #define DMA_REGULAR .dma_regular_sems = 1
+/* fp8 x fp8 operands on the MXU (rule T10; see above) */
+#define FP8_IN .mxu_fp8_operands = 1
 /* The data-center network (rule M14; docs/CHIPS.md). Chips per host and
  * host NICs from the Cloud TPU pages: v5e 8 chips and 2 x 100 Gbps NICs a
  * host (25 GB/s); v5p 4 chips a host (its 4-chip VM) and 50 Gbps of DCN a
@@ -151,7 +160,7 @@ static const pl_chip chips[] = {
     {.name = "v5e", .bf16_flops = 197 * TERA, .int8_ops = 394 * TERA, .vpu_flops = 197 * TERA / 30, .mxu_count = 4,
      .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.5 * GIGA, .hbm_bw = 819 * GIGA, .hbm_bytes = 16 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
-     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON, STEP_DOCS, DCN(8)},
+     .ici_links = 4, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 819 * GIGA, COMMON, STEP_DOCS, DCN(8), FP8_IN},
     /* v5p: 459 TFLOP/s bf16, 918 TOP/s int8 per chip over 2 TensorCores
      * (megacore); HBM 2765 GB/s per chip (the Cloud page; JAX's table says
      * 2460); 95 GiB; 64 MiB VMEM per core, scoped default assumed 16 MiB;
@@ -160,7 +169,7 @@ static const pl_chip chips[] = {
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.75 * GIGA, .hbm_bw = 2765 * GIGA, .hbm_bytes = 95 * GiB,
      .vmem_bytes = 64 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 2765 * GIGA / 2, COMMON, STEP_DOCS,
-     .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB, DCN(4)},
+     .sc_cores = 4, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 512 * KiB, DCN(4), FP8_IN},
     /* v6e (Trillium): 918 TFLOP/s bf16, 1836 TOP/s int8, one TensorCore;
      * 1638 GB/s on the spec sheet, 1373 GB/s a DMA gets (OpenXLA, above);
      * 32 GiB; 128 MiB VMEM, 32 MiB scoped default; 2 MXUs of 256x256;
@@ -170,7 +179,7 @@ static const pl_chip chips[] = {
      .mxu_width = 256, .mxu_fill_cycles = 192, .clock_hz = 1.75 * GIGA, .hbm_bw = 1373 * GIGA, .hbm_bytes = 32 * GiB, .vmem_bytes = 128 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 8, .cores_per_device = 1, .devices_per_chip = 1,
      .ici_links = 4, .ici_bw = 90 * GIGA, .vmem_bw = VMEM_X * 1638 * GIGA, COMMON, STEP_OPENXLA(628), DMA_REGULAR,
-     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB, DCN(8)},
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 8, .sc_vmem_bytes = 256 * KiB, DCN(8), FP8_IN},
     /* v7x (Ironwood): a chip is two devices of one TensorCore each; model
      * choice: a device has half the chip's 2307 TFLOP/s bf16 (4614 fp8),
      * at the default P-state's 1.9 GHz of the peak's 2.2 (OpenXLA, above),
@@ -185,7 +194,7 @@ static const pl_chip chips[] = {
      .mxu_width = 256, .mxu_fill_cycles = 211, .clock_hz = 1.9 * GIGA, .hbm_bw = 3207 * GIGA, .hbm_bytes = 96 * GiB, .vmem_bytes = 64 * MiB,
      .vmem_default_limit = 32 * MiB, .sublanes_16bit = 16, .cores_per_device = 1, .devices_per_chip = 2,
      .ici_links = 6, .ici_bw = 100 * GIGA, .vmem_bw = VMEM_X * 7380 * GIGA / 2, COMMON, STEP_OPENXLA(692), DMA_REGULAR,
-     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB, DCN(4)},
+     .sc_cores = 2, .sc_subcores = 16, .sc_lanes = 16, .sc_vmem_bytes = 512 * KiB, DCN(4), FP8_IN},
 };
 
 int pl_chip_count(void) { return (int)(sizeof chips / sizeof *chips); }
@@ -267,6 +276,7 @@ static const chip_key keys[] = {
     KEY_I("chips_per_host", chips_per_host, 1, 4096),        /* chips a host's NICs serve (M14) */
     KEY_D("dcn_gbps", dcn_bw, GIGA, 1e-3, 1e6, "GB/s of one host's NICs, each way"),
     KEY_D("dcn_latency_us", dcn_latency_s, 1e-6, 0, 1e6, "microseconds from issue to first byte over DCN"),
+    KEY_I("mxu_fp8_operands", mxu_fp8_operands, 0, 1), /* the MXU takes fp8 x fp8 (T10), widened without fp8_tflops */
 };
 
 
