@@ -66,6 +66,17 @@ Test(quant_matmul, int8_weights_are_rejected_on_v7x_E2001)
 
 static void run_passing(const char *chip, const char *const *sets, int n_sets, pl_report *rep);
 
+/* v4's spec-sheet int8 rate is XLA's: Mosaic's dtype table gives a Pallas
+ * kernel on generation 4 a float lhs only (JAX's tpu_info.py), so int8 x
+ * int8 is refused there as on v7x. */
+Test(quant_matmul, int8_weights_are_rejected_on_v4_E2001)
+{
+    static const char *sets[] = {"wdtype=i8"};
+    pl_report rep;
+    int rc = run_with("v4", sets, 1, &rep, NULL);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "pl_dot of i8 x i8 into i32 on v4", "no int8 path", "E2001", "rule T10");
+}
+
 /* fp8 weights: refused on v4 (no fp8 operands on its MXU), widened to bf16
  * on v6e (no fp8 rate), and the output still verifies there. */
 Test(quant_matmul, fp8_weights_are_rejected_on_v4_and_run_widened_on_v6e)

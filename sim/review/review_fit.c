@@ -53,13 +53,14 @@ int pl_review_kv_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)
 }
 
 /* The one rule for weight dtypes per chip (T10): int8 needs an int8 MXU
- * path (int8_ops > 0: v4 to v6e), fp8 an fp8 rate (fp8_ops > 0: v7x; the
+ * path (int8_ops > 0: v5e to v6e), fp8 an fp8 rate (fp8_ops > 0: v7x; the
  * chips that take fp8 operands without one widen them to bf16, so the
  * review does not weigh fp8 there). */
 int pl_review_wdtype_ok(const pl_chip *chip, pl_wdtype w, char *msg, size_t n)
 {
     if (w == PL_W_INT8 && chip->int8_ops <= 0)
-        return snprintf(msg, n, "int8 weights: %s's MXU has no int8 path (T10); use fp8 or bf16", chip->name), 0;
+        return snprintf(msg, n, "int8 weights: %s's MXU has no int8 path (T10); use %s", chip->name,
+                        chip->fp8_ops > 0 ? "fp8 or bf16" : "bf16"), 0;
     if (w == PL_W_FP8 && chip->fp8_ops <= 0)
         return snprintf(msg, n, "fp8 weights: %s's MXU has no fp8 rate (T10: it would widen them to bf16); use "
                         "int8 or bf16", chip->name), 0;

@@ -91,8 +91,8 @@
  *     chip); 16 vector subcores each; 8 f32 lanes (16 on v7x); 512 KiB VMEM
  *     per vector subcore (256 KiB on v6e); DMA granule 32 B (not modelled).
  *     v4 and v5e: none in that table (sc_cores 0).
- *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v4
- *     to v6e; v7x has none); an fp8 rate only on v7x (fp8_ops, 4614 TFLOP/s
+ *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v5e
+ *     to v6e; v4 and v7x have none for a Pallas kernel); an fp8 rate only on v7x (fp8_ops, 4614 TFLOP/s
  *     per chip, half per device). fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32
  *     is accepted where mxu_fp8_operands is 1: JAX's Mosaic dtype table
  *     (jax/_src/pallas/mosaic/tpu_info.py, is_matmul_supported) takes fp8
@@ -146,11 +146,14 @@
 #define V7X_PSTATE (1.9 / 2.2)
 
 static const pl_chip chips[] = {
-    /* v4: 275 TFLOP/s bf16 and int8 per chip over 2 TensorCores (megacore);
+    /* v4: 275 TFLOP/s bf16 per chip over 2 TensorCores (megacore); the
+     * spec sheet's int8 rate is XLA's: Mosaic's dtype table (JAX's
+     * tpu_info.py: int8_ops_per_second 0, "Not Available", and a float
+     * lhs on generation 4) gives a Pallas kernel no int8 x int8 (T10);
      * 1200 GB/s HBM per chip shared by both cores; 32 GiB; 16 MiB VMEM per
      * core, scoped default assumed equal; 4 MXUs of 128x128; ~1.05 GHz;
      * 6 ICI links at 45 GB/s. */
-    {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 275 * TERA / 2, .vpu_flops = 275 * TERA / 2 / 30,
+    {.name = "v4", .bf16_flops = 275 * TERA / 2, .int8_ops = 0, .vpu_flops = 275 * TERA / 2 / 30,
      .mxu_count = 4, .mxu_width = 128, .mxu_fill_cycles = 128, .clock_hz = 1.05 * GIGA, .hbm_bw = 1200 * GIGA, .hbm_bytes = 32 * GiB,
      .vmem_bytes = 16 * MiB, .vmem_default_limit = 16 * MiB, .sublanes_16bit = 8, .cores_per_device = 2,
      .devices_per_chip = 1, .ici_links = 6, .ici_bw = 45 * GIGA, .vmem_bw = VMEM_X * 1200 * GIGA / 2, COMMON, STEP_DOCS, DCN(4)},
