@@ -28,13 +28,7 @@ static int explain_build(const pl_kernel_def *d, const int64_t *v, const pl_opti
                          void **owned, char *msg, size_t n)
 {
     int rc = sim_kdef_prepare(d, v, opt, b, msg, n);
-    for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_MAX_OPERANDS; a++)
-        if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
-            rc = PL_ENOMEM;
-    unsigned char mine[PL_KDEF_MAX_ARGS] = {0}; /* the default fill leaves build's own tables alone */
-    for (int a = 0; a < b->n_args && a < PL_MAX_OPERANDS; a++) mine[a] = owned[a] != NULL;
-    if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = sim_kdef_inputs(d, v, b, 0, mine);
+    if (rc == PL_OK) rc = sim_kdef_tables(d, v, b, 0, owned);
     if (rc != PL_OK && !msg[0]) snprintf(msg, n, "%s", pl_strerror(rc));
     return rc;
 }
@@ -144,11 +138,11 @@ int cli_kexplain(int argc, char **argv)
     pl_kernel_format(d, v, label, sizeof label);
     pl_kernel_build *b = calloc(1, sizeof *b);
     if (!b) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
-    void *owned[PL_MAX_OPERANDS] = {0}; /* a definition may give its own tables */
+    void *owned[PL_KDEF_MAX_ARGS] = {0}; /* a definition may give its own tables */
     if ((rc = explain_build(d, v, &opt, b, owned, msg, sizeof msg)) != PL_OK) rc = cli_fail(cmd, "%s %s: %s", d->name, label, msg);
     else rc = narrate(cmd, d, v, label, b, &opt);
     if (rc == 0 && o.html) rc = cli_html(cmd, d, v, &opt, o.html, NULL, 0); /* the teaching page (cli/html.c) */
-    for (int a = 0; a < PL_MAX_OPERANDS; a++) free(owned[a]);
+    for (int a = 0; a < PL_KDEF_MAX_ARGS; a++) free(owned[a]);
     free(b);
     return cli_finish_stdout(cmd, rc);
 }

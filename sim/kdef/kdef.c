@@ -168,6 +168,17 @@ int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b
     return rc;
 }
 
+int sim_kdef_tables(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed, void **owned)
+{
+    unsigned char mine[PL_KDEF_MAX_ARGS] = {0};
+    for (int a = 0; a < b->call.num_scalar_prefetch && a < b->n_args && a < PL_KDEF_MAX_ARGS; a++) {
+        if (b->args[a].data) continue;
+        if (!(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1))) return PL_ENOMEM;
+        mine[a] = 1;
+    }
+    return b->call.num_scalar_prefetch ? sim_kdef_inputs(d, v, b, seed, mine) : PL_OK;
+}
+
 #define KDEF_ZONE "kernel definition"
 
 int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed)

@@ -22,11 +22,18 @@ const pl_chip *sim_kdef_chip(const pl_options *opt);
  * with owned[a] set (those the driver allocated). */
 int sim_kdef_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed,
                     const unsigned char *owned);
+/* For a cost-only look at the call (explain, the teaching page): give the
+ * scalar-prefetch tables build left without data zeroed memory (owned[a],
+ * PL_KDEF_MAX_ARGS entries, for the caller to free) and fill them as
+ * sim_kdef_inputs does, leaving the tables build gave data to as they are:
+ * index maps read them. */
+int sim_kdef_tables(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed, void **owned);
 
 /* The definition's own callbacks, each run as a zone of kernel/guard.h, so
  * that a crash inside one names the definition and the callback:
- * d->inputs (or pl_kernel_fill_inputs over every array without data's
- * owner check, as the tools that call it want) and d->reference. */
+ * d->inputs (or pl_kernel_fill_inputs over every array with data: the
+ * drivers call sim_kdef_inputs, which keeps build's own tables out of it)
+ * and d->reference. */
 int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed);
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want);
 /* A mesh kernel's callbacks, guarded likewise: d->mesh_reference for one

@@ -292,13 +292,7 @@ int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *
     }
     int rc = sim_kdef_prepare(d, v, opt, b, msg, n);
     /* scalar-prefetch tables get data (index maps read them); the rest stays without (cost only) */
-    for (int a = 0; rc == PL_OK && a < b->call.num_scalar_prefetch && a < b->n_args; a++)
-        if (!b->args[a].data && !(owned[a] = b->args[a].data = calloc(1, pl_array_bytes(&b->args[a]) + 1)))
-            rc = PL_ENOMEM;
-    unsigned char mine[PL_KDEF_MAX_ARGS] = {0}; /* the default fill leaves build's own tables alone */
-    for (int a = 0; a < b->n_args && a < PL_KDEF_MAX_ARGS; a++) mine[a] = owned[a] != NULL;
-    if (rc == PL_OK && b->call.num_scalar_prefetch)
-        rc = sim_kdef_inputs(d, v, b, opt->seed, mine);
+    if (rc == PL_OK) rc = sim_kdef_tables(d, v, b, opt->seed, owned);
     pl_options vopt = *opt;
     vopt.cost_only = 1;
     if (rc == PL_OK && pl_validate(&b->call, b->args, b->outs, &vopt, &page->rep) != PL_OK)
