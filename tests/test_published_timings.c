@@ -19,7 +19,9 @@
 #include "../sim/kdef.h"
 #include "../sim/tilesim.h"
 
-/* The CSV beside the sources, wherever the suite runs from. */
+/* The CSV in the source tree. __FILE__ is relative to the tree's root
+ * (the Makefile compiles tests/...), where make test runs the suite, as the
+ * tests that run build/tilesim do. */
 static FILE *open_rows(void)
 {
     char path[512];

@@ -92,12 +92,12 @@
  *     per vector subcore (256 KiB on v6e); DMA granule 32 B (not modelled).
  *     v4 and v5e: none in that table (sc_cores 0).
  *   - MXU dtypes (rule T10): int8 x int8 into int32 where int8_ops > 0 (v5e
- *     to v6e; v4 and v7x have none for a Pallas kernel); an fp8 rate only on v7x (fp8_ops, 4614 TFLOP/s
- *     per chip, half per device). fp8 x fp8 (PL_F8E4M3, PL_F8E5M2) into f32
- *     is accepted where mxu_fp8_operands is 1: JAX's Mosaic dtype table
- *     (jax/_src/pallas/mosaic/tpu_info.py, is_matmul_supported) takes fp8
- *     operands on generations 5, 6 and 7 (v5e, v5p, v6e, v7x) and not on
- *     4 (v4). Without an fp8 rate they run widened to bf16, at its rate
+ *     to v6e; v4 and v7x have none for a Pallas kernel); an fp8 rate only
+ *     on v7x (fp8_ops, 4614 TFLOP/s per chip, half per device). fp8 x fp8
+ *     (PL_F8E4M3, PL_F8E5M2) into f32 is accepted where mxu_fp8_operands
+ *     is 1: JAX's Mosaic dtype table (jax/_src/pallas/mosaic/tpu_info.py,
+ *     is_matmul_supported) takes fp8 operands on generations 5, 6 and 7
+ *     (v5e, v5p, v6e, v7x) and not on 4 (v4). Without an fp8 rate they run widened to bf16, at its rate
  *     (the same table gives v6e's fp8 rate as its bf16 one; v5e and v5p
  *     "not available"; model choice: the bf16 rate. OpenXLA's cost model
  *     gives half of it on v5e, v5p and v6e, its fp8 cadence).
