@@ -196,7 +196,7 @@ check-clang: deps fuzz-deps
 TSAN := -fsanitize=thread -fno-omit-frame-pointer
 check-tsan: deps
 	$(MAKE) BUILD=build/tsan CFLAGS="-O1 -g" EXTRA_CFLAGS="$(TSAN)" EXTRA_LDFLAGS="$(TSAN)" build/tsan/tests/tilesim_tests
-	@status=0; for suite in megacore_threads sweep_threads mesh_runtime mesh_timing mesh_races mesh_collectives mesh_scoped mesh_cores; do \
+	@status=0; for suite in megacore_threads sweep_threads mesh_runtime mesh_timing mesh_races mesh_race_queue mesh_collectives mesh_scoped mesh_cores; do \
 	  echo "check-tsan: $$suite"; \
 	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OPENBLAS_NUM_THREADS=1 \
 	    timeout -k 10 $(SUITE_TIMEOUT) build/tsan/tests/tilesim_tests -j2 --timeout 600 --filter "$$suite/*" || status=1; \

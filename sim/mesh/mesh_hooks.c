@@ -198,7 +198,9 @@ static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintpt
     if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
     sim_mesh_landed(r->dev[to].x, arg, lo - ((uintptr_t)(arg + 1) << 48));
     pthread_mutex_lock(&r->lock);
-    int rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
+    int rc = 0;
+    if (r->race_q) sim_race_queue_copy(r->race_q, from, to, lo, hi, recv, bytes, point); /* cost-only: moves nothing */
+    else rc = sim_mesh_race_copy(r->race, from, to, lo, hi, recv, bytes, point);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
@@ -213,18 +215,25 @@ static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *
     if (!sim_mesh_region(r, device, src->arg, &span[0], &span[1])) span[0] = span[1] = 0; /* out of other devices' reach */
     if (!sim_mesh_region(r, device, dst->arg, &span[2], &span[3])) span[2] = span[3] = 0;
     pthread_mutex_lock(&r->lock);
-    int rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
+    int rc = 0;
+    if (r->race_q) sim_race_queue_local(r->race_q, device, span, sem, bytes, point);
+    else rc = sim_mesh_race_local(r->race, device, span, sem, bytes, point);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
+/* added, taken: under the mesh's lock (kern_sem_lock) */
 static void run_added(void *p, int device, int owner, const int64_t *cell, int64_t amount)
 {
-    sim_mesh_race_added(((mesh_run *)p)->race, device, owner, cell, amount);
+    mesh_run *r = p;
+    if (r->race_q) sim_race_queue_added(r->race_q, device, owner, cell, amount);
+    else sim_mesh_race_added(r->race, device, owner, cell, amount);
 }
 static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 {
-    sim_mesh_race_taken(((mesh_run *)p)->race, device, cell, amount);
+    mesh_run *r = p;
+    if (r->race_q) sim_race_queue_taken(r->race_q, device, cell, amount);
+    else sim_mesh_race_taken(r->race, device, cell, amount);
 }
 
 static int run_hops(void *p, int from, int to)

@@ -215,6 +215,8 @@ static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const 
  * the timing of all (across processes: rank 0 times, all learn: mesh_mpi.c). */
 static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr, sim_link_stats *stats)
 {
+    sim_race_queue_finish(r->race_q); /* every event the walk queued, applied */
+    r->race_q = NULL;
     if (ran) {
         if (r->ranks > 1) sim_mesh_mpi_races(r);
         report_race(r);
@@ -277,6 +279,11 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     int rc = start_devices(&r, xs, call, args, outs, opt);
     /* NULL past SIM_MESH_RACE_MAX cores: not tracked */
     if (rc == PL_OK) r.race = sim_mesh_race_new(r.units);
+    /* cost-only in one process, no copy's data waits for the detector's answer: it runs beside the walk
+     * (race_queue.h); TILESIM_RACE_INLINE=1 keeps it in the walk, to compare */
+    const char *inl = getenv("TILESIM_RACE_INLINE");
+    if (r.race && r.cost_only && r.ranks == 1 && !(inl && strcmp(inl, "1") == 0))
+        r.race_q = sim_race_queue_start(r.race, SIM_RACE_QUEUE_MAX);
     if (r.ranks > 1) rc = sim_mesh_mpi_begin(&r, rc); /* every process, or none, runs */
     if (rc == PL_OK) rc = run_devices(&r);
     end_devices(&r, xs, r.go > 0, mr, &stats);

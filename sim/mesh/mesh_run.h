@@ -18,6 +18,7 @@
 
 #include "../call/exec.h"
 #include "mesh_race.h"
+#include "race_queue.h"
 #include "../tilesim_mesh.h"
 
 #define SIM_MESH_WHAT 512
@@ -53,6 +54,7 @@ typedef struct mesh_run {
     char deadlock_msg[PL_KERN_MESH_MSG];
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
+    sim_race_queue *race_q; /* cost-only in one process: race's events applied on a thread of its own */
     int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
     struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
     int tracing;            /* the devices record what a trace needs */
