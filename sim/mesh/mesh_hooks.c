@@ -7,6 +7,7 @@
  * unit, device x cores + core.
  */
 #include <sched.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,11 +134,31 @@ uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
 
 /* r on unit `to`: the same argument, at the same offset from its base
  * (scratch and VMEM blocks are the core's own; HBM is the device's). */
+void sim_mesh_keep_bases(mesh_run *r)
+{
+    int n_args = r->dev[0].x->plan.n_ops + r->dev[0].x->plan.call->n_scratch;
+    if (!(r->arg_base = calloc((size_t)r->units * (size_t)n_args, sizeof *r->arg_base))) return;
+    r->n_args = n_args;
+    for (int u = r->first * r->cores; u < (r->first + r->count) * r->cores; u++)
+        for (int a = 0; a < n_args; a++)
+            if (sim_mesh_reachable(r->dev[u].x, a))
+                r->arg_base[(size_t)u * (size_t)n_args + (size_t)a] = 1 + sim_mesh_arg_base(r->dev[u].x, r->dev[u].core, a);
+}
+
 static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
 {
     mesh_run *r = p;
-    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
     int arg = ref->arg;
+    if (r->arg_base && arg >= 0 && arg < r->n_args && sim_mesh_here(r, r->dev[to].device)) {
+        uintptr_t bf = r->arg_base[(size_t)from * (size_t)r->n_args + (size_t)arg];
+        uintptr_t bt = r->arg_base[(size_t)to * (size_t)r->n_args + (size_t)arg];
+        if (!bf) return 0;
+        if (bt) {
+            *out = (void *)(bt + ((uintptr_t)ref->data - bf)); /* both 1 + base */
+            return 1;
+        }
+    }
+    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
     if (!sim_mesh_reachable(f->x, arg)) return 0;
     uintptr_t base_from = sim_mesh_arg_base(f->x, f->core, arg);
     uintptr_t base_to = sim_mesh_here(r, t->device) ? sim_mesh_arg_base(t->x, t->core, arg)

@@ -208,6 +208,7 @@ static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const 
     if (make_units(r, xs)) return xs[0]->rep.status;
     for (int d = r->first; d < r->first + r->count; d++)
         if (sim_walk_device_start(xs[d])) return xs[d]->rep.status;
+    sim_mesh_keep_bases(r); /* out of memory: translated the long way */
     return PL_OK;
 }
 
@@ -312,6 +313,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     for (int u = 0; r.dev && u < r.units; u++) pthread_cond_destroy(&r.dev[u].cond);
     pthread_mutex_destroy(&r.lock);
     free(r.dev);
+    free(r.arg_base);
     free(xs);
     return rc;
 }

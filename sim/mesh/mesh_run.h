@@ -55,6 +55,10 @@ typedef struct mesh_run {
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
     sim_race_queue *race_q; /* cost-only in one process: race's events applied on a thread of its own */
+    uintptr_t *arg_base;    /* units x n_args: sim_mesh_arg_base of the units here, 1 + ... (0: out of
+                             * reach), kept together: every remote op translates, and a big mesh's
+                             * devices are cold in the host's caches (NULL: computed each time) */
+    int n_args;
     int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
     struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
     int tracing;            /* the devices record what a trace needs */
@@ -95,6 +99,8 @@ int sim_mesh_reachable(const sim_exec *x, int arg);
 /* Where argument `arg` of core `core` of a device starts, as remote Refs
  * are translated: a pipelined block's first slot, else its buffer. */
 uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg);
+/* After every device here started: r->arg_base, which run_translate reads (left NULL out of memory). */
+void sim_mesh_keep_bases(mesh_run *r);
 /* A remote copy landed `offset` bytes into argument `arg` of device x:
  * count it on the slot there (sim_exec.remote_written; any thread). */
 void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset);

@@ -2,9 +2,9 @@
  * and applied on a thread of their own (race_queue.h says why).
  *
  * One producer at a time (the mesh's lock orders them) appends to blocks
- * of events and publishes each with a release store of the block's count;
- * the detector's thread reads with acquire loads, applies, and frees the
- * blocks it is done with. The grid points the events name are kept once
+ * of events and publishes them, 64 at a time and at the end, with a
+ * release store of the block's count; the detector's thread reads with
+ * acquire loads, applies, and hands the blocks it is done with back. The grid points the events name are kept once
  * per device and step, as the detector keeps them, in chunks the queue
  * frees at the end. An idle detector sleeps on a condition variable, with
  * a timeout, so a wake-up that crossed its going to sleep costs at most a
@@ -35,6 +35,7 @@ typedef struct rq_event {
 } rq_event;
 
 #define BLOCK 4096
+#define BATCH 64           /* events the producer publishes at once: one store the detector sees, not 64 */
 
 typedef struct rq_block {
     _Atomic(struct rq_block *) next;
@@ -48,25 +49,29 @@ typedef struct rq_chunk {
     char s[16384];
 } rq_chunk;
 
+/* The producer's fields and the detector's on cache lines of their own: a
+ * field both write at every event would move between the host's cores at
+ * every event. */
 struct sim_race_queue {
     sim_mesh_race *race;
     pthread_t tid;
     pthread_mutex_t m;
     pthread_cond_t wake;   /* the detector sleeps here when there is nothing to apply */
     pthread_cond_t room;   /* a producer too far ahead sleeps here */
-    atomic_int sleeping, closing, full;
-    atomic_llong made, applied;
     long long max;         /* events queued at most */
-    /* the producer's, under the mesh's lock */
+    rq_block *spare;       /* blocks the detector is done with, for the producer again (under m) */
+    int n_spare;
+    _Alignas(64) atomic_int sleeping, closing, full;
+    _Alignas(64) atomic_llong applied; /* the detector's */
+    rq_block *head;
+    int at;
+    _Alignas(64) long long made; /* the producer's, under the mesh's lock */
+    long long seen;        /* applied, as the producer last read it (it only grows) */
     rq_block *tail;
+    int tail_n;            /* events in tail, published or not */
     rq_chunk *points;
     const char **last_point; /* per device: the point it named last, kept */
     int devices;
-    rq_block *spare;       /* blocks the detector is done with, for the producer again (under m) */
-    int n_spare;
-    /* the detector's */
-    rq_block *head;
-    int at;
 };
 
 /* A point kept for the detector: the device's last one, or a new copy. */
@@ -199,57 +204,68 @@ static void wake_detector(sim_race_queue *q)
     pthread_mutex_unlock(&q->m);
 }
 
+/* What tail holds, for the detector to see. */
+static void flush(sim_race_queue *q)
+{
+    atomic_store_explicit(&q->tail->n, q->tail_n, memory_order_release);
+}
+
+/* Until the detector applied all but `ahead` of the events made. */
+static void wait_for_detector(sim_race_queue *q, long long ahead)
+{
+    flush(q);
+    pthread_mutex_lock(&q->m);
+    atomic_store(&q->full, 1);
+    pthread_cond_signal(&q->wake);
+    while (q->made - (q->seen = atomic_load(&q->applied)) > ahead) sleep_a_little(&q->room, &q->m);
+    atomic_store(&q->full, 0);
+    pthread_mutex_unlock(&q->m);
+}
+
 /* The next event's slot, published by publish(); NULL when out of memory
  * (the caller applies the event itself: apply_now). A walk that is max
  * events ahead of the detector waits for it first. */
 static rq_event *slot(sim_race_queue *q)
 {
-    long long made = atomic_load_explicit(&q->made, memory_order_relaxed);
-    if (made - atomic_load_explicit(&q->applied, memory_order_acquire) >= q->max) {
-        pthread_mutex_lock(&q->m);
-        atomic_store(&q->full, 1);
-        pthread_cond_signal(&q->wake);
-        while (made - atomic_load(&q->applied) >= q->max) sleep_a_little(&q->room, &q->m);
-        atomic_store(&q->full, 0);
-        pthread_mutex_unlock(&q->m);
-    }
-    int n = atomic_load_explicit(&q->tail->n, memory_order_relaxed);
-    if (n == BLOCK) {
+    if (q->made - q->seen >= q->max && q->made - (q->seen = atomic_load_explicit(&q->applied, memory_order_acquire)) >= q->max)
+        wait_for_detector(q, q->max - 1);
+    if (q->tail_n == BLOCK) {
         pthread_mutex_lock(&q->m);
         rq_block *b = q->spare;
         if (b) q->spare = atomic_load_explicit(&b->next, memory_order_relaxed), q->n_spare--;
         pthread_mutex_unlock(&q->m);
-        if (b) atomic_store_explicit(&b->next, NULL, memory_order_relaxed), atomic_store_explicit(&b->n, 0, memory_order_relaxed);
-        else if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (b) {
+            atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+            atomic_store_explicit(&b->n, 0, memory_order_relaxed);
+        } else if (!(b = calloc(1, sizeof *b))) return NULL;
+        flush(q);
         atomic_store_explicit(&q->tail->next, b, memory_order_release);
         q->tail = b;
+        q->tail_n = 0;
     }
-    return &q->tail->e[atomic_load_explicit(&q->tail->n, memory_order_relaxed)];
+    return &q->tail->e[q->tail_n];
 }
 
 static void publish(sim_race_queue *q)
 {
-    atomic_fetch_add_explicit(&q->tail->n, 1, memory_order_release);
-    long long made = atomic_fetch_add_explicit(&q->made, 1, memory_order_relaxed) + 1;
+    q->tail_n++;
+    q->made++;
+    if (q->made % BATCH) return;
+    flush(q);
     /* a sleeping detector wakes by itself within a millisecond; it is woken
      * early only once a batch waits, not at every event */
-    if (atomic_load(&q->sleeping) && made - atomic_load_explicit(&q->applied, memory_order_relaxed) >= 1024)
+    if (atomic_load_explicit(&q->sleeping, memory_order_relaxed) &&
+        q->made - atomic_load_explicit(&q->applied, memory_order_relaxed) >= 16 * BATCH)
         wake_detector(q);
 }
 
-/* Out of memory for a block: the detector is drained first, so that this
- * event still comes after every earlier one, then given it here. */
+/* Out of memory for a block: the detector applies every earlier event
+ * first, then this one is applied here (the detector, with nothing to
+ * apply, holds no state of the race's meanwhile). */
 static void apply_now(sim_race_queue *q, const rq_event *e)
 {
-    pthread_mutex_lock(&q->m);
-    while (atomic_load(&q->applied) < atomic_load(&q->made)) {
-        atomic_store(&q->full, 1);
-        pthread_cond_signal(&q->wake);
-        sleep_a_little(&q->room, &q->m);
-    }
-    atomic_store(&q->full, 0);
-    pthread_mutex_unlock(&q->m);
-    apply(q->race, e); /* the detector has nothing to apply and holds no state of it meanwhile */
+    wait_for_detector(q, 0);
+    apply(q->race, e);
 }
 
 static void put(sim_race_queue *q, const rq_event *e)
@@ -290,6 +306,7 @@ void sim_race_queue_taken(sim_race_queue *q, int device, const void *cell, int64
 void sim_race_queue_finish(sim_race_queue *q)
 {
     if (!q) return;
+    flush(q);
     atomic_store(&q->closing, 1);
     wake_detector(q);
     pthread_join(q->tid, NULL);
