@@ -132,8 +132,7 @@ uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
     return (uintptr_t)k->refs[arg].data;
 }
 
-/* r on unit `to`: the same argument, at the same offset from its base
- * (scratch and VMEM blocks are the core's own; HBM is the device's). */
+/* Every unit's argument bases in one table (mesh_run.h, arg_base). */
 void sim_mesh_keep_bases(mesh_run *r)
 {
     int n_args = r->dev[0].x->plan.n_ops + r->dev[0].x->plan.call->n_scratch;
@@ -145,6 +144,8 @@ void sim_mesh_keep_bases(mesh_run *r)
                 r->arg_base[(size_t)u * (size_t)n_args + (size_t)a] = 1 + sim_mesh_arg_base(r->dev[u].x, r->dev[u].core, a);
 }
 
+/* r on unit `to`: the same argument, at the same offset from its base
+ * (scratch and VMEM blocks are the core's own; HBM is the device's). */
 static int run_translate(void *p, int from, int to, const pl_ref *ref, void **out)
 {
     mesh_run *r = p;
