@@ -401,8 +401,8 @@ static void link_stats(const sim_links *links, int n_dev, sim_link_stats *st)
     }
 }
 
-static int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip, const pl_mesh *mesh,
-                        sim_link_stats *stats)
+static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip,
+                                                              const pl_mesh *mesh, sim_link_stats *stats)
 {
     int n = 0, rc = 0;
     for (int d = 0; d < n_dev; d++) {
@@ -478,6 +478,12 @@ int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const 
 
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out)
 {
+    /* one core of one device, a sweep's every configuration: the replay's
+     * loops over cores and devices, made for that constant */
+    if (n_cores == 1) {
+        sim_time_dev d = {.cores = cores, .n_cores = 1, .out = out};
+        return time_devices(&d, 1, chip, NULL, NULL);
+    }
     sim_time_dev d = {.cores = cores, .n_cores = n_cores, .out = out};
     return time_devices(&d, 1, chip, NULL, NULL);
 }
