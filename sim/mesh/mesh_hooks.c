@@ -133,16 +133,21 @@ uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg)
 }
 
 /* Every unit's argument bases in one table (mesh_run.h, arg_base). */
-void sim_mesh_keep_bases(mesh_run *r)
+int sim_mesh_keep_bases(mesh_run *r)
 {
     int n_args = r->dev[0].x->plan.n_ops + r->dev[0].x->plan.call->n_scratch;
-    if (!(r->arg_base = calloc((size_t)r->units * (size_t)n_args, sizeof *r->arg_base))) return;
+    r->arg_base = calloc((size_t)r->units * (size_t)n_args + 1, sizeof *r->arg_base);
+    r->arg_reach = calloc((size_t)n_args + 1, 1);
+    if (!r->arg_base || !r->arg_reach) return PL_ENOMEM;
     r->n_args = n_args;
+    for (int a = 0; a < n_args; a++) r->arg_reach[a] = (unsigned char)sim_mesh_reachable(r->dev[0].x, a);
     for (int u = r->first * r->cores; u < (r->first + r->count) * r->cores; u++)
         for (int a = 0; a < n_args; a++)
-            if (sim_mesh_reachable(r->dev[u].x, a))
-                r->arg_base[(size_t)u * (size_t)n_args + (size_t)a] = 1 + sim_mesh_arg_base(r->dev[u].x, r->dev[u].core, a);
+            r->arg_base[(size_t)u * (size_t)n_args + (size_t)a] = sim_mesh_arg_base(r->dev[u].x, r->dev[u].core, a);
+    return PL_OK;
 }
+
+static int reach(const mesh_run *r, int arg) { return arg >= 0 && arg < r->n_args && r->arg_reach[arg]; }
 
 /* r on unit `to`: the same argument, at the same offset from its base
  * (scratch and VMEM blocks are the core's own; HBM is the device's). */
@@ -150,21 +155,9 @@ static int run_translate(void *p, int from, int to, const pl_ref *ref, void **ou
 {
     mesh_run *r = p;
     int arg = ref->arg;
-    if (r->arg_base && arg >= 0 && arg < r->n_args && sim_mesh_here(r, r->dev[to].device)) {
-        uintptr_t bf = r->arg_base[(size_t)from * (size_t)r->n_args + (size_t)arg];
-        uintptr_t bt = r->arg_base[(size_t)to * (size_t)r->n_args + (size_t)arg];
-        if (!bf) return 0;
-        if (bt) {
-            *out = (void *)(bt + ((uintptr_t)ref->data - bf)); /* both 1 + base */
-            return 1;
-        }
-    }
-    const mesh_dev *f = &r->dev[from], *t = &r->dev[to];
-    if (!sim_mesh_reachable(f->x, arg)) return 0;
-    uintptr_t base_from = sim_mesh_arg_base(f->x, f->core, arg);
-    uintptr_t base_to = sim_mesh_here(r, t->device) ? sim_mesh_arg_base(t->x, t->core, arg)
-                                                    : sim_mesh_mpi_base(r, t->device, arg);
-    *out = (void *)(base_to + ((uintptr_t)ref->data - base_from)); /* integers: cost-only ANY bases may be NULL */
+    if (!reach(r, arg)) return 0;
+    /* integers: cost-only ANY bases may be NULL */
+    *out = (void *)(sim_mesh_base(r, to, arg) + ((uintptr_t)ref->data - sim_mesh_base(r, from, arg)));
     return 1;
 }
 
@@ -196,9 +189,8 @@ static void run_perturb(void *p, int device)
  * cannot reach the argument (a pipelined block, SMEM prefetch). */
 int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr_t *hi)
 {
-    const sim_exec *x = r->dev[unit].x;
-    if (!sim_mesh_reachable(x, arg)) return 0;
-    uintptr_t base = sim_mesh_arg_base(x, r->dev[unit].core, arg), key = (uintptr_t)(arg + 1) << 48;
+    if (!reach(r, arg)) return 0;
+    uintptr_t base = sim_mesh_base(r, unit, arg), key = (uintptr_t)(arg + 1) << 48;
     *lo = key + (*lo - base);
     *hi = key + (*hi - base);
     return 1;
@@ -269,7 +261,7 @@ static void run_post(void *p, int from, int to, const pl_ref *src, const pl_ref 
                      int64_t amount, const char *point)
 {
     mesh_run *r = p;
-    uintptr_t off = (uintptr_t)sem->data - sim_mesh_mpi_base(r, to, sem->arg);
+    uintptr_t off = (uintptr_t)sem->data - sim_mesh_base(r, to, sem->arg);
     sim_mesh_mpi_post(r, from, to, src, dst, sem->arg, off, amount, point);
 }
 

@@ -74,34 +74,19 @@ int sim_mesh_mpi_begin(mesh_run *r, int status)
     MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (worst) return status ? status : worst;
     struct sim_mesh_mpi *m = r->mpi = calloc(1, sizeof *m);
-    const sim_exec *x0 = r->dev[0].x;
-    int args = x0->plan.n_ops + x0->plan.call->n_scratch, ok = m != NULL;
     int *counts = calloc((size_t)r->ranks, sizeof *counts), *displs = calloc((size_t)r->ranks, sizeof *displs);
-    if (m) m->base = calloc((size_t)r->n * (size_t)args + 1, sizeof *m->base);
-    ok = ok && m->base && counts && displs;
-    ok = sim_mesh_mpi_agree(r, ok);
-    if (ok) {
-        m->args = args;
+    int ok = sim_mesh_mpi_agree(r, m && counts && displs);
+    if (ok) { /* every device's argument bases, each in its own process (one core a device across ranks) */
         MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
-        for (int d = r->first; d < r->first + r->count; d++)
-            for (int a = 0; a < args; a++)
-                m->base[(size_t)d * (size_t)args + (size_t)a] = sim_mesh_arg_base(r->dev[d].x, 0, a);
-        blocks(r, (size_t)args * sizeof *m->base, counts, displs);
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, m->base, counts, displs, MPI_BYTE, m->comm);
+        blocks(r, (size_t)r->n_args * sizeof *r->arg_base, counts, displs);
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, r->arg_base, counts, displs, MPI_BYTE, m->comm);
     } else if (m) {
-        free(m->base);
         free(m);
         r->mpi = NULL;
     }
     free(counts);
     free(displs);
     return ok ? PL_OK : PL_ENOMEM;
-}
-
-uintptr_t sim_mesh_mpi_base(const mesh_run *r, int device, int arg)
-{
-    if (!r->mpi || arg < 0 || arg >= r->mpi->args) return 0;
-    return r->mpi->base[(size_t)device * (size_t)r->mpi->args + (size_t)arg];
 }
 
 /* A contiguous Ref of src's shape over buf. */
@@ -137,7 +122,7 @@ void sim_mesh_mpi_post(mesh_run *r, int from, int to, const pl_ref *src, const p
               .has_data = with_data, .sem_off = (int64_t)sem_off, .amount = amount};
     if (dst) {
         w.dst = *dst;
-        w.dst_off = (int64_t)((uintptr_t)dst->data - sim_mesh_mpi_base(r, to, dst->arg));
+        w.dst_off = (int64_t)((uintptr_t)dst->data - sim_mesh_base(r, to, dst->arg));
     }
     snprintf(w.point, sizeof w.point, "%s", point);
     if (with_data) {
@@ -167,9 +152,9 @@ static void apply(mesh_run *r, const char *buf, int len)
     if (!sim_mesh_here(r, w.to) || w.from < 0 || w.from >= r->n) return;
     const uint32_t *clock = (const uint32_t *)(buf + sizeof w);
     const char *data = buf + sizeof w + (size_t)w.n_clock * sizeof(uint32_t);
-    int64_t *cell = (int64_t *)(sim_mesh_mpi_base(r, w.to, w.sem_arg) + (uintptr_t)w.sem_off);
+    int64_t *cell = (int64_t *)(sim_mesh_base(r, w.to, w.sem_arg) + (uintptr_t)w.sem_off);
     pl_ref dst = w.dst;
-    dst.data = (void *)(sim_mesh_mpi_base(r, w.to, w.dst.arg) + (uintptr_t)w.dst_off);
+    dst.data = (void *)(sim_mesh_base(r, w.to, w.dst.arg) + (uintptr_t)w.dst_off);
     int raced = 0;
     if (w.is_copy) /* a block another device filled (P4, M11) */
         sim_mesh_landed(r->dev[w.to].x, dst.arg, (uintptr_t)w.dst_off);
@@ -415,7 +400,6 @@ void sim_mesh_mpi_free(mesh_run *r)
         o = next;
     }
     MPI_Comm_free(&r->mpi->comm);
-    free(r->mpi->base);
     free(r->mpi);
     r->mpi = NULL;
 }
@@ -424,7 +408,6 @@ void sim_mesh_mpi_free(mesh_run *r)
 
 int sim_mesh_mpi_agree(mesh_run *r, int ok) { return (void)r, ok; }
 int sim_mesh_mpi_begin(mesh_run *r, int status) { return (void)r, status; }
-uintptr_t sim_mesh_mpi_base(const mesh_run *r, int device, int arg) { return (void)r, (void)device, (void)arg, 0; }
 void sim_mesh_mpi_post(mesh_run *r, int from, int to, const pl_ref *src, const pl_ref *dst, int sem_arg,
                        uintptr_t sem_off, int64_t amount, const char *point)
 {

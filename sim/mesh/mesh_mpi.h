@@ -42,8 +42,6 @@ typedef struct stuck {
 
 struct sim_mesh_mpi {
     MPI_Comm comm;
-    int args;                /* operands + scratch of the call */
-    uintptr_t *base;         /* n x args: each device's argument bases, in its process */
     outmsg *queue, *queue_tail;   /* posted by the device threads (lock) */
     outmsg *pending;         /* sent, maybe not complete (calling thread) */
     int64_t sent, applied;

@@ -208,7 +208,7 @@ static int start_devices(mesh_run *r, sim_exec **xs, const pl_call *call, const 
     if (make_units(r, xs)) return xs[0]->rep.status;
     for (int d = r->first; d < r->first + r->count; d++)
         if (sim_walk_device_start(xs[d])) return xs[d]->rep.status;
-    sim_mesh_keep_bases(r); /* out of memory: translated the long way */
+    if (sim_mesh_keep_bases(r)) return sim_fail(&xs[0]->rep, PL_ENOMEM, "pl_mesh_call: out of host memory");
     return PL_OK;
 }
 
@@ -314,6 +314,7 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
     pthread_mutex_destroy(&r.lock);
     free(r.dev);
     free(r.arg_base);
+    free(r.arg_reach);
     free(xs);
     return rc;
 }

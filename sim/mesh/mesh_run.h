@@ -55,9 +55,13 @@ typedef struct mesh_run {
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
     sim_race_queue *race_q; /* cost-only in one process: race's events applied on a thread of its own */
-    uintptr_t *arg_base;    /* units x n_args: sim_mesh_arg_base of the units here, 1 + ... (0: out of
-                             * reach), kept together: every remote op translates, and a big mesh's
-                             * devices are cold in the host's caches (NULL: computed each time) */
+    /* units x n_args: where each unit's arguments start (sim_mesh_arg_base), kept in one table: every
+     * remote op translates, and a big mesh's devices are cold in the host's caches. The units here fill
+     * their rows at start; across processes every process learns every row (its address there:
+     * sim_mesh_mpi_begin). arg_reach: which arguments other devices can name (sim_mesh_reachable; one
+     * plan for all) */
+    uintptr_t *arg_base;
+    unsigned char *arg_reach;
     int n_args;
     int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
     struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
@@ -99,8 +103,13 @@ int sim_mesh_reachable(const sim_exec *x, int arg);
 /* Where argument `arg` of core `core` of a device starts, as remote Refs
  * are translated: a pipelined block's first slot, else its buffer. */
 uintptr_t sim_mesh_arg_base(const sim_exec *x, int core, int arg);
-/* After every device here started: r->arg_base, which run_translate reads (left NULL out of memory). */
-void sim_mesh_keep_bases(mesh_run *r);
+/* After every device here started: r->arg_base and r->arg_reach; PL_ENOMEM when out of memory. */
+int sim_mesh_keep_bases(mesh_run *r);
+/* Where argument `arg` of `unit` starts, here or (across processes) there; 0 for an argument out of range */
+static inline uintptr_t sim_mesh_base(const mesh_run *r, int unit, int arg)
+{
+    return arg >= 0 && arg < r->n_args ? r->arg_base[(size_t)unit * (size_t)r->n_args + (size_t)arg] : 0;
+}
 /* A remote copy landed `offset` bytes into argument `arg` of device x:
  * count it on the slot there (sim_exec.remote_written; any thread). */
 void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset);
@@ -124,8 +133,6 @@ void sim_mesh_mpi_races(mesh_run *r);
  * device thread; lock not held. */
 void sim_mesh_mpi_post(mesh_run *r, int from, int to, const pl_ref *src, const pl_ref *dst, int recv_arg,
                        uintptr_t recv_off, int64_t amount, const char *point);
-/* The base of argument `arg` of a device of another process (its address there) */
-uintptr_t sim_mesh_mpi_base(const mesh_run *r, int device, int arg);
 /* On the calling thread, while the devices run: move messages until no
  * device of any process can run again; then a deadlock is declared on every
  * process alike. */
