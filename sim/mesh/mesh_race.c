@@ -25,7 +25,7 @@ typedef struct landed {
     uint32_t received;     /* the receiver's clock when one did (0: not yet) */
     uint32_t gen;          /* its slot's generation: a stale pending reference does not match */
     int live;
-    const char *point;     /* interned (intern()): a ring of N devices keeps N^2 regions */
+    const char *point;     /* kept once (sim_points): a ring of N devices keeps N^2 regions */
 } landed;
 
 /* A device's regions: a slab of slots, the live ones sorted by lo. */
@@ -60,14 +60,11 @@ typedef struct sem_add {
     snap *clock;
 } sem_add;
 
-/* Interned grid points: a device names the same point at every copy of a
- * step, so a region holds a pointer to one copy of it (64 bytes a region
- * before). Chunks of strings, freed with the checker. */
-typedef struct point_chunk {
-    struct point_chunk *next;
+typedef struct sim_point_chunk {
+    struct sim_point_chunk *next;
     size_t used;
     char s[16384];
-} point_chunk;
+} sim_point_chunk;
 
 typedef struct semvec {
     const void *cell;
@@ -84,11 +81,10 @@ struct sim_mesh_race {
     size_t cap_sems, n_sems;
     land_set *land;        /* per device: the regions copies landed in */
     snap **cur;            /* per device: its clock's snapshot while the clock is unchanged, or NULL */
-    const char **last_point; /* per device: the point it named last, interned */
     snap *spare;           /* snapshots no add holds, for the next (a 1024-device ring takes and
                             * drops one of 4 KiB at almost every copy) */
     int n_spare;
-    point_chunk *points;
+    sim_points points;     /* the regions' grid points */
     sim_mesh_conflict found;        /* the first race in the canonical order (found.found: any) */
 };
 
@@ -136,8 +132,7 @@ sim_mesh_race *sim_mesh_race_new(int n)
     r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
     r->land = calloc((size_t)n, sizeof *r->land);
     r->cur = calloc((size_t)n, sizeof *r->cur);
-    r->last_point = calloc((size_t)n, sizeof *r->last_point);
-    if (!r->clock || !r->land || !r->cur || !r->last_point) {
+    if (!r->clock || !r->land || !r->cur || sim_points_init(&r->points, n)) {
         sim_mesh_race_free(r);
         return NULL;
     }
@@ -156,8 +151,7 @@ void sim_mesh_race_free(sim_mesh_race *r)
     for (int d = 0; r->cur && d < r->n; d++) unref(r, r->cur[d]);
     for (snap *s = r->spare, *next; s; s = next) next = s->next, free(s);
     free(r->cur);
-    free(r->last_point);
-    for (point_chunk *c = r->points, *next; c; c = next) next = c->next, free(c);
+    sim_points_free(&r->points);
     free(r->sems);
     free(r->land);
     free(r->clock);
@@ -226,24 +220,35 @@ static void copy_point(char *to, size_t n, const char *from)
     to[len] = 0;
 }
 
-/* Device d's point, kept once: the last one it named, or a new copy (at
- * most as long as a sim_mesh_event's). "" when out of memory. */
-static const char *intern(sim_mesh_race *r, int d, const char *point)
+int sim_points_init(sim_points *p, int devices)
 {
-    const char *last = r->last_point[d];
+    *p = (sim_points){.devices = devices};
+    return (p->last = calloc((size_t)(devices > 0 ? devices : 1), sizeof *p->last)) ? 0 : -1;
+}
+
+const char *sim_points_keep(sim_points *p, int d, const char *point)
+{
+    const char *last = d >= 0 && d < p->devices ? p->last[d] : NULL;
     if (last && strcmp(last, point) == 0) return last;
     size_t len = strnlen(point, sizeof ((sim_mesh_event *)0)->point - 1) + 1;
-    point_chunk *c = r->points;
+    sim_point_chunk *c = p->chunks;
     if (!c || c->used + len > sizeof c->s) {
-        c = malloc(sizeof *c);
-        if (!c) return "";
-        c->next = r->points, c->used = 0;
-        r->points = c;
+        if (!(c = malloc(sizeof *c))) return "";
+        c->next = p->chunks, c->used = 0;
+        p->chunks = c;
     }
     char *at = c->s + c->used;
     copy_point(at, len, point);
     c->used += len;
-    return r->last_point[d] = at;
+    if (d >= 0 && d < p->devices) p->last[d] = at;
+    return at;
+}
+
+void sim_points_free(sim_points *p)
+{
+    for (sim_point_chunk *c = p->chunks, *next; c; c = next) next = c->next, free(c);
+    free(p->last);
+    *p = (sim_points){0};
 }
 
 /* Element-wise max, written without a branch so that the compiler makes it
@@ -455,7 +460,7 @@ static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
     uint32_t gen = set->e[id].gen;
     set->e[id] = *e;
     set->e[id].gen = gen, set->e[id].live = 1;
-    set->e[id].point = intern(r, e->from, point);
+    set->e[id].point = sim_points_keep(&r->points, e->from, point);
     set->by_lo[at] = id;
     if (e->hi - e->lo > set->max_len) set->max_len = e->hi - e->lo;
     if (e->unreceived > 0) pend_on(r, e->recv, to, id, gen);

@@ -35,6 +35,21 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, int owner, const void *ce
 /* device took `amount` from it (a wait that returned): copies counted on
  * that semaphore, oldest first, are received */
 void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t amount);
+/* Grid points kept once: a device names the same point at every copy of a
+ * step, so a region (or a queued event, race_queue.c) holds a pointer to one
+ * copy of it. Chunks of strings, freed all at once. */
+typedef struct sim_points {
+    struct sim_point_chunk *chunks;
+    const char **last;     /* per device: the point it named last, kept */
+    int devices;
+} sim_points;
+/* 0, or -1 when out of memory */
+int sim_points_init(sim_points *p, int devices);
+/* Device d's point, kept: the last one it named, or a new copy (at most as
+ * long as a sim_mesh_event's); "" when out of memory */
+const char *sim_points_keep(sim_points *p, int d, const char *point);
+void sim_points_free(sim_points *p);
+
 /* One side of a race: a device's event. kind 0: a copy that landed (sent
  * by device), 1: a local copy reading, 2: a local copy writing. */
 typedef struct sim_mesh_event {

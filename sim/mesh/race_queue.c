@@ -43,12 +43,6 @@ typedef struct rq_block {
     rq_event e[BLOCK];
 } rq_block;
 
-typedef struct rq_chunk {
-    struct rq_chunk *next;
-    size_t used;
-    char s[16384];
-} rq_chunk;
-
 /* The producer's fields and the detector's on cache lines of their own: a
  * field both write at every event would move between the host's cores at
  * every event. */
@@ -69,30 +63,8 @@ struct sim_race_queue {
     long long seen;        /* applied, as the producer last read it (it only grows) */
     rq_block *tail;
     int tail_n;            /* events in tail, published or not */
-    rq_chunk *points;
-    const char **last_point; /* per device: the point it named last, kept */
-    int devices;
+    sim_points points;     /* the events' grid points, kept until the end */
 };
-
-/* A point kept for the detector: the device's last one, or a new copy. */
-static const char *keep_point(sim_race_queue *q, int d, const char *point)
-{
-    const char *last = d >= 0 && d < q->devices ? q->last_point[d] : NULL;
-    if (last && strcmp(last, point) == 0) return last;
-    size_t len = strnlen(point, sizeof ((sim_mesh_event *)0)->point - 1) + 1;
-    rq_chunk *c = q->points;
-    if (!c || c->used + len > sizeof c->s) {
-        if (!(c = malloc(sizeof *c))) return "";
-        c->next = q->points, c->used = 0;
-        q->points = c;
-    }
-    char *at = c->s + c->used;
-    memcpy(at, point, len - 1);
-    at[len - 1] = 0;
-    c->used += len;
-    if (d >= 0 && d < q->devices) q->last_point[d] = at;
-    return at;
-}
 
 static void apply(sim_mesh_race *r, const rq_event *e)
 {
@@ -172,16 +144,13 @@ static void *detector_main(void *p)
 
 sim_race_queue *sim_race_queue_start(sim_mesh_race *race, long long max_events)
 {
-    int n = sim_mesh_race_devices(race);
     sim_race_queue *q = race ? calloc(1, sizeof *q) : NULL;
     if (!q) return NULL;
     q->race = race;
-    q->devices = n;
     q->max = max_events > 0 ? max_events : 1;
-    q->last_point = calloc((size_t)n, sizeof *q->last_point);
     q->head = q->tail = calloc(1, sizeof *q->tail);
-    if (!q->last_point || !q->head) {
-        free(q->last_point), free(q->head), free(q);
+    if (!q->head || sim_points_init(&q->points, sim_mesh_race_devices(race))) {
+        sim_points_free(&q->points), free(q->head), free(q);
         return NULL;
     }
     pthread_mutex_init(&q->m, NULL);
@@ -191,7 +160,7 @@ sim_race_queue *sim_race_queue_start(sim_mesh_race *race, long long max_events)
         pthread_mutex_destroy(&q->m);
         pthread_cond_destroy(&q->wake);
         pthread_cond_destroy(&q->room);
-        free(q->last_point), free(q->head), free(q);
+        sim_points_free(&q->points), free(q->head), free(q);
         return NULL;
     }
     return q;
@@ -283,14 +252,14 @@ void sim_race_queue_copy(sim_race_queue *q, int from, int to, uintptr_t lo, uint
                          int64_t bytes, const char *point)
 {
     put(q, &(rq_event){.kind = EV_COPY, .a = from, .b = to, .cell = recv, .amount = bytes, .span = {lo, hi},
-                       .point = keep_point(q, from, point)});
+                       .point = sim_points_keep(&q->points, from, point)});
 }
 
 void sim_race_queue_local(sim_race_queue *q, int device, const uintptr_t *span, const void *sem, int64_t bytes,
                           const char *point)
 {
     put(q, &(rq_event){.kind = EV_LOCAL, .a = device, .cell = sem, .amount = bytes,
-                       .span = {span[0], span[1], span[2], span[3]}, .point = keep_point(q, device, point)});
+                       .span = {span[0], span[1], span[2], span[3]}, .point = sim_points_keep(&q->points, device, point)});
 }
 
 void sim_race_queue_added(sim_race_queue *q, int device, int owner, const void *cell, int64_t amount)
@@ -312,10 +281,9 @@ void sim_race_queue_finish(sim_race_queue *q)
     pthread_join(q->tid, NULL);
     for (rq_block *b = q->head, *next; b; b = next) next = atomic_load(&b->next), free(b);
     for (rq_block *b = q->spare, *next; b; b = next) next = atomic_load(&b->next), free(b);
-    for (rq_chunk *c = q->points, *next; c; c = next) next = c->next, free(c);
+    sim_points_free(&q->points);
     pthread_mutex_destroy(&q->m);
     pthread_cond_destroy(&q->wake);
     pthread_cond_destroy(&q->room);
-    free(q->last_point);
     free(q);
 }
