@@ -19,7 +19,7 @@ static uintptr_t cell_of(int i) { return (uintptr_t)0x1000 + (uintptr_t)i * 8; }
 
 Test(mesh_tables, counts_survive_every_deletion_around_them)
 {
-    sim_credits *c = sim_credits_new();
+    sim_credits *c = sim_credits_new(DEVICES);
     cr_assert(c);
     uint64_t rng = 12345;
     for (int round = 0; round < 200000; round++) {
@@ -47,10 +47,13 @@ Test(mesh_tables, counts_survive_every_deletion_around_them)
 /* A wait that comes before its add: the count it found empty fills later. */
 Test(mesh_tables, a_take_before_the_add_waits_then_succeeds)
 {
-    sim_credits *c = sim_credits_new();
+    sim_credits *c = sim_credits_new(4);
     cr_assert(c);
     cr_expect_not(sim_credit_take(c, 3, cell_of(1), 4096));
+    uint32_t gen = sim_credits_gen(c, 3);
     cr_expect_eq(sim_credit_add(c, 3, cell_of(1), 2048), 0);
+    cr_expect_neq(sim_credits_gen(c, 3), gen, "an add is news to the device's waiting takes");
+    cr_expect_eq(sim_credits_gen(c, 2), 0, "and not to another device's");
     cr_expect_not(sim_credit_take(c, 3, cell_of(1), 4096));
     cr_expect_eq(sim_credit_add(c, 3, cell_of(1), 2048), 0);
     cr_expect(sim_credit_take(c, 3, cell_of(1), 4096));

@@ -20,6 +20,8 @@ typedef struct credit {
 struct sim_credits {
     credit *t;
     size_t cap, n;
+    uint32_t *gen; /* per device: adds so far (sim_credits_gen) */
+    int n_dev;
 };
 
 static size_t home(const sim_credits *c, int device, uintptr_t cell)
@@ -71,18 +73,33 @@ static void drop(sim_credits *c, credit *e)
     }
 }
 
-sim_credits *sim_credits_new(void) { return calloc(1, sizeof(sim_credits)); }
+sim_credits *sim_credits_new(int n_devices)
+{
+    sim_credits *c = calloc(1, sizeof *c);
+    if (c && n_devices > 0 && !(c->gen = calloc((size_t)n_devices, sizeof *c->gen))) {
+        free(c);
+        return NULL;
+    }
+    if (c) c->n_dev = n_devices > 0 ? n_devices : 0;
+    return c;
+}
 
 void sim_credits_free(sim_credits *c)
 {
-    if (c) free(c->t);
+    if (c) free(c->t), free(c->gen);
     free(c);
+}
+
+uint32_t sim_credits_gen(const sim_credits *c, int device)
+{
+    return device >= 0 && device < c->n_dev ? c->gen[device] : 0;
 }
 
 int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount)
 {
     credit *e = find(c, device, cell);
     if (!e) return -1;
+    if (device >= 0 && device < c->n_dev) c->gen[device]++;
     e->count += amount;
     if (!e->count) drop(c, e);
     return 0;

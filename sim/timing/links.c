@@ -86,7 +86,8 @@ void sim_links_free(sim_links *l)
 
 int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
 {
-    int hops = sim_mesh_route(l->mesh, from, x->to, NULL, 0);
+    int near[16]; /* most routes: one pass into this, a second only past it */
+    int hops = sim_mesh_route(l->mesh, from, x->to, near, 16);
     if (hops < 0) return -1;
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
@@ -97,7 +98,8 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     }
     int *links = malloc((size_t)(hops ? hops : 1) * sizeof *links);
     if (!links) return -1;
-    sim_mesh_route(l->mesh, from, x->to, links, hops);
+    if (hops <= 16) memcpy(links, near, (size_t)hops * sizeof *links);
+    else sim_mesh_route(l->mesh, from, x->to, links, hops);
     double first_byte = l->latency;
     if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
         l->dcn_copies++;

@@ -359,13 +359,30 @@ static int64_t axis_steps(const pl_mesh *m, int a, int64_t f, int64_t t, int *di
     return n - fwd;
 }
 
+/* Coordinates and device number of a mesh already checked: a route checks
+ * its mesh once, not at every hop (the replay routes every remote copy). */
+static void coords_of(const pl_mesh *m, int device, int64_t *at)
+{
+    for (int a = m->rank - 1; a >= 0; a--) {
+        at[a] = device % m->shape[a];
+        device /= (int)m->shape[a];
+    }
+}
+
+static int device_of(const pl_mesh *m, const int64_t *at)
+{
+    int64_t d = 0;
+    for (int a = 0; a < m->rank; a++) d = d * m->shape[a] + at[a];
+    return (int)d;
+}
+
 int sim_mesh_route(const pl_mesh *m, int from, int to, int *links, int max)
 {
     int n = pl_mesh_devices(m);
     if (!n || from < 0 || from >= n || to < 0 || to >= n) return -1;
-    int64_t at[PL_MESH_MAX_AXES], goal[PL_MESH_MAX_AXES];
-    pl_mesh_coords(m, from, at);
-    pl_mesh_coords(m, to, goal);
+    int64_t at[PL_MESH_MAX_AXES] = {0}, goal[PL_MESH_MAX_AXES] = {0};
+    coords_of(m, from, at);
+    coords_of(m, to, goal);
     if (m->dcn && at[0] != goal[0]) { /* another slice: out by this chip's DCN port, in by that one's (M14) */
         if (links && max > 0) links[0] = SIM_DCN_LINK(n, from, 0);
         if (links && max > 1) links[1] = SIM_DCN_LINK(n, to, 1);
@@ -375,7 +392,7 @@ int sim_mesh_route(const pl_mesh *m, int from, int to, int *links, int max)
     for (int a = 0; a < m->rank; a++) {
         int dir;
         for (int64_t k = axis_steps(m, a, at[a], goal[a], &dir); k > 0; k--, hops++) {
-            if (hops < max && links) links[hops] = SIM_ICI_LINK(pl_mesh_device(m, at), a, dir > 0);
+            if (hops < max && links) links[hops] = SIM_ICI_LINK(device_of(m, at), a, dir > 0);
             at[a] = ((at[a] + dir) % m->shape[a] + m->shape[a]) % m->shape[a];
         }
     }

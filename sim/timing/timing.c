@@ -130,6 +130,8 @@ typedef struct core_state {
     double wake;
     double compute, overhead;
     int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
+    int take_blocked;  /* PH_EVENTS: a take found too little, when its device's adds were take_gen */
+    uint32_t take_gen;
     int64_t kev;       /* PH_EVENTS: the next event */
     int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
     int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
@@ -230,7 +232,12 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
         busy(c, now, chip->dma_issue_s);
         break;
     case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
-        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
+        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) {
+            c->take_blocked = c->credits != NULL;
+            if (c->credits) c->take_gen = sim_credits_gen(c->credits, c->device);
+            return 0;
+        }
+        c->take_blocked = 0;
         e->t1 = now;
         busy(c, now, chip->dma_issue_s);
         break;
@@ -365,6 +372,8 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
         acted = 0;
         for (int i = 0; i < n; i++) {
             int r = 0;
+            /* a take that failed waits for an add to its device (credit.c) */
+            if (cs[i].take_blocked && sim_credits_gen(cs[i].credits, cs[i].device) == cs[i].take_gen) continue;
             while (core_ready(&cs[i], now) && (r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
             if (r < 0) return -1;
         }
@@ -417,7 +426,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
     dma_engine *eng = calloc((size_t)n_dev, sizeof *eng); /* per device: its HBM */
     core_state *cs = calloc((size_t)n, sizeof *cs);
     int *dev_of = calloc((size_t)n, sizeof *dev_of), *core_of = calloc((size_t)n, sizeof *core_of);
-    sim_credits *credits = mesh ? sim_credits_new() : NULL;
+    sim_credits *credits = mesh ? sim_credits_new(n_dev) : NULL;
     sim_link_figures fig = {.bw = chip->ici_bw, .latency = chip->dma_latency_s, .hop_latency = hop,
                             .dcn_bw = chip->dcn_bw, .dcn_latency = chip->dcn_latency_s,
                             .devices_per_host = pl_chip_devices_per_host(chip)};
