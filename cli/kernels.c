@@ -346,6 +346,8 @@ int cli_list(int argc, char **argv)
     /* a built-in's name (no path, no .so): that kernel alone, as the full list shows it */
     const pl_kernel_def *builtin = o.npos == 1 && !strchr(o.pos[0], '/') && !strstr(o.pos[0], ".so")
                                        ? ex_kernel_find(o.pos[0]) : NULL;
+    if (!builtin && o.npos == 1 && !strchr(o.pos[0], '/') && !strstr(o.pos[0], ".so"))
+        builtin = ex_mesh_kernel_find(o.pos[0]); /* ring_allreduce: its definition, as 'run --set' takes it */
     if (builtin) {
         fprintf(stdout, "built-in kernel (parameter = default, what it is, the values a sweep tries when not told):\n\n");
         print_def(builtin, stdout);
@@ -354,8 +356,11 @@ int cli_list(int argc, char **argv)
     }
     if (o.npos == 1 && !builtin && !strchr(o.pos[0], '/') && !strstr(o.pos[0], ".so") && access(o.pos[0], F_OK)) {
         char names[1024] = "";
-        for (int i = 0, at = 0; i < ex_kernel_count() && at < (int)sizeof names; i++)
+        int at = 0;
+        for (int i = 0; i < ex_kernel_count() && at < (int)sizeof names; i++)
             at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", ex_kernel_at(i)->name);
+        for (const ex_mesh_prog *p = ex_mesh_progs; p->name && at < (int)sizeof names; p++)
+            if (ex_mesh_kernel_find(p->name)) at += snprintf(names + at, sizeof names - (size_t)at, ", %s", p->name);
         return cli_fail(cmd, "'%s' is neither a built-in kernel (%s) nor a plugin file", CLI_CUT(o.pos[0]), names);
     }
     if (o.npos == 1) {

@@ -131,6 +131,28 @@ static int definition_options(int argc, char **argv)
 }
 
 
+/* `run ring_allreduce --devices 16 --json`: the definition has no
+ * --devices, its parameter is --set devices=16. Say so, rather than that
+ * --devices is unknown to a command whose help the user just read. 1 when
+ * it failed (and said why). */
+static int rc_program_option(const cli_cmd *cmd, int argc, char **argv)
+{
+    const pl_kernel_def *d = ex_mesh_kernel_find(argv[0]);
+    for (int i = 1; d && i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) || (i > 1 && !strcmp(argv[i - 1], "--set"))) continue;
+        size_t len = strcspn(argv[i] + 2, "=");
+        for (int p = 0; p < d->n_params; p++)
+            if (strlen(d->params[p].name) == len && !strncmp(argv[i] + 2, d->params[p].name, len)) {
+                cli_fail(cmd, "--%s is an option of the %s program; with --set, --json, --html, --strict or "
+                         "--vmem-report, %s is its mesh kernel definition, whose parameters go in --set: give "
+                         "--set %s=VALUE (or drop those options to run the program)",
+                         d->params[p].name, d->name, d->name, d->params[p].name);
+                return 1;
+            }
+    }
+    return 0;
+}
+
 static int run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, pl_report *rep, pl_check *check,
                     FILE *vf, mesh_out *mo)
 {
@@ -156,6 +178,7 @@ int cli_run(int argc, char **argv)
     if (prog && !definition_options(argc, argv))
         return prog->main(argc, argv); /* a mesh program: its own options (NAME --help) */
     const cli_cmd *cmd = &cli_run_cmd;
+    if (prog && (rc_program_option(cmd, argc, argv))) return 2;
     cli_kopts o;
     const pl_kernel_def *d;
     int64_t v[PL_KDEF_MAX_PARAMS];

@@ -368,6 +368,35 @@ Test(kdef_mesh, list_shows_the_built_in_mesh_kernels)
     th_run_free(&r);
 }
 
+/* 'tilesim list ring_allreduce' shows the one definition, as 'tilesim list'
+ * does, and an unknown name's message lists the mesh kernels too */
+Test(kdef_mesh, list_of_one_mesh_kernel_shows_its_definition)
+{
+    th_run r = TH_RUN("list", "ring_allreduce");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "ring_allreduce: a bidirectional ring all-reduce"), "%s", r.out);
+    cr_expect(strstr(r.out, "devices"), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("list", "no_such_kernel");
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(strstr(r.err, "hier_allreduce"), "the names offered leave out the mesh kernels: %s", r.err);
+    th_run_free(&r);
+}
+
+/* The program takes --devices; with --json the same name is the definition,
+ * whose devices is a parameter: the message says to give --set devices=N,
+ * not that --devices is unknown. */
+Test(kdef_mesh, a_program_option_beside_a_definition_option_says_to_use_set)
+{
+    th_run r = TH_RUN("run", "ring_allreduce", "--devices", "4", "--json");
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(strstr(r.err, "--set devices=VALUE"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("run", "ring_allreduce", "--set", "devices=4", "--json", "--cost-only");
+    cr_expect_eq(r.status, 0, "the advice given works: %s", r.err);
+    th_run_free(&r);
+}
+
 /* collective_matmul's sweep weighs overlapping the gather with the matmul
  * against gathering first, at the times the program prints for both */
 Test(kdef_mesh, collective_matmul_sweeps_overlap_against_gather_first_at_the_programs_times)
