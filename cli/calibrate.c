@@ -54,6 +54,7 @@ static const char *const col_names[N_COLS] = {"kernel", "chip", "time_us", "para
 
 typedef struct cal_input {
     const char *path;
+    char chip[32];         /* the chip every row names */
     sim_cal_row rows[CAL_MAX_ROWS];
     int n;
 } cal_input;
@@ -79,25 +80,35 @@ static int find_kernel(const cli_cmd *cmd, const cal_input *in, int line, const 
         return cli_fail(cmd, "%s:%d: unknown kernel '%s' (see 'tilesim list', or give PLUGIN.so[:NAME])", in->path,
                         line, CLI_CUT(name));
     }
-    fprintf(stderr, "tilesim calibrate: %s:%d: the row's kernel:\n", in->path, line);
-    return cli_find_kernel(cmd, name, d);
+    int rc = cli_find_kernel(cmd, name, d);
+    if (rc) fprintf(stderr, "tilesim calibrate: (the kernel of %s:%d)\n", in->path, line);
+    return rc;
 }
 
-static int parse_row(const cli_cmd *cmd, cal_input *in, int line, char **f, const char *chip_name)
+static int parse_row(const cli_cmd *cmd, cal_input *in, int line, char **f, const pl_chip *base)
 {
     if (in->n == CAL_MAX_ROWS) return cli_fail(cmd, "%s:%d: more than %d rows", in->path, line, CAL_MAX_ROWS);
     sim_cal_row *r = &in->rows[in->n];
     int rc = find_kernel(cmd, in, line, f[COL_KERNEL], &r->d);
     if (rc) return rc;
-    if (strcmp(f[COL_CHIP], chip_name) != 0)
-        return cli_fail(cmd, "%s:%d: measured on '%s', but the base chip is '%s': calibrate one chip at a time "
-                        "(--chip names the base)", in->path, line, CLI_CUT(f[COL_CHIP]), chip_name);
+    /* the base's name, or for a chip file the preset it starts from (its rows say v5e, the file 'custom') */
+    const char *preset = pl_chip_preset_of(base)->name;
+    if (strcmp(f[COL_CHIP], base->name) != 0 && strcmp(f[COL_CHIP], preset) != 0)
+        return cli_fail(cmd, "%s:%d: measured on '%s', but the base chip is '%s'%s%s%s: calibrate one chip at a time "
+                        "(--chip or --chip-file names the base)", in->path, line, CLI_CUT(f[COL_CHIP]), base->name,
+                        strcmp(preset, base->name) ? " (from " : "", strcmp(preset, base->name) ? preset : "",
+                        strcmp(preset, base->name) ? ")" : "");
+    if (in->n > 0 && strcmp(f[COL_CHIP], in->chip) != 0)
+        return cli_fail(cmd, "%s:%d: measured on '%s', but line %d on '%s': calibrate one chip at a time", in->path,
+                        line, CLI_CUT(f[COL_CHIP]), in->rows[0].line, in->chip);
+    snprintf(in->chip, sizeof in->chip, "%s", f[COL_CHIP]);
     char *end;
     errno = 0;
-    double us = strtod(f[COL_TIME], &end);
-    if (end == f[COL_TIME] || *end || errno || !(us > 0) || !isfinite(us) || us > 1e12)
-        return cli_fail(cmd, "%s:%d: time_us '%s' is not a positive number of microseconds", in->path, line,
-                        CLI_CUT(f[COL_TIME]));
+    /* decimal only (strtod takes hex and "infinity"); a kernel takes no less than a nanosecond */
+    double us = f[COL_TIME][strspn(f[COL_TIME], "0123456789.eE+-")] ? NAN : strtod(f[COL_TIME], &end);
+    if (isnan(us) || end == f[COL_TIME] || *end || errno || !(us >= 1e-3) || !isfinite(us) || us > 1e12)
+        return cli_fail(cmd, "%s:%d: time_us '%s' is not a measured time: give microseconds, a decimal number from "
+                        "0.001 (a nanosecond) to 1e12", in->path, line, CLI_CUT(f[COL_TIME]));
     r->measured_s = us * 1e-6;
     r->line = line;
     pl_kernel_defaults(r->d, r->v);
@@ -126,7 +137,7 @@ static int header(const cli_cmd *cmd, const cal_input *in, int line, char **f, i
     return 0;
 }
 
-static int read_input(const cli_cmd *cmd, cal_input *in, const char *chip_name)
+static int read_input(const cli_cmd *cmd, cal_input *in, const pl_chip *base)
 {
     char err[PL_MSG_MAX];
     int lrc;
@@ -153,7 +164,7 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const char *chip_name)
             break;
         }
         for (int c = 0; c < N_COLS; c++) g[c] = f[order[c]];
-        rc = parse_row(cmd, in, line, g, chip_name);
+        rc = parse_row(cmd, in, line, g, base);
     }
     free(text);
     if (rc == 0 && in->n == 0) rc = cli_fail(cmd, "%s: no measurements (a header line, then one row each)", in->path);
@@ -171,7 +182,9 @@ static int fit_list(const cli_cmd *cmd, const char *list, const pl_chip *base, i
         fit[j] = !list && v > 0 ? 2 : 0;
     }
     if (!list) return 0;
-    char buf[256];
+    char buf[1024];
+    if (strlen(list) >= sizeof buf) return cli_fail(cmd, "--fit: a list of %zu characters; the figures' names "
+                                                    "take fewer than %zu", strlen(list), sizeof buf);
     snprintf(buf, sizeof buf, "%s", list);
     char *save = NULL;
     for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
@@ -218,8 +231,11 @@ static void print_result(const cal_input *in, const pl_chip *base, const int *fi
     printf("\n  RMS log error: %.1f%% before, %.1f%% after\n\n", 100 * res->rms_before, 100 * res->rms_after);
     for (int j = 0; j < SIM_CAL_NPARAMS; j++)
         if (fit[j] && !res->kept[j])
-            printf("  %-18s %12.6g -> %-12.6g (%s)\n", sim_cal_params[j].key, figure(base, j), figure(&res->chip, j),
-                   sim_cal_params[j].what);
+            printf("  %-18s %12.6g -> %-12.6g (%s)%s\n", sim_cal_params[j].key, figure(base, j),
+                   figure(&res->chip, j), sim_cal_params[j].what,
+                   res->at_bound[j] ? res->at_bound[j] < 0 ? "  at its lower bound: the rows pull it further"
+                                                           : "  at its upper bound: the rows pull it further"
+                                    : "");
     for (int j = 0; j < SIM_CAL_NPARAMS; j++)
         if (res->kept[j])
             printf("  %-18s %12.6g    kept: these rows cannot tell it apart (none depends on it, or only as "
@@ -236,9 +252,15 @@ static int write_chip(const char *path, const cal_input *in, const pl_chip *base
     fprintf(o->f, "# tilesim calibrate: %s fitted to the %d measurements of %s\n", base->name, in->n, in->path);
     fprintf(o->f, "# RMS log error %.2f%% before, %.2f%% after (least squares on log time; figures within physical "
             "bounds)\n", 100 * res->rms_before, 100 * res->rms_after);
-    fprintf(o->f, "base = %s\nname = %.24s-cal\n", base->name, base->name);
+    fprintf(o->f, "# fitted:");
     for (int j = 0; j < SIM_CAL_NPARAMS; j++)
-        if (fit[j] && !res->kept[j]) fprintf(o->f, "%s = %.9g\n", sim_cal_params[j].key, figure(&res->chip, j));
+        if (fit[j] && !res->kept[j]) fprintf(o->f, " %s", sim_cal_params[j].key);
+    fprintf(o->f, "; the others as the base had them\n");
+    /* every figure off the preset, so that the file is the fitted chip whatever the base was (a chip file too) */
+    pl_chip out = res->chip;
+    size_t len = strlen(base->name);
+    if (len < 4 || strcmp(base->name + len - 4, "-cal")) snprintf(out.name, sizeof out.name, "%.27s-cal", base->name);
+    pl_chip_write(o->f, &out);
     if (sim_out_commit(o, err, sizeof err)) return fprintf(stderr, "tilesim calibrate: -o: %s\n", err), CLI_EXIT_USAGE;
     printf("\nwrote %s: use it with --chip-file\n", path);
     return 0;
@@ -264,7 +286,7 @@ int cli_calibrate(int argc, char **argv)
     in->path = o.pos[0];
     sim_cal_result res;
     char msg[PL_MSG_MAX];
-    if ((rc = read_input(cmd, in, base->name)) == 0) {
+    if ((rc = read_input(cmd, in, base)) == 0) {
         int frc = sim_calibrate(base, in->rows, in->n, fit, &res, msg, sizeof msg);
         if (frc == PL_ENOMEM) rc = 1, fprintf(stderr, "tilesim calibrate: out of host memory\n");
         else if (frc != PL_OK) rc = cli_fail(cmd, "%s: %s", in->path, msg);

@@ -732,6 +732,15 @@ int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen);
 /* Parse the same format from a string; `where` names it in messages (NULL:
  * "chip"). Returns and writes as pl_chip_load. */
 int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, size_t errlen);
+/* Write chip as a chip file that pl_chip_load reads back to the same
+ * figures: `base =` the preset it most likely started from
+ * (pl_chip_preset_of), its name, then every figure that differs from
+ * that preset's. PL_OK; PL_EINVAL for a
+ * NULL argument or a stream in error. */
+int pl_chip_write(FILE *f, const pl_chip *chip);
+/* The preset named as the chip is, else the one sharing the most of its
+ * figures (a chip file's base, most likely); NULL only for NULL. */
+const pl_chip *pl_chip_preset_of(const pl_chip *chip);
 /* The MXU's peak for a dtype, FLOP/s per TensorCore: bf16 (and f16) at the
  * bf16 peak, f32 at f32_fraction of it, int8 at the int8 peak if any.
  * chip must not be NULL. Pure: any thread. */

@@ -143,7 +143,12 @@ Test(calibrate, bad_rows_are_errors_naming_the_line)
     } cases[] = {
         {"kernel,chip,time_us,params\nconv,v5e,10,M=1\n", ":2: unknown kernel 'conv'"},
         {"kernel,chip,time_us,params\n# c\nmatmul,v5e,10,M=1 bm=x\n", ":3: params:"},
-        {"kernel,chip,time_us,params\nmatmul,v5e,-4,M=512\n", ":2: time_us '-4' is not a positive number"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,-4,M=512\n", ":2: time_us '-4' is not a measured time"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,1e-300,M=512\n", ":2: time_us '1e-300' is not a measured time"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,0x10,M=512\n", ":2: time_us '0x10'"},
+        /* a row the simulator refuses is that row's error, with or without --fit (it was blamed on a figure) */
+        {"kernel,chip,time_us,params\nmatmul,v5e,10,M=512\nmatmul,v5e,10,M=512 K=0\nmatmul,v5e,20,M=1024\n",
+         "line 3: matmul: the simulator refuses this configuration"},
         {"kernel,chip,time_us,params\nmatmul,v5e,nan,M=512\n", ":2: time_us 'nan'"},
         {"kernel,chip,time_us,params\nmatmul,v6e,10,M=512\n", ":2: measured on 'v6e', but the base chip is 'v5e'"},
         {"kernel,chip,time_us\nmatmul,v5e,10\n", ":1: the header has no column 'params'"},
@@ -167,6 +172,35 @@ Test(calibrate, bad_rows_are_errors_naming_the_line)
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--fit: 'speed' is not a figure"), "%s", r.err);
     th_run_free(&r);
+}
+
+/* A chip file as the base: rows measured on its preset are its rows, and
+ * the file written is that chip with the fit, its other figures kept (they
+ * were dropped, and the file said base = custom, which no run could load). */
+Test(calibrate, a_chip_file_base_keeps_its_figures_in_the_file_written)
+{
+    char csv[64], truth[64], base[64], out[64], again[64];
+    measure(csv, truth, N_CONFIGS);
+    /* the truth's step figures, the preset's throughputs; no name: 'custom' */
+    th_temp_file(base, "base = v5e\ndma_latency_us = 1.5\nstep_overhead_us = 0.6\n");
+    th_temp_file(out, "");
+    th_run r = TH_RUN("calibrate", csv, "--chip-file", base, "--fit", "bf16_tflops,hbm_gbps", "-o", out);
+    cr_assert_eq(r.status, 0, "rows on v5e fit a chip file based on v5e: %s%s", r.out, r.err);
+    char *text = th_read_file(out);
+    cr_expect(strstr(text, "base = v5e"), "%s", text);
+    cr_expect(fabs(chip_value(text, "dma_latency_us") - 1.5) < 1e-9, "the base's own figure is kept:\n%s", text);
+    cr_expect(fabs(chip_value(text, "bf16_tflops") / 170 - 1) < 0.05, "%s\n%s", text, r.out);
+    th_run_free(&r);
+    /* the file written is a base again, and keeps the first fit */
+    th_temp_file(again, "");
+    r = TH_RUN("calibrate", csv, "--chip-file", out, "--fit", "hbm_gbps", "-o", again);
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *text2 = th_read_file(again);
+    cr_expect(fabs(chip_value(text2, "dma_latency_us") - 1.5) < 1e-9, "%s", text2);
+    cr_expect(fabs(chip_value(text2, "bf16_tflops") - chip_value(text, "bf16_tflops")) < 1e-6, "%s", text2);
+    free(text), free(text2);
+    th_run_free(&r);
+    unlink(csv), unlink(truth), unlink(base), unlink(out), unlink(again);
 }
 
 /* The step figures of issue 22: a truth chip with a slower DMA issue, a

@@ -280,8 +280,11 @@ static int fit(fit_state *s, double *theta, sim_cal_result *res)
     int rc = J && r && pred && work ? PL_OK : PL_ENOMEM;
     if (rc == PL_OK) rc = predict(s, theta, res->before);
     if (rc == PL_OK) residuals(s, res->before, r), rc = jacobian(s, theta, J, work);
-    if (rc == PL_OK) rc = identifiable(s, J);
-    while (rc == PL_EINVAL && s->np > 1 && s->optional[s->idx[s->bad]]) {
+    /* only an undetermined figure is dropped: a row the simulator refuses
+     * (predict, jacobian) is the row's error, and J is not filled then */
+    int undetermined = 0;
+    if (rc == PL_OK) rc = identifiable(s, J), undetermined = rc == PL_EINVAL;
+    while (undetermined && rc == PL_EINVAL && s->np > 1 && s->optional[s->idx[s->bad]]) {
         /* a figure fitted by default that no row bounds: keep the base's */
         int k = s->bad;
         res->kept[s->idx[k]] = 1;
@@ -331,8 +334,9 @@ int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int
         const sim_cal_param *p = &sim_cal_params[j];
         /* a figure the base sets to 0 (v6e's and v7x's step overhead) may still rise to 10^4 times its floor
          * (10 us for a time); a figure the base has keeps its hundredfold */
-        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo), hi = v > 0 ? fmax(v * p->hi, 100 * p->abs_lo)
-                                                                               : 1e4 * p->abs_lo;
+        /* the hundredfold floor is for fixed costs: a throughput stays within its factors of the base */
+        double v = *field(&b, j), lo = fmax(v * p->lo, p->abs_lo),
+               hi = v > 0 ? (p->hi >= 100 ? fmax(v * p->hi, 100 * p->abs_lo) : fmax(v * p->hi, lo)) : 1e4 * p->abs_lo;
         s->lo[s->np] = log(lo), s->hi[s->np] = log(hi);
         s->optional[j] = fitmask[j] == 2;
         /* from the base's value, or from the middle of the range where the base has none */
@@ -352,6 +356,8 @@ int sim_calibrate(const pl_chip *base, const sim_cal_row *rows, int n, const int
     }
     if (rc == PL_OK) {
         chip_at(s, theta, &res->chip);
+        for (int k = 0; k < s->np; k++) /* within a thousandth of a bound */
+            res->at_bound[s->idx[k]] = theta[k] <= s->lo[k] + 1e-3 ? -1 : theta[k] >= s->hi[k] - 1e-3 ? 1 : 0;
         res->rms_before = rms(rows, res->before, n);
         res->rms_after = rms(rows, res->after, n);
     } else {

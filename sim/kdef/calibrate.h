@@ -51,6 +51,7 @@ typedef struct sim_cal_result {
     double rms_before, rms_after; /* root mean square of log(predicted / measured) */
     int iterations;
     int kept[SIM_CAL_NPARAMS]; /* 1: fit[j] was 2 and no row determines it: left at the base's value */
+    int at_bound[SIM_CAL_NPARAMS]; /* -1, 1: the fit stopped at its lower, upper bound (the rows pull further) */
 } sim_cal_result;
 
 /* Fit the figures with fit[j] set: 1, or 2 for one that is kept at the
