@@ -3,6 +3,8 @@
  * F` was refused as an unknown option). The chip file is written here: v5e
  * with links ten times slower, so a ring's time shows which chip ran. */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,4 +59,39 @@ Test(cli_mesh_chip_file, a_bad_chip_file_or_both_chip_options_exit_2)
     }
     unlink(chip);
     unlink(bad);
+}
+
+/* A chip file may leave a single device without links (ici_gbps = 0); a
+ * mesh on it says which figure stops it, as the file spells it. */
+Test(cli_mesh_chip_file, a_mesh_on_a_chip_without_link_bandwidth_names_ici_gbps)
+{
+    char chip[64];
+    th_temp_file(chip, "base = v5e\nici_gbps = 0\n");
+    th_run r = TH_RUN("run", "ring_allreduce", "--chip-file", chip, "--cost-only");
+    cr_expect_neq(r.status, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "ici_gbps = 0") || strstr(r.err, "ici_gbps = 0"), "%s%s", r.out, r.err);
+    th_run_free(&r);
+    unlink(chip);
+}
+
+/* A chip's name is the user's text: the trace quotes it as JSON (a '"' in
+ * it made the trace unreadable) */
+Test(cli_mesh_chip_file, a_chip_name_with_quotes_keeps_the_trace_json)
+{
+    char chip[64], trace[] = "/tmp/tilesim_test_qtrace_XXXXXX";
+    th_temp_file(chip, "base = v5e\nname = a\"b\\c\n");
+    int fd = mkstemp(trace);
+    cr_assert(fd >= 0);
+    close(fd);
+    th_run r = TH_RUN("run", "matmul", "--chip-file", chip, "--cost-only", "--trace", trace);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *text = th_read_file(trace);
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    cr_expect(j, "the trace is not JSON: %s (line %d)", e.text, e.line);
+    if (j) cr_expect_str_eq(json_string_value(json_object_get(json_object_get(j, "otherData"), "chip")), "a\"b\\c");
+    json_decref(j);
+    free(text);
+    th_run_free(&r);
+    unlink(chip), unlink(trace);
 }

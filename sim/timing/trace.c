@@ -227,7 +227,9 @@ int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, in
     int first = 1;
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
     pl_json_string(f, rep->call_name);
-    fprintf(f, ",\"chip\":\"%s\",\"time_s\":%.9g},\"traceEvents\":[\n", rep->chip->name, rep->time_s);
+    fprintf(f, ",\"chip\":");
+    pl_json_string(f, rep->chip->name);
+    fprintf(f, ",\"time_s\":%.9g},\"traceEvents\":[\n", rep->time_s);
     for (int c = 0; c < n_cores; c++) {
         char name[64];
         snprintf(name, sizeof name, "TensorCore %d", c);
@@ -290,7 +292,9 @@ int sim_trace_write_mesh(FILE *f, const pl_mesh *mesh, const sim_trace_dev *devs
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"call\":");
     pl_json_string(f, devs[0].rep->call_name);
     pl_mesh_format(mesh, name, sizeof name);
-    fprintf(f, ",\"chip\":\"%s\",\"mesh\":", chip->name);
+    fprintf(f, ",\"chip\":");
+    pl_json_string(f, chip->name);
+    fprintf(f, ",\"mesh\":");
     pl_json_string(f, name);
     fprintf(f, ",\"time_s\":%.9g},\"traceEvents\":[\n", time_s);
     write_links(f, &first, mesh, devs, n, chip);
