@@ -179,6 +179,7 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
         if (code == 'o' && idx < 0) code = 'O';
         char opt_name[64] = ""; /* for a long option its name, not its value */
         if (idx >= 0) snprintf(opt_name, sizeof opt_name, "--%s", longs[idx].name);
+        else if (code == 'O') snprintf(opt_name, sizeof opt_name, "-o"); /* its value may be '' */
         /* a letter of "-xy": optind still points at the cluster until its last letter */
         else if (optopt > 0 && optopt < 128 && strncmp(argv[optind - 1], "--", 2) != 0)
             snprintf(opt_name, sizeof opt_name, "-%c", optopt);

@@ -80,7 +80,10 @@ static int tune_one(tune_job *job, int i)
     }
     int n = 0, rc;
     int64_t *values = NULL;
-    if ((rc = cli_sweep_values(job->cmd, d, &o, &values, &n))) return rc;
+    if ((rc = cli_sweep_values(job->cmd, d, &o, &values, &n))) {
+        fprintf(stderr, "tilesim tune: (the shape of %s:%d)\n", job->o->shapes, job->sh->line[i]);
+        return rc;
+    }
     pl_report *reps = calloc((size_t)n, sizeof *reps);
     tune_row *r = &job->rows[i];
     *r = (tune_row){.total = n, .second_s = -1};
@@ -168,7 +171,7 @@ static void print_csv(const tune_job *job, FILE *f)
     for (int c = 0; c < job->sh->n_cols; c++) fprintf(f, "%s,", d->params[job->sh->col[c]].name);
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) fprintf(f, "%s,", d->params[p].name);
-    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,legal,tried\n");
+    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,legal,tried,why\n");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         for (int c = 0; c < job->sh->n_cols; c++)
@@ -182,7 +185,17 @@ static void print_csv(const tune_job *job, FILE *f)
             fprintf(f, "%s,%.4f,%.2f,", params_text(d, job->tiling, r->second, " ", a, sizeof a), r->second_s * 1e6,
                     100.0 * (r->second_s - r->best_s) / r->best_s);
         else fprintf(f, ",,,");
-        fprintf(f, "%d,%d\n", r->legal, r->total);
+        fprintf(f, "%d,%d,", r->legal, r->total);
+        /* a shape with no legal tiling says why (the first refusal), quoted as CSV quotes a field */
+        if (!r->legal && r->reason[0]) {
+            fputc('"', f);
+            for (const char *q = r->reason; *q; q++) {
+                if (*q == '"') fputc('"', f);
+                fputc(*q == '\n' ? ' ' : *q, f);
+            }
+            fputc('"', f);
+        }
+        fputc('\n', f);
     }
 }
 

@@ -22,6 +22,7 @@ typedef struct tune_shapes {
     int col[PL_KDEF_MAX_PARAMS];
     int n;
     int64_t *values;
+    int line[TUNE_MAX_SHAPES]; /* each shape's line in the file, for messages */
 } tune_shapes;
 
 /* Read path for kernel d; fixed[p] is set for the parameters --set or

@@ -83,7 +83,7 @@ static int row(const cli_cmd *cmd, const char *path, int line, char *text, const
     pl_kernel_defaults(d, tmp);
     int c = 0;
     for (char *at = text; at; c++) {
-        char *value = next_field(&at), one[128], msg[PL_MSG_MAX];
+        char *value = next_field(&at), one[64 + CLI_ECHO_MAX * 2 + 2] /* a name (64 at most, kdef_plugin.c) = value */, msg[PL_MSG_MAX];
         if (c == sh->n_cols)
             return cli_fail(cmd, "%s:%d: more than the header's %d columns", path, line, sh->n_cols);
         const char *name = d->params[sh->col[c]].name;
@@ -97,7 +97,7 @@ static int row(const cli_cmd *cmd, const char *path, int line, char *text, const
     if (c < sh->n_cols)
         return cli_fail(cmd, "%s:%d: %d column%s where the header has %d", path, line, c, c == 1 ? "" : "s",
                         sh->n_cols);
-    sh->n++;
+    sh->line[sh->n++] = line;
     return 0;
 }
 

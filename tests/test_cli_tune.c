@@ -90,7 +90,7 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
     cr_assert_eq(t.status, 0, "%s", t.err);
     /* header, one row: M,N,K,bm,bn,bk,time_us,... */
     char *row = strchr(t.out, '\n');
-    cr_assert(row && strstr(t.out, "M,N,K,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried"), "%s",
+    cr_assert(row && strstr(t.out, "M,N,K,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried,why"), "%s",
               t.out);
     long long m, n, k, bm, bn, bk;
     double best;
@@ -187,6 +187,24 @@ Test(tune, a_shape_without_a_legal_tiling_says_why_and_exits_1)
     cr_assert(json_is_null(json_object_get(row, "best")));
     cr_assert(strstr(json_string_value(json_object_get(row, "reason")), "rule T1"), "%s", r.out);
     json_decref(j);
+    th_run_free(&r);
+    /* --csv too: its last column, why */
+    r = TH_RUN("tune", "matmul", "--shapes", shapes, "--vary", "bm=7,9", "--csv");
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    const char *row2 = strchr(r.out, '\n');
+    cr_assert(row2 && strstr(row2, "rule T1") && strstr(row2, ",\""), "%s", r.out);
+    th_run_free(&r);
+    unlink(shapes);
+}
+
+/* A shape whose tiling sweep is too big is that shape's error: by its line */
+Test(tune, a_shape_too_big_to_sweep_names_its_line)
+{
+    char shapes[64];
+    th_temp_file(shapes, "batch,in,out\n256,1024,1024\n# big\n92252160,92252160,92252160\n");
+    th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes);
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, ":4)"), "%s", r.err);
     th_run_free(&r);
     unlink(shapes);
 }

@@ -138,3 +138,24 @@ Test(common, grid_point_of_a_linear_index)
     cr_expect(idx[0] == 1 && idx[1] == 0 && idx[2] == 1, "got (%lld, %lld, %lld)", (long long)idx[0],
               (long long)idx[1], (long long)idx[2]);
 }
+
+/* A text file of exactly 65535 bytes is the largest taken, not "larger than
+ * 65535 bytes"; one byte more is refused. */
+Test(common, text_load_takes_exactly_its_limit)
+{
+    char path[] = "/tmp/tilesim_test_textload_XXXXXX", err[256];
+    int fd = mkstemp(path), rc;
+    cr_assert(fd >= 0);
+    static char text[65536];
+    memset(text, 'a', sizeof text);
+    cr_assert_eq(write(fd, text, 65535), 65535);
+    char *got = sim_text_load(path, "test", err, sizeof err, &rc);
+    cr_expect(got && rc == PL_OK && strlen(got) == 65535, "%s", got ? "" : err);
+    free(got);
+    cr_assert_eq(write(fd, text, 1), 1);
+    got = sim_text_load(path, "test", err, sizeof err, &rc);
+    cr_expect(!got && strstr(err, "larger than 65535 bytes"), "%s", err);
+    free(got);
+    close(fd);
+    unlink(path);
+}

@@ -172,7 +172,8 @@ char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int
     char *buf = malloc(MAX + 1);
     if (!buf) return fclose(f), snprintf(err, n, "%s: out of host memory", path), *rc = PL_ENOMEM, NULL;
     size_t got = fread(buf, 1, MAX, f);
-    int too_long = !feof(f);
+    /* a file of exactly MAX bytes has read no EOF yet: one more byte tells */
+    int too_long = got == MAX && fgetc(f) != EOF;
     fclose(f);
     if (too_long) snprintf(err, n, "%s: larger than %d bytes; a %s file is a few lines", path, MAX, kind);
     else if (memchr(buf, '\0', got)) snprintf(err, n, "%s: not a text file", path);
