@@ -173,6 +173,7 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
     optind = 0; /* glibc: start afresh, whatever an earlier call left */
     opterr = 0;
     int code, idx, help = 0;
+    unsigned char seen[512] = {0}; /* by code: a value given twice is refused, not the last one taken */
     /* -o is short for --out where a verb writes a file (tune); verify's --output has no short form */
     const char *shorts = allowed & K_OUT_FILE ? ":ho:" : ":h";
     while ((idx = -1, code = getopt_long(argc, argv, shorts, longs, &idx)) != -1) {
@@ -207,6 +208,8 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
                             cmd->name);
         if (optarg && !optarg[0])
             return cli_fail(cmd, "%s: empty value", word);
+        if (optarg && code != 's' && code != 'v' && code >= 0 && code < 512 && seen[code]++)
+            return cli_fail(cmd, "%s: given twice; give it once (--set and --vary repeat)", word);
         int rc = store(cmd, code, optarg, o);
         if (rc) return rc;
     }

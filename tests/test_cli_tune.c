@@ -208,3 +208,23 @@ Test(tune, a_shape_too_big_to_sweep_names_its_line)
     th_run_free(&r);
     unlink(shapes);
 }
+
+/* An option given twice is refused, not the last one taken (-o a -o b wrote
+ * only b; --chip v6e --chip v5e tuned on v5e); --set and --vary repeat. */
+Test(tune, an_option_given_twice_is_refused)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n256,256,256\n");
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "--chip", "v6e", "--chip", "v5e");
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(strstr(r.err, "--chip: given twice"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("tune", "matmul", "--shapes", shapes, "-o", "/tmp/tilesim_never_a", "--out", "/tmp/tilesim_never_b");
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(access("/tmp/tilesim_never_a", F_OK) && access("/tmp/tilesim_never_b", F_OK), "nothing written");
+    th_run_free(&r);
+    r = TH_RUN("tune", "matmul", "--shapes", shapes, "--vary", "bm=128", "--vary", "bn=128", "--set", "bk=128");
+    cr_expect_eq(r.status, 0, "--vary repeats: %s", r.err);
+    th_run_free(&r);
+    unlink(shapes);
+}

@@ -221,3 +221,24 @@ Test(validate, P6_P7_one_buffer_for_a_block_that_never_changes)
     th_expect_ok(check_input(F32_16x256, spec, NULL, &rep), &rep);
     cr_assert_eq(rep.op[0].buffers, 2);
 }
+
+/* ---- P1: the call's arrays live in HBM, and must fit it ------------------------- */
+
+/* Two 9 GiB f32 arrays (cost-only: no data) are 18 GiB: over a v5e's 16 GiB
+ * of HBM, under a v5p's 95; an output aliasing its input shares its bytes. */
+Test(validate, P1_arrays_over_the_devices_hbm_are_refused_naming_both_sizes)
+{
+    int64_t rows = 9 * 1024 * 8, cols = 32768; /* 9 GiB of f32 */
+    pl_call call = th_copy_call_2d(rows, cols, 512, 1024);
+    pl_array in = PL_ARRAY(NULL, PL_F32, rows, cols), out = PL_ARRAY(NULL, PL_F32, rows, cols);
+    pl_options opt = {.cost_only = 1, .chip = "v5e"};
+    pl_report rep;
+    int rc = pl_validate(&call, &in, &out, &opt, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "18.0 GiB of HBM", "16.0 GiB a v5e device has", "rule P1");
+    opt.chip = "v5p";
+    cr_expect_eq(pl_validate(&call, &in, &out, &opt, &rep), PL_OK, "%s", rep.error);
+    opt.chip = "v5e";
+    call.n_alias = 1; /* M6: the output is the input's buffer: 9 GiB in all */
+    call.alias[0].in = 0, call.alias[0].out = 0;
+    cr_expect_eq(pl_validate(&call, &in, &out, &opt, &rep), PL_OK, "%s", rep.error);
+}

@@ -90,6 +90,29 @@ static int plan_aliases(sim_plan *plan, const pl_call *call, pl_report *rep)
     return PL_OK;
 }
 
+/* The call's arrays live in the device's HBM (P1): together they must fit
+ * it, as the runtime's allocation on the chip would refuse them otherwise.
+ * An output that aliases an input shares its buffer (M6). Packed 4-bit
+ * arrays are int8 arrays here, two values a byte. */
+static int check_hbm(const sim_plan *plan, const pl_call *call, pl_report *rep)
+{
+    const pl_chip *chip = plan->chip;
+    int n = call->num_scalar_prefetch + call->n_in + call->n_out;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const sim_operand *o = &plan->ops[i];
+        if (i >= call->num_scalar_prefetch + call->n_in && o->aliased) continue;
+        int64_t b = sim_sat_mul(pl_array_size(o->arr), (int64_t)pl_dtype_size(o->arr->dtype));
+        total = total > INT64_MAX - b ? INT64_MAX : total + b;
+    }
+    if (chip->hbm_bytes <= 0 || total <= chip->hbm_bytes) return PL_OK;
+    char a[32], b[32];
+    return sim_fail(rep, PL_EINVAL, "call %s: its arrays take %s of HBM, more than the %s a %s device has (rule P1: "
+                    "the arrays a call gets live in HBM); use smaller arrays, or split the work over devices",
+                    rep->call_name, pl_format_bytes((double)total, a, sizeof a),
+                    pl_format_bytes((double)chip->hbm_bytes, b, sizeof b), chip->name);
+}
+
 /* ---- the call ---------------------------------------------------------------- */
 
 static int check_call_shape(const pl_call *c, const pl_array *args, const pl_array *outs, pl_report *rep)
@@ -283,6 +306,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     rc = plan_prefetch(plan, call, args, rep);
     if (!rc) rc = plan_blocked(plan, call, args, outs, rep);
     if (!rc) rc = plan_aliases(plan, call, rep);
+    if (!rc) rc = check_hbm(plan, call, rep);
     if (!rc) rc = plan_scratch(plan, call, rep);
     if (!rc) rc = sim_check_budget(plan, call, rep);
     if (rc) return rc;
