@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../examples/kernels/registry.h"
@@ -288,6 +289,18 @@ int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopt
 int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chip, pl_options *opt)
 {
     const pl_chip *chip;
+    /* two outputs into one file: the second would replace the first, silently */
+    const char *outs[] = {o->trace, o->html, o->svg, o->heatmap, o->out_file};
+    const char *names[] = {"--trace", "--html", "--svg", "--heatmap", "-o"};
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++) {
+            struct stat si, sj;
+            if (outs[i] && outs[j] &&
+                (!strcmp(outs[i], outs[j]) || (!stat(outs[i], &si) && !stat(outs[j], &sj) && si.st_dev == sj.st_dev &&
+                                               si.st_ino == sj.st_ino)))
+                return cli_fail(cmd, "%s and %s name the same file '%s': give each its own", names[i], names[j],
+                                CLI_CUT(outs[j]));
+        }
     int rc = cli_select_chip(cmd, o->chip, o->chip_file, file_chip, &chip);
     if (rc) return rc;
     memset(opt, 0, sizeof *opt);

@@ -637,7 +637,8 @@ int pl_cost_estimate(const pl_report *r, char *buf, size_t n);
  * (f32[2,512,1024]{2,1,0:T(8,128)}, bf16[...]{...:T(16,128)(2,1)} on v7x),
  * its unpadded size and the padding's extra bytes. r must hold the call's
  * operands (any report past validation, failed with PL_EVMEM too). PL_OK,
- * or PL_EINVAL (NULL argument, no chip). Any thread. */
+ * or PL_EINVAL (NULL argument, no chip, or no limit: the call's own limit
+ * was refused, over the physical VMEM), printing nothing. Any thread. */
 int pl_vmem_report(const pl_report *r, FILE *f);
 /* The same as one JSON object (and a newline). r or f NULL: nothing. */
 void pl_report_json(const pl_report *r, FILE *f);

@@ -456,3 +456,24 @@ Test(kdef_mesh, run_json_carries_the_mesh_and_every_devices_time)
     json_decref(j);
     th_run_free(&r);
 }
+
+/* The deadlock program's own check held only up to 13 devices: the message
+ * names 12 stuck devices and counts the rest */
+Test(kdef_mesh, the_deadlock_program_passes_past_twelve_stuck_devices)
+{
+    th_run r = TH_RUN("run", "deadlock", "--devices", "20");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "naming 12 of the 19 stuck devices and counting the rest"), "%s", r.out);
+    th_run_free(&r);
+}
+
+/* --trace and --html into one file: the page replaced the trace, exit 0 */
+Test(kdef_mesh, two_outputs_into_one_file_are_refused)
+{
+    th_run r = TH_RUN("run", "ring_allreduce", "--set", "devices=4", "--cost-only", "--trace",
+                      "/tmp/tilesim_test_same_out", "--html", "/tmp/tilesim_test_same_out");
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(strstr(r.err, "--trace and --html name the same file"), "%s", r.err);
+    cr_expect(access("/tmp/tilesim_test_same_out", F_OK) != 0, "nothing written");
+    th_run_free(&r);
+}

@@ -268,6 +268,7 @@ int sim_kdef_call_mesh(const pl_kernel_def *d, const int64_t *v, pl_mesh *mesh, 
     kern_guard_zone(KDEF_ZONE, d->name, "mesh callback");
     int rc = d->mesh(v, mesh, msg, n);
     kern_guard_zone(NULL, NULL, NULL);
+    if (n) msg[n - 1] = '\0'; /* a plugin's message may fill the buffer without its NUL */
     return rc;
 }
 
@@ -296,6 +297,7 @@ int sim_kdef_prepare(const pl_kernel_def *d, const int64_t *v, const pl_options 
     kern_guard_zone(KDEF_ZONE, name, "build callback");
     if (rc == PL_OK) rc = d->build(v, b, msg, n);
     kern_guard_zone(NULL, NULL, NULL);
+    msg[n - 1] = '\0'; /* a plugin's message may fill the buffer without its NUL */
     if (rc > 0) rc = PL_EINVAL; /* a callback returning 1 for "no" still fails */
     if (rc == PL_OK && (b->n_args < 0 || b->n_args > PL_KDEF_MAX_ARGS || b->n_outs < 0 ||
                         b->n_outs > PL_MAX_OPERANDS)) {

@@ -3,6 +3,7 @@
  * slowest device's time, the links' traffic and bandwidth, and what bounds
  * the mesh by the one rule of sim/timing/bound.c (rule M11).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,7 +116,8 @@ void sim_mesh_report(pl_mesh_report *mr, sim_exec *const *xs, int n, const pl_me
         double hbm = chip && chip->hbm_bw > 0 ? (double)rep->hbm_bytes / chip->hbm_bw : 0;
         if (hbm > mr->hbm_s) mr->hbm_s = hbm;
         mr->remote_copies += rep->ici_copies;
-        mr->ici_bytes += rep->ici_bytes;
+        /* saturate: 512 devices of 64 TiB each pass int64's range (a mesh of cost-only giants) */
+        mr->ici_bytes = mr->ici_bytes > INT64_MAX - rep->ici_bytes ? INT64_MAX : mr->ici_bytes + rep->ici_bytes;
         if (rep->remote_wait_s > mr->remote_wait_s) mr->remote_wait_s = rep->remote_wait_s;
     }
     if (!chip || mr->status) return;

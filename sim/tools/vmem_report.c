@@ -110,7 +110,8 @@ static int collect(const pl_report *r, vmem_alloc *v)
 
 int pl_vmem_report(const pl_report *r, FILE *f)
 {
-    if (!r || !f || !r->chip) return PL_EINVAL;
+    /* no limit: the call's own was refused (over the physical VMEM), nothing to list against */
+    if (!r || !f || !r->chip || r->vmem_limit <= 0) return PL_EINVAL;
     vmem_alloc v[PL_MAX_CALL_OPERANDS + PL_MAX_SCRATCH + PL_MAX_SCOPED_PEAK];
     int n = collect(r, v);
     int64_t used = 0;
