@@ -282,6 +282,13 @@ void kern_guard_zone(const char *kind, const char *owner, const char *what)
     if (what && atomic_load_explicit(&installed, memory_order_relaxed)) thread_setup();
 }
 
+void kern_guard_zone_get(const char **kind, const char **owner, const char **what)
+{
+    *kind = zone_kind;
+    *owner = zone_owner;
+    *what = zone_what;
+}
+
 int pl_guard_kernels(const char *prog)
 {
     if (atomic_exchange(&installed, 1)) return 0;

@@ -44,6 +44,8 @@ void kern_guard_stack(const void *lo, const void *hi, const char *note);
  * function"). All are kept as pointers: string literals or strings that
  * outlive the zone. kern_guard_zone(NULL, NULL, NULL) ends it. */
 void kern_guard_zone(const char *kind, const char *owner, const char *what);
+/* The zone this thread is in (NULLs: none), to put back after a nested one. */
+void kern_guard_zone_get(const char **kind, const char **owner, const char **what);
 
 /* fn runs just before a crash report ends the process, from a signal
  * handler: async-signal-safe calls only (sim/base/outfile.c removes its

@@ -109,6 +109,35 @@ Test(plugin_guard, every_verb_that_runs_the_kernel_reports_its_crash)
     }
 }
 
+/* An index map is the user's code too: exit(7), abort and a segfault in it
+ * end with exit 3 and say so (exit(0) in one ended tilesim with 0, silently) */
+Test(plugin_guard, a_crash_in_an_index_map_function_names_it)
+{
+    static const char *const hows[][2] = {{"3", "exit"}, {"2", "SIGABRT"}, {"1", "SIGSEGV"}};
+    for (size_t i = 0; i < sizeof hows / sizeof *hows; i++) {
+        char how[16];
+        snprintf(how, sizeof how, "how=%s", hows[i][0]);
+        th_run r = TH_RUN("run", hostile(), "--set", how, "--set", "where=6", "--cost-only");
+        expect_crash(&r, hows[i][1], "index map function");
+        th_run_free(&r);
+    }
+}
+
+/* A constructor runs as the plugin loads: exit(0) there ended tilesim with
+ * 0 and no word, abort with 134 */
+Test(plugin_guard, a_constructor_that_exits_or_aborts_is_reported)
+{
+    setenv("TILESIM_HOSTILE_CTOR", "exit", 1);
+    th_run r = TH_RUN("run", hostile());
+    expect_crash(&r, "called exit(0)", "constructors (run as it loads)");
+    th_run_free(&r);
+    setenv("TILESIM_HOSTILE_CTOR", "abort", 1);
+    r = TH_RUN("list", hostile());
+    expect_crash(&r, "SIGABRT", "constructors (run as it loads)");
+    th_run_free(&r);
+    unsetenv("TILESIM_HOSTILE_CTOR");
+}
+
 Test(plugin_guard, a_crash_in_a_definition_callback_names_the_callback)
 {
     th_run r = TH_RUN("run", hostile(), "--set", "how=1", "--set", "where=1");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/sim.h"
+#include "../../kernel/guard.h"
 
 int sim_map_is_zero(const pl_index_map *m)
 {
@@ -140,7 +141,12 @@ int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx
     const pl_index_map *m = &op->map;
     if (m->fn) {
         for (int d = 0; d < op->rank; d++) bidx[d] = INT64_MIN;
+        /* the user's code: a crash, exit or abort in it is reported as the kernel's would be (exit 3) */
+        const char *kind, *owner, *what;
+        kern_guard_zone_get(&kind, &owner, &what);
+        if (!what) kern_guard_zone("call", plan->call->name ? plan->call->name : "kernel", "index map function");
         m->fn(idx, prefetch, bidx, m->user);
+        if (!what) kern_guard_zone(NULL, NULL, NULL);
     } else {
         for (int d = 0; d < op->rank; d++)
             bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];

@@ -233,7 +233,10 @@ int pl_plugin_load(const char *path, const pl_kernel_def *const **defs, char *ms
     if (stat(full, &st) != 0) return fail(msg, n, path, "cannot open it", strerror(errno));
     if (!S_ISREG(st.st_mode)) return fail(msg, n, path, "not a regular file", NULL);
     dlerror();
+    /* loading runs the plugin's constructors: its own code, guarded as its callbacks are */
+    kern_guard_zone("plugin", path, "constructors (run as it loads)");
     void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
+    kern_guard_zone(NULL, NULL, NULL);
     if (!h) {
         const char *e = dlerror();
         fail(msg, n, path, "cannot load it as a shared object", e);

@@ -6,7 +6,7 @@
  * point (at, 1), ends the way its parameter `how` says: 1 an invalid memory
  * access, 2 abort(), 3 exit(7), 4 pthread_exit(), 5 a stack overflow. Its
  * callbacks misbehave the same way when `where` names them (1 build, 2
- * reference). 0 everywhere: a correct kernel.
+ * reference, 6 the index map function of x). 0 everywhere: a correct kernel.
  *
  * The loader itself misbehaves when the environment variable
  * TILESIM_HOSTILE_LOADER names how: "garbage" (a pointer to nothing),
@@ -62,6 +62,15 @@ static void hostile_kernel(pl_ctx *c, pl_ref *refs)
     if (v[P_WHERE] == 0 && pl_program_id(c, 0) == v[P_AT] && pl_program_id(c, 1) == 1) misbehave(v[P_HOW]);
 }
 
+/* where 6: x's index map is a function that misbehaves at (at, 1) */
+static void hostile_map(const int64_t *idx, const pl_ref *prefetch, int64_t *bidx, void *user)
+{
+    (void)prefetch;
+    const int64_t *v = user;
+    if (idx[0] == v[P_AT] && idx[1] == 1) misbehave(v[P_HOW]);
+    bidx[0] = idx[0], bidx[1] = idx[1];
+}
+
 static int hostile_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
 {
     (void)msg, (void)n;
@@ -80,6 +89,7 @@ static int hostile_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t
         .n_out = 1,
         .out = {PL_BLOCK(PL_MAP(0, 1), br, 128)},
     };
+    if (v[P_WHERE] == 6) b->call.in[0].map = PL_MAP_FN(hostile_map, b->param);
     b->n_args = 1;
     b->args[0] = PL_ARRAY(NULL, PL_F32, rows, 256);
     b->n_outs = 1;
@@ -104,7 +114,7 @@ static const int64_t br_cands[] = {8, 16, 32};
         [P_BR] = {.name = "br", .def = 16, .candidates = br_cands, .n_candidates = 3, .help = "rows per block"}, \
         [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack"}, \
         [P_AT] = {.name = "at", .def = 2, .help = "the grid row where it happens"},                    \
-        [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference"},        \
+        [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference, 6 x's index map"},        \
     }
 
 static const pl_kernel_def hostile_def = {
@@ -185,6 +195,15 @@ static pl_kernel_def broken;
 static const pl_kernel_def *one[1];
 static const pl_kernel_def *two[2];
 static char long_name[200];
+
+/* TILESIM_HOSTILE_CTOR=exit|abort: misbehave while the plugin loads, in a
+ * constructor, before tilesim calls anything of it */
+__attribute__((constructor)) static void hostile_ctor(void)
+{
+    const char *how = getenv("TILESIM_HOSTILE_CTOR");
+    if (how && !strcmp(how, "exit")) exit(0);
+    if (how && !strcmp(how, "abort")) abort();
+}
 
 int tilesim_kernels(int abi, const pl_kernel_def *const **defs)
 {
