@@ -345,3 +345,50 @@ Test(output_paths, trace_limit_values)
     th_run_free(&r);
     unlink(path), rmdir(dir);
 }
+
+/* Ctrl-C or a timeout's SIGTERM while an output is being written: the old
+ * file stays and no temporary file is left beside it (one was), and the
+ * process still ends by the signal. */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "../sim/base/outfile.h"
+
+Test(output_paths, a_stop_signal_while_writing_leaves_no_temporary_file)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t s = 0; s < sizeof sigs / sizeof *sigs; s++) {
+        char dir[] = "/tmp/tilesim_stopsig_XXXXXX", path[96];
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/t.json", dir);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs("precious\n", f);
+        fclose(f);
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+            char err[256];
+            sim_out *o = sim_out_open(path, err, sizeof err);
+            if (!o) _exit(9);
+            fputs("half a trace", o->f);
+            fflush(o->f);
+            raise(sigs[s]);
+            _exit(8); /* not reached: the signal ends the process */
+        }
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == sigs[s], "status %d", status);
+        char *text = th_read_file(path);
+        cr_expect_str_eq(text, "precious\n");
+        free(text);
+        int files = 0;
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));) files += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+        if (d) closedir(d);
+        cr_expect_eq(files, 1, "a temporary file was left in %s", dir);
+        unlink(path);
+        rmdir(dir);
+    }
+}

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,7 @@ static int make_tmp(const char *target, char **tmp)
     return fd;
 }
 
-/* ---- temporary files in flight, removed if the user's kernel crashes -----------
+/* ---- temporary files in flight, removed if the user's kernel crashes or the process is stopped ----
  *
  * A crash inside the user's code ends the process at once (kernel/guard.c,
  * _exit): no sim_out_abort runs. The guard calls live_unlink_all first,
@@ -151,10 +152,40 @@ static void live_unlink_all(void)
         if (atomic_load(&live_state[i]) == LIVE_SET) unlink(live_path[i]);
 }
 
+/* Ctrl-C, a timeout's SIGTERM, a closed terminal: the temporary files go
+ * too (they were left beside the file the user named), then the signal
+ * does what it did before, default or the program's own handler. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_STOP (int)(sizeof stop_signals / sizeof *stop_signals)
+static struct sigaction stop_previous[N_STOP];
+
+static void on_stop(int sig)
+{
+    live_unlink_all();
+    for (int i = 0; i < N_STOP; i++)
+        if (stop_signals[i] == sig) sigaction(sig, &stop_previous[i], NULL);
+    raise(sig);
+}
+
+static void hook_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < N_STOP; i++) {
+        struct sigaction old;
+        /* a signal the program ignores (nohup) stays ignored */
+        if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+        stop_previous[i] = old;
+        sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
 static void live_add(const char *tmp)
 {
     static atomic_int hooked;
-    if (!atomic_exchange(&hooked, 1)) kern_guard_atcrash(live_unlink_all);
+    if (!atomic_exchange(&hooked, 1)) kern_guard_atcrash(live_unlink_all), hook_stop_signals();
     if (strlen(tmp) >= PATH_MAX) return;
     for (int i = 0; i < LIVE_MAX; i++) {
         int want = LIVE_FREE;

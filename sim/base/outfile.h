@@ -5,8 +5,10 @@
  *
  * A regular file (new, or existing, or the target of a symbolic link) is
  * written to a temporary file beside it and renamed over it only at
- * sim_out_commit: a failed run, a full disk or a crash leaves the old file
- * as it was and no temporary file behind, and a symbolic link stays a link.
+ * sim_out_commit: a failed run, a full disk, a crash or a stop (SIGINT,
+ * SIGTERM, SIGHUP: the temporary files go, then the signal acts as before)
+ * leaves the old file as it was and no temporary file behind, and a
+ * symbolic link stays a link. (SIGKILL and _exit cannot be caught.)
  * A replaced file keeps its mode; a new one gets 0666 less the umask, as
  * fopen would. A device, FIFO or socket is written directly and never
  * removed: there is nothing to replace atomically, and removing it would
