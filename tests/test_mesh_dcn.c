@@ -67,7 +67,8 @@ Test(mesh_dcn, bad_multislice_specs_say_what_is_wrong)
     refused("dcn:2 x", "no slice after 'x'");
     refused("dcn:2 x dcn:2 x 4", "one DCN axis");
     refused("dcn:17 x 2", "at most 16");
-    refused("dcn:0 x 4", "at least 1");
+    refused("dcn:0 x 4", "axis dcn has 0 devices");
+    refused("dcn:4097 x 1", "axis dcn has 4097 devices"); /* the DCN axis by its name, not the slice's 'x' */
     refused("dcn:2 x 4x4x4x4", "at most 3 axes");
     refused("dcn:16 x 16x32", "at most 4096 devices");
     refused("dcn:x=2 x 4", "given twice");

@@ -138,6 +138,17 @@ Test(plugin_guard, a_constructor_that_exits_or_aborts_is_reported)
     unsetenv("TILESIM_HOSTILE_CTOR");
 }
 
+/* build gave x a negative size: that is the message, not a host-memory
+ * refusal of 16 million TiB */
+Test(plugin_guard, a_negative_array_size_from_build_is_named)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "where=7");
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "argument 0 has dimension 0 of size -64"), "%s", r.err);
+    cr_expect(!strstr(r.err, "host memory"), "%s", r.err);
+    th_run_free(&r);
+}
+
 Test(plugin_guard, a_crash_in_a_definition_callback_names_the_callback)
 {
     th_run r = TH_RUN("run", hostile(), "--set", "how=1", "--set", "where=1");

@@ -14,6 +14,26 @@ int sim_kdef_fail(pl_report *rep, int code, const char *msg)
     return code;
 }
 
+/* An array build described that cannot be sized (a rank out of range, a
+ * dimension below 1, an unknown dtype): named in msg, before the host
+ * bytes are counted from it (a negative size read as 16 million TiB). */
+int sim_kdef_bad_arrays(const pl_kernel_def *d, const pl_kernel_build *b, char *msg, size_t n)
+{
+    for (int k = 0; k < b->n_args + b->n_outs; k++) {
+        const pl_array *a = k < b->n_args ? &b->args[k] : &b->outs[k - b->n_args];
+        const char *what = k < b->n_args ? "argument" : "output";
+        int i = k < b->n_args ? k : k - b->n_args;
+        if (a->rank < 0 || a->rank > PL_MAX_RANK || (unsigned)a->dtype >= PL_DTYPE_COUNT)
+            return snprintf(msg, n, "kernel '%s': build's %s %d has rank %d and dtype %d; a rank is 0 to %d, a dtype "
+                            "a pl_dtype", d->name ? d->name : "?", what, i, a->rank, (int)a->dtype, PL_MAX_RANK), 1;
+        for (int dim = 0; dim < a->rank; dim++)
+            if (a->shape[dim] < 1)
+                return snprintf(msg, n, "kernel '%s': build's %s %d has dimension %d of size %lld; sizes must be >= 1",
+                                d->name ? d->name : "?", what, i, dim, (long long)a->shape[dim]), 1;
+    }
+    return 0;
+}
+
 /* Bytes the run allocates on the host: arguments, outputs and, when a
  * reference runs, one more copy of the outputs. */
 double sim_kdef_host_bytes(const pl_kernel_build *b, int cost_only, int with_want)

@@ -57,6 +57,7 @@ int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_
  * (row, col) unravelled; one output's verdict line, `where` after its
  * shape (" on device 3", or ""). */
 int sim_kdef_fail(pl_report *rep, int code, const char *msg);
+int sim_kdef_bad_arrays(const pl_kernel_def *d, const pl_kernel_build *b, char *msg, size_t n);
 double sim_kdef_host_bytes(const pl_kernel_build *b, int cost_only, int with_want);
 int sim_kdef_allocate(pl_kernel_build *b, int cost_only, unsigned char *owned);
 void sim_kdef_release(pl_kernel_build *b, const unsigned char *owned);

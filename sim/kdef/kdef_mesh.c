@@ -59,6 +59,7 @@ static int mesh_setup(const pl_kernel_def *d, const int64_t *v, const pl_options
     int rc = sim_kdef_prepare(d, v, opt, &m->b[0], msg, sizeof msg);
     if (rc != PL_OK) return sim_kdef_fail(rep, rc, msg);
     int want = d->mesh_reference && !m->cost_only;
+    if (sim_kdef_bad_arrays(d, &m->b[0], msg, sizeof msg)) return sim_kdef_fail(rep, PL_EINVAL, msg);
     rc = pl_host_memory_check(m->n * sim_kdef_host_bytes(&m->b[0], m->cost_only, want), msg, sizeof msg);
     if (rc != PL_OK) return sim_kdef_fail(rep, rc, msg);
     int na = m->b[0].n_args, no = m->b[0].n_outs;

@@ -54,6 +54,7 @@ static int run_built(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
 {
     int cost_only = opt && opt->cost_only, want = d->reference && !cost_only;
     char msg[PL_MSG_MAX];
+    if (sim_kdef_bad_arrays(d, b, msg, sizeof msg)) return sim_kdef_fail(rep, PL_EINVAL, msg);
     int rc = pl_host_memory_check(sim_kdef_host_bytes(b, cost_only, want), msg, sizeof msg);
     if (rc != PL_OK) return sim_kdef_fail(rep, rc, msg);
     unsigned char owned[PL_KDEF_MAX_ARGS + PL_MAX_OPERANDS] = {0};

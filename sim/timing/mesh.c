@@ -221,6 +221,12 @@ static int parse_dcn(const char *text, const char *q, pl_mesh *mesh, char *msg, 
     if (parse_ici(rest, q, &slice, msg, n)) return PL_EINVAL;
     memset(&m, 0, sizeof m);
     int named = memchr(s, '=', len) != NULL;
+    /* unnamed, the axis is 'dcn' from the start: its messages say so ('axis dcn has 4097 devices') */
+    char as_named[96];
+    if (!named && len + 5 <= sizeof as_named) {
+        snprintf(as_named, sizeof as_named, "dcn=%.*s", (int)len, s);
+        s = as_named, len += 4, named = 1;
+    }
     if (parse_axis(&m, 0, s, len, named, q, msg, n)) return PL_EINVAL;
     if (!named) snprintf(m.axis[0], PL_MESH_AXIS_NAME, "dcn");
     m.rank = slice.rank + 1;

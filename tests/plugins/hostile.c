@@ -91,7 +91,7 @@ static int hostile_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t
     };
     if (v[P_WHERE] == 6) b->call.in[0].map = PL_MAP_FN(hostile_map, b->param);
     b->n_args = 1;
-    b->args[0] = PL_ARRAY(NULL, PL_F32, rows, 256);
+    b->args[0] = PL_ARRAY(NULL, PL_F32, v[P_WHERE] == 7 ? -rows : rows, 256); /* where 7: a negative size */
     b->n_outs = 1;
     b->outs[0] = PL_ARRAY(NULL, PL_F32, rows, 256);
     return PL_OK;
@@ -114,7 +114,7 @@ static const int64_t br_cands[] = {8, 16, 32};
         [P_BR] = {.name = "br", .def = 16, .candidates = br_cands, .n_candidates = 3, .help = "rows per block"}, \
         [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack"}, \
         [P_AT] = {.name = "at", .def = 2, .help = "the grid row where it happens"},                    \
-        [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference, 6 x's index map"},        \
+        [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference, 6 x's index map, 7 x's size negative"},        \
     }
 
 static const pl_kernel_def hostile_def = {
