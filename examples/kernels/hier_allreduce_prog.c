@@ -157,14 +157,18 @@ int ex_hier_allreduce_main(int argc, char **argv)
     ex_mesh_args a = {.devices = 0, .rows = 1024, .cols = 1024, .with_mesh = 1}; /* 0: --devices not given */
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;
-    if (!a.has_mesh && a.devices)
-        return ex_usage_error(&cl, "--devices %d alone says no slices: give the mesh, e.g. --mesh 'dcn:2 x ring:%d'",
-                              a.devices, a.devices / 2 > 0 ? a.devices / 2 : 1), 2;
+    if (!a.has_mesh && a.devices) { /* a split into 2 slices of the devices, when there is one */
+        if (a.devices >= 4 && a.devices % 2 == 0)
+            return ex_usage_error(&cl, "--devices %d alone says no slices: give the mesh, e.g. --mesh 'dcn:2 x ring:%d' "
+                                  "(2 slices of %d)", a.devices, a.devices / 2, a.devices / 2), 2;
+        return ex_usage_error(&cl, "--devices %d alone says no slices: give the mesh as --mesh 'dcn:S x SLICE' (S >= 2 "
+                              "slices of 2 or more devices, e.g. 'dcn:2 x 4x4')", a.devices), 2;
+    }
     pl_mesh mesh = a.mesh;
     char msg[256];
     if (!a.has_mesh && pl_mesh_parse("dcn:2 x 4x4", &mesh, msg, sizeof msg) != PL_OK)
         return fprintf(stderr, "hier_allreduce: %s\n", msg), 2;
-    if (!mesh.dcn) {
+    if (!mesh.dcn || pl_mesh_slices(&mesh) < 2) { /* 'dcn:1 x 4' is one slice too */
         char buf[128];
         return ex_usage_error(&cl, "--mesh '%s' has one slice; a hierarchical all-reduce runs over slices joined by "
                               "DCN: 'dcn:2 x 4x4'", pl_mesh_format(&mesh, buf, sizeof buf)), 2;

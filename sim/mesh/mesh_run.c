@@ -80,7 +80,7 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
         devs[d] = (sim_trace_dev){&xs[d]->plan, xs[d]->lines, xs[d]->n_cores, &xs[d]->rep};
     if (!bad) bad = sim_trace_write_mesh(r->trace->f, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
     free(devs);
-    if (bad) refuse(mr, PL_EINVAL, "%s", "pl_mesh_call: writing the trace file failed (disk full?)");
+    if (bad) refuse(mr, PL_EINVAL, "pl_mesh_call: writing the trace file '%s' failed (disk full?)", r->trace->path);
 }
 
 /* "device 2's copy into it", ... for the race's message */
