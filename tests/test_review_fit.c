@@ -68,7 +68,7 @@ Test(review_fit, tilesim_review_refuses_the_wide_model_with_exit_2_and_no_table)
 {
     char path[64];
     th_temp_file(path, "name = wide\nlayers = 2\nd_model = 1048576\nheads = 8192\nkv_heads = 8\nhead_dim = 128\n"
-                       "ffn = 4194304\nffn_kind = swiglu\nvocab = 32000\nparams = 1e9\n");
+                       "ffn = 4194304\nffn_kind = swiglu\nvocab = 32000\nparams = 3.08e13\n");
     th_run r = TH_RUN("review", "--model", path, "--prompt", "512", "--context", "1024", "--ttft", "500ms",
                       "--tpot", "30ms");
     cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);

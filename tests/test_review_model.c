@@ -69,6 +69,9 @@ Test(review_model, bad_files_get_file_line_key_messages)
         {GOOD "kv_heads = 3\n", "m:10: kv_heads: given twice"},
         {"layers = 2\nd_model = 256\nheads = 8\nkv_heads = 3\nhead_dim = 128\nffn = 512\nffn_kind = gelu\n"
          "vocab = 10\nparams = 1e6\n", "m: kv_heads: 3 does not divide heads = 8"},
+        /* params sizes HBM, the sizes time the steps: one model, within a factor of two */
+        {"layers = 80\nd_model = 8192\nheads = 64\nkv_heads = 8\nhead_dim = 128\nffn = 28672\nffn_kind = swiglu\n"
+         "vocab = 128256\nparams = 1\n", "m: params: 1 is far from the 7.055e+10 its sizes give"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pl_model m = {.layers = 99};

@@ -128,6 +128,15 @@ static int check_model(const pl_model *m, unsigned seen, const char *where, char
         return snprintf(err, n, "%s: kv_heads: %lld does not divide heads = %lld (grouped-query attention shares "
                         "each KV head among the same number of query heads)", where, (long long)m->kv_heads,
                         (long long)m->heads), PL_EINVAL;
+    /* params sizes the weights in HBM, the layer sizes time the steps: they must tell of one model (a file
+     * with params = 1 was recommended on 0.0 GB of weights while its steps read 34.8 GB of them) */
+    double attn = (double)m->d_model * (double)m->head_dim * (2.0 * (double)m->heads + 2.0 * (double)m->kv_heads);
+    double ffn = (m->ffn_kind == PL_FFN_SWIGLU ? 3.0 : 2.0) * (double)m->d_model * (double)m->ffn;
+    double layers = (double)m->layers * (attn + ffn), emb = (double)m->vocab * (double)m->d_model;
+    if (m->params < 0.5 * (layers + emb) || m->params > 2.0 * (layers + 2 * emb))
+        return snprintf(err, n, "%s: params: %.4g is far from the %.4g its sizes give (layers x (attention + FFN) "
+                        "+ embeddings: %.4g to %.4g with the LM head); fix params or the sizes", where, m->params,
+                        layers + 2 * emb, layers + emb, layers + 2 * emb), PL_EINVAL;
     return PL_OK;
 }
 
