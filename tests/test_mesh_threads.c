@@ -94,6 +94,6 @@ Test(mesh_threads, a_trace_that_cannot_be_written_in_full_is_an_error)
     mh_ring r;
     mh_ring_run(&r, 4, 8, 128, &opt, NULL, 0);
     cr_expect_eq(r.rc, PL_EINVAL, "%d: %s", r.rc, r.mr.error);
-    mh_assert_says(r.mr.error, "writing the trace file failed");
+    mh_assert_says(r.mr.error, "writing the trace file '/dev/full' failed");
     mh_ring_free(&r);
 }
