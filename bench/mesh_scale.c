@@ -5,8 +5,8 @@
  * remote copies the program makes (about 4 D^2: half of each chunk goes each way), the host time, host us per
  * copy, peak bytes per copy, and at the end the exponent of time and of
  * memory fitted against copies (1: linear in copies). Targets: linear, and
- * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host (23 s on
- * 2026-12-03, docs/developing.md has the table). A size
+ * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host (16.7 s
+ * on 2026-12-03, docs/developing.md has the table). A size
  * that takes under 5 s runs three times and shows its fastest run: on a
  * shared host one run of 64 devices took from 0.07 to 0.74 s, which moved
  * the fitted exponent from 0.78 to 1.16 between two runs of the bench.
