@@ -90,6 +90,8 @@ void sim_credits_free(sim_credits *c)
     free(c);
 }
 
+const uint32_t *sim_credits_gens(const sim_credits *c) { return c->gen; }
+
 uint32_t sim_credits_gen(const sim_credits *c, int device)
 {
     return device >= 0 && device < c->n_dev ? c->gen[device] : 0;

@@ -160,6 +160,9 @@ int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount);
  * succeed before this changes, so the replay does not ask again until it
  * does (a 1,024-device mesh has about a thousand cores waiting at once). */
 uint32_t sim_credits_gen(const sim_credits *c, int device);
+/* The same for every device at once: n_devices counts, each read in place
+ * (the replay reads it at every pass); valid while c lives. */
+const uint32_t *sim_credits_gens(const sim_credits *c);
 /* 1 and taken when the semaphore holds amount, else 0 */
 int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount);
 
