@@ -22,6 +22,8 @@ struct sim_credits {
     size_t cap, n;
     uint32_t *gen; /* per device: adds so far (sim_credits_gen) */
     int n_dev;
+    int *news, n_news;   /* devices with news since the replay last looked (sim_credits_news) */
+    uint8_t *has_news;
 };
 
 static size_t home(const sim_credits *c, int device, uintptr_t cell)
@@ -76,8 +78,10 @@ static void drop(sim_credits *c, credit *e)
 sim_credits *sim_credits_new(int n_devices)
 {
     sim_credits *c = calloc(1, sizeof *c);
-    if (c && n_devices > 0 && !(c->gen = calloc((size_t)n_devices, sizeof *c->gen))) {
-        free(c);
+    if (c && n_devices > 0 &&
+        (!(c->gen = calloc((size_t)n_devices, sizeof *c->gen)) || !(c->news = malloc((size_t)n_devices * sizeof *c->news)) ||
+         !(c->has_news = calloc((size_t)n_devices, 1)))) {
+        free(c->gen), free(c->news), free(c->has_news), free(c);
         return NULL;
     }
     if (c) c->n_dev = n_devices > 0 ? n_devices : 0;
@@ -86,8 +90,23 @@ sim_credits *sim_credits_new(int n_devices)
 
 void sim_credits_free(sim_credits *c)
 {
-    if (c) free(c->t), free(c->gen);
+    if (c) free(c->t), free(c->gen), free(c->news), free(c->has_news);
     free(c);
+}
+
+void sim_credits_mark(sim_credits *c, int device)
+{
+    if (device < 0 || device >= c->n_dev || c->has_news[device]) return;
+    c->has_news[device] = 1;
+    c->news[c->n_news++] = device;
+}
+
+int sim_credits_news(sim_credits *c, int *device)
+{
+    if (!c->n_news) return 0;
+    *device = c->news[--c->n_news];
+    c->has_news[*device] = 0;
+    return 1;
 }
 
 const uint32_t *sim_credits_gens(const sim_credits *c) { return c->gen; }
@@ -101,7 +120,7 @@ int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount)
 {
     credit *e = find(c, device, cell);
     if (!e) return -1;
-    if (device >= 0 && device < c->n_dev) c->gen[device]++;
+    if (device >= 0 && device < c->n_dev) c->gen[device]++, sim_credits_mark(c, device);
     e->count += amount;
     if (!e->count) drop(c, e);
     return 0;

@@ -20,6 +20,7 @@
 typedef struct link_live {
     sim_xfer *x;
     double t_ready, remaining, rate, finish;
+    int from;            /* the sending device: its core may wait for the copy to end */
     int n_links;
     int *links;
 } link_live;
@@ -114,7 +115,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     x->t_issue = now;
     x->done = 0;
     l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = (double)x->bytes,
-                                  .n_links = hops, .links = links};
+                                  .from = from, .n_links = hops, .links = links};
     return 0;
 }
 
@@ -166,6 +167,7 @@ int sim_links_advance(sim_links *l, double now, double t)
         }
         c->x->done = 1;
         c->x->t_done = t;
+        if (l->credits) sim_credits_mark(l->credits, c->from); /* its sender may be waiting for it */
         if (c->x->cell && l->credits && sim_credit_add(l->credits, c->x->to, c->x->cell, c->x->regular ? 1 : c->x->bytes))
             rc = -1;
         free(c->links);

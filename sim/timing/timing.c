@@ -33,6 +33,7 @@ typedef struct dma_engine {
     double inv_bw;   /* 1 / bw: a multiply at every event, not a divide */
     double row_full; /* chip->dma_row_bytes: rows shorter than this move at row / row_full of the bandwidth */
     sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
+    int device;           /* whose engine: a mesh marks it when a transfer ends (sim_credits_mark) */
     int oom;
     dma_live *live; /* issued, not done */
     int n, cap;
@@ -107,6 +108,7 @@ static void dma_advance(dma_engine *d, double t)
         if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
             l->x->done = 1;
             l->x->t_done = t;
+            if (d->credits) sim_credits_mark(d->credits, d->device); /* its core may be waiting for it */
             if (l->x->cell && d->credits &&
                 sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
                 d->oom = 1;
@@ -130,9 +132,6 @@ typedef struct core_state {
     double wake;
     double compute, overhead;
     int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
-    int take_blocked;  /* PH_EVENTS: a take found too little, when its device's adds were take_gen */
-    uint32_t take_gen;
-    const uint32_t *gen; /* a mesh: its device's count of adds (sim_credits_gens), read at every pass */
     int64_t kev;       /* PH_EVENTS: the next event */
     int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
     int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
@@ -233,12 +232,7 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
         busy(c, now, chip->dma_issue_s);
         break;
     case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
-        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) {
-            c->take_blocked = c->credits != NULL;
-            if (c->credits) c->take_gen = *c->gen;
-            return 0;
-        }
-        c->take_blocked = 0;
+        if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;
         e->t1 = now;
         busy(c, now, chip->dma_issue_s);
         break;
@@ -373,8 +367,6 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
         acted = 0;
         for (int i = 0; i < n; i++) {
             int r = 0;
-            /* a take that failed waits for an add to its device (credit.c) */
-            if (cs[i].take_blocked && *cs[i].gen == cs[i].take_gen) continue;
             while (core_ready(&cs[i], now) && (r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
             if (r < 0) return -1;
         }
@@ -391,6 +383,124 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
         if (cs[i].wake > now && cs[i].wake < *next) *next = cs[i].wake;
     }
     return running;
+}
+
+/* ---- a mesh's cores, by event --------------------------------------------------------
+ *
+ * act_all passes over every core at every instant, which a mesh cannot
+ * afford: a multislice run has millions of instants (copies that share a
+ * host's NIC end at times of their own) and a thousand cores, nearly all
+ * waiting. mesh_act does what act_all does, in the same order, for the
+ * cores that can act: those whose wake-up time has come (a heap) and those
+ * waiting on their device whose device has news (an add to its
+ * semaphores, a transfer of its own that ended: sim_credits_mark). A
+ * waiting core asked again without news would find the same wait. Cores
+ * act in index order within a pass, a core readied during a pass acts in
+ * it if its index is past the one acting (a bitmap walked upward), as the
+ * passes over every core did. */
+typedef struct mesh_sched {
+    uint64_t *ready;          /* cores to ask at this instant */
+    int words;
+    double *hk;               /* heap of (wake, core) of the cores whose wake-up is to come */
+    int *hv, hn;
+    int *wait_head, *wait_next; /* per device: its cores that wait for news */
+    int running;              /* cores not done */
+} mesh_sched;
+
+static int heap_less(const mesh_sched *m, int a, int b)
+{
+    return m->hk[a] < m->hk[b] || (m->hk[a] == m->hk[b] && m->hv[a] < m->hv[b]);
+}
+
+static void heap_swap(mesh_sched *m, int a, int b)
+{
+    double k = m->hk[a];
+    int v = m->hv[a];
+    m->hk[a] = m->hk[b], m->hv[a] = m->hv[b], m->hk[b] = k, m->hv[b] = v;
+}
+
+static void heap_push(mesh_sched *m, double wake, int core)
+{
+    int i = m->hn++;
+    m->hk[i] = wake, m->hv[i] = core;
+    while (i > 0 && heap_less(m, i, (i - 1) / 2)) heap_swap(m, i, (i - 1) / 2), i = (i - 1) / 2;
+}
+
+static void heap_pop(mesh_sched *m)
+{
+    m->hk[0] = m->hk[--m->hn], m->hv[0] = m->hv[m->hn];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, s = i;
+        if (l < m->hn && heap_less(m, l, s)) s = l;
+        if (r < m->hn && heap_less(m, r, s)) s = r;
+        if (s == i) break;
+        heap_swap(m, i, s), i = s;
+    }
+}
+
+static void ready_set(mesh_sched *m, int i) { m->ready[i >> 6] |= 1ull << (i & 63); }
+
+/* The devices with news: their waiting cores are asked again. */
+static void take_news(mesh_sched *m, sim_credits *credits)
+{
+    int d;
+    while (sim_credits_news(credits, &d)) {
+        for (int i = m->wait_head[d]; i >= 0; i = m->wait_next[i]) ready_set(m, i);
+        m->wait_head[d] = -1; /* each waits anew, if it must */
+    }
+}
+
+static int mesh_sched_init(mesh_sched *m, core_state *cs, int n, int n_dev)
+{
+    memset(m, 0, sizeof *m);
+    m->words = (n + 63) / 64;
+    m->ready = calloc((size_t)m->words, sizeof *m->ready);
+    m->hk = malloc((size_t)n * sizeof *m->hk);
+    m->hv = malloc((size_t)n * sizeof *m->hv);
+    m->wait_head = malloc((size_t)n_dev * sizeof *m->wait_head);
+    m->wait_next = malloc((size_t)n * sizeof *m->wait_next);
+    if (!m->ready || !m->hk || !m->hv || !m->wait_head || !m->wait_next) return -1;
+    for (int d = 0; d < n_dev; d++) m->wait_head[d] = -1;
+    for (int i = 0; i < n; i++)
+        if (cs[i].phase != PH_DONE) ready_set(m, i), m->running++;
+    return 0;
+}
+
+static void mesh_sched_free(mesh_sched *m)
+{
+    free(m->ready), free(m->hk), free(m->hv), free(m->wait_head), free(m->wait_next);
+}
+
+/* act_all for a mesh (above): 1 while a core runs, 0 when all are done, -1. */
+static int mesh_act(mesh_sched *m, core_state *cs, const int *dev_of, const int *core_of, sim_time_dev *devs,
+                    const pl_chip *chip, sim_credits *credits, double now, double *next)
+{
+    while (m->hn && m->hk[0] <= now) ready_set(m, m->hv[0]), heap_pop(m);
+    take_news(m, credits);
+    for (int acted = 1; acted;) {
+        acted = 0;
+        for (int w = 0; w < m->words; w++)
+            while (m->ready[w]) {
+                int i = w * 64 + __builtin_ctzll(m->ready[w]), r = 0;
+                m->ready[w] &= m->ready[w] - 1;
+                core_state *c = &cs[i];
+                while (core_ready(c, now) && (r = core_act(c, c->dma, chip, now)) > 0) acted = 1;
+                if (r < 0) return -1;
+                if (c->phase == PH_DONE) {
+                    sim_time_result *out = devs[dev_of[i]].out;
+                    if (out->core_end_s[core_of[i]] == 0) out->core_end_s[core_of[i]] = now;
+                    m->running--;
+                } else if (c->wake > now) {
+                    heap_push(m, c->wake, i);
+                } else { /* waits for its device's news */
+                    int d = c->device;
+                    m->wait_next[i] = m->wait_head[d], m->wait_head[d] = i;
+                }
+                take_news(m, credits); /* a signal this core sent: a core past it acts in this pass */
+            }
+    }
+    *next = m->hn ? m->hk[0] : INFINITY;
+    return m->running > 0;
 }
 
 static void link_stats(const sim_links *links, int n_dev, sim_link_stats *st)
@@ -414,6 +524,7 @@ static void link_stats(const sim_links *links, int n_dev, sim_link_stats *st)
 static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs, int n_dev, const pl_chip *chip,
                                                               const pl_mesh *mesh, sim_link_stats *stats)
 {
+    mesh_sched ms = {0}; /* a mesh's cores by event (mesh_act) */
     int n = 0, rc = 0;
     for (int d = 0; d < n_dev; d++) {
         memset(devs[d].out, 0, sizeof *devs[d].out);
@@ -437,19 +548,20 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
     if (mesh && mesh->dcn && !(chip->dcn_bw > 0 && isfinite(chip->dcn_bw) && chip->dcn_latency_s >= 0)) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
         eng[d] = (dma_engine){.bw = chip->hbm_bw, .inv_bw = 1 / chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
-                              .credits = credits};
+                              .credits = credits, .device = d};
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
-                                 .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE,
-                                 .gen = credits ? sim_credits_gens(credits) + d : NULL};
+                                 .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE};
             dev_of[i] = d;
             core_of[i] = k;
         }
     }
+    if (credits && mesh_sched_init(&ms, cs, n, n_dev)) { rc = -1; goto out; }
     for (double now = 0;;) {
         double next;
-        int r = act_all(cs, n, dev_of, core_of, devs, chip, now, &next);
+        int r = credits ? mesh_act(&ms, cs, dev_of, core_of, devs, chip, credits, now, &next)
+                        : act_all(cs, n, dev_of, core_of, devs, chip, now, &next);
         if (r < 0) { rc = -1; goto out; }
         if (!r) break;
         for (int e = 0; e < n_dev; e++) {
@@ -474,6 +586,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
     for (int i = 0; i < n; i++) core_result(&cs[i], devs[dev_of[i]].out, core_of[i]);
     if (stats) link_stats(links, n_dev, stats);
 out:
+    mesh_sched_free(&ms);
     for (int e = 0; eng && e < n_dev; e++) free(eng[e].live);
     free(eng);
     sim_links_free(links);

@@ -163,6 +163,13 @@ uint32_t sim_credits_gen(const sim_credits *c, int device);
 /* The same for every device at once: n_devices counts, each read in place
  * (the replay reads it at every pass); valid while c lives. */
 const uint32_t *sim_credits_gens(const sim_credits *c);
+/* Devices with news for a waiting core: an add to one of its semaphores
+ * (sim_credit_add marks it) or a transfer of its own that ended (the
+ * replay marks it). sim_credits_news takes one (1), or says there is none
+ * (0). A core waits on its own device's transfers and semaphores only, so
+ * the replay asks a waiting core again only when its device has news. */
+void sim_credits_mark(sim_credits *c, int device);
+int sim_credits_news(sim_credits *c, int *device);
 /* 1 and taken when the semaphore holds amount, else 0 */
 int sim_credit_take(sim_credits *c, int device, uintptr_t cell, int64_t amount);
 
