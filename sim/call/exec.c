@@ -8,7 +8,6 @@
  * one cleanup path serves success and failure alike.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,24 +166,9 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
             sim_fail(&x->rep, PL_EINVAL, "the mesh's timeline cannot be replayed: a device waits in time for a copy "
                      "or signal that no device's records hold (an internal inconsistency; please report it)");
         else if (rc == -2) {
-            /* name the figure, as a chip file spells it: the first that cannot be timed */
-            const struct { const char *key, *field; double v, scale; int rate; } f[] = {
-                {"hbm_gbps", "hbm_bw", c->hbm_bw, 1e9, 1},
-                {"step_overhead_us", "step_overhead_s", c->step_overhead_s, 1e-6, 0},
-                {"dma_latency_us", "dma_latency_s", c->dma_latency_s, 1e-6, 0},
-                {"dma_issue_us", "dma_issue_s", c->dma_issue_s, 1e-6, 0},
-                {"prologue_us", "prologue_s", c->prologue_s, 1e-6, 0},
-                {"dma_row_bytes", "dma_row_bytes", c->dma_row_bytes, 1, 0},
-                {"bf16_tflops", "bf16_flops", c->bf16_flops, 1e12, 1},
-                {"vpu_tflops", "vpu_flops", c->vpu_flops, 1e12, 1}, {"ici_gbps", "ici_bw", c->ici_bw, 1e9, 1},
-                {"dcn_gbps", "dcn_bw", c->dcn_bw, 1e9, 1},
-                {"dcn_latency_us", "dcn_latency_s", c->dcn_latency_s, 1e-6, 0}};
-            size_t i = 0;
-            while (i + 1 < sizeof f / sizeof *f && isfinite(f[i].v) && (f[i].rate ? f[i].v > 0 : f[i].v >= 0)) i++;
-            sim_fail(&x->rep, PL_EINVAL, "chip %s cannot be timed: %s = %g (pl_chip.%s); %s (a mesh's copies need "
-                     "ici_gbps > 0, a multislice mesh's dcn_gbps > 0 too)", c->name, f[i].key, f[i].v / f[i].scale,
-                     f[i].field,
-                     f[i].rate ? "a rate must be finite and positive" : "a time must be finite and not negative");
+            char why[PL_MSG_MAX];
+            if (!sim_time_chip_problem(c, why, sizeof why)) snprintf(why, sizeof why, "chip %s cannot be timed", c->name);
+            sim_fail(&x->rep, PL_EINVAL, "%s", why);
         }
         else sim_fail(&x->rep, PL_ENOMEM, "out of host memory in the timing model");
         return;

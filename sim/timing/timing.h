@@ -234,6 +234,9 @@ int sim_time_mesh(sim_time_dev *devs, int n_devices, const pl_chip *chip, const 
  * on an internal inconsistency of the records, -2 when the next event lies
  * at infinity (a chip with zero bandwidth or rate, or infinite times). */
 int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time_result *out);
+/* Why the replay returned -2 for chip: the first figure it cannot time,
+ * named as a chip file spells it, into msg; 1, or 0 when every one is fine. */
+int sim_time_chip_problem(const pl_chip *chip, char *msg, size_t n);
 
 /* Write the timeline of a timed run (kernel_t and transfer times filled) as
  * Chrome trace-event JSON. Returns 0, or -1 on a write error. */
