@@ -20,7 +20,6 @@ typedef struct credit {
 struct sim_credits {
     credit *t;
     size_t cap, n;
-    uint32_t *gen; /* per device: adds so far (sim_credits_gen) */
     int n_dev;
     int *news, n_news;   /* devices with news since the replay last looked (sim_credits_news) */
     uint8_t *has_news;
@@ -79,9 +78,8 @@ sim_credits *sim_credits_new(int n_devices)
 {
     sim_credits *c = calloc(1, sizeof *c);
     if (c && n_devices > 0 &&
-        (!(c->gen = calloc((size_t)n_devices, sizeof *c->gen)) || !(c->news = malloc((size_t)n_devices * sizeof *c->news)) ||
-         !(c->has_news = calloc((size_t)n_devices, 1)))) {
-        free(c->gen), free(c->news), free(c->has_news), free(c);
+        (!(c->news = malloc((size_t)n_devices * sizeof *c->news)) || !(c->has_news = calloc((size_t)n_devices, 1)))) {
+        free(c->news), free(c->has_news), free(c);
         return NULL;
     }
     if (c) c->n_dev = n_devices > 0 ? n_devices : 0;
@@ -90,7 +88,7 @@ sim_credits *sim_credits_new(int n_devices)
 
 void sim_credits_free(sim_credits *c)
 {
-    if (c) free(c->t), free(c->gen), free(c->news), free(c->has_news);
+    if (c) free(c->t), free(c->news), free(c->has_news);
     free(c);
 }
 
@@ -109,18 +107,11 @@ int sim_credits_news(sim_credits *c, int *device)
     return 1;
 }
 
-const uint32_t *sim_credits_gens(const sim_credits *c) { return c->gen; }
-
-uint32_t sim_credits_gen(const sim_credits *c, int device)
-{
-    return device >= 0 && device < c->n_dev ? c->gen[device] : 0;
-}
-
 int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount)
 {
     credit *e = find(c, device, cell);
     if (!e) return -1;
-    if (device >= 0 && device < c->n_dev) c->gen[device]++, sim_credits_mark(c, device);
+    sim_credits_mark(c, device); /* news for the device's waiting takes */
     e->count += amount;
     if (!e->count) drop(c, e);
     return 0;

@@ -390,9 +390,9 @@ static void core_result(const core_state *c, sim_time_result *out, int i)
     if (out->core_end_s[i] > out->total_s) out->total_s = out->core_end_s[i];
 }
 
-/* Everything that can happen at `now`: passes until no core acts (a signal
- * can let another core go at the same instant). Sets *next to the earliest
- * core wake-up; returns 1 while a core runs, 0 when all are done, -1.
+/* Everything that can happen at `now` on one device (a mesh: mesh_act,
+ * below). Sets *next to the earliest core wake-up; returns 1 while a core
+ * runs, 0 when all are done, -1.
  * Inlined into the replay's loop: it runs at every event, millions of times
  * a cost-only sweep (a call was 5 % of its instructions, bench/sweep_speed). */
 static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, const int *dev_of, int *core_of,
@@ -401,17 +401,12 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
 {
     /* Without a mesh one pass is enough: a core's actions only issue
      * transfers, which finish later, so they cannot let another core go at
-     * this instant. A signal between devices can: pass again while any core
-     * acted. */
-    int acted = 1, running = 0, mesh = cs[0].credits != NULL;
-    while (acted) {
-        acted = 0;
-        for (int i = 0; i < n; i++) {
-            int r = 0;
-            while (core_ready(&cs[i], now) && (r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) acted = 1;
-            if (r < 0) return -1;
-        }
-        acted &= mesh;
+     * this instant (a mesh's signals can: mesh_act passes again). */
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        int r = 0;
+        while (core_ready(&cs[i], now) && (r = core_act(&cs[i], cs[i].dma, chip, now)) > 0) continue;
+        if (r < 0) return -1;
     }
     *next = INFINITY;
     for (int i = 0; i < n; i++) {
@@ -428,17 +423,18 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
 
 /* ---- a mesh's cores, by event --------------------------------------------------------
  *
- * act_all passes over every core at every instant, which a mesh cannot
- * afford: a multislice run has millions of instants (copies that share a
- * host's NIC end at times of their own) and a thousand cores, nearly all
- * waiting. mesh_act does what act_all does, in the same order, for the
- * cores that can act: those whose wake-up time has come (a heap) and those
- * waiting on their device whose device has news (an add to its
- * semaphores, a transfer of its own that ended: sim_credits_mark). A
- * waiting core asked again without news would find the same wait. Cores
- * act in index order within a pass, a core readied during a pass acts in
- * it if its index is past the one acting (a bitmap walked upward), as the
- * passes over every core did. */
+ * Passing over every core at every instant, as act_all does, a mesh
+ * cannot afford: a multislice run has millions of instants (copies that
+ * share a host's NIC end at times of their own) and a thousand cores,
+ * nearly all waiting. mesh_act passes over the cores that can act: those
+ * whose wake-up time has come (a heap), and those waiting on their device
+ * whose device has news (an add to its semaphores, a transfer of its own
+ * that ended: sim_credits_mark); a waiting core asked again without news
+ * would find the same wait. It passes again while a core acted (a signal
+ * can let another go at the same instant). Cores act in index order
+ * within a pass, and a core readied during a pass acts in it if its index
+ * is past the one acting (a bitmap walked upward), as passes over every
+ * core in index order would. */
 typedef struct mesh_sched {
     uint64_t *ready;          /* cores to ask at this instant */
     int words;

@@ -152,17 +152,10 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
 /* ---- credit.c: semaphore counts of a mesh's replay ---- */
 
 typedef struct sim_credits sim_credits;
-sim_credits *sim_credits_new(int n_devices);  /* NULL: out of memory */
+sim_credits *sim_credits_new(int n_devices);  /* devices 0 .. n_devices - 1; NULL: out of memory */
 void sim_credits_free(sim_credits *c);
 /* amount reaches semaphore cell of device; 0, or -1 out of memory */
 int sim_credit_add(sim_credits *c, int device, uintptr_t cell, int64_t amount);
-/* How many adds device's semaphores have had: a take that failed cannot
- * succeed before this changes, so the replay does not ask again until it
- * does (a 1,024-device mesh has about a thousand cores waiting at once). */
-uint32_t sim_credits_gen(const sim_credits *c, int device);
-/* The same for every device at once: n_devices counts, each read in place
- * (the replay reads it at every pass); valid while c lives. */
-const uint32_t *sim_credits_gens(const sim_credits *c);
 /* Devices with news for a waiting core: an add to one of its semaphores
  * (sim_credit_add marks it) or a transfer of its own that ended (the
  * replay marks it). sim_credits_news takes one (1), or says there is none
