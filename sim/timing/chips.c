@@ -405,6 +405,13 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
     return PL_OK;
 }
 
+/* Whether chips a and b have the same value of key k. */
+static int same_figure(const chip_key *k, const pl_chip *a, const pl_chip *b)
+{
+    size_t size = k->kind == K_DOUBLE ? sizeof(double) : k->kind == K_BYTES ? sizeof(int64_t) : sizeof(int);
+    return !memcmp((const char *)a + k->offset, (const char *)b + k->offset, size);
+}
+
 /* The preset a chip file most likely started from: the chip's own name if
  * it is a preset's, else the preset that shares the most of its figures. */
 const pl_chip *pl_chip_preset_of(const pl_chip *chip)
@@ -415,13 +422,7 @@ const pl_chip *pl_chip_preset_of(const pl_chip *chip)
     int most = -1;
     for (int p = 0; p < pl_chip_count(); p++) {
         int same = 0;
-        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-            const chip_key *k = &keys[i];
-            const char *a = (const char *)chip + k->offset, *b = (const char *)pl_chip_at(p) + k->offset;
-            same += k->kind == K_DOUBLE ? *(const double *)a == *(const double *)b
-                    : k->kind == K_BYTES ? *(const int64_t *)a == *(const int64_t *)b
-                                         : *(const int *)a == *(const int *)b;
-        }
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) same += same_figure(&keys[i], chip, pl_chip_at(p));
         if (same > most) most = same, best = pl_chip_at(p);
     }
     return best;
@@ -438,10 +439,9 @@ int pl_chip_write(FILE *f, const pl_chip *chip)
         fprintf(f, "name = %s\n", chip->name);
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         const chip_key *k = &keys[i];
-        const char *field = (const char *)chip + k->offset, *was = (const char *)base + k->offset;
+        const char *field = (const char *)chip + k->offset;
         /* the base's own figures come with `base` (a v5e has no SparseCore: sc_lanes 0 is not a value to write) */
-        if (!memcmp(field, was, k->kind == K_DOUBLE ? sizeof(double) : k->kind == K_BYTES ? sizeof(int64_t) : sizeof(int)))
-            continue;
+        if (same_figure(k, chip, base)) continue;
         if (k->kind == K_DOUBLE) fprintf(f, "%s = %.17g\n", k->key, *(const double *)field / k->scale);
         else if (k->kind == K_BYTES) fprintf(f, "%s = %.17g\n", k->key, (double)*(const int64_t *)field / k->scale);
         else fprintf(f, "%s = %d\n", k->key, *(const int *)field);

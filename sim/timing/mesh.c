@@ -315,6 +315,23 @@ int pl_mesh_slice_of(const pl_mesh *mesh, int device)
     return mesh->dcn ? device / (n / (int)mesh->shape[0]) : 0;
 }
 
+/* Coordinates and device number of a mesh already checked: a route checks
+ * its mesh once, not at every hop (the replay routes every remote copy). */
+static void coords_of(const pl_mesh *m, int device, int64_t *at)
+{
+    for (int a = m->rank - 1; a >= 0; a--) {
+        at[a] = device % m->shape[a];
+        device /= (int)m->shape[a];
+    }
+}
+
+static int device_of(const pl_mesh *m, const int64_t *at)
+{
+    int64_t d = 0;
+    for (int a = 0; a < m->rank; a++) d = d * m->shape[a] + at[a];
+    return (int)d;
+}
+
 void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords)
 {
     if (!coords || !mesh) return;
@@ -324,21 +341,15 @@ void pl_mesh_coords(const pl_mesh *mesh, int device, int64_t *coords)
         for (int a = 0; a < rank; a++) coords[a] = -1;
         return;
     }
-    for (int a = mesh->rank - 1; a >= 0; a--) {
-        coords[a] = device % mesh->shape[a];
-        device /= (int)mesh->shape[a];
-    }
+    coords_of(mesh, device, coords);
 }
 
 int pl_mesh_device(const pl_mesh *mesh, const int64_t *coords)
 {
     if (!coords || !valid(mesh)) return -1;
-    int64_t d = 0;
-    for (int a = 0; a < mesh->rank; a++) {
+    for (int a = 0; a < mesh->rank; a++)
         if (coords[a] < 0 || coords[a] >= mesh->shape[a]) return -1;
-        d = d * mesh->shape[a] + coords[a];
-    }
-    return (int)d;
+    return device_of(mesh, coords);
 }
 
 int pl_mesh_axis(const pl_mesh *mesh, const char *name)
@@ -363,23 +374,6 @@ static int64_t axis_steps(const pl_mesh *m, int a, int64_t f, int64_t t, int *di
     if (fwd <= n - fwd) return fwd; /* a tie goes the positive way */
     *dir = -1;
     return n - fwd;
-}
-
-/* Coordinates and device number of a mesh already checked: a route checks
- * its mesh once, not at every hop (the replay routes every remote copy). */
-static void coords_of(const pl_mesh *m, int device, int64_t *at)
-{
-    for (int a = m->rank - 1; a >= 0; a--) {
-        at[a] = device % m->shape[a];
-        device /= (int)m->shape[a];
-    }
-}
-
-static int device_of(const pl_mesh *m, const int64_t *at)
-{
-    int64_t d = 0;
-    for (int a = 0; a < m->rank; a++) d = d * m->shape[a] + at[a];
-    return (int)d;
 }
 
 int sim_mesh_route(const pl_mesh *m, int from, int to, int *links, int max)
