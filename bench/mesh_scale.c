@@ -2,7 +2,8 @@
  * (issue 26). Runs `tilesim run ring_allreduce --devices D --cost-only` for
  * D = 64, 128, 256 (and on to --max, at most 4096), each in a process of
  * its own so that its peak memory is its own, and prints per size the
- * remote copies the program makes (about 4 D^2: half of each chunk goes each way), the host time, host us per
+ * remote copies the program makes (about 4 D^2: half of each chunk goes each way; 2 D^2 with --one-way, the
+ * textbook ring whose count issue 26 gives), the host time, host us per
  * copy, peak bytes per copy, and at the end the exponent of time and of
  * memory fitted against copies (1: linear in copies). Targets: linear, and
  * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host (16.7 s
@@ -11,7 +12,7 @@
  * shared host one run of 64 devices took from 0.07 to 0.74 s, which moved
  * the fitted exponent from 0.78 to 1.16 between two runs of the bench.
  *
- *   build/bench/mesh_scale [--max D]     # D: 256 by default; 1024 for the target row
+ *   build/bench/mesh_scale [--max D] [--one-way]     # D: 256 by default; 1024 for the target row
  *
  * The tilesim command is the one built beside this program (BUILD/tilesim),
  * or $TILESIM.
@@ -40,6 +41,8 @@ typedef struct run {
 } run;
 
 /* One run of the ring all-reduce on d devices: its copies, wall time and peak RSS; 0 when it ran. */
+static int one_way; /* --one-way: the textbook ring, 2 D^2 copies (issue 26's count) */
+
 static int run_one(const char *tilesim, int d, run *out)
 {
     char devices[16], rows[24];
@@ -54,7 +57,12 @@ static int run_one(const char *tilesim, int d, run *out)
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only", (char *)NULL);
+        if (one_way)
+            execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only",
+                  "--one-way", (char *)NULL);
+        else
+            execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only",
+                  (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -101,7 +109,11 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--max") && i + 1 < argc && (max = (int)strtol(argv[++i], &end, 10)) >= 64 &&
             max <= 4096 && !*end)
             continue;
-        fprintf(stderr, "usage: mesh_scale [--max D]   (D from 64 to 4096; 256 by default)\n");
+        if (!strcmp(argv[i], "--one-way")) {
+            one_way = 1;
+            continue;
+        }
+        fprintf(stderr, "usage: mesh_scale [--max D] [--one-way]   (D from 64 to 4096; 256 by default)\n");
         return 2;
     }
     char tilesim[4096];
@@ -119,8 +131,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "mesh_scale: %s: %s (build it with make, or set TILESIM)\n", tilesim, strerror(errno));
         return 2;
     }
-    printf("ring all-reduce, cost-only, one process (%s run ring_allreduce --devices D --cost-only; --rows 2D past 512)\n",
-           tilesim);
+    printf("ring all-reduce%s, cost-only, one process (%s run ring_allreduce --devices D --cost-only%s; --rows 2D past "
+           "512)\n", one_way ? " one way round (2 D (D - 1) copies)" : " both ways (4 D (D - 1) copies)", tilesim,
+           one_way ? " --one-way" : "");
     printf("%8s %12s %10s %12s %14s\n", "devices", "copies", "host s", "host us/copy", "peak bytes/copy");
     double xs[8], ts[8], ms[8], at1024 = -1;
     int n = 0;

@@ -23,13 +23,13 @@ typedef struct ar_run {
     double seconds;
 } ar_run;
 
-static void ar_run_on(ar_run *r, int n, int64_t rows, int64_t cols, const pl_options *opt, int with_data)
+static void ar_run_ways(ar_run *r, int n, int64_t rows, int64_t cols, const pl_options *opt, int with_data, int dirs)
 {
     char text[32];
     snprintf(text, sizeof text, "ring:%d", n);
     memset(r, 0, sizeof *r);
     r->mesh = mh_mesh(text);
-    ar_shape s = {.devices = n, .rows = rows, .cols = cols};
+    ar_shape s = {.devices = n, .rows = rows, .cols = cols, .directions = dirs};
     cr_assert_eq(ar_alloc(&r->d, &s, with_data, 42), PL_OK, "ar_alloc(%d, %lld, %lld)", n, (long long)rows,
                  (long long)cols);
     r->reps = calloc((size_t)n, sizeof *r->reps);
@@ -39,6 +39,11 @@ static void ar_run_on(ar_run *r, int n, int64_t rows, int64_t cols, const pl_opt
     double t0 = mh_now();
     r->rc = pl_mesh_call(&r->mesh, &call, r->d.args, r->d.outs, opt, &r->mr, r->reps);
     r->seconds = mh_now() - t0;
+}
+
+static void ar_run_on(ar_run *r, int n, int64_t rows, int64_t cols, const pl_options *opt, int with_data)
+{
+    ar_run_ways(r, n, rows, cols, opt, with_data, 2);
 }
 
 static void ar_run_free(ar_run *r)
@@ -78,6 +83,50 @@ static void allreduce_on(int n)
 Test(mesh_collectives, allreduce_ring_of_2_equals_the_sum_M12) { allreduce_on(2); }
 Test(mesh_collectives, allreduce_ring_of_4_equals_the_sum_M12) { allreduce_on(4); }
 Test(mesh_collectives, allreduce_ring_of_8_equals_the_sum_M12) { allreduce_on(8); }
+
+/* The one-way ring (ar_shape.directions = 1), the textbook algorithm: the
+ * same sum from half the copies, each a whole shard, over one direction of
+ * each link; the capacity handshake (M12) is what keeps its slots right. */
+static void one_way_on(int n)
+{
+    ar_run r;
+    int64_t rows = n * 8, cols = 256; /* shards of (8, 256) */
+    ar_run_ways(&r, n, rows, cols, NULL, 1, 1);
+    cr_assert_eq(r.rc, PL_OK, "one-way ring of %d: %s", n, r.mr.error);
+    ar_error e;
+    cr_assert_eq(ar_verify(&r.d, -1, &e), PL_OK);
+    cr_expect(e.ok, "one-way ring of %d: %lld elements wrong, max error %g (M12)", n, (long long)e.bad, e.max_abs_err);
+    int64_t shard = rows / n * cols * 4;
+    cr_expect_eq(r.mr.remote_copies, (int64_t)n * 2 * (n - 1), "one-way ring of %d: %lld remote copies", n,
+                 (long long)r.mr.remote_copies);
+    cr_expect_eq(r.mr.links_used, n, "one-way ring of %d: %d directed links carried data", n, r.mr.links_used);
+    for (int d = 0; d < n; d++)
+        cr_expect_eq(r.reps[d].ici_bytes, 2 * (n - 1) * shard, "device %d sent %lld bytes", d,
+                     (long long)r.reps[d].ici_bytes);
+    ar_run_free(&r);
+}
+
+Test(mesh_collectives, one_way_ring_of_3_equals_the_sum_M12) { one_way_on(3); }
+Test(mesh_collectives, one_way_ring_of_8_equals_the_sum_M12) { one_way_on(8); }
+
+/* One way, each link carries twice the bytes of the bidirectional ring's
+ * busiest direction: the mesh takes about twice as long, within the
+ * latencies, and no less than its own closed form. */
+Test(mesh_collectives, one_way_ring_takes_its_one_direction_closed_form)
+{
+    ar_run one, two;
+    ar_run_ways(&one, 8, 1024, 1024, &(pl_options){.cost_only = 1}, 0, 1);
+    ar_run_ways(&two, 8, 1024, 1024, &(pl_options){.cost_only = 1}, 0, 2);
+    cr_assert_eq(one.rc, PL_OK, "%s", one.mr.error);
+    cr_assert_eq(two.rc, PL_OK, "%s", two.mr.error);
+    double closed = ar_closed_form_s(&one.d.s, pl_chip_default(), 1);
+    cr_expect_geq(one.mr.time_s, closed);
+    cr_expect_lt(one.mr.time_s, 1.25 * closed, "%g us against %g us", one.mr.time_s * 1e6, closed * 1e6);
+    cr_expect_gt(one.mr.time_s, 1.5 * two.mr.time_s, "one way %g us, both ways %g us", one.mr.time_s * 1e6,
+                 two.mr.time_s * 1e6);
+    ar_run_free(&one);
+    ar_run_free(&two);
+}
 
 /* The check itself sees a wrong element, and one of every device's (a test that cannot fail is none). */
 Test(mesh_collectives, the_allreduce_check_sees_a_wrong_element)
@@ -171,6 +220,14 @@ Test(mesh_collectives, allreduce_rows_must_split_into_2N_halves)
     s = (ar_shape){.devices = 1, .rows = 16, .cols = 128};
     cr_expect_eq(ar_shape_check(&s, msg, sizeof msg), PL_EINVAL);
     mh_assert_says(msg, "devices 1");
+    s = (ar_shape){.devices = 8, .rows = 12, .cols = 128, .directions = 1};
+    cr_expect_eq(ar_shape_check(&s, msg, sizeof msg), PL_EINVAL);
+    mh_assert_says(msg, "(12, 128)", "one way", "multiple of 8");
+    s = (ar_shape){.devices = 8, .rows = 8, .cols = 128, .directions = 1};
+    cr_expect_eq(ar_shape_check(&s, msg, sizeof msg), PL_OK, "%s", msg);
+    s.directions = 3;
+    cr_expect_eq(ar_shape_check(&s, msg, sizeof msg), PL_EINVAL);
+    mh_assert_says(msg, "directions 3");
 }
 
 /* ---- the collective matmul ---------------------------------------------------- */

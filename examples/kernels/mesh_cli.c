@@ -6,7 +6,7 @@
 #include "../../sim/tilesim_mesh.h"
 #include "mesh_cli.h"
 
-enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED, O_DIGEST, O_MESH };
+enum { O_DEVICES = 256, O_ROWS, O_COLS, O_K, O_SEED, O_DIGEST, O_MESH, O_ONE_WAY };
 
 static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
@@ -20,6 +20,10 @@ static int mesh_option(ex_cmdline *cl, int code, const char *arg, void *user)
     case O_K: e = ex_parse_int(cl, arg, "--k", 1, 1 << 20, &a->k); break;
     case O_SEED: e = ex_parse_int(cl, arg, "--seed", 0, INT64_MAX, &a->seed); break;
     case O_DIGEST: a->digest = 1; break;
+    case O_ONE_WAY:
+        if (!a->with_one_way) return ex_usage_error(cl, "unknown option '--one-way'");
+        a->one_way = 1;
+        break;
     case O_MESH: {
         char msg[256];
         if (!a->with_mesh) return ex_usage_error(cl, "unknown option '--mesh'");
@@ -47,6 +51,7 @@ int ex_mesh_parse(ex_cmdline *cl, int argc, char **argv, int with_k, ex_mesh_arg
                                             {"seed", required_argument, NULL, O_SEED},
                                             {"digest", no_argument, NULL, O_DIGEST},
                                             {"mesh", required_argument, NULL, O_MESH},
+                                            {"one-way", no_argument, NULL, O_ONE_WAY},
                                             {0}};
     int given = a->devices;
     a->devices = -1; /* to tell --devices given from the default */

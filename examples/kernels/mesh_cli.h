@@ -23,6 +23,8 @@ typedef struct ex_mesh_args {
     int digest;       /* --digest: print every figure at full precision (ex_mesh_digest) */
     int with_mesh;    /* set before parsing: the program takes --mesh SPEC (any mesh; devices in number order) */
     int has_mesh;     /* --mesh was given: mesh holds it, devices its device count */
+    int with_one_way; /* set before parsing: the program takes --one-way (a ring sent one way round) */
+    int one_way;      /* --one-way was given */
     pl_mesh mesh;
 } ex_mesh_args;
 

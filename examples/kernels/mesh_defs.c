@@ -41,11 +41,20 @@ static int ring_size_check(const int64_t *v, char *msg, size_t n)
 
 /* ---- ring_allreduce ---------------------------------------------------------- */
 
-static ar_shape ar_of(const int64_t *v) { return (ar_shape){(int)v[MD_DEVICES], v[MD_ROWS], v[MD_COLS]}; }
+enum { MD_DIRECTIONS = MD_COLS + 1 };
+
+static ar_shape ar_of(const int64_t *v)
+{
+    return (ar_shape){(int)v[MD_DEVICES], v[MD_ROWS], v[MD_COLS], (int)v[MD_DIRECTIONS]};
+}
 
 static int ar_check(const int64_t *v, char *msg, size_t n)
 {
     if (ring_size_check(v, msg, n) != PL_OK) return PL_EINVAL;
+    if (v[MD_DIRECTIONS] != 1 && v[MD_DIRECTIONS] != 2) {
+        snprintf(msg, n, "directions=%lld: a ring sends both ways (2) or one way (1)", (long long)v[MD_DIRECTIONS]);
+        return PL_EINVAL;
+    }
     ar_shape s = ar_of(v);
     return ar_shape_check(&s, msg, n);
 }
@@ -81,10 +90,11 @@ static double ar_bytes(const int64_t *v) { return 8.0 * (double)(v[MD_ROWS] * v[
 const pl_kernel_def ex_def_ring_allreduce = {
     .name = "ring_allreduce",
     .summary = "a bidirectional ring all-reduce: every device ends with the sum of every device's x",
-    .n_params = 3,
+    .n_params = 4,
     .params = {{.name = "devices", .def = 8, .help = "devices in the ring"},
-               {.name = "rows", .def = 1024, .help = "rows of x and o (a multiple of 2 x devices)"},
-               {.name = "cols", .def = 1024, .help = "columns of x and o"}},
+               {.name = "rows", .def = 1024, .help = "rows of x and o (a multiple of directions x devices)"},
+               {.name = "cols", .def = 1024, .help = "columns of x and o"},
+               {.name = "directions", .def = 2, .help = "2: half of each shard each way round the ring; 1: one way"}},
     .check = ar_check,
     .build = ar_build,
     .bytes = ar_bytes,

@@ -1,5 +1,6 @@
-/* examples/kernels/ring_allreduce.c: the bidirectional ring all-reduce
- * kernel, its call, its data and its reference (ring_allreduce.h). */
+/* examples/kernels/ring_allreduce.c: the ring all-reduce kernel (both
+ * ways round the ring, or one), its call, its data and its reference
+ * (ring_allreduce.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +18,14 @@ enum { RIGHT, LEFT };
 static int wrap(int64_t v, int n) { return (int)(((v % n) + n) % n); }
 static int toward(int dir) { return dir == RIGHT ? 1 : -1; }
 
-/* Half `dir` of shard k of a (rows, cols) ref: rows (2 k + dir) h .. + h. */
-static pl_ref half_of(pl_ctx *c, pl_ref r, int64_t k, int dir, int64_t h)
+/* The ring's directions: the first dimension of the send buffers (ar_call). */
+static int dirs_of(const pl_ref *refs) { return (int)refs[R_SBUF].shape[0]; }
+
+/* Part `dir` of shard k of a (rows, cols) ref, a shard cut into `dirs`
+ * parts of h rows: rows (dirs k + dir) h .. + h. */
+static pl_ref half_of(pl_ctx *c, pl_ref r, int64_t k, int dir, int64_t h, int dirs)
 {
-    return pl_ds(c, r, 0, (2 * k + dir) * h, h);
+    return pl_ds(c, r, 0, (dirs * k + dir) * h, h);
 }
 
 static pl_ref slot_of(pl_ctx *c, pl_ref *refs, int dir, int slot)
@@ -42,14 +47,15 @@ static void local_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 static void rs_step(pl_ctx *c, pl_ref *refs, int64_t s, int single)
 {
     int me = pltpu_device_id(c), n = pltpu_num_devices(c), slots = single ? 1 : 2, slot = single ? 0 : (int)(s % 2);
+    int dirs = dirs_of(refs);
     int64_t h = refs[R_SBUF].shape[1];
     pltpu_remote_copy cp[2];
     pltpu_copy ld[2];
-    for (int dir = RIGHT; dir <= LEFT; dir++) {
+    for (int dir = RIGHT; dir < dirs; dir++) {
         int step = toward(dir);
         pl_ref sbuf = pl_at(c, refs[R_SBUF], dir), local = pl_at(c, refs[R_LOCAL_SEMS], dir);
         if (s == 0) /* the first shard I send carries my x alone */
-            local_copy(c, half_of(c, refs[R_X], wrap(me - step, n), dir, h), sbuf, local);
+            local_copy(c, half_of(c, refs[R_X], wrap(me - step, n), dir, h, dirs), sbuf, local);
         /* M12: the slot I am about to fill was read by my neighbour two steps
          * ago only once it says so; the first two sends find it empty */
         if (!single && s >= 2) pltpu_semaphore_wait(c, pl_at(c, refs[R_CAP_SEMS], dir), 1);
@@ -57,11 +63,11 @@ static void rs_step(pl_ctx *c, pl_ref *refs, int64_t s, int single)
                                                pl_at(c, refs[R_RECV_SEMS], dir * slots + slot), wrap(me + step, n));
         pltpu_remote_copy_start(c, &cp[dir]);
         /* my x for the shard arriving from the other side, loaded meanwhile */
-        ld[dir] = pltpu_async_copy(c, half_of(c, refs[R_X], wrap(me - step * (s + 2), n), dir, h),
+        ld[dir] = pltpu_async_copy(c, half_of(c, refs[R_X], wrap(me - step * (s + 2), n), dir, h, dirs),
                                    pl_at(c, refs[R_XBUF], dir), local);
         pltpu_copy_start(c, &ld[dir]);
     }
-    for (int dir = RIGHT; dir <= LEFT; dir++) {
+    for (int dir = RIGHT; dir < dirs; dir++) {
         pltpu_remote_copy_wait_recv(c, &cp[dir]);
         pltpu_copy_wait(c, &ld[dir]);
         pltpu_remote_copy_wait_send(c, &cp[dir]); /* sbuf is read until the send is done */
@@ -73,12 +79,12 @@ static void rs_step(pl_ctx *c, pl_ref *refs, int64_t s, int single)
     }
     if (s < n - 2) return;
     pltpu_copy st[2]; /* the last step: sbuf holds the full sum of shard me */
-    for (int dir = RIGHT; dir <= LEFT; dir++) {
-        st[dir] = pltpu_async_copy(c, pl_at(c, refs[R_SBUF], dir), half_of(c, refs[R_O], me, dir, h),
+    for (int dir = RIGHT; dir < dirs; dir++) {
+        st[dir] = pltpu_async_copy(c, pl_at(c, refs[R_SBUF], dir), half_of(c, refs[R_O], me, dir, h, dirs),
                                    pl_at(c, refs[R_LOCAL_SEMS], dir));
         pltpu_copy_start(c, &st[dir]);
     }
-    for (int dir = RIGHT; dir <= LEFT; dir++) pltpu_copy_wait(c, &st[dir]);
+    for (int dir = RIGHT; dir < dirs; dir++) pltpu_copy_wait(c, &st[dir]);
 }
 
 /* All-gather step t: send the half received last (my own at t = 0) on, into
@@ -86,17 +92,17 @@ static void rs_step(pl_ctx *c, pl_ref *refs, int64_t s, int single)
  * ring_allgather.c. */
 static void ag_step(pl_ctx *c, pl_ref *refs, int64_t t)
 {
-    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c), dirs = dirs_of(refs);
     int64_t h = refs[R_SBUF].shape[1];
     pltpu_remote_copy cp[2];
-    for (int dir = RIGHT; dir <= LEFT; dir++) {
+    for (int dir = RIGHT; dir < dirs; dir++) {
         int step = toward(dir);
-        pl_ref blk = half_of(c, refs[R_O], wrap(me - step * t, n), dir, h);
+        pl_ref blk = half_of(c, refs[R_O], wrap(me - step * t, n), dir, h, dirs);
         cp[dir] = pltpu_make_async_remote_copy(c, blk, blk, pl_at(c, refs[R_SEND_SEMS], dir),
                                                pl_at(c, refs[R_AG_SEMS], dir * (n - 1) + t), wrap(me + step, n));
         pltpu_remote_copy_start(c, &cp[dir]);
     }
-    for (int dir = RIGHT; dir <= LEFT; dir++) pltpu_remote_copy_wait(c, &cp[dir]);
+    for (int dir = RIGHT; dir < dirs; dir++) pltpu_remote_copy_wait(c, &cp[dir]);
 }
 
 void ar_kernel(pl_ctx *c, pl_ref *refs)
@@ -107,16 +113,29 @@ void ar_kernel(pl_ctx *c, pl_ref *refs)
     else ag_step(c, refs, step - (n - 1));
 }
 
+/* The ring's directions: 2 unless s says 1. */
+int ar_directions(const ar_shape *s) { return s->directions == 1 ? 1 : 2; }
+
 int ar_shape_check(const ar_shape *s, char *msg, size_t n)
 {
     if (s->devices < 2 || s->devices > PL_MESH_MAX_DEVICES) {
         snprintf(msg, n, "devices %d: a ring all-reduce needs 2 to %d devices", s->devices, PL_MESH_MAX_DEVICES);
         return PL_EINVAL;
     }
-    if (s->rows < 1 || s->cols < 1 || s->rows % (2 * s->devices) != 0) {
-        snprintf(msg, n, "shape (%lld, %lld) on %d devices: rows must be a positive multiple of 2 x %d = %d (%d "
-                 "shards of two halves, one per direction) and cols positive",
-                 (long long)s->rows, (long long)s->cols, s->devices, s->devices, 2 * s->devices, s->devices);
+    if (s->directions < 0 || s->directions > 2) {
+        snprintf(msg, n, "directions %d: a ring sends both ways (2) or one way (1)", s->directions);
+        return PL_EINVAL;
+    }
+    int dirs = ar_directions(s);
+    if (s->rows < 1 || s->cols < 1 || s->rows % (dirs * s->devices) != 0) {
+        if (dirs == 2)
+            snprintf(msg, n, "shape (%lld, %lld) on %d devices: rows must be a positive multiple of 2 x %d = %d (%d "
+                     "shards of two halves, one per direction) and cols positive",
+                     (long long)s->rows, (long long)s->cols, s->devices, s->devices, 2 * s->devices, s->devices);
+        else
+            snprintf(msg, n, "shape (%lld, %lld) on %d devices, one way: rows must be a positive multiple of %d (one "
+                     "shard per device) and cols positive",
+                     (long long)s->rows, (long long)s->cols, s->devices, s->devices);
         return PL_EINVAL;
     }
     return PL_OK;
@@ -124,7 +143,7 @@ int ar_shape_check(const ar_shape *s, char *msg, size_t n)
 
 void ar_call(pl_call *call, const ar_shape *s, const ar_params *p)
 {
-    int64_t n = s->devices, h = s->rows / (2 * n), slots = p && p->single_slot ? 1 : 2;
+    int64_t n = s->devices, dirs = ar_directions(s), h = s->rows / (dirs * n), slots = p && p->single_slot ? 1 : 2;
     *call = (pl_call){
         .name = "ring_allreduce",
         .kernel = ar_kernel,
@@ -137,9 +156,9 @@ void ar_call(pl_call *call, const ar_shape *s, const ar_params *p)
         .n_out = 1,
         .out = {{.space = PL_ANY, .name = "o"}},
         .n_scratch = 8,
-        .scratch = {PLTPU_VMEM(PL_F32, 2, slots, h, s->cols), PLTPU_VMEM(PL_F32, 2, h, s->cols),
-                    PLTPU_VMEM(PL_F32, 2, h, s->cols), PLTPU_SEMAPHORE_DMA(2), PLTPU_SEMAPHORE_DMA(2),
-                    PLTPU_SEMAPHORE_DMA(2 * slots), PLTPU_SEMAPHORE(2), PLTPU_SEMAPHORE_DMA(2 * (n - 1))},
+        .scratch = {PLTPU_VMEM(PL_F32, dirs, slots, h, s->cols), PLTPU_VMEM(PL_F32, dirs, h, s->cols),
+                    PLTPU_VMEM(PL_F32, dirs, h, s->cols), PLTPU_SEMAPHORE_DMA(dirs), PLTPU_SEMAPHORE_DMA(dirs),
+                    PLTPU_SEMAPHORE_DMA(dirs * slots), PLTPU_SEMAPHORE(dirs), PLTPU_SEMAPHORE_DMA(dirs * (n - 1))},
     };
     static const char *names[] = {"recv_buf", "sum_buf", "x_buf", "local_sems", "send_sems", "recv_sems",
                                   "capacity_sems", "gather_sems"};

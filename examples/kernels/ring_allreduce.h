@@ -1,6 +1,8 @@
 /* examples/kernels/ring_allreduce.h: a ring all-reduce (rules M7-M12) as a
  * bidirectional reduce-scatter followed by a bidirectional all-gather, run
  * SPMD on every device of a ring by pl_mesh_call (sim/tilesim_mesh.h).
+ * With ar_shape.directions = 1 it is the textbook one-way ring: every
+ * shard whole, to the right only, half the copies of twice the size.
  *
  * Every device holds x (rows, cols) f32 and ends with o (rows, cols) f32,
  * the elementwise sum of the N devices' x; both stay in HBM (memory space
@@ -51,8 +53,9 @@
 
 typedef struct ar_shape {
     int devices;      /* N >= 2: the ring's length */
-    int64_t rows;     /* of x and o on every device: a multiple of 2 N (N shards of two halves) */
+    int64_t rows;     /* of x and o on every device: a multiple of 2 N (N shards of two halves; of N one way) */
     int64_t cols;
+    int directions;   /* 2 (or 0): both ways round the ring; 1: one way, the textbook ring (2 N (N - 1) copies, not 4) */
 } ar_shape;
 
 /* call.user (NULL: none). single_slot: one receive slot per direction and
@@ -71,6 +74,8 @@ void ar_call(pl_call *call, const ar_shape *s, const ar_params *p);
 
 /* PL_OK, or PL_EINVAL with msg saying what is wrong with s. */
 int ar_shape_check(const ar_shape *s, char *msg, size_t n);
+/* s's ring directions: 1 or 2. */
+int ar_directions(const ar_shape *s);
 
 /* The per-device arrays: args[d] is device d's x, outs[d] its o. With data,
  * x holds the N inputs one after the other (device d's at d * rows * cols),

@@ -37,8 +37,9 @@
 
 #define USAGE                                                                                              \
     "usage: ring_allreduce [--devices N | --mesh SPEC] [--rows R] [--cols C] [--chip NAME | --chip-file FILE]\n" \
-    "                      [--seed S] [--cost-only] [--no-checks] [--trace FILE.json] [--digest]\n"             \
+    "                      [--one-way] [--seed S] [--cost-only] [--no-checks] [--trace FILE.json] [--digest]\n"  \
     "  R must be a multiple of 2 N (N shards, each cut into two halves, one per ring direction)\n"              \
+    "  --one-way: the textbook ring, every shard whole and to the right only (R a multiple of N)\n"              \
     "  --mesh SPEC: the ring over a mesh's devices in number order, e.g. 'dcn:2 x ring:8' (two slices over\n"   \
     "  DCN, rule M14: the ring crosses between slices twice)\n"
 
@@ -84,7 +85,8 @@ static void print_devices(const ar_data *d, const pl_report *reps, int cost_only
 
 static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chip *chip)
 {
-    double both = ar_closed_form_s(s, chip, 2), one = ar_closed_form_s(s, chip, 1);
+    int dirs = ar_directions(s);
+    double form = ar_closed_form_s(s, chip, dirs), one = ar_closed_form_s(s, chip, 1);
     double lat = 2.0 * (s->devices - 1) * (chip->dma_latency_s + chip->ici_latency_s);
     if (mr->dcn_copies) /* a multislice mesh: some of the copies go over DCN, not ICI (M14) */
         printf("  mesh: %.2f us, %lld remote copies, %lld bytes over ICI and DCN\n", mr->time_s * 1e6,
@@ -99,12 +101,13 @@ static void print_mesh(const ar_shape *s, const pl_mesh_report *mr, const pl_chi
         printf("  DCN: %lld copies between %d slices, %.0f bytes; the busiest host NIC %.2f us (%.1f%% of the run); "
                "a device waited at most %.2f us on DCN\n", (long long)mr->dcn_copies, mr->slices, mr->dcn_bytes,
                mr->dcn_busiest_s * 1e6, 100 * mr->busy[PL_BOUND_DCN], mr->dcn_wait_s * 1e6);
-    if (both <= 0 || mr->dcn_copies) return; /* the closed form is a one-slice ring's */
-    printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x 2 directions) = %.2f us;\n"
-           "    simulated / closed form = %.3f (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us;\n"
-           "    a one-way ring's closed form: %.2f us)\n",
-           chip->name, (long long)(s->rows * s->cols * 4), chip->ici_bw / 1e9, both * 1e6, mr->time_s / both,
-           (chip->dma_latency_s + chip->ici_latency_s) * 1e6, (both + lat) * 1e6, one * 1e6);
+    if (form <= 0 || mr->dcn_copies) return; /* the closed form is a one-slice ring's */
+    printf("  closed form on %s: 2 (N-1)/N x %lld bytes / (%.1f GB/s per link x %d direction%s) = %.2f us;\n"
+           "    simulated / closed form = %.3f (plus one DMA and hop latency per step, 2 (N-1) x %.1f us: %.2f us",
+           chip->name, (long long)(s->rows * s->cols * 4), chip->ici_bw / 1e9, dirs, dirs > 1 ? "s" : "", form * 1e6,
+           mr->time_s / form, (chip->dma_latency_s + chip->ici_latency_s) * 1e6, (form + lat) * 1e6);
+    if (dirs > 1) printf(";\n    a one-way ring's closed form: %.2f us", one * 1e6);
+    printf(")\n");
 }
 
 static int verdict(const ar_data *d, int cost_only, const double *v)
@@ -158,9 +161,11 @@ static int run(const ar_cmd *rc, const ex_cmdline *cl)
     pl_options opt = cl->opt;
     opt.seed = (uint64_t)rc->seed;
     pl_mesh_report mr;
-    printf("ring_allreduce: %s, x and o (%lld, %lld) f32 on every device, halves of (%lld, %lld) each way\n",
+    int dirs = ar_directions(&rc->s);
+    printf("ring_allreduce: %s, x and o (%lld, %lld) f32 on every device, %s of (%lld, %lld) %s\n",
            pl_mesh_format(&mesh, buf, sizeof buf), (long long)rc->s.rows, (long long)rc->s.cols,
-           (long long)(rc->s.rows / (2 * rc->s.devices)), (long long)rc->s.cols);
+           dirs > 1 ? "halves" : "shards", (long long)(rc->s.rows / (dirs * rc->s.devices)), (long long)rc->s.cols,
+           dirs > 1 ? "each way" : "one way round");
     int status = pl_mesh_call(&mesh, &call, d.args, d.outs, &opt, &mr, reps);
     double *v = calloc((size_t)rc->s.devices * C_N, sizeof *v);
     if (status != PL_OK || !v) {
@@ -183,10 +188,11 @@ int ex_ring_allreduce_main(int argc, char **argv)
 {
     ex_cmdline cl = {.prog = "ring_allreduce", .usage = USAGE,
                      .accept = EX_CHIP | EX_CHIP_FILE | EX_COST_ONLY | EX_NO_CHECKS | EX_TRACE};
-    ex_mesh_args a = {.devices = 8, .rows = 1024, .cols = 1024, .with_mesh = 1};
+    ex_mesh_args a = {.devices = 8, .rows = 1024, .cols = 1024, .with_mesh = 1, .with_one_way = 1};
     int exit_code = ex_mesh_parse(&cl, argc, argv, 0, &a);
     if (exit_code >= 0) return exit_code;
-    ar_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .cols = a.cols}, .seed = a.seed, .digest = a.digest,
+    ar_cmd rc = {.s = {.devices = a.devices, .rows = a.rows, .cols = a.cols, .directions = a.one_way ? 1 : 2},
+                 .seed = a.seed, .digest = a.digest,
                  .mesh = a.has_mesh ? &a.mesh : NULL};
     return run(&rc, &cl);
 }
