@@ -12,8 +12,34 @@
  * nothing to report, 2 a user error or a rejected call, 3 the kernel
  * crashed (PL_EXIT_KERNEL_CRASHED), 4 a rank stopped answering
  * (CLI_EXIT_RANK_TIMEOUT). */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "cli.h"
 #include "rank_watchdog.h"
+
+/* A kernel stuck in a loop of its own C code makes no tilesim call: after
+ * TILESIM_KERNEL_TIMEOUT seconds (60 by default; 0: never) it is reported
+ * as the crash reports are, exit 3 (pl_guard_stalls). Long legitimate
+ * kernels call tilesim all the time (each op, each pl_get): they never
+ * trip it. 0, or 2 after a bad value (said on stderr). */
+static int stall_watch(const char *prog, int speak)
+{
+    const char *env = getenv("TILESIM_KERNEL_TIMEOUT");
+    double seconds = 60;
+    if (env) {
+        char *end = NULL;
+        seconds = strtod(env, &end);
+        if (end == env || *end || !(seconds >= 0) || seconds > 1e9) {
+            if (speak)
+                fprintf(stderr, "%s: TILESIM_KERNEL_TIMEOUT='%s': give the seconds a kernel may run without a "
+                        "tilesim call before it is taken for an endless loop (a number >= 0; 0: never)\n", prog, env);
+            return 2;
+        }
+    }
+    pl_guard_stalls(seconds, "; TILESIM_KERNEL_TIMEOUT=S waits S seconds, 0 for ever");
+    return 0;
+}
 
 #ifdef TILESIM_MPI
 #include <limits.h>
@@ -69,7 +95,8 @@ int main(int argc, char **argv)
             if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
         }
         pl_guard_kernels("tilesim-mpi"); /* a plugin kernel's crash is reported, not silent */
-        rc = tilesim_main(argc, argv);
+        rc = stall_watch("tilesim-mpi", rank == 0);
+        if (!rc) rc = tilesim_main(argc, argv);
     }
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -85,6 +112,7 @@ int main(int argc, char **argv)
      * PL_EXIT_KERNEL_CRASHED (sim/tilesim.h). Here, not in tilesim_main:
      * the fuzz harness calls that in-process and must see a crash as one. */
     pl_guard_kernels("tilesim");
+    if (stall_watch("tilesim", 1)) return 2;
     return tilesim_main(argc, argv);
 }
 #endif

@@ -24,6 +24,7 @@
  * sanitizer's report.
  */
 #define _DEFAULT_SOURCE /* on_exit, sigaltstack, SA_ONSTACK */
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -53,8 +54,20 @@ static _Thread_local const char *stack_note;
  * the thread ends by pthread_exit (and frees it when the thread returns) */
 typedef struct guard_thread {
     void *stack;
+    /* for the stall watch (pl_guard_stalls): the registry of threads
+     * (watch_lock), what the thread runs, mirrored for the watcher, and its
+     * heartbeat (kern_beat) */
+    struct guard_thread *next, **pprev;
+    _Atomic(pl_ctx *) kernel;
+    _Atomic(const char *) zone_kind, zone_owner, zone_what;
+    _Atomic uint64_t beat;
+    uint64_t seen; /* the watcher's: the beat it saw last */
 } guard_thread;
 static _Thread_local guard_thread *thread_state;
+_Thread_local _Atomic uint64_t *kern_beat_word;
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static guard_thread *threads; /* every thread set up, under watch_lock */
 
 static atomic_int installed;
 static void (*_Atomic atcrash)(void);
@@ -150,32 +163,35 @@ static void describe_kernel(msgbuf *m, const pl_ctx *c, const char *how)
     put(m, "\n  This is the kernel's own C code: run the same command under gdb or valgrind to see the line.\n");
 }
 
-/* Say what crashed, how, and end the process. Only for a thread in a zone.
- * flush: not in a signal handler, so what the program printed so far (the
- * kernel's own printf too) may be flushed first. */
-static void report_and_exit(const char *how, int flush)
+/* Say what ran (the kernel k, or the zone kind/owner/what), what it did
+ * (how), and end the process; tail ends the message. flush: not in a
+ * signal handler, so what the program printed so far (the kernel's own
+ * printf too) may be flushed first. */
+static void report_and_exit_as(const pl_ctx *k, const char *kind, const char *owner, const char *what,
+                               const char *how, const char *note, const char *tail, int flush)
 {
     if (flush) fflush(NULL);
     msgbuf m = {.n = 0};
     put(&m, prog_name);
     put(&m, ": ");
-    if (running) {
-        describe_kernel(&m, running, how);
+    if (k) {
+        describe_kernel(&m, k, how);
     } else {
-        put(&m, zone_kind);
+        put(&m, kind);
         put(&m, " '");
-        put(&m, zone_owner);
+        put(&m, owner);
         put(&m, "': its ");
-        put(&m, zone_what);
+        put(&m, what);
         put(&m, " ");
         put(&m, how);
         put(&m, "\n  This is the ");
-        put(&m, zone_kind);
+        put(&m, kind);
         put(&m, "'s own C code: run the same command under gdb or valgrind to see the line.\n");
     }
+    if (note) put(&m, note);
     put(&m, "  (exit status ");
     put_int(&m, PL_EXIT_KERNEL_CRASHED);
-    put(&m, ": the user's code crashed)\n");
+    put(&m, tail);
     void (*fn)(void) = atomic_load(&atcrash);
     if (fn) fn();
     for (size_t off = 0; off < m.n;) {
@@ -184,6 +200,12 @@ static void report_and_exit(const char *how, int flush)
         off += (size_t)w;
     }
     _exit(PL_EXIT_KERNEL_CRASHED);
+}
+
+/* What this thread runs crashed: say so and end the process. Only for a thread in a zone. */
+static void report_and_exit(const char *how, int flush)
+{
+    report_and_exit_as(running, zone_kind, zone_owner, zone_what, how, NULL, ": the user's code crashed)\n", flush);
 }
 
 static int in_zone(void) { return running || zone_what; }
@@ -231,6 +253,11 @@ static void on_thread_exit(void *value)
     guard_thread *t = value;
     if (in_zone()) report_and_exit("called pthread_exit()", 1);
     /* the thread returned normally: its stack goes with it */
+    pthread_mutex_lock(&watch_lock);
+    *t->pprev = t->next;
+    if (t->next) t->next->pprev = t->pprev;
+    pthread_mutex_unlock(&watch_lock);
+    kern_beat_word = NULL;
     stack_t off = {.ss_flags = SS_DISABLE};
     sigaltstack(&off, NULL);
     free(t->stack);
@@ -249,8 +276,27 @@ static void thread_setup(void)
     stack_t old;
     /* a thread that has its own alternate stack (a sanitizer's) keeps it */
     if (t->stack && sigaltstack(NULL, &old) == 0 && (old.ss_flags & SS_DISABLE)) sigaltstack(&st, NULL);
+    pthread_mutex_lock(&watch_lock);
+    t->next = threads, t->pprev = &threads;
+    if (threads) threads->pprev = &t->next;
+    threads = t;
+    pthread_mutex_unlock(&watch_lock);
     thread_state = t;
+    kern_beat_word = &t->beat;
     pthread_setspecific(thread_key, t);
+}
+
+/* What the thread runs now, for the watcher, and a beat: entering or
+ * leaving user code is progress. */
+static void mirror(void)
+{
+    guard_thread *t = thread_state;
+    if (!t) return;
+    atomic_store_explicit(&t->kernel, running, memory_order_relaxed);
+    atomic_store_explicit(&t->zone_kind, zone_kind, memory_order_relaxed);
+    atomic_store_explicit(&t->zone_owner, zone_owner, memory_order_relaxed);
+    atomic_store_explicit(&t->zone_what, zone_what, memory_order_relaxed);
+    kern_beat();
 }
 
 /* ---- zones ------------------------------------------------------------------------------- */
@@ -262,10 +308,15 @@ pl_ctx *kern_guard_enter(pl_ctx *c)
     pl_ctx *prev = running;
     running = c;
     if (atomic_load_explicit(&installed, memory_order_relaxed)) thread_setup();
+    mirror();
     return prev;
 }
 
-void kern_guard_leave(pl_ctx *prev) { running = prev; }
+void kern_guard_leave(pl_ctx *prev)
+{
+    running = prev;
+    mirror();
+}
 
 void kern_guard_stack(const void *lo, const void *hi, const char *note)
 {
@@ -280,6 +331,7 @@ void kern_guard_zone(const char *kind, const char *owner, const char *what)
     zone_owner = owner;
     zone_what = what;
     if (what && atomic_load_explicit(&installed, memory_order_relaxed)) thread_setup();
+    mirror();
 }
 
 void kern_guard_zone_get(const char **kind, const char **owner, const char **what)
@@ -304,4 +356,84 @@ int pl_guard_kernels(const char *prog)
         if (sigaction(fatal_signals[i], &sa, &previous[i]) != 0) return -1;
     thread_setup();
     return 0;
+}
+
+/* ---- stuck user code (pl_guard_stalls) ------------------------------------------------------ */
+
+static double watch_limit;
+static const char *watch_hint = "";
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* User code the watch judges: a kernel, an index map, a build or loader
+ * callback. A definition's inputs and reference callbacks compute on the
+ * host, without tilesim calls, and may rightly take minutes. */
+static int watched(const guard_thread *t)
+{
+    if (atomic_load_explicit(&t->kernel, memory_order_relaxed)) return 1;
+    const char *what = atomic_load_explicit(&t->zone_what, memory_order_relaxed);
+    return what && !strstr(what, "inputs") && !strstr(what, "reference");
+}
+
+/* The report of a stuck thread, from the watcher: the thread is in its own
+ * loop, not in tilesim, so its context holds still while it is read. */
+__attribute__((no_sanitize("thread"))) static void report_stall(guard_thread *t, double seconds)
+{
+    msgbuf how = {.n = 0}, tail = {.n = 0};
+    put(&how, "made no tilesim call (no pl_ op, no pl_get or pl_set) for ");
+    put_int(&how, (int64_t)(seconds + 0.5));
+    put(&how, " s");
+    put(&tail, ": the user's code did not return");
+    put(&tail, watch_hint);
+    put(&tail, ")\n");
+    report_and_exit_as(atomic_load(&t->kernel), atomic_load(&t->zone_kind), atomic_load(&t->zone_owner),
+                       atomic_load(&t->zone_what), how.s,
+                       "  An endless loop in its C code? On a TPU it would hang; tilesim stops it.\n", tail.s, 0);
+}
+
+/* Four times a second: a stall is no beat on any thread for the limit
+ * while some thread is in watched user code. Not per thread: a core that
+ * waits for another's semaphore (megacore threads) beats not, while the
+ * other works and beats. */
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    double last_change = mono_now();
+    for (;;) {
+        struct timespec tick = {0, 250 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+        double now = mono_now();
+        guard_thread *stuck = NULL;
+        pthread_mutex_lock(&watch_lock);
+        for (guard_thread *t = threads; t; t = t->next) {
+            uint64_t b = atomic_load_explicit(&t->beat, memory_order_relaxed);
+            if (b != t->seen) t->seen = b, last_change = now;
+            if (!stuck && watched(t)) stuck = t;
+        }
+        if (!stuck) last_change = now;
+        if (stuck && now - last_change >= watch_limit) report_stall(stuck, now - last_change); /* does not return */
+        pthread_mutex_unlock(&watch_lock);
+    }
+    return NULL;
+}
+
+int pl_guard_stalls(double seconds, const char *hint)
+{
+    static atomic_int started;
+    if (!(seconds > 0) || !atomic_load(&installed) || atomic_exchange(&started, 1)) return 0;
+    watch_limit = seconds;
+    if (hint) watch_hint = hint;
+    pthread_attr_t attr;
+    pthread_t th;
+    if (pthread_attr_init(&attr)) return -1;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int rc = pthread_create(&th, &attr, watch_main, NULL);
+    pthread_attr_destroy(&attr);
+    return rc ? -1 : 0;
 }

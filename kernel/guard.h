@@ -24,6 +24,9 @@
 #ifndef TILESIM_KERNEL_GUARD_H
 #define TILESIM_KERNEL_GUARD_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "pallas.h"
 
 /* Mark c's kernel as running on this thread; returns the kernel it
@@ -51,6 +54,16 @@ void kern_guard_zone_get(const char **kind, const char **owner, const char **wha
  * handler: async-signal-safe calls only (sim/base/outfile.c removes its
  * temporary files). One hook; a second call replaces it. */
 void kern_guard_atcrash(void (*fn)(void));
+
+/* One tick of this thread's heartbeat: the user's code called tilesim
+ * (pl_guard_stalls watches for a zone without one). A store, not a call:
+ * every op and every pl_get/pl_set pays it. */
+extern _Thread_local _Atomic uint64_t *kern_beat_word; /* NULL until the thread runs user code under a watch */
+static inline void kern_beat(void)
+{
+    _Atomic uint64_t *w = kern_beat_word;
+    if (w) atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 /* Append s (or v in decimal) to buf at `at`, within n bytes, NUL-terminated;
  * returns the new end. Async-signal-safe, without printf: the crash

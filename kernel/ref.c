@@ -300,6 +300,7 @@ static pl_ref element_view(const pl_ref *r, char *p)
 double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 {
     c->scalar_ops++; /* scalar-unit work (sim/timing/timing.c), poison reads included */
+    kern_beat();
     char *p = elem_ptr(c, &r, idx, "pl_get", 1);
     if (!p) { /* V2 in poison mode: what an uninitialized element holds */
         if (!c->oob_read[0]) {
@@ -322,6 +323,7 @@ double pl_get(pl_ctx *c, pl_ref r, const int64_t *idx)
 void pl_set(pl_ctx *c, pl_ref r, const int64_t *idx, double v)
 {
     c->scalar_ops++;
+    kern_beat();
     char *p = elem_ptr(c, &r, idx, "pl_set", 0);
     if (c->args) {
         pl_ref e = element_view(&r, p);

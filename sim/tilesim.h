@@ -892,6 +892,17 @@ const char *pl_format_time(double seconds, char *buf, size_t n);
 #define PL_EXIT_KERNEL_CRASHED 3
 /* Install the crash reports above; see there. 0, or -1 when a handler could not be installed. */
 int pl_guard_kernels(const char *prog);
+/* Stuck kernels (kernel/guard.c): after pl_guard_kernels, a kernel, index
+ * map function or kernel-definition callback that makes no tilesim call
+ * (no pl_ op, no pl_get/pl_set) for `seconds` of wall time is taken for an
+ * endless loop in its C code: the same report, "made no tilesim call for
+ * 60 s", and PL_EXIT_KERNEL_CRASHED (a TPU would hang there; a simulator
+ * says where). A definition's inputs and reference callbacks are host code
+ * and may take long: not watched. A watcher thread wakes 4 times a second;
+ * the kernels pay a store per op. seconds <= 0: no watch (the default).
+ * hint (NULL: none) ends the message's last line ("; FOO=S waits longer").
+ * Once per process; later calls do nothing. 0, or -1. */
+int pl_guard_stalls(double seconds, const char *hint);
 
 /* Host memory (host.c). A real run keeps its arrays and the simulated VMEM
  * in host memory; Linux lets malloc succeed far beyond it and kills the

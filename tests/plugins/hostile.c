@@ -4,7 +4,8 @@
  *
  * The kernel 'hostile' squares x over a (rows/br, 2) grid and, at grid
  * point (at, 1), ends the way its parameter `how` says: 1 an invalid memory
- * access, 2 abort(), 3 exit(7), 4 pthread_exit(), 5 a stack overflow. Its
+ * access, 2 abort(), 3 exit(7), 4 pthread_exit(), 5 a stack overflow, 6 an
+ * endless loop without a tilesim call, 7 2.5 s of C code without one. Its
  * callbacks misbehave the same way when `where` names them (1 build, 2
  * reference, 6 the index map function of x). 0 everywhere: a correct kernel.
  *
@@ -23,13 +24,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernel/pallas.h"
 #include "kernel/pltpu.h"
 #include "sim/kdef.h"
 
 enum { P_ROWS, P_BR, P_HOW, P_AT, P_WHERE, N_P };
-enum { HOW_NONE, HOW_SEGV, HOW_ABORT, HOW_EXIT, HOW_PTHREAD_EXIT, HOW_STACK };
+enum { HOW_NONE, HOW_SEGV, HOW_ABORT, HOW_EXIT, HOW_PTHREAD_EXIT, HOW_STACK, HOW_SPIN, HOW_BUSY };
 
 static volatile int sink;
 static volatile uintptr_t bad_address = 16; /* not NULL: UBSan would report a NULL store first */
@@ -44,9 +46,21 @@ static int recurse(volatile int depth)
     return recurse(depth + 1) + pad[0];
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void misbehave(int64_t how)
 {
     switch (how) {
+    case HOW_SPIN: /* an endless loop that never calls tilesim */
+        for (;;) sink++;
+    case HOW_BUSY: /* 2.5 s of C code that calls nothing either, then returns: slow, not stuck */
+        for (double t0 = now_s(); now_s() - t0 < 2.5;) sink++;
+        break;
     case HOW_SEGV: *(volatile int *)bad_address = 1; break;
     case HOW_ABORT: abort();
     case HOW_EXIT: exit(7);
@@ -112,7 +126,7 @@ static const int64_t br_cands[] = {8, 16, 32};
     {                                                                                                  \
         [P_ROWS] = {.name = "rows", .def = 64, .help = "rows of x"},                                   \
         [P_BR] = {.name = "br", .def = 16, .candidates = br_cands, .n_candidates = 3, .help = "rows per block"}, \
-        [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack"}, \
+        [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack, 6 spin, 7 2.5 s busy"}, \
         [P_AT] = {.name = "at", .def = 2, .help = "the grid row where it happens"},                    \
         [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference, 6 x's index map, 7 x's size negative"},        \
     }
