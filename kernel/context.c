@@ -97,9 +97,9 @@ void kern_flush_scalar(pl_ctx *c)
 
 void kern_record(pl_ctx *c, const kern_op *op)
 {
-    kern_beat(); /* the kernel called tilesim: not stuck (pl_guard_stalls) */
     kern_flush_scalar(c); /* element accesses before this op come first in the step's time line */
     append_op(c, op);
+    kern_beat(); /* the kernel called tilesim: not stuck (pl_guard_stalls) */
 }
 
 float *kern_tmp(pl_ctx *c, size_t n)

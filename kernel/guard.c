@@ -292,7 +292,7 @@ static void mirror(void)
 {
     guard_thread *t = thread_state;
     if (!t) return;
-    atomic_store_explicit(&t->kernel, running, memory_order_relaxed);
+    atomic_store_explicit(&t->kernel, running, memory_order_release);
     atomic_store_explicit(&t->zone_kind, zone_kind, memory_order_relaxed);
     atomic_store_explicit(&t->zone_owner, zone_owner, memory_order_relaxed);
     atomic_store_explicit(&t->zone_what, zone_what, memory_order_relaxed);
@@ -375,7 +375,7 @@ static double mono_now(void)
  * host, without tilesim calls, and may rightly take minutes. */
 static int watched(const guard_thread *t)
 {
-    if (atomic_load_explicit(&t->kernel, memory_order_relaxed)) return 1;
+    if (atomic_load_explicit(&t->kernel, memory_order_acquire)) return 1;
     const char *what = atomic_load_explicit(&t->zone_what, memory_order_relaxed);
     return what && !strstr(what, "inputs") && !strstr(what, "reference");
 }
@@ -411,7 +411,7 @@ static void *watch_main(void *arg)
         guard_thread *stuck = NULL;
         pthread_mutex_lock(&watch_lock);
         for (guard_thread *t = threads; t; t = t->next) {
-            uint64_t b = atomic_load_explicit(&t->beat, memory_order_relaxed);
+            uint64_t b = atomic_load_explicit(&t->beat, memory_order_acquire);
             if (b != t->seen) t->seen = b, last_change = now;
             if (!stuck && watched(t)) stuck = t;
         }

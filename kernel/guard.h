@@ -62,7 +62,9 @@ extern _Thread_local _Atomic uint64_t *kern_beat_word; /* NULL until the thread 
 static inline void kern_beat(void)
 {
     _Atomic uint64_t *w = kern_beat_word;
-    if (w) atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + 1, memory_order_relaxed);
+    /* release: what the thread wrote before it (its context: the op, the
+     * grid point) is what the watcher reads when the beats stop */
+    if (w) atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + 1, memory_order_release);
 }
 
 /* Append s (or v in decimal) to buf at `at`, within n bytes, NUL-terminated;
