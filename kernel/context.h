@@ -133,6 +133,19 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
  * not a crash on a NULL, rank-0 ref. */
 #define KERN_ARG_MISSING (-2)
 
+/* A wait that blocks on a mesh, kept for the deadlock message and put
+ * into words only if one is declared (kern_wait_format): a ring's devices
+ * block at nearly every step, and a mesh declares a deadlock at most once. */
+typedef struct kern_wait {
+    pl_ctx *c;          /* the waiting kernel: its grid point (c->idx holds still while it waits) */
+    const char *fn;     /* "pltpu_copy_wait" */
+    const char *name;   /* the semaphore's operand name, or NULL */
+    int64_t need;
+    int bytes;          /* need counts bytes (a DMA semaphore) */
+} kern_wait;
+/* "at grid point (i, j): pltpu_copy_wait on 'sems' for 4096 bytes" into buf. */
+void kern_wait_format(const kern_wait *w, char *buf, size_t n);
+
 /* How a device of a mesh reaches the others (sim/mesh/mesh_run.c fills it; NULL
  * on a single device). Semaphore cells of every device are read and
  * written under lock(); block() is called with the lock held and returns
@@ -143,8 +156,10 @@ typedef struct kern_mesh_ops {
     void (*lock)(void *run);
     void (*unlock)(void *run);
     /* until *cell >= need or the mesh deadlocks (then nonzero, with the
-     * message of every stuck device in msg); what: the wait, for that message */
-    int (*block)(void *run, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n);
+     * message of every stuck device in msg); what: the wait, for that
+     * message (kern_wait_format; valid while the device waits) */
+    int (*block)(void *run, int device, const int64_t *cell, int64_t need, const struct kern_wait *what, char *msg,
+                 size_t n);
     void (*wake)(void *run, int device); /* a semaphore of `device` grew: its blocked cores look again */
     /* r's data pointer on device `device` (the same argument and offsets)
      * into *out: 1, or 0 when r is not an ANY operand or scratch, which

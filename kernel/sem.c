@@ -98,19 +98,20 @@ void kern_sem_add_own(pl_ctx *c, const pl_ref *sem, int64_t n, const char *fn)
 
 /* A wait, short, for a mesh's deadlock message, which lists many:
  * "at grid point (i, j): pltpu_copy_wait on 'sems' for 4096 bytes". */
-static void wait_what(pl_ctx *c, char *buf, size_t n, const char *fn, const pl_ref *sem, int64_t need, int bytes)
+void kern_wait_format(const kern_wait *w, char *buf, size_t n)
 {
-    const char *name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL;
+    char point[128];
     if (n == 0) return;
-    size_t at = kern_append(buf, n, 0, "at grid point "); /* by hand: a mesh's waits block by the million */
-    at = kern_append(buf, n, at, kern_point(c));
+    kern_format_point(w->c->idx, w->c->grid_rank, point, sizeof point);
+    size_t at = kern_append(buf, n, 0, "at grid point ");
+    at = kern_append(buf, n, at, point);
     at = kern_append(buf, n, at, ": ");
-    at = kern_append(buf, n, at, fn);
+    at = kern_append(buf, n, at, w->fn);
     at = kern_append(buf, n, at, " on '");
-    at = kern_append(buf, n, at, name ? name : "?");
+    at = kern_append(buf, n, at, w->name ? w->name : "?");
     at = kern_append(buf, n, at, "' for ");
-    at = kern_append_int(buf, n, at, need);
-    kern_append(buf, n, at, bytes ? " bytes" : "");
+    at = kern_append_int(buf, n, at, w->need);
+    kern_append(buf, n, at, w->bytes ? " bytes" : "");
 }
 
 /* Take `need` off sem's count; on a mesh, wait for other devices to add to
@@ -126,9 +127,9 @@ void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, i
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
     kern_sem_lock(c);
     if (*count < need && c->mesh) {
-        char what[512];
-        wait_what(c, what, sizeof what, fn, sem, need, bytes);
-        c->mesh->block(c->mesh_run, c->unit, count, need, what, msg, sizeof msg);
+        kern_wait what = {.c = c, .fn = fn, .need = need, .bytes = bytes,
+                          .name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL};
+        c->mesh->block(c->mesh_run, c->unit, count, need, &what, msg, sizeof msg);
     }
     int64_t held = *count;
     int ok = held >= need;

@@ -65,6 +65,7 @@ void sim_mesh_declare_deadlock(mesh_run *r)
             at += snprintf(r->deadlock_msg + at, n - (size_t)at, "; and %d more", blocked - 12);
             break;
         }
+        sim_mesh_dev_what(&r->dev[u]);
         at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s %s %s, holds %lld", listed > 1 ? ";" : "",
                        sim_mesh_unit_name(r, u, who, sizeof who), r->dev[u].what, (long long)r->dev[u].held);
     }
@@ -87,7 +88,15 @@ void sim_mesh_find_deadlock(mesh_run *r)
     sim_mesh_declare_deadlock(r);
 }
 
-static int run_block(void *p, int device, const int64_t *cell, int64_t need, const char *what, char *msg, size_t n)
+void sim_mesh_dev_what(mesh_dev *d)
+{
+    if (!d->wait.c) return;
+    kern_wait_format(&d->wait, d->what, sizeof d->what);
+    d->wait.c = NULL;
+}
+
+static int run_block(void *p, int device, const int64_t *cell, int64_t need, const kern_wait *what, char *msg,
+                     size_t n)
 {
     mesh_run *r = p;
     mesh_dev *d = &r->dev[device];
@@ -95,7 +104,7 @@ static int run_block(void *p, int device, const int64_t *cell, int64_t need, con
     d->cell = cell;
     d->need = need;
     d->held = *cell;
-    kern_append(d->what, sizeof d->what, 0, what); /* not snprintf: waits block by the million */
+    d->wait = *what; /* in words only if a deadlock is declared: waits block by the million */
     r->blocked++;
     sim_mesh_find_deadlock(r);
     while (*cell < need && !r->deadlock) {

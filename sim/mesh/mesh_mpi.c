@@ -342,6 +342,7 @@ static void deadlock(mesh_run *r)
     for (int d = r->first; ok && d < r->first + r->count; d++) {
         all[d].blocked = r->dev[d].blocked && !r->dev[d].done;
         all[d].held = r->dev[d].held;
+        if (all[d].blocked) sim_mesh_dev_what(&r->dev[d]);
         memcpy(all[d].what, r->dev[d].what, sizeof all[d].what);
     }
     pthread_mutex_unlock(&r->lock);

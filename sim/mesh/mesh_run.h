@@ -34,7 +34,8 @@ typedef struct mesh_dev {
     int blocked, done;      /* done: its walk ended (mesh_mpi.c asks) */
     const int64_t *cell;    /* what it waits for: *cell >= need */
     int64_t need;
-    char what[SIM_MESH_WHAT]; /* its pending wait, for the deadlock message */
+    kern_wait wait;         /* its pending wait (wait.c: not yet in words) */
+    char what[SIM_MESH_WHAT]; /* ... in words, for the deadlock message (sim_mesh_dev_what) */
     int64_t held;
     pthread_t tid;          /* thread mode: its host thread */
     pthread_cond_t cond;    /* thread mode: its waits sleep here; woken when one of its semaphores grows */
@@ -118,6 +119,8 @@ int sim_mesh_region(const mesh_run *r, int unit, int arg, uintptr_t *lo, uintptr
 /* The deadlock message from every device's blocked/what/held (lock held or
  * threads stopped); sets r->deadlock and wakes this process's devices. */
 void sim_mesh_declare_deadlock(mesh_run *r);
+/* d's pending wait in words, into d->what, once (lock held). */
+void sim_mesh_dev_what(mesh_dev *d);
 
 /* mesh_mpi.c: all but begin/end are called only when r->ranks > 1 */
 /* Before the threads: agree on whether every rank started its devices
