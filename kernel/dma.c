@@ -53,28 +53,31 @@ pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
                         .bytes = kern_copy_check(c, &src, &dst, "pltpu_async_copy", "rule M7")};
 }
 
-int64_t kern_copy_check(pl_ctx *c, const pl_ref *sp, const pl_ref *dp, const char *fn, const char *rule)
+/* kern_copy_check's faults, out of its hot path. */
+static void copy_mismatch(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule,
+                          int same_shape)
 {
-    pl_ref src = *sp, dst = *dp;
-    check_side(c, &src, "source", fn);
-    check_side(c, &dst, "destination", fn);
     char a[96], b[96], sa[128], sb[128];
-    int same = src.rank == dst.rank;
-    for (int d = 0; same && d < src.rank; d++) same = src.shape[d] == dst.shape[d];
-    if (!same) {
-        kern_ref_name(c, &src, a, sizeof a);
-        kern_ref_name(c, &dst, b, sizeof b);
-        kern_format_point(src.shape, src.rank, sa, sizeof sa);
-        kern_format_point(dst.shape, dst.rank, sb, sizeof sb);
+    kern_ref_name(c, src, a, sizeof a);
+    kern_ref_name(c, dst, b, sizeof b);
+    if (!same_shape) {
+        kern_format_point(src->shape, src->rank, sa, sizeof sa);
+        kern_format_point(dst->shape, dst->rank, sb, sizeof sb);
         kern_fault(c, PL_ESHAPE, "%s from %s of shape %s into %s of shape %s: shapes differ (%s)", fn, a, sa, b, sb,
                    rule);
     }
-    if (src.dtype != dst.dtype) {
-        kern_ref_name(c, &src, a, sizeof a);
-        kern_ref_name(c, &dst, b, sizeof b);
-        kern_fault(c, PL_EDTYPE, "%s from %s into %s: a DMA does not convert dtypes (%s)", fn, a, b, rule);
-    }
-    return pl_size(src) * (int64_t)pl_dtype_size(src.dtype);
+    kern_fault(c, PL_EDTYPE, "%s from %s into %s: a DMA does not convert dtypes (%s)", fn, a, b, rule);
+}
+
+/* The refs by pointer, not copied: this runs at every copy's make and start. */
+int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule)
+{
+    check_side(c, src, "source", fn);
+    check_side(c, dst, "destination", fn);
+    int same = src->rank == dst->rank;
+    for (int d = 0; same && d < src->rank; d++) same = src->shape[d] == dst->shape[d];
+    if (!same || src->dtype != dst->dtype) copy_mismatch(c, src, dst, fn, rule, same);
+    return pl_size(*src) * (int64_t)pl_dtype_size(src->dtype);
 }
 
 /* ---- moving data ----------------------------------------------------------------- */
