@@ -244,6 +244,16 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     default: c->phase = PH_KERNEL; return 1;
     }
     c->kev++;
+    /* A mesh's cores take turns, an event each: by this core's next turn its
+     * event list has left the cache (1,024 devices are 1,024 streams, too
+     * many for the hardware's prefetcher). Fetch what the next turn reads:
+     * the event after next, and the next event's copy (it was fetched one
+     * turn ahead). Timing is unchanged; a 1,024-device replay is faster. */
+    __builtin_prefetch(&cl->kev[c->kev + 1]);
+    if (c->kev < cl->n_kev) {
+        const sim_kevent *n = &cl->kev[c->kev];
+        if (n->kind == SIM_KEV_START || n->kind == SIM_KEV_WAIT) __builtin_prefetch(&cl->manual.x[n->xfer]);
+    }
     return 1;
 }
 
