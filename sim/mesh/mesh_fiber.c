@@ -58,6 +58,8 @@ __asm__(".text\n"
         ".size sim_fctx_jump, .-sim_fctx_jump\n");
 
 static void fctx_switch(fctx *from, fctx *to) { sim_fctx_jump(&from->sp, to->sp); }
+/* Where the context's saved registers and newest frames are. */
+static const void *fctx_top(const fctx *c) { return c->sp; }
 
 /* A context that starts entry on [stack, stack + size): the frame
  * sim_fctx_jump pops, with entry as its return address, entered as if
@@ -80,6 +82,7 @@ typedef struct fctx {
 } fctx;
 
 static void fctx_switch(fctx *from, fctx *to) { swapcontext(&from->uc, &to->uc); }
+static const void *fctx_top(const fctx *c) { return (void)c, NULL; } /* not worth the machine's register names */
 
 static int fctx_make(fctx *c, void *stack, size_t size, void (*entry)(void))
 {
@@ -200,6 +203,18 @@ static void run_one(struct sim_fiber_pool *p, struct mesh_dev *d)
     f->map = NULL;
 }
 
+/* The fiber that runs next resumes in its newest stack frames (the
+ * saved registers, then the frames of the wait it parked in and of its
+ * kernel): fetch them while this one runs. A mesh of 1,024 devices has
+ * 1,024 stacks, and each has left the cache by its next turn. */
+static void prefetch_fiber(const struct mesh_dev *d)
+{
+    if (!d || !d->fiber->map) return;
+    const char *top = fctx_top(&d->fiber->uc);
+    if (!top) return;
+    for (int line = 0; line < 32; line++) __builtin_prefetch(top + 64 * line);
+}
+
 static void *pool_main(void *arg)
 {
     struct sim_fiber_pool *p = arg;
@@ -213,6 +228,7 @@ static void *pool_main(void *arg)
         p->head = d->fiber->next;
         if (!p->head) p->tail = NULL;
         d->fiber->queued = 0;
+        prefetch_fiber(p->head);
         run_one(p, d);
     }
     pthread_mutex_unlock(&r->lock);
