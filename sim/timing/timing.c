@@ -135,6 +135,7 @@ typedef struct core_state {
     double compute, overhead;
     int64_t waited;    /* transfers waited for since the last charge: each a semaphore wait (dma_issue_s) */
     int64_t kev;       /* PH_EVENTS: the next event */
+    const void *pf_ev, *pf_x; /* a mesh: the lines its next turn reads (its next event and copy), to prefetch */
     int64_t next_issue[SIM_MAX_OPS]; /* next transfer to issue */
     int64_t next_wait[SIM_MAX_OPS];  /* first transfer not yet known done */
 } core_state;
@@ -252,7 +253,9 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     __builtin_prefetch(&cl->kev[c->kev + 1]);
     if (c->kev < cl->n_kev) {
         const sim_kevent *n = &cl->kev[c->kev];
-        if (n->kind == SIM_KEV_START || n->kind == SIM_KEV_WAIT) __builtin_prefetch(&cl->manual.x[n->xfer]);
+        c->pf_ev = n;
+        c->pf_x = n->kind == SIM_KEV_START || n->kind == SIM_KEV_WAIT ? &cl->manual.x[n->xfer] : NULL;
+        if (c->pf_x) __builtin_prefetch(c->pf_x);
     }
     return 1;
 }
@@ -531,6 +534,12 @@ static int mesh_act(mesh_sched *m, core_state *cs, const int *dev_of, const int 
                 int i = w * 64 + __builtin_ctzll(m->ready[w]), r = 0;
                 m->ready[w] &= m->ready[w] - 1;
                 core_state *c = &cs[i];
+                /* the core after this one: its lines again, in case other cores' turns evicted them */
+                int j = m->ready[w] ? w * 64 + __builtin_ctzll(m->ready[w]) : -1;
+                if (j >= 0 && cs[j].pf_ev) {
+                    __builtin_prefetch(cs[j].pf_ev);
+                    if (cs[j].pf_x) __builtin_prefetch(cs[j].pf_x);
+                }
                 while (core_ready(c, now) && (r = core_act(c, c->dma, chip, now)) > 0) acted = 1;
                 if (r < 0) return -1;
                 if (c->phase == PH_DONE) {
