@@ -2,12 +2,14 @@
  * (issue 26). Runs `tilesim run ring_allreduce --devices D --cost-only` for
  * D = 64, 128, 256 (and on to --max, at most 4096), each in a process of
  * its own so that its peak memory is its own, and prints per size the
- * remote copies the program makes (about 4 D^2: half of each chunk goes each way; 2 D^2 with --one-way, the
- * textbook ring whose count issue 26 gives), the host time, host us per
- * copy, peak bytes per copy, and at the end the exponent of time and of
- * memory fitted against copies (1: linear in copies). Targets: linear, and
- * 1024 devices (about 4.2 M copies) in under 10 s on a 2-core host (16.7 s
- * on 2026-12-03, docs/developing.md has the table). A size
+ * remote copies the program makes (about 4 D^2: half of each chunk goes
+ * each way; 2 D^2 with --one-way, the textbook ring whose count issue 26
+ * gives), the host time, host us per copy, peak bytes per copy, and at the
+ * end the exponent of time and of memory fitted against copies (1: linear
+ * in copies). Targets: linear, and a 1024-device ring all-reduce (about
+ * 2.1 M copies, --one-way) in under 10 s on a 2-core host (9.06 s on
+ * 2026-12-03; both ways, 4.2 M copies, 15.82 s; docs/developing.md has the
+ * tables). A size
  * that takes under 5 s runs three times and shows its fastest run: on a
  * shared host one run of 64 devices took from 0.07 to 0.74 s, which moved
  * the fitted exponent from 0.78 to 1.16 between two runs of the bench.

@@ -34,6 +34,7 @@ enum { P_ROWS, P_BR, P_HOW, P_AT, P_WHERE, N_P };
 enum { HOW_NONE, HOW_SEGV, HOW_ABORT, HOW_EXIT, HOW_PTHREAD_EXIT, HOW_STACK, HOW_SPIN, HOW_BUSY };
 
 static volatile int sink;
+static volatile unsigned spins; /* unsigned: a spin may wrap it (UBSan) */
 static volatile uintptr_t bad_address = 16; /* not NULL: UBSan would report a NULL store first */
 
 /* Deep enough to overflow any thread's stack; volatile so that it is not
@@ -57,9 +58,9 @@ static void misbehave(int64_t how)
 {
     switch (how) {
     case HOW_SPIN: /* an endless loop that never calls tilesim */
-        for (;;) sink++;
+        for (;;) spins++;
     case HOW_BUSY: /* 2.5 s of C code that calls nothing either, then returns: slow, not stuck */
-        for (double t0 = now_s(); now_s() - t0 < 2.5;) sink++;
+        for (double t0 = now_s(); now_s() - t0 < 2.5;) spins++;
         break;
     case HOW_SEGV: *(volatile int *)bad_address = 1; break;
     case HOW_ABORT: abort();
