@@ -318,6 +318,14 @@ void kern_guard_leave(pl_ctx *prev)
     mirror();
 }
 
+void kern_guard_waiting(int waiting)
+{
+    guard_thread *t = thread_state;
+    if (!t) return;
+    atomic_store_explicit(&t->kernel, waiting ? NULL : running, memory_order_release);
+    kern_beat();
+}
+
 void kern_guard_stack(const void *lo, const void *hi, const char *note)
 {
     stack_guard_lo = (uintptr_t)lo;

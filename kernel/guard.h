@@ -34,6 +34,11 @@
 pl_ctx *kern_guard_enter(pl_ctx *c);
 void kern_guard_leave(pl_ctx *prev);
 
+/* The kernel on this thread is blocked in tilesim (a mesh wait for
+ * another device), not running its own code: the stall watch
+ * (pl_guard_stalls) passes over it until kern_guard_waiting(0). */
+void kern_guard_waiting(int waiting);
+
 /* The code this thread runs from now on is on a stack whose guard page is
  * [lo, hi) (a mesh device's fiber, sim/mesh/mesh_fiber.c): a SIGSEGV there
  * is reported as a stack overflow, with note ("a mesh device's stack is 2

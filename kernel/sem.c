@@ -129,7 +129,9 @@ void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, i
     if (*count < need && c->mesh) {
         kern_wait what = {.c = c, .fn = fn, .need = need, .bytes = bytes,
                           .name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL};
+        kern_guard_waiting(1); /* blocked in tilesim: not the kernel's own loop (pl_guard_stalls) */
         c->mesh->block(c->mesh_run, c->unit, count, need, &what, msg, sizeof msg);
+        kern_guard_waiting(0);
     }
     int64_t held = *count;
     int ok = held >= need;
