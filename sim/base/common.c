@@ -186,3 +186,13 @@ const char *pl_verdict_name(pl_verdict v)
 {
     return v == PL_PASS ? "PASS" : v == PL_MARGINAL ? "MARGINAL" : "FAIL";
 }
+
+int sim_grow(void **p, int64_t *cap, size_t elem, int64_t first)
+{
+    int64_t want = *cap ? 2 * *cap : first;
+    void *q = realloc(*p, (size_t)want * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = want;
+    return 0;
+}

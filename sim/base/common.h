@@ -66,6 +66,14 @@ typedef struct sim_grid_iter {
     int64_t pos[PL_MAX_GRID];
 } sim_grid_iter;
 
+/* Room for one more element in the array *p of elem-byte elements, n in
+ * use of *cap: when full, *cap doubles (to `first` from 0) and *p moves.
+ * 0, or -1 out of host memory (*p and *cap unchanged). The records a walk
+ * keeps grow by this, an element at a time, millions in a big mesh.
+ *     if (l->n == l->cap && sim_grow((void **)&l->x, &l->cap, sizeof *l->x, 16)) return -1;
+ */
+int sim_grow(void **p, int64_t *cap, size_t elem, int64_t first);
+
 /* The whole grid of `rank` axes of sizes grid[], at its first point. */
 void sim_grid_iter_init(sim_grid_iter *it, int rank, const int64_t *grid);
 /* The box [lo, hi) per axis, at its first point lo. */

@@ -34,7 +34,7 @@ struct sim_links {
     double dcn_pair[PL_MESH_MAX_SLICES][PL_MESH_MAX_SLICES];
     sim_credits *credits;
     link_live *live;
-    int n, cap;
+    int64_t n, cap;
     int *load;              /* per link: active copies on it, as sim_links_next counted them */
     double *bytes;          /* per link: bytes that crossed it */
     int n_link_ids;
@@ -90,13 +90,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     int near[16]; /* most routes: one pass into this, a second only past it */
     int hops = sim_mesh_route(l->mesh, from, x->to, near, 16);
     if (hops < 0) return -1;
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        link_live *g = realloc(l->live, (size_t)cap * sizeof *g);
-        if (!g) return -1;
-        l->live = g;
-        l->cap = cap;
-    }
+    if (l->n == l->cap && sim_grow((void **)&l->live, &l->cap, sizeof *l->live, 16)) return -1;
     int *links = malloc((size_t)(hops ? hops : 1) * sizeof *links);
     if (!links) return -1;
     if (hops <= 16) memcpy(links, near, (size_t)hops * sizeof *links);

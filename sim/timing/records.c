@@ -57,13 +57,7 @@ int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const 
 
 int sim_coreline_step(sim_coreline *c, double seconds)
 {
-    if (c->steps == c->cap) {
-        int64_t cap = c->cap ? 2 * c->cap : 256;
-        double *s = realloc(c->step_s, (size_t)cap * sizeof *s);
-        if (!s) return -1;
-        c->step_s = s;
-        c->cap = cap;
-    }
+    if (c->steps == c->cap && sim_grow((void **)&c->step_s, &c->cap, sizeof *c->step_s, 256)) return -1;
     c->step_s[c->steps++] = seconds;
     return 0;
 }
@@ -81,13 +75,7 @@ int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e)
     }
     /* The list grows as needed: a step may start and wait for any number of
      * copies (no fixed limit on events per step). */
-    if (c->n_kev == c->cap_kev) {
-        int64_t cap = c->cap_kev ? 2 * c->cap_kev : 64;
-        sim_kevent *k = realloc(c->kev, (size_t)cap * sizeof *k);
-        if (!k) return -1;
-        c->kev = k;
-        c->cap_kev = cap;
-    }
+    if (c->n_kev == c->cap_kev && sim_grow((void **)&c->kev, &c->cap_kev, sizeof *c->kev, 64)) return -1;
     if (c->step_kev[step] < 0) c->step_kev[step] = c->n_kev; /* the step's first event */
     e.t0 = e.t1 = -1; /* the replay fills them */
     c->kev[c->n_kev++] = e;

@@ -19,105 +19,10 @@
 #include <string.h>
 
 #include "../tilesim_mesh.h"
+#include "dma_engine.h"
 #include "ici.h"
+#include "mesh_sched.h"
 #include "timing.h"
-
-/* ---- the DMA engine --------------------------------------------------------------- */
-
-/* A transfer in flight: the record, when its first byte moves, what is left. */
-typedef struct dma_live {
-    sim_xfer *x;
-    double t_ready, remaining;
-} dma_live;
-
-typedef struct dma_engine {
-    double bw, latency, now;
-    double inv_bw;   /* 1 / bw: a multiply at every event, not a divide */
-    double row_full; /* chip->dma_row_bytes: rows shorter than this move at row / row_full of the bandwidth */
-    sim_credits *credits; /* a mesh: a finished copy's bytes reach its receiving semaphore */
-    int device;           /* whose engine: a mesh marks it when a transfer ends (sim_credits_mark) */
-    int oom;
-    dma_live *live; /* issued, not done */
-    int n, cap;
-    int active;      /* transfers moving bytes now, as dma_next counted them */
-    int counted;     /* active, finish and min_rem are valid: no issue or advance since */
-    double finish;   /* the next finish event dma_next found (INFINITY: none) */
-    double min_rem;  /* the bytes left of the transfer(s) it finishes */
-} dma_engine;
-
-/* Issue x `delay` seconds from now (the core is still busy until then): it
- * takes no bandwidth before its start plus the latency, so issuing it now
- * with that start is the same as an event at now + delay, without one. */
-static int dma_issue(dma_engine *d, sim_xfer *x, double delay)
-{
-    if (d->n == d->cap) {
-        int cap = d->cap ? 2 * d->cap : 16;
-        dma_live *l = realloc(d->live, (size_t)cap * sizeof *l);
-        if (!l) return -1;
-        d->live = l;
-        d->cap = cap;
-    }
-    x->t_issue = d->now + delay;
-    x->done = 0;
-    /* A strided copy of short rows wastes part of each HBM burst: it holds
-     * its share of the bandwidth as long as bytes / efficiency would take
-     * (docs/CHIPS.md, dma_row_bytes). */
-    double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
-    d->live[d->n++] = (dma_live){x, x->t_issue + d->latency, (double)x->bytes / eff};
-    d->counted = 0;
-    return 0;
-}
-
-/* The next time something changes in the engine: a transfer activates or
- * one finishes. INFINITY when idle. */
-static double dma_next(dma_engine *d)
-{
-    if (!d->n) return INFINITY;
-    int active = 0;
-    double next_ready = INFINITY, min_rem = INFINITY;
-    for (int i = 0; i < d->n; i++) {
-        const dma_live *x = &d->live[i];
-        if (x->t_ready <= d->now) {
-            active++;
-            if (x->remaining < min_rem) min_rem = x->remaining;
-        } else if (x->t_ready < next_ready) next_ready = x->t_ready;
-    }
-    d->active = active;
-    d->counted = 1;
-    double finish = active ? d->now + min_rem * active * d->inv_bw : INFINITY;
-    d->finish = finish;
-    d->min_rem = min_rem;
-    return finish < next_ready ? finish : next_ready;
-}
-
-/* Drain to time t (no event strictly before t, by construction). */
-static void dma_advance(dma_engine *d, double t)
-{
-    double was = d->now;
-    int active = 0;
-    if (d->counted) active = d->active; /* dma_next just counted them at this instant */
-    else
-        for (int i = 0; i < d->n; i++) active += d->live[i].t_ready <= was;
-    /* At the finish event every active transfer moved exactly the smallest
-     * remainder, whatever rounding did to t: that transfer is done. */
-    double moved = !active ? 0 : d->counted && t >= d->finish ? d->min_rem : (t - was) * d->bw / active;
-    d->counted = 0;
-    d->now = t;
-    for (int i = 0; i < d->n;) {
-        dma_live *l = &d->live[i];
-        if (l->t_ready <= was) l->remaining -= moved;
-        /* within a millionth of its bytes is done: floating-point residue */
-        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
-            l->x->done = 1;
-            l->x->t_done = t;
-            if (d->credits) sim_credits_mark(d->credits, d->device); /* its core may be waiting for it */
-            if (l->x->cell && d->credits &&
-                sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
-                d->oom = 1;
-            d->live[i] = d->live[--d->n];
-        } else i++;
-    }
-}
 
 /* ---- the cores ------------------------------------------------------------------ */
 
@@ -434,94 +339,7 @@ static inline __attribute__((always_inline)) int act_all(core_state *cs, int n, 
     return running;
 }
 
-/* ---- a mesh's cores, by event --------------------------------------------------------
- *
- * Passing over every core at every instant, as act_all does, a mesh
- * cannot afford: a multislice run has millions of instants (copies that
- * share a host's NIC end at times of their own) and a thousand cores,
- * nearly all waiting. mesh_act passes over the cores that can act: those
- * whose wake-up time has come (a heap), and those waiting on their device
- * whose device has news (an add to its semaphores, a transfer of its own
- * that ended: sim_credits_mark); a waiting core asked again without news
- * would find the same wait. It passes again while a core acted (a signal
- * can let another go at the same instant). Cores act in index order
- * within a pass, and a core readied during a pass acts in it if its index
- * is past the one acting (a bitmap walked upward), as passes over every
- * core in index order would. */
-typedef struct mesh_sched {
-    uint64_t *ready;          /* cores to ask at this instant */
-    int words;
-    double *hk;               /* heap of (wake, core) of the cores whose wake-up is to come */
-    int *hv, hn;
-    int *wait_head, *wait_next; /* per device: its cores that wait for news */
-    int running;              /* cores not done */
-} mesh_sched;
-
-static int heap_less(const mesh_sched *m, int a, int b)
-{
-    return m->hk[a] < m->hk[b] || (m->hk[a] == m->hk[b] && m->hv[a] < m->hv[b]);
-}
-
-static void heap_swap(mesh_sched *m, int a, int b)
-{
-    double k = m->hk[a];
-    int v = m->hv[a];
-    m->hk[a] = m->hk[b], m->hv[a] = m->hv[b], m->hk[b] = k, m->hv[b] = v;
-}
-
-static void heap_push(mesh_sched *m, double wake, int core)
-{
-    int i = m->hn++;
-    m->hk[i] = wake, m->hv[i] = core;
-    while (i > 0 && heap_less(m, i, (i - 1) / 2)) heap_swap(m, i, (i - 1) / 2), i = (i - 1) / 2;
-}
-
-static void heap_pop(mesh_sched *m)
-{
-    m->hk[0] = m->hk[--m->hn], m->hv[0] = m->hv[m->hn];
-    for (int i = 0;;) {
-        int l = 2 * i + 1, r = l + 1, s = i;
-        if (l < m->hn && heap_less(m, l, s)) s = l;
-        if (r < m->hn && heap_less(m, r, s)) s = r;
-        if (s == i) break;
-        heap_swap(m, i, s), i = s;
-    }
-}
-
-static void ready_set(mesh_sched *m, int i) { m->ready[i >> 6] |= 1ull << (i & 63); }
-
-/* The devices with news: their waiting cores are asked again. */
-static void take_news(mesh_sched *m, sim_credits *credits)
-{
-    int d;
-    while (sim_credits_news(credits, &d)) {
-        for (int i = m->wait_head[d]; i >= 0; i = m->wait_next[i]) ready_set(m, i);
-        m->wait_head[d] = -1; /* each waits anew, if it must */
-    }
-}
-
-static int mesh_sched_init(mesh_sched *m, core_state *cs, int n, int n_dev)
-{
-    memset(m, 0, sizeof *m);
-    m->words = (n + 63) / 64;
-    m->ready = calloc((size_t)m->words, sizeof *m->ready);
-    m->hk = malloc((size_t)n * sizeof *m->hk);
-    m->hv = malloc((size_t)n * sizeof *m->hv);
-    m->wait_head = malloc((size_t)n_dev * sizeof *m->wait_head);
-    m->wait_next = malloc((size_t)n * sizeof *m->wait_next);
-    if (!m->ready || !m->hk || !m->hv || !m->wait_head || !m->wait_next) return -1;
-    for (int d = 0; d < n_dev; d++) m->wait_head[d] = -1;
-    for (int i = 0; i < n; i++)
-        if (cs[i].phase != PH_DONE) ready_set(m, i), m->running++;
-    return 0;
-}
-
-static void mesh_sched_free(mesh_sched *m)
-{
-    free(m->ready), free(m->hk), free(m->hv), free(m->wait_head), free(m->wait_next);
-}
-
-/* act_all for a mesh (above): 1 while a core runs, 0 when all are done, -1. */
+/* act_all for a mesh, by event (mesh_sched.h says how): 1 while a core runs, 0 when all are done, -1. */
 static int mesh_act(mesh_sched *m, core_state *cs, const int *dev_of, const int *core_of, sim_time_dev *devs,
                     const pl_chip *chip, sim_credits *credits, double now, double *next)
 {
@@ -612,7 +430,9 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
             core_of[i] = k;
         }
     }
-    if (credits && mesh_sched_init(&ms, cs, n, n_dev)) { rc = -1; goto out; }
+    if (credits && mesh_sched_init(&ms, n, n_dev)) { rc = -1; goto out; }
+    for (int i = 0; credits && i < n; i++)
+        if (cs[i].phase != PH_DONE) ready_set(&ms, i), ms.running++;
     for (double now = 0;;) {
         double next;
         int r = credits ? mesh_act(&ms, cs, dev_of, core_of, devs, chip, credits, now, &next)
