@@ -104,3 +104,21 @@ Test(fuzz_regress, F4_copies_never_waited_are_bounded)
                   strstr(rep.error, "grid point (4096)"),
               "%s", rep.error);
 }
+
+/* ---- F8: a host's devices, chips x devices per chip, overflowed int --------- */
+
+/* sim/timing/chips.c pl_chip_devices_per_host multiplied a chip spec's
+ * chips_per_host (up to INT_MAX from a fuzzed spec) by its devices per
+ * chip in int: "8 * 2147483647 cannot be represented in type 'int'"
+ * (UBSan). It is computed in 64 bits and saturates. */
+Test(fuzz_regress, F8_devices_per_host_of_huge_counts_saturate)
+{
+    pl_chip chip = *pl_chip_find("v7x");
+    chip.chips_per_host = INT_MAX;
+    chip.devices_per_chip = 8;
+    cr_expect_eq(pl_chip_devices_per_host(&chip), INT_MAX);
+    chip.chips_per_host = 4, chip.devices_per_chip = 2;
+    cr_expect_eq(pl_chip_devices_per_host(&chip), 8);
+    chip.chips_per_host = 0;
+    cr_expect_eq(pl_chip_devices_per_host(&chip), 1);
+}

@@ -104,6 +104,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,8 +216,9 @@ const pl_chip *pl_chip_find(const char *name)
 
 int pl_chip_devices_per_host(const pl_chip *chip)
 {
-    int d = chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
-    return d > 0 ? d : 1;
+    /* in 64 bits: a chip spec's two counts may each be near INT_MAX (tests/fuzz/FINDINGS.md F8) */
+    int64_t d = (int64_t)chip->chips_per_host * (chip->devices_per_chip > 0 ? chip->devices_per_chip : 1);
+    return d > 0 ? (d > INT_MAX ? INT_MAX : (int)d) : 1;
 }
 
 int pl_chip_tile_rows(const pl_chip *chip, pl_dtype t, int64_t rows)
