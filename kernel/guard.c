@@ -24,7 +24,6 @@
  * sanitizer's report.
  */
 #define _DEFAULT_SOURCE /* on_exit, sigaltstack, SA_ONSTACK */
-#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -32,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../sim/tilesim.h"
@@ -43,6 +43,7 @@
 /* what this thread runs; read by the handlers on the same thread */
 static _Thread_local pl_ctx *running;
 static _Thread_local const char *zone_kind, *zone_owner, *zone_what;
+static _Thread_local int zone_host; /* the zone is host code (kern_guard_host_zone): the stall watch passes */
 /* the guard page below the stack the running code is on, when it is not
  * the thread's own (a mesh device's fiber), and what to say when a fault
  * lands in it */
@@ -60,6 +61,7 @@ typedef struct guard_thread {
     struct guard_thread *next, **pprev;
     _Atomic(pl_ctx *) kernel;
     _Atomic(const char *) zone_kind, zone_owner, zone_what;
+    atomic_int zone_watched; /* a zone the watch judges: not host code */
     _Atomic uint64_t beat;
     uint64_t seen; /* the watcher's: the beat it saw last */
 } guard_thread;
@@ -287,15 +289,24 @@ static void thread_setup(void)
 }
 
 /* What the thread runs now, for the watcher, and a beat: entering or
- * leaving user code is progress. */
-static void mirror(void)
+ * leaving user code is progress. The kernel changes at every grid step and
+ * fiber switch, the zone only around a callback: each is mirrored apart. */
+static void mirror_kernel(pl_ctx *k)
 {
     guard_thread *t = thread_state;
     if (!t) return;
-    atomic_store_explicit(&t->kernel, running, memory_order_release);
+    atomic_store_explicit(&t->kernel, k, memory_order_release);
+    kern_beat();
+}
+
+static void mirror_zone(void)
+{
+    guard_thread *t = thread_state;
+    if (!t) return;
     atomic_store_explicit(&t->zone_kind, zone_kind, memory_order_relaxed);
     atomic_store_explicit(&t->zone_owner, zone_owner, memory_order_relaxed);
     atomic_store_explicit(&t->zone_what, zone_what, memory_order_relaxed);
+    atomic_store_explicit(&t->zone_watched, zone_what && !zone_host, memory_order_release);
     kern_beat();
 }
 
@@ -308,23 +319,17 @@ pl_ctx *kern_guard_enter(pl_ctx *c)
     pl_ctx *prev = running;
     running = c;
     if (atomic_load_explicit(&installed, memory_order_relaxed)) thread_setup();
-    mirror();
+    mirror_kernel(c);
     return prev;
 }
 
 void kern_guard_leave(pl_ctx *prev)
 {
     running = prev;
-    mirror();
+    mirror_kernel(prev);
 }
 
-void kern_guard_waiting(int waiting)
-{
-    guard_thread *t = thread_state;
-    if (!t) return;
-    atomic_store_explicit(&t->kernel, waiting ? NULL : running, memory_order_release);
-    kern_beat();
-}
+void kern_guard_waiting(int waiting) { mirror_kernel(waiting ? NULL : running); }
 
 void kern_guard_stack(const void *lo, const void *hi, const char *note)
 {
@@ -338,8 +343,16 @@ void kern_guard_zone(const char *kind, const char *owner, const char *what)
     zone_kind = kind;
     zone_owner = owner;
     zone_what = what;
+    zone_host = 0;
     if (what && atomic_load_explicit(&installed, memory_order_relaxed)) thread_setup();
-    mirror();
+    mirror_zone();
+}
+
+void kern_guard_host_zone(const char *kind, const char *owner, const char *what)
+{
+    kern_guard_zone(kind, owner, what);
+    zone_host = what != NULL;
+    mirror_zone();
 }
 
 void kern_guard_zone_get(const char **kind, const char **owner, const char **what)
@@ -378,14 +391,13 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* User code the watch judges: a kernel, an index map, a build or loader
- * callback. A definition's inputs and reference callbacks compute on the
- * host, without tilesim calls, and may rightly take minutes. */
+/* User code the watch judges: a kernel, or a zone not marked host code
+ * (kern_guard_host_zone: a definition's inputs and reference callbacks
+ * compute on the host, without tilesim calls, and may rightly take minutes). */
 static int watched(const guard_thread *t)
 {
-    if (atomic_load_explicit(&t->kernel, memory_order_acquire)) return 1;
-    const char *what = atomic_load_explicit(&t->zone_what, memory_order_relaxed);
-    return what && !strstr(what, "inputs") && !strstr(what, "reference");
+    return atomic_load_explicit(&t->kernel, memory_order_acquire) ||
+           atomic_load_explicit(&t->zone_watched, memory_order_acquire);
 }
 
 /* The report of a stuck thread, from the watcher: the thread is in its own

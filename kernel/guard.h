@@ -52,6 +52,10 @@ void kern_guard_stack(const void *lo, const void *hi, const char *note);
  * function"). All are kept as pointers: string literals or strings that
  * outlive the zone. kern_guard_zone(NULL, NULL, NULL) ends it. */
 void kern_guard_zone(const char *kind, const char *owner, const char *what);
+/* The same for a callback that is host code (a definition's inputs and
+ * reference): it may compute for long without a tilesim call, so the stall
+ * watch (pl_guard_stalls) passes over it; a crash is reported as in any zone. */
+void kern_guard_host_zone(const char *kind, const char *owner, const char *what);
 /* The zone this thread is in (NULLs: none), to put back after a nested one. */
 void kern_guard_zone_get(const char **kind, const char **owner, const char **what);
 

@@ -184,7 +184,7 @@ int sim_kdef_tables(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b
 int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, uint64_t seed)
 {
     if (!d->inputs) return pl_kernel_fill_inputs(v, b, seed);
-    kern_guard_zone(KDEF_ZONE, d->name, "inputs callback");
+    kern_guard_host_zone(KDEF_ZONE, d->name, "inputs callback");
     int rc = d->inputs(v, b, seed);
     kern_guard_zone(NULL, NULL, NULL);
     return rc;
@@ -247,7 +247,7 @@ int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want)
 {
     n_rules = 0; /* this reference's own pl_want_* calls */
-    kern_guard_zone(KDEF_ZONE, d->name, "reference callback");
+    kern_guard_host_zone(KDEF_ZONE, d->name, "reference callback");
     int rc = d->reference(v, b, want);
     kern_guard_zone(NULL, NULL, NULL);
     return rc;
@@ -257,7 +257,7 @@ int sim_kdef_call_mesh_reference(const pl_kernel_def *d, const int64_t *v, const
                                  int device, pl_array *want)
 {
     n_rules = 0;
-    kern_guard_zone(KDEF_ZONE, d->name, "mesh_reference callback");
+    kern_guard_host_zone(KDEF_ZONE, d->name, "mesh_reference callback");
     int rc = d->mesh_reference(v, devs, n_devices, device, want);
     kern_guard_zone(NULL, NULL, NULL);
     return rc;
