@@ -42,9 +42,9 @@ typedef struct run {
     double seconds, peak_bytes;
 } run;
 
-/* One run of the ring all-reduce on d devices: its copies, wall time and peak RSS; 0 when it ran. */
 static int one_way; /* --one-way: the textbook ring, 2 D^2 copies (issue 26's count) */
 
+/* One run of the ring all-reduce on d devices: its copies, wall time and peak RSS; 0 when it ran. */
 static int run_one(const char *tilesim, int d, run *out)
 {
     char devices[16], rows[24];
@@ -59,12 +59,9 @@ static int run_one(const char *tilesim, int d, run *out)
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        if (one_way)
-            execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only",
-                  "--one-way", (char *)NULL);
-        else
-            execl(tilesim, tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only",
-                  (char *)NULL);
+        const char *args[] = {tilesim, "run", "ring_allreduce", "--devices", devices, "--rows", rows, "--cost-only",
+                              one_way ? "--one-way" : NULL, NULL};
+        execv(tilesim, (char *const *)args);
         _exit(127);
     }
     close(fd[1]);

@@ -154,7 +154,9 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
      * event list has left the cache (1,024 devices are 1,024 streams, too
      * many for the hardware's prefetcher). Fetch what the next turn reads:
      * the event after next, and the next event's copy (it was fetched one
-     * turn ahead). Timing is unchanged; a 1,024-device replay is faster. */
+     * turn ahead). Timing is unchanged; a 1,024-device replay is faster.
+     * One device (a sweep's) keeps its lines hot: no prefetch there. */
+    if (!c->credits) return 1;
     __builtin_prefetch(&cl->kev[c->kev + 1]);
     if (c->kev < cl->n_kev) {
         const sim_kevent *n = &cl->kev[c->kev];
