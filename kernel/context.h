@@ -133,6 +133,18 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
  * not a crash on a NULL, rank-0 ref. */
 #define KERN_ARG_MISSING (-2)
 
+/* Element types (dtype.c's table): size and kind without a call, for the
+ * per-op checks of the hot path; pl_dtype_size / pl_dtype_is_float are the
+ * same answers for users. */
+typedef struct kern_dtype_info {
+    const char *name;
+    size_t size;
+    int is_float;
+} kern_dtype_info;
+extern const kern_dtype_info kern_dtypes[PL_DTYPE_COUNT];
+static inline size_t kern_dtype_size(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT ? kern_dtypes[t].size : 0; }
+static inline int kern_dtype_is_float(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT && kern_dtypes[t].is_float; }
+
 /* A wait that blocks on a mesh, kept for the deadlock message and put
  * into words only if one is declared (kern_wait_format): a ring's devices
  * block at nearly every step, and a mesh declares a deadlock at most once. */

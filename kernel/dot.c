@@ -26,7 +26,7 @@ static int64_t ld_of(const pl_ref *r) { return r->stride[0] > r->shape[1] ? r->s
 static void widen(float *dst, const pl_ref *r)
 {
     int64_t rows = r->shape[0], cols = r->shape[1];
-    size_t es = pl_dtype_size(r->dtype);
+    size_t es = kern_dtype_size(r->dtype);
     for (int64_t i = 0; i < rows; i++) {
         const char *src = (const char *)r->data + (size_t)(i * r->stride[0]) * es;
         float *d = dst + i * cols;
@@ -46,7 +46,7 @@ static void widen(float *dst, const pl_ref *r)
 static void narrow(const pl_ref *r, const float *src)
 {
     int64_t rows = r->shape[0], cols = r->shape[1];
-    size_t es = pl_dtype_size(r->dtype);
+    size_t es = kern_dtype_size(r->dtype);
     for (int64_t i = 0; i < rows; i++) {
         char *dst = (char *)r->data + (size_t)(i * r->stride[0]) * es;
         for (int64_t j = 0; j < cols; j++)
@@ -61,7 +61,7 @@ static void check_operand(pl_ctx *c, const pl_ref *r, const char *what)
      * Ref (V6) would let cblas_sgemm write past the buffer unseen (F3) */
     kern_check_ref(c, r, "pl_dot");
     int acc = what[0] == 'a'; /* "accumulator": int32 holds int8 products; operands are int8 (T10) */
-    int typed = pl_dtype_is_float(r->dtype) || r->dtype == (acc ? PL_I32 : PL_I8); /* T10 decides the mix */
+    int typed = kern_dtype_is_float(r->dtype) || r->dtype == (acc ? PL_I32 : PL_I8); /* T10 decides the mix */
     if (!bad_space && r->rank == 2 && typed) return; /* the hot path: no formatting */
     char name[96];
     kern_ref_name(c, r, name, sizeof name);
@@ -86,7 +86,7 @@ static int is_fp8(pl_dtype t) { return t == PL_F8E4M3 || t == PL_F8E5M2; }
  * Returns the dtype the MXU runs at (the cost model's rate). */
 static pl_dtype check_mxu_dtypes(pl_ctx *c, const pl_ref *acc, const pl_ref *a, const pl_ref *b)
 {
-    int fa = pl_dtype_is_float(a->dtype), fb = pl_dtype_is_float(b->dtype), facc = pl_dtype_is_float(acc->dtype);
+    int fa = kern_dtype_is_float(a->dtype), fb = kern_dtype_is_float(b->dtype), facc = kern_dtype_is_float(acc->dtype);
     const char *why = NULL;
     if (is_fp8(a->dtype) && is_fp8(b->dtype)) {
         if (!facc)
@@ -163,7 +163,7 @@ static int overlaps(const pl_ref *x, const pl_ref *y)
     const pl_ref *r[2] = {x, y};
     uintptr_t lo[2], hi[2];
     for (int i = 0; i < 2; i++) {
-        size_t es = pl_dtype_size(r[i]->dtype);
+        size_t es = kern_dtype_size(r[i]->dtype);
         int64_t last = (r[i]->shape[0] - 1) * r[i]->stride[0] + (r[i]->shape[1] - 1) * r[i]->stride[1];
         lo[i] = (uintptr_t)r[i]->data;
         hi[i] = lo[i] + (uintptr_t)(last + 1) * es;
@@ -220,8 +220,8 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
     }
     kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)mxu, .m = m, .n = n, .k = k, .name = "pl_dot"};
     op.flops = 2.0 * (double)m * (double)n * (double)k;
-    op.vmem = (int64_t)pl_dtype_size(a.dtype) * m * k + (int64_t)pl_dtype_size(b.dtype) * k * n +
-              (int64_t)pl_dtype_size(acc.dtype) * m * n;
+    op.vmem = (int64_t)kern_dtype_size(a.dtype) * m * k + (int64_t)kern_dtype_size(b.dtype) * k * n +
+              (int64_t)kern_dtype_size(acc.dtype) * m * n;
     kern_record(c, &op);
     if (c->cost_only || m == 0 || n == 0) return;
     check_int_dims(c, &acc, &a, &b);

@@ -13,19 +13,17 @@
 #include <math.h>
 #include <string.h>
 
-#include "pallas.h"
+#include "context.h"
 
-static const struct {
-    const char *name;
-    size_t size;
-    int is_float;
-} dtypes[PL_DTYPE_COUNT] = {
+/* the table kern_dtype_size and kern_dtype_is_float (context.h) read inline on hot paths */
+const kern_dtype_info kern_dtypes[PL_DTYPE_COUNT] = {
     [PL_F32] = {"f32", 4, 1},  [PL_BF16] = {"bf16", 2, 1}, [PL_F16] = {"f16", 2, 1},
     [PL_I32] = {"i32", 4, 0},  [PL_I8] = {"i8", 1, 0},    [PL_I16] = {"i16", 2, 0},
     [PL_F8E4M3] = {"f8e4m3", 1, 1}, [PL_F8E5M2] = {"f8e5m2", 1, 1},
     [PL_I4] = {"i4", 0, 0}, /* half a byte: the size is 0 so nothing allocates it by mistake */
     [PL_F4E2M1] = {"f4e2m1", 0, 1}, /* half a byte, as int4 */
 };
+#define dtypes kern_dtypes
 
 static int valid(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT; }
 
