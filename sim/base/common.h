@@ -73,6 +73,13 @@ typedef struct sim_grid_iter {
  *     if (l->n == l->cap && sim_grow((void **)&l->x, &l->cap, sizeof *l->x, 16)) return -1;
  */
 int sim_grow(void **p, int64_t *cap, size_t elem, int64_t first);
+/* Ask Linux for transparent huge pages (2 MiB) over a malloc'd block of
+ * `bytes` once it is SIM_HUGE_BYTES or more: a big mesh's records grow to
+ * gigabytes, and faulting them in 4 KiB at a time took a quarter of a
+ * 1024-device ring's host time in the kernel (issue 26). Advice only:
+ * where huge pages are off or unknown, nothing changes. */
+#define SIM_HUGE_BYTES (4 << 20)
+void sim_hugepages(void *p, size_t bytes);
 
 /* The whole grid of `rank` axes of sizes grid[], at its first point. */
 void sim_grid_iter_init(sim_grid_iter *it, int rank, const int64_t *grid);

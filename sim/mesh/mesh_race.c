@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../kernel/sanitizers.h"
+#include "../base/common.h" /* sim_hugepages */
 #include "mesh_race.h"
 
 /* A region of a device's memory and the copy that last landed there. */
@@ -415,7 +416,7 @@ static int room(land_set *set)
     if (set->n_free || set->n < set->cap) return 1;
     int cap = set->cap ? 2 * set->cap : 8;
     landed *g = realloc(set->e, (size_t)cap * sizeof *g);
-    if (g) set->e = g;
+    if (g) set->e = g, sim_hugepages(g, (size_t)cap * sizeof *g);
     int *idx = g ? realloc(set->by_lo, (size_t)cap * sizeof *idx) : NULL;
     if (idx) set->by_lo = idx;
     int *fr = idx ? realloc(set->free_ids, (size_t)cap * sizeof *fr) : NULL;

@@ -41,6 +41,7 @@ int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const 
         int64_t cap = l->cap ? 2 * l->cap : 64;
         sim_xfer *x = realloc(l->x, (size_t)cap * sizeof *x);
         if (!x) return -1;
+        sim_hugepages(x, (size_t)cap * sizeof *x);
         l->x = x;
         if (bidx && l->rank) {
             int64_t *b = realloc(l->bidx, (size_t)(cap * l->rank) * sizeof *b);
