@@ -9,7 +9,7 @@
 #ifdef TILESIM_MPI
 #include <mpi.h>
 
-enum { TAG_DATA = 7301, TAG_PROBE, TAG_STATUS, TAG_END };
+enum { TAG_DATA = 7301, TAG_PROBE, TAG_STATUS, TAG_END, TAG_RECORDS };
 
 /* The head of a copy's or signal's message; the sender's clock and the
  * copy's elements follow. */

@@ -26,61 +26,84 @@ void sim_mesh_mpi_races(mesh_run *r)
     free(all);
 }
 
-/* This rank's devices as bytes (each: 1 and its report and records, or 0). */
-static void ship(const mesh_run *r, sim_exec **xs, int ran, sim_buf *b)
+/* The devices' reports and records travel to rank 0 one device at a time,
+ * each in parts of at most part_bytes(): no buffer holds a whole rank's
+ * records (gigabytes at a few thousand devices), and no MPI count (an int)
+ * overflows. Per device: its size (int64, -1 when this rank could not
+ * write it down), then its bytes: a 1 and its report and records, or a 0
+ * for a device this rank does not have. Messages of one sender and tag
+ * arrive in order, so rank 0 reads them rank by rank, device by device. */
+static int64_t part_bytes(void)
 {
-    for (int d = r->first; d < r->first + r->count; d++) {
-        char has = xs[d] != NULL;
-        sim_buf_put(b, &has, 1);
-        if (has) sim_ship_device(b, xs[d], ran);
-    }
+    /* TILESIM_MPI_PART_BYTES: smaller parts, for tests of the reassembly */
+    const char *e = getenv("TILESIM_MPI_PART_BYTES");
+    long long v = e ? atoll(e) : 0;
+    return v > 0 && v <= (1 << 30) ? (int64_t)v : (int64_t)1 << 26;
 }
 
-/* Rank 0: every rank's devices' reports and records in place of the shadows'. */
-static int unship(const mesh_run *r, sim_exec **xs, const char *all, const int *counts, const int *displs)
-{
-    int rc = PL_OK;
-    for (int k = 1; k < r->ranks && !rc; k++) {
-        const char *at = all + displs[k], *end = at + counts[k];
-        for (int d = first_of(r, k); d < first_of(r, k + 1) && !rc; d++) {
-            if (at >= end) return PL_EINVAL;
-            char has = *at++;
-            if (has && xs[d]) rc = sim_unship_device(&at, end, xs[d]);
-            else if (has) return PL_ENOMEM;
-        }
-    }
-    return rc;
-}
-
-/* The devices' bytes meet on rank 0; PL_OK there when all arrived */
-static int gather(mesh_run *r, sim_exec **xs, int ran)
+static int send_device(mesh_run *r, const sim_exec *x, int ran, int64_t part)
 {
     sim_buf b = {0};
-    ship(r, xs, ran, &b);
-    int len = b.bad || b.n > (size_t)INT32_MAX ? -1 : (int)b.n, *counts = NULL, *displs = NULL;
-    char *all = NULL;
-    if (r->rank == 0) {
-        counts = calloc((size_t)r->ranks, sizeof *counts);
-        displs = calloc((size_t)r->ranks, sizeof *displs);
-    }
-    int ok = len >= 0 && (r->rank || (counts && displs));
-    ok = sim_mesh_mpi_agree(r, ok);
-    if (ok) MPI_Gather(&len, 1, MPI_INT, counts, 1, MPI_INT, 0, r->mpi->comm);
-    int64_t total = 0;
-    for (int k = 0; ok && r->rank == 0 && k < r->ranks; k++) {
-        displs[k] = (int)total;
-        total += counts[k];
-    }
-    if (r->rank == 0 && ok) ok = total <= INT32_MAX && (all = malloc(total ? (size_t)total : 1));
-    ok = sim_mesh_mpi_agree(r, ok);
-    if (ok) MPI_Gatherv(b.p, len, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, r->mpi->comm);
-    int rc = ok ? PL_OK : PL_ENOMEM;
-    if (ok && r->rank == 0) rc = unship(r, xs, all, counts, displs);
+    char has = x != NULL;
+    sim_buf_put(&b, &has, 1);
+    if (has) sim_ship_device(&b, x, ran);
+    int64_t n = b.bad ? -1 : (int64_t)b.n;
+    MPI_Send(&n, 1, MPI_INT64_T, 0, TAG_RECORDS, r->mpi->comm);
+    for (int64_t at = 0; at < n; at += part)
+        MPI_Send(b.p + at, (int)(n - at < part ? n - at : part), MPI_BYTE, 0, TAG_RECORDS, r->mpi->comm);
     free(b.p);
-    free(all);
-    free(counts);
-    free(displs);
+    return n < 0 ? PL_ENOMEM : PL_OK;
+}
+
+/* Rank 0: device d's bytes from rank `from`, in place of its shadow. When
+ * they cannot be kept, the parts are still taken (into *drop), so that the
+ * next device's arrive where they are expected. */
+static int recv_device(mesh_run *r, int from, sim_exec *x, int64_t part, char **drop)
+{
+    int64_t n = -1;
+    MPI_Recv(&n, 1, MPI_INT64_T, from, TAG_RECORDS, r->mpi->comm, MPI_STATUS_IGNORE);
+    if (n < 0) return PL_ENOMEM;
+    char *buf = malloc(n ? (size_t)n : 1);
+    if (!buf && !*drop) *drop = malloc((size_t)part);
+    for (int64_t at = 0; at < n; at += part) {
+        int len = (int)(n - at < part ? n - at : part);
+        char *to = buf ? buf + at : *drop;
+        if (!to) return PL_ENOMEM; /* not even room to take a part: the sender's watchdog ends it */
+        MPI_Recv(to, len, MPI_BYTE, from, TAG_RECORDS, r->mpi->comm, MPI_STATUS_IGNORE);
+    }
+    int rc = buf ? PL_OK : PL_ENOMEM;
+    if (!rc) {
+        const char *at = buf, *end = buf + n;
+        if (n < 1) rc = PL_EINVAL; /* not even the byte that says whether it ran */
+        else if (*at++) rc = x ? sim_unship_device(&at, end, x) : PL_ENOMEM;
+    }
+    free(buf);
     return rc;
+}
+
+/* The devices' bytes meet on rank 0; PL_OK on every rank when all arrived */
+static int gather(mesh_run *r, sim_exec **xs, int ran)
+{
+    int64_t part = part_bytes();
+    int rc = PL_OK;
+    if (r->rank) {
+        for (int d = r->first; d < r->first + r->count; d++) {
+            int e = send_device(r, xs[d], ran, part);
+            if (!rc) rc = e;
+            /* rank 0 replays them; here they are done: the memory goes back
+             * while rank 0's grows (a rank held about 600 bytes a copy) */
+            for (int c = 0; xs[d] && xs[d]->lines && c < xs[d]->n_cores; c++) sim_coreline_free(&xs[d]->lines[c]);
+        }
+    } else {
+        char *drop = NULL;
+        for (int k = 1; k < r->ranks; k++)
+            for (int d = first_of(r, k); d < first_of(r, k + 1); d++) {
+                int e = recv_device(r, k, xs[d], part, &drop);
+                if (!rc) rc = e;
+            }
+        free(drop);
+    }
+    return sim_mesh_mpi_agree(r, rc == PL_OK) ? PL_OK : PL_ENOMEM;
 }
 
 void sim_mesh_mpi_finish(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr, sim_link_stats *stats)

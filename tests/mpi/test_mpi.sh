@@ -95,6 +95,11 @@ same_mesh "ring_allreduce, 64 devices cost-only" run ring_allreduce --devices 64
 same_mesh "ring_allreduce over 2 slices (DCN)" run ring_allreduce --mesh 'dcn:2 x ring:4' --rows 256 --cols 256 --seed 3 --digest
 same_mesh "hier_allreduce, 4 slices split across ranks" run hier_allreduce --mesh 'dcn:4 x ring:4' --rows 512 --cols 256 --seed 3 --digest
 same_mesh "ring_allgather" run ring_allgather --devices 6
+# each device's report and records reach rank 0 in parts (64 MiB by
+# default); 1000-byte parts make every device's cross in many
+export TILESIM_MPI_PART_BYTES=1000
+same_mesh "ring_allreduce, records to rank 0 in 1000-byte parts" run ring_allreduce --devices 16 --cost-only --digest
+unset TILESIM_MPI_PART_BYTES
 same_mesh "collective_matmul" run collective_matmul --devices 4
 
 for n in 2 4; do
