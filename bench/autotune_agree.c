@@ -217,7 +217,7 @@ static void summary(row *rows, int n, const char *chip)
         printf("     within 10%%: %d (%.1f%%); the hardware's choice over tilesim's best, median %.3f, 90th "
                "percentile %.3f\n",
                within10, 100.0 * within10 / total, ratio[k / 2], ratio[k * 9 / 10]);
-    if (small < total)
+    if (small < total - refused)
         printf("     by tilesim's best time: under %.0f us %d of %d within 5%% (%.1f%%), %.0f us and over %d of %d "
                "(%.1f%%)\n", SMALL_S * 1e6, small_within, small, small ? 100.0 * small_within / small : 0,
                SMALL_S * 1e6, within - small_within, total - refused - small,

@@ -23,19 +23,18 @@ const kern_dtype_info kern_dtypes[PL_DTYPE_COUNT] = {
     [PL_I4] = {"i4", 0, 0}, /* half a byte: the size is 0 so nothing allocates it by mistake */
     [PL_F4E2M1] = {"f4e2m1", 0, 1}, /* half a byte, as int4 */
 };
-#define dtypes kern_dtypes
 
 static int valid(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT; }
 
-size_t pl_dtype_size(pl_dtype t) { return valid(t) ? dtypes[t].size : 0; }
+size_t pl_dtype_size(pl_dtype t) { return kern_dtype_size(t); }
 int pl_dtype_bits(pl_dtype t) { return t == PL_I4 || t == PL_F4E2M1 ? 4 : (int)pl_dtype_size(t) * 8; }
-const char *pl_dtype_name(pl_dtype t) { return valid(t) ? dtypes[t].name : "?"; }
-int pl_dtype_is_float(pl_dtype t) { return valid(t) && dtypes[t].is_float; }
+const char *pl_dtype_name(pl_dtype t) { return valid(t) ? kern_dtypes[t].name : "?"; }
+int pl_dtype_is_float(pl_dtype t) { return kern_dtype_is_float(t); }
 
 int pl_dtype_parse(const char *s, pl_dtype *out)
 {
     for (int t = 0; s && t < PL_DTYPE_COUNT; t++)
-        if (strcmp(s, dtypes[t].name) == 0) {
+        if (strcmp(s, kern_dtypes[t].name) == 0) {
             *out = (pl_dtype)t;
             return PL_OK;
         }

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -194,7 +195,9 @@ void sim_hugepages(void *p, size_t bytes)
 #ifdef MADV_HUGEPAGE
     if (bytes < SIM_HUGE_BYTES) return;
     /* malloc gives such a block its own mapping; skip to its first whole page */
-    uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + bytes) & ~(page - 1);
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+              hi = ((uintptr_t)p + bytes) & ~(page - 1);
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: nothing to undo if refused */
 #else
     (void)p, (void)bytes;

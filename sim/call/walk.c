@@ -56,7 +56,7 @@ static int start_core(sim_core *k)
 /* Run the kernel at the current point and record what it did. */
 static int run_kernel(sim_core *k, int64_t step)
 {
-    for (int i = 0; i < k->n_refs; i++) k->kernel_refs[i] = k->refs[i]; /* a few refs: no call to memcpy */
+    memcpy(k->kernel_refs, k->refs, (size_t)k->n_refs * sizeof *k->refs);
     int rc = kern_run(&k->ctx, k->x->plan.call->kernel, k->kernel_refs);
     if (rc) return sim_fail(&k->rep, rc, "%s", kern_fault_text(&k->ctx));
     int n;

@@ -57,7 +57,9 @@ static int send_device(mesh_run *r, const sim_exec *x, int ran, int64_t part)
 
 /* Rank 0: device d's bytes from rank `from`, in place of its shadow. When
  * they cannot be kept, the parts are still taken (into *drop), so that the
- * next device's arrive where they are expected. */
+ * next device's arrive where they are expected. -1 when not even a part
+ * could be taken: reading on would take a part for the next size, so the
+ * caller stops (the sender waits; the ranks' watchdog ends the run). */
 static int recv_device(mesh_run *r, int from, sim_exec *x, int64_t part, char **drop)
 {
     int64_t n = -1;
@@ -68,7 +70,7 @@ static int recv_device(mesh_run *r, int from, sim_exec *x, int64_t part, char **
     for (int64_t at = 0; at < n; at += part) {
         int len = (int)(n - at < part ? n - at : part);
         char *to = buf ? buf + at : *drop;
-        if (!to) return PL_ENOMEM; /* not even room to take a part: the sender's watchdog ends it */
+        if (!to) return -1;
         MPI_Recv(to, len, MPI_BYTE, from, TAG_RECORDS, r->mpi->comm, MPI_STATUS_IGNORE);
     }
     int rc = buf ? PL_OK : PL_ENOMEM;
@@ -96,10 +98,12 @@ static int gather(mesh_run *r, sim_exec **xs, int ran)
         }
     } else {
         char *drop = NULL;
-        for (int k = 1; k < r->ranks; k++)
-            for (int d = first_of(r, k); d < first_of(r, k + 1); d++) {
+        int lost = 0;
+        for (int k = 1; k < r->ranks && !lost; k++)
+            for (int d = first_of(r, k); d < first_of(r, k + 1) && !lost; d++) {
                 int e = recv_device(r, k, xs[d], part, &drop);
-                if (!rc) rc = e;
+                lost = e < 0;
+                if (!rc) rc = lost ? PL_ENOMEM : e;
             }
         free(drop);
     }

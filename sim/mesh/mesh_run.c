@@ -221,10 +221,10 @@ static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr,
     if (ran) {
         if (r->ranks > 1) sim_mesh_mpi_races(r);
         report_race(r);
-        if (r->ranks > 1) { /* found and reported: its state goes before rank 0 gathers every device's records */
-            sim_mesh_race_free(r->race);
-            r->race = NULL;
-        }
+        /* found and reported: its state goes before the replay (and, across
+         * ranks, before rank 0 gathers every device's records) */
+        sim_mesh_race_free(r->race);
+        r->race = NULL;
         for (int d = r->first; d < r->first + r->count; d++) {
             sim_walk_device_end(xs[d]);
             const char *overflow = r->dev[d * r->cores].overflow; /* from another process: one core a device */
