@@ -2,8 +2,8 @@
  * (timing.c): the transfers in flight share the bandwidth equally after a
  * fixed latency (a fluid model), and finish by event, not by residue.
  *
- *     dma_engine d = {.bw = chip->hbm_bw, .inv_bw = 1 / chip->hbm_bw, .latency = chip->dma_latency_s,
- *                     .row_full = chip->dma_row_bytes};
+ *     dma_engine d = DMA_ENGINE(chip);
+ *                     // then .credits and .device on a mesh
  *     dma_issue(&d, &x, 0);              // x starts moving after the latency
  *     double t = dma_next(&d);           // the next activation or finish
  *     dma_advance(&d, t);                // x->done once its bytes are through
@@ -34,11 +34,19 @@ typedef struct dma_engine {
     int oom;
     dma_live *live; /* issued, not done */
     int64_t n, cap;
-    int active;      /* transfers moving bytes now, as dma_next counted them */
-    int counted;     /* active, finish and min_rem are valid: no issue or advance since */
-    double finish;   /* the next finish event dma_next found (INFINITY: none) */
-    double min_rem;  /* the bytes left of the transfer(s) it finishes */
+    /* Kept current at `now` by dma_issue and dma_advance, so that dma_next
+     * costs no pass over the transfers (it runs at every event): */
+    int active;        /* transfers moving bytes now (t_ready <= now) */
+    double min_rem;    /* the fewest bytes left of an active one (INFINITY: none) */
+    double next_ready; /* the first t_ready after now (INFINITY: none) */
+    double finish;     /* the finish event dma_next last returned (INFINITY: none) */
 } dma_engine;
+
+/* An idle engine at time 0 with the chip's HBM figures. */
+#define DMA_ENGINE(chip)                                                                                     \
+    ((dma_engine){.bw = (chip)->hbm_bw, .inv_bw = 1 / (chip)->hbm_bw, .latency = (chip)->dma_latency_s,      \
+                  .row_full = (chip)->dma_row_bytes, .min_rem = INFINITY, .next_ready = INFINITY,            \
+                  .finish = INFINITY})
 
 /* Issue x `delay` seconds from now (the core is still busy until then): it
  * takes no bandwidth before its start plus the latency, so issuing it now
@@ -52,8 +60,12 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */
     double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
-    d->live[d->n++] = (dma_live){x, x->t_issue + d->latency, (double)x->bytes / eff};
-    d->counted = 0;
+    dma_live l = {x, x->t_issue + d->latency, (double)x->bytes / eff};
+    d->live[d->n++] = l;
+    if (l.t_ready <= d->now) {
+        d->active++;
+        if (l.remaining < d->min_rem) d->min_rem = l.remaining;
+    } else if (l.t_ready < d->next_ready) d->next_ready = l.t_ready;
     return 0;
 }
 
@@ -61,51 +73,48 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
  * one finishes. INFINITY when idle. */
 static inline double dma_next(dma_engine *d)
 {
-    if (!d->n) return INFINITY;
-    int active = 0;
-    double next_ready = INFINITY, min_rem = INFINITY;
-    for (int i = 0; i < d->n; i++) {
-        const dma_live *x = &d->live[i];
-        if (x->t_ready <= d->now) {
-            active++;
-            if (x->remaining < min_rem) min_rem = x->remaining;
-        } else if (x->t_ready < next_ready) next_ready = x->t_ready;
-    }
-    d->active = active;
-    d->counted = 1;
-    double finish = active ? d->now + min_rem * active * d->inv_bw : INFINITY;
+    double finish = d->active ? d->now + d->min_rem * d->active * d->inv_bw : INFINITY;
     d->finish = finish;
-    d->min_rem = min_rem;
-    return finish < next_ready ? finish : next_ready;
+    return finish < d->next_ready ? finish : d->next_ready;
 }
 
-/* Drain to time t (no event strictly before t, by construction). */
+/* Drain to time t, the time dma_next returned or earlier (no event strictly
+ * before t, by construction), and count what is active at t. */
 static inline void dma_advance(dma_engine *d, double t)
 {
     double was = d->now;
-    int active = 0;
-    if (d->counted) active = d->active; /* dma_next just counted them at this instant */
-    else
-        for (int i = 0; i < d->n; i++) active += d->live[i].t_ready <= was;
+    int active = d->active;
     /* At the finish event every active transfer moved exactly the smallest
      * remainder, whatever rounding did to t: that transfer is done. */
-    double moved = !active ? 0 : d->counted && t >= d->finish ? d->min_rem : (t - was) * d->bw / active;
-    d->counted = 0;
+    double moved = !active ? 0 : t >= d->finish ? d->min_rem : (t - was) * d->bw / active;
     d->now = t;
+    d->active = 0;
+    d->min_rem = d->next_ready = d->finish = INFINITY;
     for (int i = 0; i < d->n;) {
         dma_live *l = &d->live[i];
-        if (l->t_ready <= was) l->remaining -= moved;
-        /* within a millionth of its bytes is done: floating-point residue */
-        if (l->t_ready <= was && l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
-            l->x->done = 1;
-            l->x->t_done = t;
-            if (d->credits) sim_credits_mark(d->credits, d->device); /* its core may be waiting for it */
-            if (l->x->cell && d->credits &&
-                sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
-                d->oom = 1;
-            d->live[i] = d->live[--d->n];
-        } else i++;
+        if (l->t_ready <= was) {
+            l->remaining -= moved;
+            /* within a millionth of its bytes is done: floating-point residue */
+            if (l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
+                l->x->done = 1;
+                l->x->t_done = t;
+                if (d->credits) sim_credits_mark(d->credits, d->device); /* its core may be waiting for it */
+                if (l->x->cell && d->credits &&
+                    sim_credit_add(d->credits, l->x->to, l->x->cell, l->x->regular ? 1 : l->x->bytes))
+                    d->oom = 1;
+                d->live[i] = d->live[--d->n];
+                continue;
+            }
+        }
+        if (l->t_ready <= t) {
+            d->active++;
+            if (l->remaining < d->min_rem) d->min_rem = l->remaining;
+        } else if (l->t_ready < d->next_ready) d->next_ready = l->t_ready;
+        i++;
     }
 }
+
+/* An idle engine's clock moves to t: nothing to drain or count. */
+static inline void dma_idle_to(dma_engine *d, double t) { d->now = t; }
 
 #endif

@@ -422,8 +422,8 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
     if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
     if (mesh && bad_figure(chip, mesh->dcn ? 2 : 1) >= 0) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
-        eng[d] = (dma_engine){.bw = chip->hbm_bw, .inv_bw = 1 / chip->hbm_bw, .latency = chip->dma_latency_s, .row_full = chip->dma_row_bytes,
-                              .credits = credits, .device = d};
+        eng[d] = DMA_ENGINE(chip);
+        eng[d].credits = credits, eng[d].device = d;
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
@@ -453,7 +453,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
         for (int e = 0; e < n_dev; e++) {
             /* an idle engine only moves its clock: no call (a mesh of 1,024 devices has about that many idle ones
              * at each of its instants, millions in a multislice run) */
-            if (!eng[e].n) { eng[e].now = next, eng[e].counted = 0; continue; }
+            if (!eng[e].n) { dma_idle_to(&eng[e], next); continue; }
             dma_advance(&eng[e], next);
             if (eng[e].oom) { rc = -1; goto out; }
         }
