@@ -48,6 +48,10 @@ typedef struct sim_operand {
     size_t elem_size;
     pl_ref ref;                    /* template handed to the kernel (squeezed dims dropped) */
     pl_operand_report *rep;        /* its row in the call's report: name, static figures */
+    /* sim_window_plan: a block inside the array, indexed by blocks in every
+     * dim, has these bytes and runs wherever it is (sim_window_of's fast way) */
+    int plain_blocks;
+    int64_t whole_bytes, whole_row_bytes;
 } sim_operand;
 
 typedef struct sim_plan {
@@ -123,6 +127,8 @@ typedef struct sim_window {
     int64_t row_bytes;             /* its contiguous runs in HBM: the DMA's row (its efficiency, docs/CHIPS.md) */
 } sim_window;
 void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w);
+/* Fill op's plain_blocks, whole_bytes and whole_row_bytes (after its block and elem_size). */
+void sim_window_plan(sim_operand *op);
 
 /* Copy between HBM and a VMEM block buffer; only the window moves (copy-in
  * poisons the rest, V1). Returns the bytes moved. */

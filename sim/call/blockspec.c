@@ -316,6 +316,7 @@ int sim_plan_operand(const sim_plan *plan, sim_operand *op, const pl_block_spec 
     if (!rc && op->pipelined) rc = sim_check_map_range(plan, op, rep);
     if (rc) return rc;
     plan_ref(op);
+    sim_window_plan(op);
     report_operand(plan, op, rep);
     return PL_OK;
 }

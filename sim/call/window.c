@@ -10,11 +10,57 @@
 
 #include "../base/sim.h"
 
+/* The bytes of the window's contiguous runs in HBM. A run extends over the
+ * next outer dimension while the window spans every inner one whole in the
+ * array. XLA lays a TPU array out in HBM in (8, 128) tiles (T(8,128) in HLO
+ * layouts, packed types with a (2,1) or (4,1) sub-tile), each contiguous: a
+ * window whose last dimension is whole 128-lane tiles but not the array's
+ * whole rows is read in runs of 8 of its rows, not one (docs/CHIPS.md,
+ * dma_row_bytes) */
+static int64_t run_bytes(const sim_operand *op, const int64_t *count)
+{
+    int64_t run = (int64_t)op->elem_size;
+    int last = op->rank - 1;
+    for (int d = last; d >= 0; d--) {
+        run *= count[d];
+        if (count[d] != op->arr->shape[d]) {
+            if (d == last && d > 0 && count[d] % 128 == 0) run *= count[d - 1] < 8 ? count[d - 1] : 8;
+            break;
+        }
+    }
+    return run;
+}
+
+void sim_window_plan(sim_operand *op)
+{
+    op->plain_blocks = op->rank > 0;
+    op->whole_bytes = (int64_t)op->elem_size;
+    for (int d = 0; d < op->rank; d++) {
+        if (op->squeezed[d] || op->element[d] || op->block[d] > op->arr->shape[d]) op->plain_blocks = 0;
+        op->whole_bytes = sim_sat_mul(op->whole_bytes, op->block[d]);
+    }
+    op->whole_row_bytes = op->plain_blocks ? run_bytes(op, op->block) : 0;
+}
+
 void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w)
 {
-    int clipped = 0;
     int64_t *start = w->start, *count = w->count, *boff = w->boff, bytes = (int64_t)op->elem_size;
-    for (int d = 0; d < op->rank; d++) {
+    /* Most blocks lie inside the array: their bytes and runs are the
+     * operand's (sim_window_plan); a sweep's walk finds one at most steps. */
+    int d = 0;
+    if (op->plain_blocks) {
+        for (; d < op->rank; d++) {
+            int64_t lo = bidx[d] * op->block[d];
+            if (lo < 0 || lo > op->arr->shape[d] - op->block[d]) break;
+            start[d] = lo, count[d] = op->block[d], boff[d] = 0;
+        }
+        if (d == op->rank) {
+            w->clipped = 0, w->bytes = op->whole_bytes, w->row_bytes = op->whole_row_bytes;
+            return;
+        }
+    }
+    int clipped = 0;
+    for (d = 0; d < op->rank; d++) {
         int64_t raw = op->squeezed[d] ? bidx[d] : op->element[d] ? bidx[d] - op->pad_lo[d] : bidx[d] * op->block[d];
         int64_t lo = raw < 0 ? 0 : raw, hi = raw + op->block[d];
         if (hi > op->arr->shape[d]) hi = op->arr->shape[d];
@@ -26,22 +72,7 @@ void sim_window_of(const sim_operand *op, const int64_t *bidx, sim_window *w)
     }
     w->clipped = clipped;
     w->bytes = bytes;
-    /* A run extends over the next outer dimension while the window spans
-     * every inner one whole in the array. XLA lays a TPU array out in HBM
-     * in (8, 128) tiles (T(8,128) in HLO layouts, packed types with a
-     * (2,1) or (4,1) sub-tile), each contiguous: a window whose last
-     * dimension is whole 128-lane tiles but not the array's whole rows is
-     * read in runs of 8 of its rows, not one (docs/CHIPS.md, dma_row_bytes) */
-    int64_t run = (int64_t)op->elem_size;
-    int last = op->rank - 1;
-    for (int d = last; d >= 0; d--) {
-        run *= count[d];
-        if (count[d] != op->arr->shape[d]) {
-            if (d == last && d > 0 && count[d] % 128 == 0) run *= count[d - 1] < 8 ? count[d - 1] : 8;
-            break;
-        }
-    }
-    w->row_bytes = run;
+    w->row_bytes = run_bytes(op, count);
 }
 
 void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)

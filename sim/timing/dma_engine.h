@@ -23,6 +23,7 @@
 typedef struct dma_live {
     sim_xfer *x;
     double t_ready, remaining;
+    double residue; /* done once no more than this is left: a millionth of its bytes (floating-point residue) */
 } dma_live;
 
 typedef struct dma_engine {
@@ -60,7 +61,7 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */
     double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
-    dma_live l = {x, x->t_issue + d->latency, (double)x->bytes / eff};
+    dma_live l = {x, x->t_issue + d->latency, (double)x->bytes / eff, 1e-6 * (double)(x->bytes ? x->bytes : 1)};
     d->live[d->n++] = l;
     if (l.t_ready <= d->now) {
         d->active++;
@@ -94,8 +95,7 @@ static inline void dma_advance(dma_engine *d, double t)
         dma_live *l = &d->live[i];
         if (l->t_ready <= was) {
             l->remaining -= moved;
-            /* within a millionth of its bytes is done: floating-point residue */
-            if (l->remaining <= 1e-6 * (double)(l->x->bytes ? l->x->bytes : 1)) {
+            if (l->remaining <= l->residue) {
                 l->x->done = 1;
                 l->x->t_done = t;
                 if (d->credits) sim_credits_mark(d->credits, d->device); /* its core may be waiting for it */
