@@ -15,6 +15,7 @@ int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx)
     if (n <= l->cap) return 0;
     sim_xfer *x = realloc(l->x, (size_t)n * sizeof *x);
     if (!x) return -1;
+    sim_hugepages(x, (size_t)n * sizeof *x);
     l->x = x;
     if (with_bidx && l->rank) {
         int64_t *b = realloc(l->bidx, (size_t)(n * l->rank) * sizeof *b);
@@ -30,6 +31,7 @@ int sim_coreline_reserve(sim_coreline *c, int64_t steps)
     if (steps <= c->cap) return 0;
     double *s = realloc(c->step_s, (size_t)steps * sizeof *s);
     if (!s) return -1;
+    sim_hugepages(s, (size_t)steps * sizeof *s);
     c->step_s = s;
     c->cap = steps;
     return 0;
