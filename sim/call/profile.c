@@ -83,12 +83,9 @@ static void add_copies(sim_exec *x, int c)
     char name[64];
     for (int i = 0; i < cl->n_ops; i++) {
         const sim_opline *l = &cl->op[i];
-        int64_t n[2] = {0};     /* copies in or write-backs; fetch-backs (P5) */
-        double busy[2] = {0}, bytes[2] = {0};
-        for (int64_t j = 0; j < l->n; j++) {
-            const sim_xfer *t = &l->x[j];
-            n[t->fetch]++, busy[t->fetch] += t->t_done - t->t_issue, bytes[t->fetch] += (double)t->bytes;
-        }
+        /* copies in or write-backs; fetch-backs (P5): summed by the replay */
+        const int64_t *n = l->sum_n;
+        const double *busy = l->sum_busy, *bytes = l->sum_bytes;
         for (int f = 0; f < 2; f++) {
             if (!n[f]) continue;
             snprintf(name, sizeof name, "%s: %s", !l->is_out ? "copy in" : f ? "fetch-back" : "write-back",

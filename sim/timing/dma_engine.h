@@ -60,8 +60,9 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
     /* A strided copy of short rows wastes part of each HBM burst: it holds
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */
-    double eff = x->row_bytes > 0 && d->row_full > (double)x->row_bytes ? (double)x->row_bytes / d->row_full : 1;
-    dma_live l = {x, x->t_issue + d->latency, (double)x->bytes / eff, 1e-6 * (double)(x->bytes ? x->bytes : 1)};
+    double held = (double)x->bytes; /* at full efficiency: x / 1 is x, no divide */
+    if (x->row_bytes > 0 && d->row_full > (double)x->row_bytes) held /= (double)x->row_bytes / d->row_full;
+    dma_live l = {x, x->t_issue + d->latency, held, 1e-6 * (double)(x->bytes ? x->bytes : 1)};
     d->live[d->n++] = l;
     if (l.t_ready <= d->now) {
         d->active++;

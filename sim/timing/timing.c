@@ -81,6 +81,15 @@ static int64_t issue_writebacks(core_state *c, dma_engine *d)
     return issued;
 }
 
+/* The core found transfer x of line l done and goes past it: into the
+ * line's sums (each transfer once, in order). */
+static inline void passed(sim_opline *l, const sim_xfer *x)
+{
+    l->sum_n[x->fetch]++;
+    l->sum_busy[x->fetch] += x->t_done - x->t_issue;
+    l->sum_bytes[x->fetch] += (double)x->bytes;
+}
+
 /* Are all transfers of the wanted kind with step <= upto done? Copies in
  * include outputs' fetch-backs (P5). Each transfer found done counts in
  * c->waited: the core waited on its semaphore. */
@@ -96,7 +105,7 @@ static int all_done(core_state *c, int outputs, int64_t upto)
         if (l->is_out != outputs) continue;
         while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= upto) {
             if (!l->x[c->next_wait[i]].done) return 0;
-            c->next_wait[i]++;
+            passed(l, &l->x[c->next_wait[i]++]);
             c->waited++;
         }
     }
@@ -176,7 +185,7 @@ static int slots_free(core_state *c)
         if (!l->is_out) continue;
         while (c->next_wait[i] < l->n && l->x[c->next_wait[i]].step <= c->n - (l->buffers - 1)) {
             if (!l->x[c->next_wait[i]].done) return 0;
-            c->next_wait[i]++;
+            passed(l, &l->x[c->next_wait[i]++]);
             c->waited++;
         }
     }
@@ -428,6 +437,12 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
         eng[d].credits = credits, eng[d].device = d;
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
+            for (int o = 0; o < cl->n_ops; o++) {
+                sim_opline *l = &cl->op[o];
+                memset(l->sum_n, 0, sizeof l->sum_n);
+                memset(l->sum_busy, 0, sizeof l->sum_busy);
+                memset(l->sum_bytes, 0, sizeof l->sum_bytes);
+            }
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
                                  .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE};
             dev_of[i] = d;

@@ -47,6 +47,11 @@ typedef struct sim_opline {
     int64_t n, cap;
     int64_t *bidx;    /* rank entries per transfer, only when tracing */
     int rank;
+    /* filled by sim_time_run, in transfer order as its core finds each one
+     * done, by kind (0: a copy in or write-back, 1: a fetch-back, P5): the
+     * sums the op profile needs, without a pass over cold records after */
+    int64_t sum_n[2];
+    double sum_busy[2], sum_bytes[2]; /* t_done - t_issue; bytes */
 } sim_opline;
 
 /* Inside a step that starts or waits for manual copies (kernel/pltpu.h),
