@@ -14,6 +14,7 @@
 
 #include "../base/hostthreads.h"
 #include "../mesh/ranks.h"
+#include "../timing/timing.h"
 #include "../tilesim.h"
 
 typedef struct sweep_job {
@@ -57,11 +58,13 @@ static void *worker_main(void *arg)
     sweep_worker *w = arg;
     sweep_job *job = w->job;
     sim_pin_thread(w->index);
+    sim_records_pool(1); /* one configuration's record buffers serve the next */
     int k;
     while ((k = atomic_fetch_add(&job->next, 1)) < job->count) {
         run_one(job, job->first + k * job->step);
         atomic_fetch_add(&job->done, 1);
     }
+    sim_records_pool(0);
     return NULL;
 }
 

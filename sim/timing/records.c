@@ -8,33 +8,94 @@
 
 #include "timing.h"
 
+/* ---- a host thread's spare record buffers ------------------------------------------ */
+
+/* A sweep walks one configuration after another on each host thread. Fresh
+ * memory for each one's records costs a page fault and the kernel's zeroing
+ * of every page (about 6 % of bench/sweep_speed), so while a thread sweeps
+ * (sim_records_pool) the step and copy lists it frees wait here for the
+ * next configuration's reservations. */
+enum { POOL_SLOTS = 8, POOL_MIN_BYTES = 1 << 20 };
+static _Thread_local struct {
+    int on;
+    struct spare {
+        void *p;
+        size_t bytes;
+    } slot[POOL_SLOTS];
+} pool;
+
+void sim_records_pool(int on)
+{
+    for (int i = 0; !on && i < POOL_SLOTS; i++) {
+        free(pool.slot[i].p);
+        pool.slot[i] = (struct spare){0};
+    }
+    pool.on = on;
+}
+
+/* The smallest spare of at least `bytes`, or NULL; *got: its size. */
+static void *pool_take(size_t bytes, size_t *got)
+{
+    int best = -1;
+    for (int i = 0; pool.on && i < POOL_SLOTS; i++)
+        if (pool.slot[i].p && pool.slot[i].bytes >= bytes && (best < 0 || pool.slot[i].bytes < pool.slot[best].bytes))
+            best = i;
+    if (best < 0) return NULL;
+    void *p = pool.slot[best].p;
+    *got = pool.slot[best].bytes;
+    pool.slot[best] = (struct spare){0};
+    return p;
+}
+
+/* Keep p (of `bytes`) for later, or free it. */
+static void pool_give(void *p, size_t bytes)
+{
+    for (int i = 0; p && pool.on && bytes >= POOL_MIN_BYTES && i < POOL_SLOTS; i++)
+        if (!pool.slot[i].p) {
+            pool.slot[i] = (struct spare){p, bytes};
+            return;
+        }
+    free(p);
+}
+
 /* ---- records ------------------------------------------------------------------ */
+
+/* Room for n elements of `elem` bytes in *p (capacity *cap): a spare, or
+ * the allocator's. 0, or -1 when out of memory. */
+static int reserve(void **p, int64_t *cap, int64_t n, size_t elem)
+{
+    size_t got;
+    void *q = *p ? NULL : pool_take((size_t)n * elem, &got);
+    if (q) {
+        *p = q;
+        *cap = (int64_t)(got / elem);
+        return 0;
+    }
+    if (!(q = realloc(*p, (size_t)n * elem))) return -1;
+    sim_hugepages(q, (size_t)n * elem);
+    *p = q;
+    *cap = n;
+    return 0;
+}
 
 int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx)
 {
     if (n <= l->cap) return 0;
-    sim_xfer *x = realloc(l->x, (size_t)n * sizeof *x);
-    if (!x) return -1;
-    sim_hugepages(x, (size_t)n * sizeof *x);
-    l->x = x;
+    int64_t cap = l->cap;
+    if (reserve((void **)&l->x, &cap, n, sizeof *l->x)) return -1;
     if (with_bidx && l->rank) {
-        int64_t *b = realloc(l->bidx, (size_t)(n * l->rank) * sizeof *b);
+        int64_t *b = realloc(l->bidx, (size_t)(cap * l->rank) * sizeof *b); /* a spare may hold more than n */
         if (!b) return -1;
         l->bidx = b;
     }
-    l->cap = n;
+    l->cap = cap;
     return 0;
 }
 
 int sim_coreline_reserve(sim_coreline *c, int64_t steps)
 {
     if (steps <= c->cap) return 0;
-    double *s = realloc(c->step_s, (size_t)steps * sizeof *s);
-    if (!s) return -1;
-    sim_hugepages(s, (size_t)steps * sizeof *s);
-    c->step_s = s;
-    c->cap = steps;
-    return 0;
+    return reserve((void **)&c->step_s, &c->cap, steps, sizeof *c->step_s);
 }
 
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx)
@@ -88,14 +149,14 @@ int sim_coreline_event(sim_coreline *c, int64_t step, sim_kevent e)
 void sim_coreline_free(sim_coreline *c)
 {
     for (int i = 0; i < c->n_ops; i++) {
-        free(c->op[i].x);
+        pool_give(c->op[i].x, (size_t)c->op[i].cap * sizeof *c->op[i].x);
         free(c->op[i].bidx);
     }
     free(c->manual.x);
     free(c->manual.bidx);
     free(c->kev);
     free(c->step_kev);
-    free(c->step_s);
+    pool_give(c->step_s, (size_t)c->cap * sizeof *c->step_s);
     free(c->step_point);
     free(c->kernel_t);
     free(c->begin_t);
