@@ -184,7 +184,7 @@ const char *kern_point(pl_ctx *c)
 void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx)
 {
     c->step = step;
-    memcpy(c->idx, idx, (size_t)c->grid_rank * sizeof *idx);
+    kern_copy_idx(c->idx, idx, c->grid_rank); /* walk_steps has just stored them */
     c->point_ok = 0;
     c->n_ops = 0;
     c->scalar_ops = 0;

@@ -142,6 +142,19 @@ typedef struct kern_dtype_info {
     int is_float;
 } kern_dtype_info;
 extern const kern_dtype_info kern_dtypes[PL_DTYPE_COUNT];
+/* Copy n indices one at a time, for a caller that has just stored them one
+ * at a time: a memcpy's wide loads (gcc and clang turn a plain copy loop
+ * into one) would wait for those narrow stores to land instead of reading
+ * them from the store buffer. The empty asm keeps the loop a loop. */
+static inline void kern_copy_idx(int64_t *dst, const int64_t *src, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int64_t v = src[i];
+        __asm__("" : "+r"(v));
+        dst[i] = v;
+    }
+}
+
 static inline size_t kern_dtype_size(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT ? kern_dtypes[t].size : 0; }
 static inline int kern_dtype_is_float(pl_dtype t) { return (unsigned)t < PL_DTYPE_COUNT && kern_dtypes[t].is_float; }
 

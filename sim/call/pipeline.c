@@ -172,11 +172,11 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
 {
     const sim_operand *op = p->op;
     p->slot = (p->slot + 1) % op->buffers;
-    memcpy(p->cur, bidx, (size_t)op->rank * sizeof *bidx);
+    kern_copy_idx(p->cur, bidx, op->rank); /* block_of_step has just stored them */
     sim_window_of(op, bidx, &p->win);
     p->have_block = 1;
     char *buf = sim_pipe_buffer(p);
-    k->refs[op->arg].data = buf;
+    k->refs[op->arg].data = k->kernel_refs[op->arg].data = buf; /* the kernel's copy is already taken (walk.c) */
     if (op->role == PL_ROLE_IN) {
         int64_t bytes = copy_in(k, p);
         p->tally->copies++;

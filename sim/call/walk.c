@@ -56,7 +56,6 @@ static int start_core(sim_core *k)
 /* Run the kernel at the current point and record what it did. */
 static int run_kernel(sim_core *k, int64_t step)
 {
-    memcpy(k->kernel_refs, k->refs, (size_t)k->n_refs * sizeof *k->refs);
     int rc = kern_run(&k->ctx, k->x->plan.call->kernel, k->kernel_refs);
     if (rc) return sim_fail(&k->rep, rc, "%s", kern_fault_text(&k->ctx));
     int n;
@@ -131,6 +130,11 @@ static int walk_steps(sim_core *k, int check_m10)
             linear = linear * call->grid[a] + idx[a];
         }
         if (k->line->step_point) k->line->step_point[step] = linear;
+        /* The kernel's copy of the refs, which it may scribble on, taken
+         * before the pipeline moves: a new block's data pointer goes into
+         * both (take_block). Copied after, the copy's wide loads would wait
+         * for those narrow stores to land (a tenth of a sweep's time). */
+        memcpy(k->kernel_refs, k->refs, (size_t)k->n_refs * sizeof *k->refs);
         kern_begin_step(&k->ctx, step, idx);
         for (int i = 0; i < n_ops; i++)
             if (x->plan.ops[i].pipelined && (rc = sim_pipe_advance(k, &k->pipe[i], idx, step))) return rc;
