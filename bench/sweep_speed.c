@@ -4,8 +4,9 @@
  * Sweeps every power-of-two (bm, bn, bk) from 128 to 2048 for an 8192^3 bf16
  * matmul on v5e, as `tilesim sweep matmul 8192 8192 8192 --dtype bf16` does,
  * and prints configurations per second and simulated grid steps per second.
- * Targets (issue 3): the sweep under 2 s on a 2-core machine; >= 5 million
- * simulated steps per second.
+ * Targets: the sweep under 2 s on a 2-core machine (issue 3); >= 10 million
+ * simulated steps per second (issue 26; issue 3 asked for 5). The host's
+ * speed varies: compare builds side by side (docs/developing.md).
  */
 #include <stdio.h>
 #include <string.h>
@@ -68,8 +69,8 @@ int main(void)
            CONFIGS, legal, (long long)steps);
     printf("  wall time           %8.3f s     (target < 2 s: %s)\n", best, best < 2 ? "met" : "MISSED");
     printf("  configurations / s  %8.0f\n", CONFIGS / best);
-    printf("  grid steps / s      %8.2f M   (target >= 5 M: %s)\n", (double)steps / best / 1e6,
-           (double)steps / best >= 5e6 ? "met" : "MISSED");
+    printf("  grid steps / s      %8.2f M   (target >= 10 M: %s)\n", (double)steps / best / 1e6,
+           (double)steps / best >= 10e6 ? "met" : "MISSED");
     const pl_report *r = &reps[fastest];
     printf("  fastest: (%lld, %lld, %lld) %.3f ms, %.0f%% of peak; %s\n", (long long)tiles[fastest / (NT * NT)],
            (long long)tiles[fastest / NT % NT], (long long)tiles[fastest % NT], r->time_s * 1e3,
