@@ -17,7 +17,7 @@
  * next configuration's reservations. */
 enum { POOL_SLOTS = 8, POOL_MIN_BYTES = 1 << 20 };
 static _Thread_local struct {
-    int on;
+    int on; /* how many sweeps on this thread asked for it */
     struct spare {
         void *p;
         size_t bytes;
@@ -26,11 +26,13 @@ static _Thread_local struct {
 
 void sim_records_pool(int on)
 {
-    for (int i = 0; !on && i < POOL_SLOTS; i++) {
+    pool.on += on ? 1 : -1; /* a sweep inside a sweep's configuration keeps the outer one's pool on */
+    if (pool.on > 0) return;
+    pool.on = 0;
+    for (int i = 0; i < POOL_SLOTS; i++) {
         free(pool.slot[i].p);
         pool.slot[i] = (struct spare){0};
     }
-    pool.on = on;
 }
 
 /* The smallest spare of at least `bytes`, or NULL; *got: its size. */

@@ -112,7 +112,8 @@ int sim_opline_reserve(sim_opline *l, int64_t n, int with_bidx);
 int sim_coreline_reserve(sim_coreline *c, int64_t steps);
 /* While on, this host thread keeps the big step and copy lists that
  * sim_coreline_free frees and hands them to its next reservations (a sweep:
- * no fresh pages per configuration). Off frees what it kept. */
+ * no fresh pages per configuration). Calls nest: the last off frees what
+ * it kept. */
 void sim_records_pool(int on);
 
 /* Append a transfer; returns 0, or -1 when out of host memory. */
