@@ -73,7 +73,8 @@ void kern_fault(pl_ctx *c, int code, const char *fmt, ...)
     abort();
 }
 
-static void append_op(pl_ctx *c, const kern_op *op)
+/* Room for one more op in the step's log. */
+static void room_for_op(pl_ctx *c)
 {
     if (c->n_ops == c->cap_ops) {
         int cap = c->cap_ops ? 2 * c->cap_ops : 16;
@@ -82,6 +83,11 @@ static void append_op(pl_ctx *c, const kern_op *op)
         c->ops = ops;
         c->cap_ops = cap;
     }
+}
+
+static void append_op(pl_ctx *c, const kern_op *op)
+{
+    room_for_op(c);
     c->ops[c->n_ops++] = *op;
     c->last_op = op->name;
 }
@@ -100,6 +106,21 @@ void kern_record(pl_ctx *c, const kern_op *op)
     kern_flush_scalar(c); /* element accesses before this op come first in the step's time line */
     append_op(c, op);
     kern_beat(); /* the kernel called tilesim: not stuck (pl_guard_stalls) */
+}
+
+kern_op *kern_record_slot(pl_ctx *c)
+{
+    kern_flush_scalar(c); /* as kern_record */
+    room_for_op(c);
+    kern_op *op = &c->ops[c->n_ops];
+    *op = (kern_op){0};
+    return op;
+}
+
+void kern_record_done(pl_ctx *c)
+{
+    c->last_op = c->ops[c->n_ops++].name;
+    kern_beat();
 }
 
 float *kern_tmp(pl_ctx *c, size_t n)

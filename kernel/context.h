@@ -533,6 +533,13 @@ static inline void kern_sem_unlock(pl_ctx *c)
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);
+/* The same in two halves, for an op built in place: kern_record_slot
+ * returns the log's next entry (zeroed), kern_record_done appends it. An op
+ * built on the stack and copied in is read back by wide loads just after
+ * its fields were stored one by one, which stalls (store forwarding): pl_dot,
+ * at every step of a matmul, builds its op in the slot. */
+kern_op *kern_record_slot(pl_ctx *c);
+void kern_record_done(pl_ctx *c);
 
 /* Log the pending scalar accesses (c->scalar_ops) as one op, and reset the
  * count; the executor calls it when the kernel returns. */

@@ -218,11 +218,12 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
         if (flags & PL_DOT_ACC) kern_note_read(c, &acc, "pl_dot");
         kern_note_write(c, &acc, "pl_dot");
     }
-    kern_op op = {.kind = KERN_OP_DOT, .dtype = (uint8_t)mxu, .m = m, .n = n, .k = k, .name = "pl_dot"};
-    op.flops = 2.0 * (double)m * (double)n * (double)k;
-    op.vmem = (int64_t)kern_dtype_size(a.dtype) * m * k + (int64_t)kern_dtype_size(b.dtype) * k * n +
-              (int64_t)kern_dtype_size(acc.dtype) * m * n;
-    kern_record(c, &op);
+    kern_op *op = kern_record_slot(c); /* built in place (kernel/context.h says why) */
+    op->kind = KERN_OP_DOT, op->dtype = (uint8_t)mxu, op->m = m, op->n = n, op->k = k, op->name = "pl_dot";
+    op->flops = 2.0 * (double)m * (double)n * (double)k;
+    op->vmem = (int64_t)kern_dtype_size(a.dtype) * m * k + (int64_t)kern_dtype_size(b.dtype) * k * n +
+               (int64_t)kern_dtype_size(acc.dtype) * m * n;
+    kern_record_done(c);
     if (c->cost_only || m == 0 || n == 0) return;
     check_int_dims(c, &acc, &a, &b);
     if (mxu == PL_I8) {
