@@ -259,54 +259,6 @@ static inline __attribute__((always_inline)) int core_act(core_state *c, dma_eng
     return 0;
 }
 
-/* The figures the replay divides by or adds: each named as a chip file
- * spells it, for the message when one cannot be timed (time must only move
- * forward, to a finite end). scope 0: every run; 1: a mesh (its links);
- * 2: a multislice mesh (its hosts' NICs). */
-static const struct timed_figure {
-    const char *key, *field;
-    size_t offset;
-    double scale;
-    int rate, scope; /* rate: finite and > 0; else a time, finite and >= 0 */
-} timed_figures[] = {
-    {"hbm_gbps", "hbm_bw", offsetof(pl_chip, hbm_bw), 1e9, 1, 0},
-    {"step_overhead_us", "step_overhead_s", offsetof(pl_chip, step_overhead_s), 1e-6, 0, 0},
-    {"dma_latency_us", "dma_latency_s", offsetof(pl_chip, dma_latency_s), 1e-6, 0, 0},
-    {"dma_issue_us", "dma_issue_s", offsetof(pl_chip, dma_issue_s), 1e-6, 0, 0},
-    {"prologue_us", "prologue_s", offsetof(pl_chip, prologue_s), 1e-6, 0, 0},
-    {"dma_row_bytes", "dma_row_bytes", offsetof(pl_chip, dma_row_bytes), 1, 0, 0},
-    {"ici_gbps", "ici_bw", offsetof(pl_chip, ici_bw), 1e9, 1, 1},
-    {"dcn_gbps", "dcn_bw", offsetof(pl_chip, dcn_bw), 1e9, 1, 2},
-    {"dcn_latency_us", "dcn_latency_s", offsetof(pl_chip, dcn_latency_s), 1e-6, 0, 2},
-};
-#define N_TIMED (int)(sizeof timed_figures / sizeof *timed_figures)
-
-static int figure_ok(const pl_chip *chip, int i)
-{
-    double v = *(const double *)((const char *)chip + timed_figures[i].offset);
-    return isfinite(v) && (timed_figures[i].rate ? v > 0 : v >= 0);
-}
-
-/* The first figure of the scopes up to `scope` that cannot be timed, or -1. */
-static int bad_figure(const pl_chip *chip, int scope)
-{
-    for (int i = 0; i < N_TIMED; i++)
-        if (timed_figures[i].scope <= scope && !figure_ok(chip, i)) return i;
-    return -1;
-}
-
-int sim_time_chip_problem(const pl_chip *chip, char *msg, size_t n)
-{
-    int i = bad_figure(chip, 2);
-    if (i < 0) return 0;
-    const struct timed_figure *f = &timed_figures[i];
-    snprintf(msg, n, "chip %s cannot be timed: %s = %g (pl_chip.%s); %s (a mesh's copies need ici_gbps > 0, a "
-             "multislice mesh's dcn_gbps > 0 too)", chip->name, f->key,
-             *(const double *)((const char *)chip + f->offset) / f->scale, f->field,
-             f->rate ? "a rate must be finite and positive" : "a time must be finite and not negative");
-    return 1;
-}
-
 /* One core's sums into its device's result. */
 static void core_result(const core_state *c, sim_time_result *out, int i)
 {
@@ -418,7 +370,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
         if (devs[d].n_cores < 1 || devs[d].n_cores > SIM_MAX_CORES) return -1;
         n += devs[d].n_cores;
     }
-    if (bad_figure(chip, 0) >= 0) return -2;
+    if (sim_time_bad_figure(chip, 0) >= 0) return -2;
     /* ICI (a mesh): each copy shares every link of its route, after the DMA
      * latency and a latency per hop (links.c) */
     double hop = isfinite(chip->ici_latency_s) && chip->ici_latency_s > 0 ? chip->ici_latency_s : 0;
@@ -431,7 +383,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
                             .devices_per_host = pl_chip_devices_per_host(chip)};
     sim_links *links = mesh && credits ? sim_links_new(mesh, &fig, credits) : NULL;
     if (!eng || !cs || !dev_of || !core_of || (mesh && !links)) { rc = -1; goto out; }
-    if (mesh && bad_figure(chip, mesh->dcn ? 2 : 1) >= 0) { rc = -2; goto out; }
+    if (mesh && sim_time_bad_figure(chip, mesh->dcn ? 2 : 1) >= 0) { rc = -2; goto out; }
     for (int d = 0, i = 0; d < n_dev; d++) {
         eng[d] = DMA_ENGINE(chip);
         eng[d].credits = credits, eng[d].device = d;

@@ -240,6 +240,10 @@ int sim_time_run(sim_coreline *cores, int n_cores, const pl_chip *chip, sim_time
 /* Why the replay returned -2 for chip: the first figure it cannot time,
  * named as a chip file spells it, into msg; 1, or 0 when every one is fine. */
 int sim_time_chip_problem(const pl_chip *chip, char *msg, size_t n);
+/* figures.c: the first of chip's timed figures of the scopes up to `scope`
+ * (0: every run; 1: a mesh, its links; 2: a multislice mesh, its hosts'
+ * NICs) that the replay cannot time, or -1. */
+int sim_time_bad_figure(const pl_chip *chip, int scope);
 
 /* Write the timeline of a timed run (kernel_t and transfer times filled) as
  * Chrome trace-event JSON. Returns 0, or -1 on a write error. */
