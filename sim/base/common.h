@@ -80,6 +80,17 @@ int sim_grow(void **p, int64_t *cap, size_t elem, int64_t first);
  * where huge pages are off or unknown, nothing changes. */
 #define SIM_HUGE_BYTES (4 << 20)
 void sim_hugepages(void *p, size_t bytes);
+/* Ask the cache for the line `bytes` past p, which may lie past the end of
+ * p's array: a hint, never a load, and computed on the address as an
+ * integer (pointer arithmetic past an array's end is undefined). A record
+ * list written or read in order, long before or after its neighbours, is
+ * cold: the walk and the replay fetch a few records ahead. */
+static inline void sim_prefetch_ahead(const void *p, size_t bytes, int for_write)
+{
+    const void *q = (const void *)((uintptr_t)p + bytes);
+    if (for_write) __builtin_prefetch(q, 1);
+    else __builtin_prefetch(q, 0);
+}
 
 /* The whole grid of `rank` axes of sizes grid[], at its first point. */
 void sim_grid_iter_init(sim_grid_iter *it, int rank, const int64_t *grid);

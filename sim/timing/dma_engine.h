@@ -62,9 +62,8 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
     x->t_issue = d->now + delay;
     x->done = 0;
     /* The replay reads each line's records in order, long after the walk
-     * wrote them (cold): fetch the ones a few steps on now (past the end of
-     * a line it is only a hint, never a fault). */
-    __builtin_prefetch(x + DMA_PREFETCH_AHEAD);
+     * wrote them (cold): fetch the ones a few steps on now. */
+    sim_prefetch_ahead(x, DMA_PREFETCH_AHEAD * sizeof *x, 0);
     /* A strided copy of short rows wastes part of each HBM burst: it holds
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */
