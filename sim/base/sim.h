@@ -115,6 +115,21 @@ int sim_eval_map(const sim_plan *plan, const sim_operand *op, const int64_t *idx
 /* The same, with the message in err instead of the report. */
 int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx, const pl_ref *prefetch,
                  int64_t *bidx, char *err, size_t errlen);
+/* A map by grid axes (no function) at grid point idx: its block indices
+ * into bidx, and 1 when every one lies inside the array (B7), the answer
+ * sim_map_eval would give. 0 for a function map or an index outside: ask
+ * sim_map_eval. Inline: the walk evaluates a map per operand and step. */
+static inline int sim_map_axes(const sim_operand *op, const int64_t *idx, int64_t *bidx)
+{
+    const pl_index_map *m = &op->map;
+    if (m->fn) return 0;
+    int inside = 1;
+    for (int d = 0; d < op->rank; d++) {
+        bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
+        inside &= bidx[d] >= 0 && bidx[d] < op->nblocks[d];
+    }
+    return inside;
+}
 
 /* The in-bounds part of a block: array elements [start, start+count) per
  * dim, at offset boff in the block buffer (nonzero only under B5's low

@@ -147,9 +147,8 @@ int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx
         if (!what) kern_guard_zone("call", plan->call->name ? plan->call->name : "kernel", "index map function");
         m->fn(idx, prefetch, bidx, m->user);
         if (!what) kern_guard_zone(NULL, NULL, NULL);
-    } else {
-        for (int d = 0; d < op->rank; d++)
-            bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
+    } else if (sim_map_axes(op, idx, bidx)) {
+        return PL_OK;
     }
     for (int d = 0; d < op->rank; d++) {
         if ((bidx[d] >= 0 && bidx[d] < op->nblocks[d]) || past_ok(plan, op, d, bidx[d])) continue;

@@ -147,20 +147,8 @@ static int fetch_back(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
  * the index map now. */
 static int block_of_step(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t *bidx)
 {
-    if (!p->ahead) {
-        /* A map by grid axes that lands inside the array, as most steps'
-         * maps do: sim_map_eval's answer, without its call (a sweep's walk
-         * evaluates a map per operand and step). Anything else asks it. */
-        const sim_operand *op = p->op;
-        const pl_index_map *m = &op->map;
-        int d = 0;
-        for (; !m->fn && d < op->rank; d++) {
-            bidx[d] = (m->n == 0 || m->axis[d] == PL_ZERO) ? 0 : idx[m->axis[d]];
-            if (bidx[d] < 0 || bidx[d] >= op->nblocks[d]) break;
-        }
-        if (!m->fn && d == op->rank) return PL_OK;
-        return sim_eval_map(&k->x->plan, op, idx, k->prefetch, bidx, &k->rep);
-    }
+    if (!p->ahead) /* most steps' maps: by grid axes, inside the array, without a call */
+        return sim_map_axes(p->op, idx, bidx) ? PL_OK : sim_eval_map(&k->x->plan, p->op, idx, k->prefetch, bidx, &k->rep);
     p->ahead = 0;
     if (p->ahead_rc) return sim_fail(&k->rep, p->ahead_rc, "%s", p->ahead_err ? p->ahead_err : "index map");
     memcpy(bidx, p->ahead_bidx, sizeof p->ahead_bidx);
