@@ -84,8 +84,8 @@ static void add_copies(sim_exec *x, int c)
     for (int i = 0; i < cl->n_ops; i++) {
         const sim_opline *l = &cl->op[i];
         /* copies in or write-backs; fetch-backs (P5): summed by the replay */
-        const int64_t *n = l->sum_n;
-        const double *busy = l->sum_busy, *bytes = l->sum_bytes;
+        const int64_t *n = l->sums.n;
+        const double *busy = l->sums.busy, *bytes = l->sums.bytes;
         for (int f = 0; f < 2; f++) {
             if (!n[f]) continue;
             snprintf(name, sizeof name, "%s: %s", !l->is_out ? "copy in" : f ? "fetch-back" : "write-back",

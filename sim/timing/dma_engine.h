@@ -43,10 +43,6 @@ typedef struct dma_engine {
     double finish;     /* the finish event dma_next last returned (INFINITY: none) */
 } dma_engine;
 
-#ifndef DMA_PREFETCH_AHEAD
-#define DMA_PREFETCH_AHEAD 16
-#endif
-
 /* An idle engine at time 0 with the chip's HBM figures. */
 #define DMA_ENGINE(chip)                                                                                     \
     ((dma_engine){.bw = (chip)->hbm_bw, .inv_bw = 1 / (chip)->hbm_bw, .latency = (chip)->dma_latency_s,      \
@@ -61,9 +57,7 @@ static inline int dma_issue(dma_engine *d, sim_xfer *x, double delay)
     if (d->n == d->cap && sim_grow((void **)&d->live, &d->cap, sizeof *d->live, 16)) return -1;
     x->t_issue = d->now + delay;
     x->done = 0;
-    /* The replay reads each line's records in order, long after the walk
-     * wrote them (cold): fetch the ones a few steps on now. */
-    sim_prefetch_ahead(x, DMA_PREFETCH_AHEAD * sizeof *x, 0);
+    sim_prefetch_ahead(x, SIM_RECORDS_AHEAD * sizeof *x, 0); /* the line's records a few steps on (cold) */
     /* A strided copy of short rows wastes part of each HBM burst: it holds
      * its share of the bandwidth as long as bytes / efficiency would take
      * (docs/CHIPS.md, dma_row_bytes). */

@@ -115,7 +115,7 @@ int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const 
         }
         l->cap = cap;
     }
-    sim_prefetch_ahead(&l->x[l->n], 16 * sizeof *l->x, 1); /* a record 16 on, to be written soon */
+    sim_prefetch_ahead(&l->x[l->n], SIM_RECORDS_AHEAD * sizeof *l->x, 1); /* to be written soon */
     l->x[l->n] = (sim_xfer){.step = step, .bytes = bytes, .slot = slot};
     if (bidx && l->rank && l->bidx) memcpy(l->bidx + l->n * l->rank, bidx, (size_t)l->rank * sizeof *bidx);
     l->n++;

@@ -85,9 +85,9 @@ static int64_t issue_writebacks(core_state *c, dma_engine *d)
  * line's sums (each transfer once, in order). */
 static inline void passed(sim_opline *l, const sim_xfer *x)
 {
-    l->sum_n[x->fetch]++;
-    l->sum_busy[x->fetch] += x->t_done - x->t_issue;
-    l->sum_bytes[x->fetch] += (double)x->bytes;
+    l->sums.n[x->fetch]++;
+    l->sums.busy[x->fetch] += x->t_done - x->t_issue;
+    l->sums.bytes[x->fetch] += (double)x->bytes;
 }
 
 /* Are all transfers of the wanted kind with step <= upto done? Copies in
@@ -389,12 +389,7 @@ static inline __attribute__((always_inline)) int time_devices(sim_time_dev *devs
         eng[d].credits = credits, eng[d].device = d;
         for (int k = 0; k < devs[d].n_cores; k++, i++) {
             sim_coreline *cl = &devs[d].cores[k];
-            for (int o = 0; o < cl->n_ops; o++) {
-                sim_opline *l = &cl->op[o];
-                memset(l->sum_n, 0, sizeof l->sum_n);
-                memset(l->sum_busy, 0, sizeof l->sum_busy);
-                memset(l->sum_bytes, 0, sizeof l->sum_bytes);
-            }
+            for (int o = 0; o < cl->n_ops; o++) memset(&cl->op[o].sums, 0, sizeof cl->op[o].sums);
             cs[i] = (core_state){.cl = cl, .dma = &eng[d], .links = links, .credits = credits,
                                  .device = d, .phase = cl->steps ? PH_PROLOGUE : PH_DONE};
             dev_of[i] = d;

@@ -50,9 +50,15 @@ typedef struct sim_opline {
     /* filled by sim_time_run, in transfer order as its core finds each one
      * done, by kind (0: a copy in or write-back, 1: a fetch-back, P5): the
      * sums the op profile needs, without a pass over cold records after */
-    int64_t sum_n[2];
-    double sum_busy[2], sum_bytes[2]; /* t_done - t_issue; bytes */
+    struct sim_copy_sums {
+        int64_t n[2];
+        double busy[2], bytes[2]; /* t_done - t_issue; bytes */
+    } sums;
 } sim_opline;
+
+/* The walk and the replay read and write a line's records in order, each
+ * long before or after its neighbours (cold): they prefetch this many ahead. */
+#define SIM_RECORDS_AHEAD 16
 
 /* Inside a step that starts or waits for manual copies (kernel/pltpu.h),
  * the kernel is a sequence of these. */
