@@ -3,6 +3,7 @@
  * the same memory comes back, a spare larger than asked for is used whole
  * (its traced block indices too), and nothing is kept once the pool is off. */
 #include <criterion/criterion.h>
+#include <malloc.h> /* malloc_usable_size: glibc's, and ASan's */
 #include <stdint.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ Test(records_pool, a_freed_line_serves_the_next_reservation_while_on)
 
 /* A traced line keeps rank block indices per transfer: a spare with room
  * for more transfers than asked gets indices for all of them (pushing to
- * its capacity stays inside them; ASan checks it in make check-asan). */
+ * its capacity stays inside them, which ASan also checks in make check-asan). */
 Test(records_pool, a_spare_for_a_traced_line_gets_indices_for_its_whole_capacity)
 {
     sim_records_pool(1);
@@ -41,6 +42,8 @@ Test(records_pool, a_spare_for_a_traced_line_gets_indices_for_its_whole_capacity
     c.op[0].rank = 2;
     cr_assert_eq(sim_opline_reserve(&c.op[0], 1000, 1), 0);
     cr_assert_eq(c.op[0].cap, STEPS);
+    cr_assert_geq(malloc_usable_size(c.op[0].bidx), (size_t)STEPS * 2 * sizeof *c.op[0].bidx,
+                  "indices for the spare's whole capacity, not the 1000 asked for");
     int64_t bidx[2] = {3, 4};
     for (int64_t i = 0; i < c.op[0].cap; i++) cr_assert_eq(sim_opline_push(&c.op[0], i, 64, 0, bidx), 0);
     cr_expect_eq(c.op[0].n, STEPS);
