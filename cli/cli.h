@@ -96,6 +96,9 @@ const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, con
 int cli_parse_int(const cli_cmd *cmd, const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* cli_parse_int from 1: a positive whole number of at most max. */
 int cli_parse_count(const cli_cmd *cmd, const char *what, const char *s, int64_t max, int64_t *out);
+/* --vmem-limit's value: bytes, or a size in K, M or G (powers of 1024, an
+ * optional "iB" or "B": 96M, 96MiB). 0, or the exit status after the message. */
+int cli_parse_vmem_limit(const cli_cmd *cmd, const char *s, int64_t *out);
 /* --vmem-limit's value against chip: at most its physical VMEM, the most a
  * call can set (M4). 0, or the exit status after the message. */
 int cli_check_vmem_limit(const cli_cmd *cmd, int64_t limit, const pl_chip *chip);

@@ -252,7 +252,7 @@ int cli_explain(int argc, char **argv)
         return rc;
     int64_t limit = 0; /* --vmem-limit: the scoped limit the call sets (M4), at most physical VMEM */
     const char *lims = cli_opt(&a, specs, NSPECS, "--vmem-limit");
-    if (lims && (rc = cli_parse_count(cmd, "--vmem-limit", lims, 1LL << 50, &limit))) return rc;
+    if (lims && (rc = cli_parse_vmem_limit(cmd, lims, &limit))) return rc;
     if ((rc = cli_check_vmem_limit(cmd, limit, chip))) return rc;
 
     mm_params p;

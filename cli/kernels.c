@@ -54,7 +54,7 @@ static const kopt table[] = {
                                                        "program runs out of VMEM (always printed when it does)"},
     {{"vmem-limit", 1, 0, 'L'}, K_VMEM_LIMIT, "BYTES", "the scoped VMEM limit of the call (its vmem_limit_bytes, "
                                                       "rule M4), in place of the one the kernel sets or the chip's "
-                                                      "default; at most the chip's physical VMEM"},
+                                                      "default; at most the chip's physical VMEM (bytes, or 96M, 96MiB)"},
     {{"strict", 0, 0, 'S'}, K_STRICT, NULL, "make every warning of the checks an error, and a MARGINAL "
                                              "result exit 1 (rule V5)"},
     {{"check-dma-modes", 0, 0, 'D'}, K_DMA_MODES, NULL, "run twice, manual copies moving their data at start and "
@@ -160,7 +160,7 @@ static int store(const cli_cmd *cmd, int code, const char *arg, cli_kopts *o)
     case 'T': rc = cli_parse_count(cmd, "--top", arg, 1 << 20, &o->top); break;
     case 'n': rc = cli_parse_count(cmd, "--threads", arg, 1024, &o->threads); break;
     case 'n' + 256: rc = cli_parse_count(cmd, "--host-threads", arg, 1024, &o->host_threads); break;
-    case 'L': rc = cli_parse_count(cmd, "--vmem-limit", arg, 1LL << 50, &o->vmem_limit); break;
+    case 'L': rc = cli_parse_vmem_limit(cmd, arg, &o->vmem_limit); break;
     }
     return rc;
 }

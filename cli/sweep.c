@@ -174,8 +174,7 @@ static int parse(const cli_cmd *cmd, const cli_args *a, cli_sweep_result *s, int
     if (OPT(a, "--threads") && (rc = cli_parse_count(cmd, "--threads", OPT(a, "--threads"), 1024, threads)))
         return rc;
     if (OPT(a, "--vmem-limit")) {
-        if ((rc = cli_parse_count(cmd, "--vmem-limit", OPT(a, "--vmem-limit"), 1LL << 50, &s->vmem_limit)))
-            return rc;
+        if ((rc = cli_parse_vmem_limit(cmd, OPT(a, "--vmem-limit"), &s->vmem_limit))) return rc;
         if ((rc = cli_check_vmem_limit(cmd, s->vmem_limit, s->chip))) return rc;
     }
     return 0;

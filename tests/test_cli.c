@@ -288,7 +288,7 @@ Test(cli, bad_arguments_exit_2_with_a_message)
         {{SW, "--bn", "128,128"}, "appears twice"},
         {{SW, "--top", "0"}, "--top: '0' must be positive"},
         {{SW, "--threads", "two"}, "--threads: 'two' is not a whole number"},
-        {{SW, "--vmem-limit", "1e6"}, "--vmem-limit: '1e6' is not a whole number"},
+        {{SW, "--vmem-limit", "1e6"}, "--vmem-limit: '1e6' is not a size"},
         {{SW, "--dtype", "f64"}, "--dtype: 'f64'"},
         {{SW, "--chip", "v9"}, "unknown chip 'v9'"},
         {{SW, "--chip", "v5e", "--chip-file", "x"}, "exclude each other"},

@@ -113,6 +113,35 @@ Test(vmem_limit, a_limit_over_physical_vmem_is_refused_by_name)
     th_run_free(&r);
 }
 
+/* A limit is bytes, as vmem_limit_bytes takes it, or a size as people
+ * write it: 32M, 32MiB and 33554432 are one limit on every verb; what is
+ * not a size is refused by name. */
+Test(vmem_limit, a_limit_may_be_written_with_a_unit)
+{
+    static const char *const verbs[] = {"run", "verify", "profile", "memory", "explain", "sweep"};
+    static const char *const same[] = {"32M", "32MiB", "32768K", "32MB"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
+        for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
+            int run = !strcmp(verbs[i], "run");
+            th_run r = run ? TH_RUN("run", "add", "--cost-only", "--json", "--vmem-limit", same[k])
+                           : TH_RUN(verbs[i], "add", "--vmem-limit", same[k]);
+            cr_expect_eq(r.status, 0, "%s %s: %s", verbs[i], same[k], r.err);
+            if (run) cr_expect(strstr(r.out, "\"vmem_limit\":33554432"), "%s: %s", same[k], r.out);
+            th_run_free(&r);
+        }
+    static const char *const bad[] = {"32X", "-32M", "0", "M", "none", "1.5M", "32 M"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        th_run r = TH_RUN("run", "add", "--cost-only", "--vmem-limit", bad[k]);
+        cr_expect_eq(r.status, 2, "'%s': %s", bad[k], r.out);
+        cr_expect(strstr(r.err, "--vmem-limit") && strstr(r.err, "is not a size"), "'%s': %s", bad[k], r.err);
+        th_run_free(&r);
+    }
+    th_run r = TH_RUN("run", "add", "--chip", "v7x", "--vmem-limit", "65G");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "physical VMEM"), "%s", r.err);
+    th_run_free(&r);
+}
+
 /* ---- the sweep: the limit each configuration needs -------------------------------------- */
 
 /* rmsnorm's f32 rows on v5e: br=512 and br=1024 need 20.3 and 40.6 MiB,
