@@ -61,7 +61,11 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
     }
     if (s->n_rejected) {
         fprintf(f, "\nrejected (%d):\n%6s %6s %6s  %s\n", s->n_rejected, "bm", "bn", "bk", "reason");
-        for (int i = 0; i < s->n_rejected; i++) {
+        /* as many as the ranked rows, at least 20: a sweep of a small problem
+         * rejects most of its grid, and a page of reasons hides the answer */
+        int64_t most = s->top > 20 ? s->top : 20;
+        int cut = s->top <= 0 || s->n_rejected <= most ? s->n_rejected : (int)most;
+        for (int i = 0; i < cut; i++) {
             const cli_sweep_row *r = &s->rows[s->rejected[i]];
             if (r->rep->status == PL_EVMEM && r->rep->vmem_bytes > r->rep->vmem_limit && r->rep->vmem_limit > 0)
                 snprintf(why, sizeof why, "needs %s of VMEM, over the %s scoped limit (rule M4)",
@@ -71,6 +75,9 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
             fprintf(f, "%6lld %6lld %6lld  %s: %s\n", (long long)r->bm, (long long)r->bn, (long long)r->bk,
                     cli_reject_kind(r), why);
         }
+        if (cut < s->n_rejected)
+            fprintf(f, "      ... %d more rejected (--top N shows more; --csv and --json list every one)\n",
+                    s->n_rejected - cut);
     }
     fprintf(f, "\n%d configuration%s evaluated in %.2f s, %d legal", s->n_rows, s->n_rows == 1 ? "" : "s", s->wall_s,
             s->n_legal);

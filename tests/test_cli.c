@@ -114,6 +114,33 @@ Test(cli, sweep_ranks_legal_and_rejects_over_budget)
     th_run_free(&r);
 }
 
+/* A small problem rejects most of the default grid: the text lists as many
+ * rejections as ranked rows (at least 20) and counts the rest, which the
+ * CSV still lists, every one; --top shows more. */
+Test(cli, sweep_text_cuts_a_long_rejected_list_the_csv_does_not)
+{
+    th_run r = TH_RUN("sweep", "matmul", "512", "512", "512", "--vmem-limit", "2M");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "rejected (108):", "sweep");
+    expect_has(r.out, "      ... 88 more rejected (--top N shows more; --csv and --json list every one)", "sweep");
+    cr_expect_eq(count_lines(strstr(r.out, "rejected (108):")), 1 + 1 + 20 + 1 + 3, "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("sweep", "matmul", "512", "512", "512", "--vmem-limit", "2M", "--top", "200");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(!strstr(r.out, "more rejected"), "%s", r.out);
+    expect_has(r.out, "  2048   2048   2048  over budget", "sweep --top 200: the last one");
+    th_run_free(&r);
+    r = TH_RUN("sweep", "matmul", "512", "512", "512", "--vmem-limit", "2M", "--csv");
+    cr_expect_eq(count_lines(r.out), 1 + 125, "%s", r.out);
+    th_run_free(&r);
+    /* a kernel definition's sweep: i8 weights are refused on v7x (T10) */
+    r = TH_RUN("sweep", "quant_matmul", "--chip", "v7x", "--top", "3");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "rejected (32):", "ksweep");
+    expect_has(r.out, "      ... 12 more rejected configurations (the CSV and JSON list every one)", "ksweep");
+    th_run_free(&r);
+}
+
 Test(cli, sweep_csv_rows_sorted_by_time)
 {
     th_run r = TH_RUN(SMALL, "--csv");

@@ -124,11 +124,15 @@ static int print_table(FILE *f, int n, const pl_report *reports, const char *con
     }
     if (legal < n) {
         fprintf(f, "%srejected (%d):\n", legal ? "\n" : "", n - legal);
-        for (int i = legal; i < n; i++) {
+        /* as many as the ranked rows, at least 20: a sweep of a small problem
+         * rejects most of its grid, and a page of reasons hides the answer */
+        int cut = top <= 0 || n - legal <= (top > 20 ? top : 20) ? n : legal + (top > 20 ? top : 20);
+        for (int i = legal; i < cut; i++) {
             const pl_report *r = &reports[order[i]];
             fprintf(f, "  %-*s %s: %s\n", w, label_of(labels, order[i]), pl_sweep_reject_kind(r),
                     first_sentence(r->error, why, sizeof why));
         }
+        if (cut < n) fprintf(f, "      ... %d more rejected configurations (the CSV and JSON list every one)\n", n - cut);
     }
     fprintf(f, "\n%d configuration%s, %d legal", n, n == 1 ? "" : "s", legal);
     if (!legal) fprintf(f, "; nothing to rank (the reasons are above)\n");
