@@ -210,6 +210,7 @@ void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx)
     c->n_ops = 0;
     c->scalar_ops = 0;
     c->n_ds_count = 0; /* pl_ds calls are counted per step (T9) */
+    c->n_fresh = 0;    /* values are a step's own */
 }
 
 int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs)

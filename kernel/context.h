@@ -126,6 +126,7 @@ void kern_ref_span(const pl_ref *r, uintptr_t *lo, uintptr_t *hi);
 /* Kernel arguments the context can name (M3): the executor's refs array
  * holds at most SIM_MAX_OPS + PL_MAX_SCRATCH (sim/call/core.h). */
 #define KERN_MAX_ARGS 64
+#define KERN_MAX_FRESH 16 /* values a step's ops track for fusion (kern_vmem_read) */
 
 /* The executor pads the refs array past the call's last argument with refs
  * whose arg is KERN_ARG_MISSING - position: a kernel that uses refs[3] of a
@@ -340,6 +341,15 @@ struct pl_ctx {
         char *base;
         size_t used, cap;
     } values;
+    /* The values this step's ops wrote (Refs of no operand, as the arena
+     * hands out), by address, and how often an op has read each since: what
+     * kern_vmem_read charges a fused chain (KERN_MAX_FRESH at most; a
+     * value past them is charged as a Ref) */
+    struct kern_fresh {
+        const void *data;
+        int reads;
+    } fresh[KERN_MAX_FRESH];
+    int n_fresh;
 
     /* the mesh (kernel/remote.c): NULL on a single device */
     const kern_mesh_ops *mesh;
@@ -533,6 +543,20 @@ static inline void kern_sem_unlock(pl_ctx *c)
 
 /* Append an op to the step's log; faults with PL_ENOMEM when the host is out. */
 void kern_record(pl_ctx *c, const kern_op *op);
+/* The bytes an op moves through VMEM's vector loads and stores when it
+ * reads r (kern_vmem_read) or writes it (kern_vmem_write): an op's `vmem`.
+ * A Ref of the call (a block, scratch, a run_scoped or pipeline buffer)
+ * is in VMEM: all its bytes. A value (a Ref of no operand: what Mosaic
+ * keeps in vector registers, examples/kernels/values.h) is not, when the
+ * ops chain: Mosaic lowers each op vreg by vreg and the scheduler keeps a
+ * vreg's chain together, so an op reading the value the last op wrote
+ * takes it from registers, and the write costs nothing. A value read
+ * again (after a reduction over it, or by a second op) had to be kept:
+ * the second read pays its store and its load, each later one a load. A
+ * value no op of this step wrote is read from VMEM. Reads before the
+ * write in one op (pl_mul(c, v, v, s) reads v, then writes it). */
+int64_t kern_vmem_read(pl_ctx *c, const pl_ref *r);
+int64_t kern_vmem_write(pl_ctx *c, const pl_ref *r);
 /* The same in two halves, for an op built in place: kern_record_slot
  * returns the log's next entry (zeroed), kern_record_done appends it. An op
  * built on the stack and copied in is read back by wide loads just after

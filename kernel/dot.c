@@ -218,6 +218,12 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
         if (flags & PL_DOT_ACC) kern_note_read(c, &acc, "pl_dot");
         kern_note_write(c, &acc, "pl_dot");
     }
+    /* the MXU streams its operands whatever holds them (op->vmem below);
+     * a value it reads is a use, a value it writes is fresh (kern_vmem_read) */
+    kern_vmem_read(c, &a);
+    kern_vmem_read(c, &b);
+    if (flags & PL_DOT_ACC) kern_vmem_read(c, &acc);
+    kern_vmem_write(c, &acc);
     kern_op *op = kern_record_slot(c); /* built in place (kernel/context.h says why) */
     op->kind = KERN_OP_DOT, op->dtype = (uint8_t)mxu, op->m = m, op->n = n, op->k = k, op->name = "pl_dot";
     op->flops = 2.0 * (double)m * (double)n * (double)k;

@@ -33,7 +33,7 @@ void pl_transpose(pl_ctx *c, pl_ref dst, pl_ref src)
     /* Cost (model choice, docs/CHIPS.md): the XLU turns whole (8, 128)
      * tiles while the vector slots stream them: one op per element, and no
      * faster than its bytes in and out of VMEM, the cost of a copy. */
-    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&src));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_vmem_read(c, &src));
     if (c->cost_only) return;
     int64_t m = src.shape[0], n = src.shape[1];
     /* through a buffer, so that dst may be src itself (a square block in place) */
@@ -77,7 +77,7 @@ void pl_unpack_f4(pl_ctx *c, pl_ref dst, pl_ref src)
      * masks and shifts work on whole 32-bit words, 8 values each, and the
      * e2m1 -> wider conversion is a few word ops more: about one op per
      * value in all, where a float-arithmetic decode would take 15. */
-    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&src));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_vmem_read(c, &src));
     if (c->cost_only) return;
     int64_t n = row_len(&src), rows = row_count(&dst);
     double *buf = (double *)kern_tmp(c, 4 * (size_t)n); /* 2n doubles, in floats */

@@ -85,7 +85,7 @@ static void map_rows(pl_ctx *c, pl_ref dst, pl_ref a, const pl_ref *b, bcast bc,
     /* exp runs on the EUP (counted in the report's eup_elems); its time is VPU time at 4 per element */
     record_vpu(c, k == M_EXP ? KERN_OP_EUP : KERN_OP_VPU, &dst,
                k == M_EXP || k == M_DIV ? FLOPS_TRANSCENDENTAL : FLOPS_SIMPLE, fn,
-               kern_ref_bytes(&a) + (b ? kern_ref_bytes(b) : 0));
+               kern_vmem_read(c, &a) + (b ? kern_vmem_read(c, b) : 0));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     if (!n || !rows) return;
@@ -157,7 +157,8 @@ static void reduce_rows(pl_ctx *c, pl_ref dst, pl_ref src, int is_max, const cha
     int64_t n = src.shape[1], rows = src.shape[0];
     kern_op op = {.kind = KERN_OP_VPU, .dtype = (uint8_t)dst.dtype, .elems = rows, .name = fn};
     op.flops = FLOPS_SIMPLE * (double)(rows * n);
-    op.vmem = kern_ref_bytes(&src) + kern_ref_bytes(&dst);
+    op.vmem = kern_vmem_read(c, &src);
+    op.vmem += kern_vmem_write(c, &dst);
     kern_record(c, &op);
     if (c->cost_only) return;
     double *x = n ? (double *)kern_tmp(c, 2 * (size_t)n) : NULL;

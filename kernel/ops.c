@@ -67,7 +67,7 @@ void kern_int_scalar(pl_ctx *c, pl_ref dst, pl_ref src, double s, int mul, const
     }
     check_same_shape(c, &dst, &src, fn);
     note_pair(c, &dst, &src, fn);
-    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&src));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_vmem_read(c, &src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst), k = (int64_t)s;
     size_t sd = (size_t)inner_stride(&dst) * pl_dtype_size(dst.dtype);
@@ -115,7 +115,7 @@ static void copy_as(pl_ctx *c, pl_ref dst, pl_ref src, const char *fn)
     check_pair(c, &dst, &src, fn);
     check_same_shape(c, &dst, &src, fn);
     note_pair(c, &dst, &src, fn);
-    record_vpu(c, KERN_OP_COPY, &dst, 1, fn, kern_ref_bytes(&src));
+    record_vpu(c, KERN_OP_COPY, &dst, 1, fn, kern_vmem_read(c, &src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     int unit = inner_stride(&dst) == 1 && inner_stride(&src) == 1;
@@ -164,7 +164,7 @@ static void elementwise(pl_ctx *c, pl_ref dst, pl_ref a, pl_ref b, ew_kind kind,
         kern_note_read(c, &b, fn);
         kern_note_write(c, &dst, fn);
     }
-    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_ref_bytes(&a) + kern_ref_bytes(&b));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, fn, kern_vmem_read(c, &a) + kern_vmem_read(c, &b));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     if (is_int(dst.dtype) && is_int(a.dtype) && is_int(b.dtype)) {
@@ -203,7 +203,7 @@ void pl_relu(pl_ctx *c, pl_ref dst, pl_ref src)
         kern_note_read(c, &src, "pl_relu");
         kern_note_write(c, &dst, "pl_relu");
     }
-    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_relu", kern_ref_bytes(&src));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_relu", kern_vmem_read(c, &src));
     if (c->cost_only) return;
     int64_t n = row_len(&dst), rows = row_count(&dst);
     double *x = (double *)kern_tmp(c, 2 * (size_t)n);

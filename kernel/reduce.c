@@ -64,7 +64,8 @@ static void reduce(pl_ctx *c, pl_ref dst, pl_ref src, int axis, int is_max, cons
     int64_t rows = src.shape[0], n = src.shape[1];
     kern_op op = {.kind = KERN_OP_VPU, .dtype = (uint8_t)dst.dtype, .elems = pl_size(dst), .name = fn};
     op.flops = (double)(rows * n);
-    op.vmem = kern_ref_bytes(&src) + kern_ref_bytes(&dst);
+    op.vmem = kern_vmem_read(c, &src);
+    op.vmem += kern_vmem_write(c, &dst);
     kern_record(c, &op);
     if (c->cost_only || op.elems == 0) return;
     double init = is_max ? -INFINITY : 0.0;

@@ -132,12 +132,12 @@ static inline void check_broadcast(pl_ctx *c, const pl_ref *src, const pl_ref *d
 static inline int64_t kern_ref_bytes(const pl_ref *r) { return pl_size(*r) * (int64_t)kern_dtype_size(r->dtype); }
 
 /* An op `fn` that produced every element of dst, at flops_per_elem each,
- * after reading in_bytes. */
+ * after reading in_bytes (kern_vmem_read of its sources). */
 static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem, const char *fn,
                               int64_t in_bytes)
 {
     kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst), .name = fn,
-                  .vmem = in_bytes + kern_ref_bytes(dst)};
+                  .vmem = in_bytes + kern_vmem_write(c, dst)}; /* in_bytes: the reads, made first */
     op.flops = flops_per_elem * (double)op.elems;
     kern_record(c, &op);
 }

@@ -131,8 +131,9 @@ static void map_elems(pl_ctx *c, pl_ref dst, const pl_ref *src, int ns, const u_
     }
     int eup = u->kind <= U_GELU;
     kern_op op = {.kind = (uint8_t)(eup ? KERN_OP_EUP : KERN_OP_VPU), .dtype = (uint8_t)dst.dtype,
-                  .elems = pl_size(dst), .name = u->fn, .vmem = kern_ref_bytes(&dst)};
-    for (int i = 0; i < ns; i++) op.vmem += kern_ref_bytes(&src[i]);
+                  .elems = pl_size(dst), .name = u->fn};
+    for (int i = 0; i < ns; i++) op.vmem += kern_vmem_read(c, &src[i]);
+    op.vmem += kern_vmem_write(c, &dst);
     op.flops = (eup ? eup_weight(u->kind) : u->kind == U_DIV ? 4.0 : 1.0) * (double)op.elems;
     kern_record(c, &op);
     if (c->cost_only || op.elems == 0) return;

@@ -50,7 +50,9 @@
  *     backend chose by timing every tiling of its quantized matmul on
  *     these chips; bench/autotune_agree, docs/CHIPS.md) are within 5 % of
  *     tilesim's best on 75.9 % (v6e) and 71.0 % (v7x) of the shapes
- *     (70.2 and 67.1 % with the earlier fitted 0.1 / 0.4 us). A step
+ *     (70.2 and 67.1 % with the earlier fitted 0.1 / 0.4 us; 78.4 and
+ *     72.3 % once values between chained ops move no VMEM bytes,
+ *     kern_vmem_read in kernel/context.h). A step
  *     still pays its copies' issue and waits (below).
  *   - What a step costs beyond its fixed overhead (issue 22; docs/CHIPS.md
  *     has the sources and how well each is reproduced): a DMA issue or
