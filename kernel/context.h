@@ -555,8 +555,21 @@ void kern_record(pl_ctx *c, const kern_op *op);
  * the second read pays its store and its load, each later one a load. A
  * value no op of this step wrote is read from VMEM. Reads before the
  * write in one op (pl_mul(c, v, v, s) reads v, then writes it). */
-int64_t kern_vmem_read(pl_ctx *c, const pl_ref *r);
-int64_t kern_vmem_write(pl_ctx *c, const pl_ref *r);
+int64_t kern_value_read(pl_ctx *c, const pl_ref *r, int64_t bytes);
+int64_t kern_value_write(pl_ctx *c, const pl_ref *r, int64_t bytes);
+/* A value: no operand's (what values.h hands out); inline, since every op
+ * asks for each operand at every step of a sweep. */
+static inline int kern_is_value(const pl_ref *r) { return r->arg < 0 && r->role == PL_ROLE_NONE && r->space == PL_VMEM; }
+static inline int64_t kern_vmem_read(pl_ctx *c, const pl_ref *r)
+{
+    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
+    return kern_is_value(r) ? kern_value_read(c, r, bytes) : bytes;
+}
+static inline int64_t kern_vmem_write(pl_ctx *c, const pl_ref *r)
+{
+    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
+    return kern_is_value(r) ? kern_value_write(c, r, bytes) : bytes;
+}
 /* The same in two halves, for an op built in place: kern_record_slot
  * returns the log's next entry (zeroed), kern_record_done appends it. An op
  * built on the stack and copied in is read back by wide loads just after

@@ -220,10 +220,12 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
     }
     /* the MXU streams its operands whatever holds them (op->vmem below);
      * a value it reads is a use, a value it writes is fresh (kern_vmem_read) */
-    kern_vmem_read(c, &a);
-    kern_vmem_read(c, &b);
-    if (flags & PL_DOT_ACC) kern_vmem_read(c, &acc);
-    kern_vmem_write(c, &acc);
+    if (kern_is_value(&a)) kern_value_read(c, &a, 0);
+    if (kern_is_value(&b)) kern_value_read(c, &b, 0);
+    if (kern_is_value(&acc)) {
+        if (flags & PL_DOT_ACC) kern_value_read(c, &acc, 0);
+        kern_value_write(c, &acc, 0);
+    }
     kern_op *op = kern_record_slot(c); /* built in place (kernel/context.h says why) */
     op->kind = KERN_OP_DOT, op->dtype = (uint8_t)mxu, op->m = m, op->n = n, op->k = k, op->name = "pl_dot";
     op->flops = 2.0 * (double)m * (double)n * (double)k;

@@ -1,11 +1,10 @@
 /* kernel/vmem_traffic.c: the VMEM bytes an op moves when it reads or
- * writes a Ref (kern_vmem_read, kern_vmem_write; kernel/context.h says the
- * rule): a Ref of the call is in VMEM; a value the last op wrote is in
- * vector registers, as Mosaic lowers a chain of ops vreg by vreg. The
- * step's values live in pl_ctx.fresh, emptied by kern_begin_step. */
+ * writes a value (kern_value_read, kern_value_write: the slow half of
+ * kern_vmem_read and kern_vmem_write, inline in kernel/context.h, which
+ * says the rule): a value the last op wrote is in vector registers, as
+ * Mosaic lowers a chain of ops vreg by vreg. The step's values live in
+ * pl_ctx.fresh, emptied by kern_begin_step. */
 #include "context.h"
-
-static int is_value(const pl_ref *r) { return r->arg < 0 && r->role == PL_ROLE_NONE && r->space == PL_VMEM; }
 
 static struct kern_fresh *fresh_of(pl_ctx *c, const void *data)
 {
@@ -14,19 +13,16 @@ static struct kern_fresh *fresh_of(pl_ctx *c, const void *data)
     return NULL;
 }
 
-int64_t kern_vmem_read(pl_ctx *c, const pl_ref *r)
+int64_t kern_value_read(pl_ctx *c, const pl_ref *r, int64_t bytes)
 {
-    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
-    struct kern_fresh *f = is_value(r) ? fresh_of(c, r->data) : NULL;
+    struct kern_fresh *f = fresh_of(c, r->data);
     if (!f) return bytes;
     f->reads++;
     return f->reads == 1 ? 0 : f->reads == 2 ? 2 * bytes : bytes;
 }
 
-int64_t kern_vmem_write(pl_ctx *c, const pl_ref *r)
+int64_t kern_value_write(pl_ctx *c, const pl_ref *r, int64_t bytes)
 {
-    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
-    if (!is_value(r)) return bytes;
     struct kern_fresh *f = fresh_of(c, r->data);
     if (!f && c->n_fresh < KERN_MAX_FRESH) f = &c->fresh[c->n_fresh++];
     if (!f) return bytes; /* more values than tracked: stored, as a Ref */
