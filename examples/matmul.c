@@ -172,7 +172,7 @@ static int own_option(ex_cmdline *cl, int code, const char *arg, void *user)
 {
     mm_case *mc = user;
     switch (code) {
-    case O_VMEM_LIMIT: return ex_parse_int(cl, arg, "--vmem-limit", 1, INT64_MAX / 2, &mc->vmem_limit);
+    case O_VMEM_LIMIT: return ex_parse_size(cl, arg, "--vmem-limit", &mc->vmem_limit);
     case O_SEED: return ex_parse_int(cl, arg, "--seed", 1, INT64_MAX, &mc->seed);
     case O_HEATMAP: mc->heatmap = arg; return ex_check_writable(cl, "--heatmap", arg);
     default: return ex_usage_error(cl, "unexpected option");

@@ -123,3 +123,22 @@ Test(examples_cli, core_ring_passes_slabs_between_the_cores_of_one_device_and_of
               q.out);
     th_run_free(&q);
 }
+
+/* matmul's --vmem-limit takes a size as tilesim's does: 1M is 1048576
+ * bytes, over the 448 KiB that (128, 128, 128) f32 blocks and their
+ * accumulator take; 256K is under it (M4); what is not a size is refused
+ * by name. */
+Test(examples_cli, matmul_vmem_limit_takes_a_size)
+{
+    th_run r = TH_RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--cost-only", "--vmem-limit", "1M");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    th_run_free(&r);
+    r = TH_RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--cost-only", "--vmem-limit", "256K");
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.err, "rule M4"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN_EX("matmul", "--vmem-limit", "1X");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--vmem-limit: '1X' is not a size"), "%s", r.err);
+    th_run_free(&r);
+}
