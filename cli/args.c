@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "../examples/kernels/options.h"
-#include "../sim/base/outfile.h"
 #include "cli.h"
 
 static int is_option(const char *s)
@@ -212,11 +211,8 @@ int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out)
 
 int cli_parse_vmem_limit(const cli_cmd *cmd, const char *s, int64_t *out)
 {
-    /* the bytes vmem_limit_bytes takes, or the sizes people write (96M,
-     * 96MiB: powers of 1024, as the trace limit takes them) */
-    if (strcmp(s, "none") != 0 && sim_parse_size(s, out) == 0) return 0;
-    return cli_fail(cmd, "--vmem-limit: '%s' is not a size; give bytes (100663296) or a size with K, M or G "
-                         "(96M, 96MiB: powers of 1024)", CLI_CUT(s));
+    if (ex_scan_size(s, out) == 0) return 0; /* as examples/matmul takes it */
+    return cli_fail(cmd, "--vmem-limit: '%s' is not a size; " EX_SIZE_HINT, CLI_CUT(s));
 }
 
 int cli_check_vmem_limit(const cli_cmd *cmd, int64_t limit, const pl_chip *chip)

@@ -61,10 +61,7 @@ void cli_sweep_print_text(const cli_sweep_result *s, FILE *f)
     }
     if (s->n_rejected) {
         fprintf(f, "\nrejected (%d):\n%6s %6s %6s  %s\n", s->n_rejected, "bm", "bn", "bk", "reason");
-        /* as many as the ranked rows, at least 20: a sweep of a small problem
-         * rejects most of its grid, and a page of reasons hides the answer */
-        int64_t most = s->top > 20 ? s->top : 20;
-        int cut = s->top <= 0 || s->n_rejected <= most ? s->n_rejected : (int)most;
+        int cut = pl_sweep_rejected_shown(s->n_rejected, s->top);
         for (int i = 0; i < cut; i++) {
             const cli_sweep_row *r = &s->rows[s->rejected[i]];
             if (r->rep->status == PL_EVMEM && r->rep->vmem_bytes > r->rep->vmem_limit && r->rep->vmem_limit > 0)

@@ -560,15 +560,15 @@ int64_t kern_value_write(pl_ctx *c, const pl_ref *r, int64_t bytes);
 /* A value: no operand's (what values.h hands out); inline, since every op
  * asks for each operand at every step of a sweep. */
 static inline int kern_is_value(const pl_ref *r) { return r->arg < 0 && r->role == PL_ROLE_NONE && r->space == PL_VMEM; }
+/* Bytes of the elements r views (what an op reads or writes of it). */
+static inline int64_t kern_ref_bytes(const pl_ref *r) { return pl_size(*r) * (int64_t)kern_dtype_size(r->dtype); }
 static inline int64_t kern_vmem_read(pl_ctx *c, const pl_ref *r)
 {
-    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
-    return kern_is_value(r) ? kern_value_read(c, r, bytes) : bytes;
+    return kern_is_value(r) ? kern_value_read(c, r, kern_ref_bytes(r)) : kern_ref_bytes(r);
 }
 static inline int64_t kern_vmem_write(pl_ctx *c, const pl_ref *r)
 {
-    int64_t bytes = pl_size(*r) * (int64_t)kern_dtype_size(r->dtype);
-    return kern_is_value(r) ? kern_value_write(c, r, bytes) : bytes;
+    return kern_is_value(r) ? kern_value_write(c, r, kern_ref_bytes(r)) : kern_ref_bytes(r);
 }
 /* The same in two halves, for an op built in place: kern_record_slot
  * returns the log's next entry (zeroed), kern_record_done appends it. An op

@@ -128,9 +128,6 @@ static inline void check_broadcast(pl_ctx *c, const pl_ref *src, const pl_ref *d
 
 /* ---- cost ------------------------------------------------------------------- */
 
-/* Bytes of the elements r views (what an op reads or writes of it). */
-static inline int64_t kern_ref_bytes(const pl_ref *r) { return pl_size(*r) * (int64_t)kern_dtype_size(r->dtype); }
-
 /* An op `fn` that produced every element of dst, at flops_per_elem each,
  * after reading in_bytes (kern_vmem_read of its sources). */
 static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem, const char *fn,

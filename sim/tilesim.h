@@ -808,7 +808,7 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
  * names configuration i ("br=8 cols=512", pl_kernel_format; labels or
  * labels[i] NULL: none). Legal configurations (status PL_OK) come fastest
  * first, then the rejected ones in list order with the first sentence of
- * their reason. The columns lead with achieved HBM bandwidth against the
+ * their reason (the table: pl_sweep_rejected_shown of them). The columns lead with achieved HBM bandwidth against the
  * chip's, then the MXU rate, then (when some report has one, from a
  * kernel definition's .flops and .bytes) the efficiency against the ideal:
  * %ideal in the table, ideal_pct in JSON. Each printer returns PL_OK, PL_EINVAL (bad
@@ -822,6 +822,11 @@ int pl_sweep(int n, pl_sweep_build_fn build, void *user, const pl_options *opt, 
 int pl_sweep_rank(int n, const pl_report *reports, int *order);
 /* "over budget" (PL_EVMEM) or "illegal": a static string. r not NULL. */
 const char *pl_sweep_reject_kind(const pl_report *r);
+/* How many of n_rejected rejected configurations a text table lists: all
+ * when top <= 0, else as many as the ranked rows it shows, at least 20 (a
+ * sweep of a small problem rejects most of its grid, and a page of reasons
+ * would hide the answer); the table counts the rest. */
+int pl_sweep_rejected_shown(int n_rejected, int64_t top);
 /* A ranked table; top > 0 shows only the top fastest legal ones. */
 int pl_sweep_print_table(FILE *f, int n, const pl_report *reports, const char *const *labels, int top);
 /* One row per configuration: rank,config,status,vmem_bytes,steps,time_s,hbm_gbps,hbm_pct,tflops,mxu_pct,bound,reason */

@@ -74,11 +74,12 @@ int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t 
     return EX_PARSE_OK;
 }
 
+int ex_scan_size(const char *s, int64_t *out) { return strcmp(s, "none") != 0 && sim_parse_size(s, out) == 0 ? 0 : -1; }
+
 int ex_parse_size(const ex_cmdline *cl, const char *s, const char *what, int64_t *out)
 {
-    if (strcmp(s, "none") != 0 && sim_parse_size(s, out) == 0) return EX_PARSE_OK;
-    return ex_usage_error(cl, "%s: '%.40s%s' is not a size; give bytes (100663296) or a size with K, M or G (96M, "
-                              "96MiB: powers of 1024)", what, s, strlen(s) > 40 ? "..." : "");
+    if (ex_scan_size(s, out) == 0) return EX_PARSE_OK;
+    return ex_usage_error(cl, "%s: '%.40s%s' is not a size; " EX_SIZE_HINT, what, s, strlen(s) > 40 ? "..." : "");
 }
 
 /* --chip and --chip-file name one chip: whichever comes second is refused. */

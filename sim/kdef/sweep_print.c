@@ -54,6 +54,12 @@ static const char *first_sentence(const char *msg, char *buf, size_t n)
     return buf;
 }
 
+int pl_sweep_rejected_shown(int n_rejected, int64_t top)
+{
+    int64_t most = top > 20 ? top : 20;
+    return top <= 0 || n_rejected <= most ? n_rejected : (int)most;
+}
+
 const char *pl_sweep_reject_kind(const pl_report *r)
 {
     return r->status == PL_EVMEM ? "over budget" : "illegal";
@@ -124,9 +130,7 @@ static int print_table(FILE *f, int n, const pl_report *reports, const char *con
     }
     if (legal < n) {
         fprintf(f, "%srejected (%d):\n", legal ? "\n" : "", n - legal);
-        /* as many as the ranked rows, at least 20: a sweep of a small problem
-         * rejects most of its grid, and a page of reasons hides the answer */
-        int cut = top <= 0 || n - legal <= (top > 20 ? top : 20) ? n : legal + (top > 20 ? top : 20);
+        int cut = legal + pl_sweep_rejected_shown(n - legal, top);
         for (int i = legal; i < cut; i++) {
             const pl_report *r = &reports[order[i]];
             fprintf(f, "  %-*s %s: %s\n", w, label_of(labels, order[i]), pl_sweep_reject_kind(r),
