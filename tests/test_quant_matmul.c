@@ -208,15 +208,19 @@ Test(quant_matmul, the_output_is_bf16)
     cr_expect(found);
 }
 
-/* One contraction step and 4 output blocks: no accumulator; x_q kept,
- * quantized once per batch block (2 of them), not at each of the 8 steps. */
+/* One contraction step and 4 output blocks: no accumulator; x_q and its
+ * scale kept (the production kernel's x_q_scratch and x_scale_scratch, the
+ * scale a (bb, 1) f32 column), quantized once per batch block (2 of them),
+ * not at each of the 8 steps. */
 Test(quant_matmul, one_contraction_step_quantizes_x_once_per_batch_block_and_keeps_no_accumulator)
 {
     static const char *const sets[] = {"in=256", "bi=256", "wdtype=i8"};
     pl_report rep;
     run_passing("v6e", sets, 3, &rep);
-    cr_assert_eq(rep.n_scratch, 1);
+    cr_assert_eq(rep.n_scratch, 2);
     cr_expect_str_eq(rep.scratch[0].name, "x_q");
+    cr_expect_str_eq(rep.scratch[1].name, "x_scale");
+    cr_expect_eq(rep.scratch[1].dtype, PL_F32);
     cr_expect_eq(profile_count(&rep, "pl_div_col"), 2, "once per batch block of the (2, 4, 1) grid");
     cr_expect_eq(profile_count(&rep, "pl_dot"), 8);
 }

@@ -4,7 +4,11 @@
  *
  * x [batch, in] is bf16 and is quantized per row inside the kernel, with
  * its abs-max computed outside (a [batch, 1] f32 input: the step before the
- * layer has it for free); w_q [out, in] is int8 (v5e, v6e: int8 x int8 into
+ * layer has it for free. Production passes it as a [1, batch] row, which
+ * pads less (8 rows, not 128 lanes a row) but cannot take a block of fewer
+ * than 128 rows of a larger batch (T1), a block the hardware autotuner
+ * ran (bench/data: v7x 256 x 1792 x 6144, bb = 64); the column takes
+ * every block it ran); w_q [out, in] is int8 (v5e, v6e: int8 x int8 into
  * int32 on the MXU) or fp8 e4m3 (v7x, which has no int8 path: fp8 x fp8
  * into f32), with one f32 scale per output column (w_scale [1, out]); o is
  * bf16, x's dtype. The grid is (batch/bb, out/bo, in/bi), the contraction
@@ -13,12 +17,11 @@
  * blocks, and nothing more:
  *   - an accumulator (bb, bo) only when the contraction takes several
  *     steps (in > bi); with one step the dot's result is a value;
- *   - x_q (bb, bi) only when the contraction is one step and there are
- *     several output blocks: x is then quantized once per batch block, at
- *     j == 0, and reused (so axis j is arbitrary: a core must see j == 0
- *     first); otherwise x_q is a value, computed where it is used;
- *   - the scales are values: qmax / absmax and absmax / qmax are bb
- *     numbers, recomputed where needed.
+ *   - x_q (bb, bi) and its scale s_x (bb, 1) only when the contraction is
+ *     one step and there are several output blocks: x is then quantized
+ *     once per batch block, at j == 0, and both are reused (so axis j is
+ *     arbitrary: a core must see j == 0 first); otherwise they are values,
+ *     computed where they are used.
  * Values (values.h) are what Mosaic holds in vector registers: their ops
  * are counted, their bytes are in no budget. Both scales are applied once,
  * at the last contraction step, so the int32 accumulator stays exact until
@@ -66,10 +69,13 @@ static size_t values_bytes(const qmm_params *p)
     return b;
 }
 
-/* xq = round(x * qmax / absmax), per row (fp8 rounds to nearest even in the cast). */
-static void quantize_x(pl_ctx *c, pl_ref xq, pl_ref x, pl_ref amax, const qmm_params *p, ex_values *vals)
+/* xq = round(x * qmax / absmax), per row (fp8 rounds to nearest even in
+ * the cast), and sx = absmax / qmax, the scale of the output; amax is the
+ * (bb, 1) column of abs-maxes. */
+static void quantize_x(pl_ctx *c, pl_ref xq, pl_ref sx, pl_ref x, pl_ref amax, const qmm_params *p, ex_values *vals)
 {
     pl_ref inv = ex_value(vals, PL_F32, p->bb, 1), xs = ex_value(vals, PL_F32, p->bb, p->bi);
+    pl_scale(c, sx, amax, 1.0 / p->qmax);
     pl_fill(c, inv, p->qmax);
     pl_div_col(c, inv, inv, amax); /* qmax / absmax, per row */
     pl_mul_col(c, xs, x, inv);
@@ -82,18 +88,17 @@ static void quantize_x(pl_ctx *c, pl_ref xq, pl_ref x, pl_ref amax, const qmm_pa
 
 /* o = ((acc * w_scale) * s_x).astype(bf16), s_x = absmax / qmax: the
  * production kernel's order, each product rounded to f32. */
-static void write_out(pl_ctx *c, pl_ref o, pl_ref acc, pl_ref amax, pl_ref ws, const qmm_params *p,
-                      ex_values *vals)
+static void write_out(pl_ctx *c, pl_ref o, pl_ref acc, pl_ref sx, pl_ref ws, const qmm_params *p, ex_values *vals)
 {
-    pl_ref f = ex_value(vals, PL_F32, p->bb, p->bo), sx = ex_value(vals, PL_F32, p->bb, 1);
+    pl_ref f = ex_value(vals, PL_F32, p->bb, p->bo);
     pl_copy(c, f, acc); /* int32 to f32 (a no-op cast for fp8's f32 result) */
     pl_mul_row(c, f, f, ws);
-    pl_scale(c, sx, amax, 1.0 / p->qmax);
     pl_mul_col(c, f, f, sx);
     pl_copy(c, o, f);
 }
 
-/* Refs: x, absmax, w_q, w_scale, o, then the scratch: acc (save_acc) or x_q (save_xq), or none. */
+/* Refs: x, absmax, w_q, w_scale, o, then the scratch: acc (save_acc), or
+ * x_q and s_x (save_xq), or none. */
 static void qmm_kernel(pl_ctx *c, pl_ref *r)
 {
     pl_ref x = r[0], amax = r[1], w = r[2], ws = r[3], o = r[4];
@@ -101,7 +106,8 @@ static void qmm_kernel(pl_ctx *c, pl_ref *r)
     ex_values *vals = ex_values_begin(c, values_bytes(p));
     int64_t j = pl_program_id(c, 1), k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
     pl_ref xq = p->save_xq ? r[5] : ex_value(vals, p->xdt, p->bb, p->bi);
-    if (!p->save_xq || j == 0) quantize_x(c, xq, x, amax, p, vals);
+    pl_ref sx = p->save_xq ? r[6] : ex_value(vals, PL_F32, p->bb, 1);
+    if (!p->save_xq || j == 0) quantize_x(c, xq, sx, x, amax, p, vals);
     if (p->is_fp4) {
         pl_ref wu = ex_value(vals, PL_F8E4M3, p->bo, p->bi);
         pl_unpack_f4(c, wu, w);
@@ -109,7 +115,7 @@ static void qmm_kernel(pl_ctx *c, pl_ref *r)
     }
     pl_ref acc = p->save_acc ? r[5] : ex_value(vals, p->accdt, p->bb, p->bo);
     pl_dot(c, acc, xq, w, (k > 0 ? PL_DOT_ACC : 0) | PL_DOT_TRANS_B); /* T10 decides int32 or f32 */
-    if (k == nk - 1) write_out(c, o, acc, amax, ws, p, vals);
+    if (k == nk - 1) write_out(c, o, acc, sx, ws, p, vals);
 }
 
 static int qmm_check(const int64_t *v, char *msg, size_t n)
@@ -168,8 +174,11 @@ static int qmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
         .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, 1), bb, bo)},
     };
     if (p->save_acc) b->call.scratch[0] = PLTPU_VMEM(p->accdt, bb, bo), b->call.scratch[0].name = "acc";
-    if (p->save_xq) b->call.scratch[0] = PLTPU_VMEM(p->xdt, bb, bi), b->call.scratch[0].name = "x_q";
-    b->call.n_scratch = p->save_acc || p->save_xq;
+    if (p->save_xq) {
+        b->call.scratch[0] = PLTPU_VMEM(p->xdt, bb, bi), b->call.scratch[0].name = "x_q";
+        b->call.scratch[1] = PLTPU_VMEM(PL_F32, bb, 1), b->call.scratch[1].name = "x_scale";
+    }
+    b->call.n_scratch = p->save_acc ? 1 : p->save_xq ? 2 : 0;
     static const char *in_names[] = {"x", "absmax", "w_q", "w_scale"};
     for (int i = 0; i < 4; i++) b->call.in[i].name = in_names[i];
     b->call.out[0].name = "o";
