@@ -4,7 +4,10 @@
  * shape value would run it (cli_sweep_values, pl_kernel_sweep: cost-only,
  * on every host core, and across the ranks of the MPI build, which split
  * every shape's configurations between them). The tiling is every
- * parameter that takes more than one value in those sweeps. */
+ * parameter that takes more than one value in those sweeps. A dtype
+ * parameter is not tiling but part of the shape (a tuned table is keyed
+ * by its dtypes): unless the shapes, --set or --vary give it, it keeps its
+ * default instead of being swept over its candidates. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,8 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
     fprintf(f, "For each shape in SHAPES.csv, sweep the kernel's other parameters (the tiling: their --vary\n"
                "lists, or the candidates 'tilesim list' shows) in cost-only mode, and write the best\n"
                "configuration, its predicted time, the runner-up and the margin: one table keyed by shape.\n"
+               "A dtype parameter is part of the shape, not the tiling: give it as a column, --set or\n"
+               "--vary, or it keeps its default.\n"
                "SHAPES.csv: a header of parameter names (M,N,K), then one line of values per shape; '#'\n"
                "lines and blank lines are skipped.\n");
     cli_kopt_help(TUNE_MASK, f);
@@ -50,6 +55,7 @@ typedef struct tune_job {
     pl_options opt;
     const tune_shapes *sh;
     int tiling[PL_KDEF_MAX_PARAMS]; /* 1: takes several values in the sweeps */
+    int pinned[PL_KDEF_MAX_PARAMS]; /* 1: a dtype no column, --set or --vary gives: its default */
     tune_row *rows;
 } tune_job;
 
@@ -77,6 +83,14 @@ static int tune_one(tune_job *job, int i)
         if (o.n_sets == CLI_MAX_SETS) return cli_fail(job->cmd, "too many --set options with the shape's columns");
         o.sets[o.n_sets++] = assign(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], sets[c],
                                     sizeof sets[c]);
+    }
+    int64_t defaults[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(d, defaults);
+    char pins[PL_KDEF_MAX_PARAMS][96];
+    for (int p = 0; p < d->n_params; p++) {
+        if (!job->pinned[p]) continue;
+        if (o.n_sets == CLI_MAX_SETS) return cli_fail(job->cmd, "too many --set options with the shape's columns");
+        o.sets[o.n_sets++] = assign(d, p, defaults[p], pins[p], sizeof pins[p]);
     }
     int n = 0, rc;
     int64_t *values = NULL;
@@ -135,32 +149,56 @@ static void shape_mask(const tune_job *job, int *mask)
     for (int c = 0; c < job->sh->n_cols; c++) mask[job->sh->col[c]] = 1;
 }
 
+/* The shape of row i ("M=8 N=4096 K=4096") into buf. */
+static const char *shape_text(const tune_job *job, const int *shape, int i, char *buf, size_t n)
+{
+    int64_t v[PL_KDEF_MAX_PARAMS] = {0};
+    for (int k = 0; k < job->sh->n_cols; k++) v[job->sh->col[k]] = job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + k];
+    return params_text(job->d, shape, v, " ", buf, n);
+}
+
+/* Column widths: the widest shape and the widest configuration, at least
+ * the old fixed widths, so that every row lines up under its heading. */
+static void text_widths(const tune_job *job, const int *shape, int *ws, int *wc)
+{
+    char a[256];
+    *ws = 28, *wc = 30;
+    for (int i = 0; i < job->sh->n; i++) {
+        const tune_row *r = &job->rows[i];
+        int n = (int)strlen(shape_text(job, shape, i, a, sizeof a));
+        if (n > *ws) *ws = n;
+        if (!r->legal) continue;
+        if ((n = (int)strlen(params_text(job->d, job->tiling, r->best, " ", a, sizeof a))) > *wc) *wc = n;
+        if (r->second_s >= 0 && (n = (int)strlen(params_text(job->d, job->tiling, r->second, " ", a, sizeof a))) > *wc)
+            *wc = n;
+    }
+}
+
 static void print_text(const tune_job *job, FILE *f)
 {
     const pl_kernel_def *d = job->d;
-    int shape[PL_KDEF_MAX_PARAMS];
+    int shape[PL_KDEF_MAX_PARAMS], ws, wc;
     shape_mask(job, shape);
+    text_widths(job, shape, &ws, &wc);
     char a[256] = "", b[256], c[256], t1[32], t2[32];
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
     fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape, cost only\n\n", d->name,
             job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies");
-    fprintf(f, "  %-28s %-30s %10s  %-30s %10s %7s\n", "shape", "best", "time", "runner-up", "time", "margin");
+    fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
-        int64_t v[PL_KDEF_MAX_PARAMS] = {0};
-        for (int k = 0; k < job->sh->n_cols; k++) v[job->sh->col[k]] = job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + k];
-        params_text(d, shape, v, " ", a, sizeof a);
+        shape_text(job, shape, i, a, sizeof a);
         if (!r->legal) {
-            fprintf(f, "  %-28s none of %d tilings is legal: %.160s\n", a, r->total, r->reason);
+            fprintf(f, "  %-*s none of %d tilings is legal: %.160s\n", ws, a, r->total, r->reason);
             continue;
         }
         params_text(d, job->tiling, r->best, " ", b, sizeof b);
-        fprintf(f, "  %-28s %-30s %10s", a, b, pl_format_time(r->best_s, t1, sizeof t1));
+        fprintf(f, "  %-*s %-*s %10s", ws, a, wc, b, pl_format_time(r->best_s, t1, sizeof t1));
         if (r->second_s >= 0)
-            fprintf(f, "  %-30s %10s %6.1f%%\n", params_text(d, job->tiling, r->second, " ", c, sizeof c),
+            fprintf(f, "  %-*s %10s %6.1f%%\n", wc, params_text(d, job->tiling, r->second, " ", c, sizeof c),
                     pl_format_time(r->second_s, t2, sizeof t2), 100.0 * (r->second_s - r->best_s) / r->best_s);
-        else fprintf(f, "  %-30s %10s %7s\n", "(none)", "", "");
+        else fprintf(f, "  %-*s %10s %7s\n", wc, "(none)", "", "");
     }
 }
 
@@ -308,6 +346,8 @@ int cli_tune(int argc, char **argv)
     }
     tune_shapes sh;
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
+    for (int c = 0; c < sh.n_cols; c++) fixed[sh.col[c]] = 1;
+    for (int p = 0; p < d->n_params; p++) job.pinned[p] = d->params[p].kind == PL_PARAM_DTYPE && !fixed[p];
     job.d = d;
     job.sh = &sh;
     job.opt.cost_only = 1;

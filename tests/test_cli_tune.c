@@ -143,7 +143,7 @@ Test(tune, o_writes_the_table_and_a_failed_run_keeps_the_old_file)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "1 shape written to"), "%s", r.out);
     text = th_read_file(out);
-    cr_assert(strncmp(text, "M,N,K,bm,bn,bk,dtype,time_us", 28) == 0, "%s", text);
+    cr_assert(strncmp(text, "M,N,K,bm,bn,bk,time_us", 22) == 0, "dtype is not tiling: %s", text);
     free(text);
     th_run_free(&r);
     unlink(shapes), unlink(out), unlink(bad);
@@ -227,4 +227,34 @@ Test(tune, an_option_given_twice_is_refused)
     cr_expect_eq(r.status, 0, "--vary repeats: %s", r.err);
     th_run_free(&r);
     unlink(shapes);
+}
+
+/* A dtype is part of the shape, not the tiling: a tuned table is keyed by
+ * its dtypes (vLLM's by x_q_dtype and w_q_dtype). Without a column, --set
+ * or --vary, quant_matmul's wdtype keeps its default (i8) rather than
+ * being "tuned" to fp4; a column keys each row by it; --vary sweeps it. */
+Test(tune, a_dtype_keeps_its_default_unless_given)
+{
+    char shapes[64], keyed[64];
+    th_temp_file(shapes, "batch,out,in\n16,1024,4096\n");
+    th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e", "--csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strncmp(r.out, "batch,out,in,bo,bi,time_us,", 27) == 0, "no wdtype column: %.200s", r.out);
+    cr_expect_null(strstr(r.out, "f4e2m1"), "wdtype not swept: %.300s", r.out);
+    th_run_free(&r);
+
+    th_temp_file(keyed, "batch,out,in,wdtype\n16,1024,4096,f8e4m3\n16,1024,4096,f4e2m1\n");
+    r = TH_RUN("tune", "quant_matmul", "--shapes", keyed, "--chip", "v7x");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "tiling (bo, bi) swept"), "%.300s", r.out);
+    const char *a = strstr(r.out, "wdtype=f8e4m3 "), *b = strstr(r.out, "wdtype=f4e2m1 ");
+    cr_assert(a && b, "one row per dtype: %.600s", r.out);
+    cr_expect_eq(strchr(a, '\n') - a, strchr(b, '\n') - b, "rows line up: %.600s", r.out);
+    th_run_free(&r);
+
+    r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v7x", "--vary", "wdtype=f8e4m3,f4e2m1");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "tiling (bo, bi, wdtype) swept"), "%.300s", r.out);
+    th_run_free(&r);
+    unlink(shapes), unlink(keyed);
 }
