@@ -40,7 +40,8 @@ void cli_calibrate_help(const cli_cmd *cmd, FILE *f)
                "the squared log of predicted over measured time. Prints each row's error before and after and\n"
                "the fitted figures; -o writes them as a chip file for --chip-file.\n"
                "MEASURED.csv: a header 'kernel,chip,time_us,params', then one row per measurement, params as\n"
-               "--set takes them separated by spaces ('M=4096 N=4096 K=4096 bm=512 bn=512 bk=512').\n");
+               "--set takes them separated by spaces ('M=4096 N=4096 K=4096 bm=512 bn=512 bk=512'); a field\n"
+               "may be in double quotes, as spreadsheets write them.\n");
     cli_kopt_help(CAL_MASK, f);
     fprintf(f, "Figures (--fit): ");
     for (int j = 0; j < SIM_CAL_NPARAMS; j++) fprintf(f, "%s%s", j ? ", " : "", sim_cal_params[j].key);
@@ -59,18 +60,16 @@ typedef struct cal_input {
     int n;
 } cal_input;
 
-/* The fields of one line, split at commas and trimmed, into f (at most n). */
+/* The fields of one line (CSV, quotes allowed), trimmed, into f (at most
+ * n); the count, or -1 when a quoted field is not closed. */
 static int split(char *line, char **f, int n)
 {
-    int k = 0;
+    int k = 0, bad = 0;
     for (char *at = line; at && k < n + 1; k++) {
-        char *end = at + strcspn(at, ",");
-        char *next = *end ? end + 1 : NULL;
-        *end = '\0';
-        if (k < n) f[k] = sim_text_trim(at);
-        at = next;
+        char *field = cli_csv_field(&at, &bad);
+        if (k < n) f[k] = field;
     }
-    return k;
+    return bad ? -1 : k;
 }
 
 static int find_kernel(const cli_cmd *cmd, const cal_input *in, int line, const char *name, const pl_kernel_def **d)
@@ -152,6 +151,10 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const pl_chip *base)
         s = sim_text_trim(s);
         if (!*s || *s == '#') continue;
         int nf = split(s, f, N_COLS + 1);
+        if (nf < 0) {
+            rc = cli_fail(cmd, "%s:%d: a quoted field has no closing quote, or text follows it", in->path, line);
+            break;
+        }
         if (!have_header) {
             rc = nf > N_COLS ? cli_fail(cmd, "%s:%d: more than 4 header columns", in->path, line)
                              : header(cmd, in, line, f, nf, order);

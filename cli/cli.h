@@ -109,6 +109,12 @@ int cli_check_vmem_limit(const cli_cmd *cmd, int64_t limit, const pl_chip *chip)
  * it a buffer that lives until the end of the enclosing statement's block. */
 #define CLI_ECHO_MAX 40
 const char *cli_cut(const char *s, char *buf, size_t n);
+/* The next field of a CSV line at *at, NUL-terminated in place and trimmed;
+ * a field in double quotes loses them ("" is one quote inside, RFC 4180).
+ * *at moves past the comma, or to NULL at the line's end. Sets *bad (and
+ * leaves it set) when a quoted field is not closed or text follows its
+ * closing quote. */
+char *cli_csv_field(char **at, int *bad);
 /* The items of a comma-separated list: one more than its commas. */
 int cli_count_items(const char *s);
 #define CLI_CUT(s) cli_cut((s), (char[CLI_ECHO_MAX + 4]){0}, CLI_ECHO_MAX + 4)

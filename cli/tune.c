@@ -34,7 +34,7 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
                "A dtype parameter is part of the shape, not the tiling: give it as a column, --set or\n"
                "--vary, or it keeps its default.\n"
                "SHAPES.csv: a header of parameter names (M,N,K), then one line of values per shape; '#'\n"
-               "lines and blank lines are skipped.\n");
+               "lines and blank lines are skipped; a field may be in double quotes.\n");
     cli_kopt_help(TUNE_MASK, f);
     fprintf(f, "Exit status: 0 every shape has a legal tiling, 1 some shape has none (its row says why),\n"
                "2 a bad command line or shapes file.\n");

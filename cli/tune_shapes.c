@@ -39,22 +39,19 @@ static char *read_text(const cli_cmd *cmd, const char *path)
     return text;
 }
 
-/* The next field of a line: trimmed of spaces, cut at ',' (or the end). */
-static char *next_field(char **at)
+/* A quoted field left open, or text after its closing quote. */
+static int bad_quote(const cli_cmd *cmd, const char *path, int line)
 {
-    char *s = *at, *end = s + strcspn(s, ",");
-    *at = *end ? end + 1 : NULL;
-    *end = '\0';
-    while (*s == ' ' || *s == '\t') s++;
-    for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'); e--) e[-1] = '\0';
-    return s;
+    return cli_fail(cmd, "%s:%d: a quoted field has no closing quote, or text follows it", path, line);
 }
 
 static int header(const cli_cmd *cmd, const char *path, int line, char *text, const pl_kernel_def *d,
                   const int *fixed, tune_shapes *sh)
 {
+    int bad = 0;
     for (char *at = text; at;) {
-        char *name = next_field(&at);
+        char *name = cli_csv_field(&at, &bad);
+        if (bad) return bad_quote(cmd, path, line);
         int p = pl_kernel_param_index(d, name);
         if (!name[0]) return cli_fail(cmd, "%s:%d: column %d of the header is empty", path, line, sh->n_cols + 1);
         if (p < 0) {
@@ -81,11 +78,12 @@ static int row(const cli_cmd *cmd, const char *path, int line, char *text, const
         return cli_fail(cmd, "%s:%d: more than %d shapes; split the file", path, line, TUNE_MAX_SHAPES);
     int64_t tmp[PL_KDEF_MAX_PARAMS], *out = sh->values + (size_t)sh->n * PL_KDEF_MAX_PARAMS;
     pl_kernel_defaults(d, tmp);
-    int c = 0;
+    int c = 0, bad = 0;
     for (char *at = text; at; c++) {
-        char *value = next_field(&at), one[64 + CLI_ECHO_MAX * 2 + 2] /* a name (64 at most, kdef_plugin.c) = value */, msg[PL_MSG_MAX];
+        char *value = cli_csv_field(&at, &bad), one[64 + CLI_ECHO_MAX * 2 + 2] /* a name (64 at most, kdef_plugin.c) = value */, msg[PL_MSG_MAX];
         if (c == sh->n_cols)
             return cli_fail(cmd, "%s:%d: more than the header's %d columns", path, line, sh->n_cols);
+        if (bad) return bad_quote(cmd, path, line);
         const char *name = d->params[sh->col[c]].name;
         if (!value[0]) return cli_fail(cmd, "%s:%d: column '%s' is empty", path, line, name);
         snprintf(one, sizeof one, "%s=%.*s", name, CLI_ECHO_MAX * 2, value);

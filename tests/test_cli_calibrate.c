@@ -154,6 +154,8 @@ Test(calibrate, bad_rows_are_errors_naming_the_line)
         {"kernel,chip,time_us\nmatmul,v5e,10\n", ":1: the header has no column 'params'"},
         {"kernel,chip,time_us,params\nmatmul,v5e,10,M=512,N=512\n", ":2: 5 fields where the header has 4"},
         {"kernel,chip,time_us,params\n", "no measurements"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,10,\"M=512 N=512\n", ":2: a quoted field has no closing quote"},
+        {"kernel,chip,time_us,params\nmatmul,v5e,10,\"M=512\"x\n", ":2: a quoted field has no closing quote"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char csv[64];
@@ -291,4 +293,21 @@ Test(calibrate, recovers_the_dcn_figures_from_multislice_runs, .timeout = 240)
     cr_expect(strstr(r.err, "cannot determine dcn_gbps"), "%s", r.err);
     th_run_free(&r);
     unlink(csv), unlink(truth), unlink(out), unlink(csv2), unlink(truth2);
+}
+
+/* Fields in double quotes, as a spreadsheet or a careful hand writes them
+ * (RFC 4180: "" is a quote inside), are their values without the quotes:
+ * the row is the same measurement as unquoted, with the same fit. */
+Test(calibrate, quoted_fields_are_read_as_a_spreadsheet_writes_them)
+{
+    char plain[64], quoted[64];
+    th_temp_file(plain, "kernel,chip,time_us,params\nmatmul,v5e,80,M=1024 N=1024 K=1024\n");
+    th_temp_file(quoted, "\"kernel\",\"chip\",\"time_us\",\"params\"\n\"matmul\", v5e ,\"80\",\"M=1024 N=1024 K=1024\"\n");
+    th_run a = TH_RUN("calibrate", plain, "--chip", "v5e", "--fit", "hbm_gbps");
+    th_run b = TH_RUN("calibrate", quoted, "--chip", "v5e", "--fit", "hbm_gbps");
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_str_eq(a.out, b.out);
+    th_run_free(&a), th_run_free(&b);
+    unlink(plain), unlink(quoted);
 }

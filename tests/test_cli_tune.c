@@ -258,3 +258,24 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     th_run_free(&r);
     unlink(shapes), unlink(keyed);
 }
+
+/* A shapes file with quoted fields (RFC 4180) reads as the plain one; a
+ * quote left open names its line. */
+Test(tune, quoted_fields_read_as_plain_ones)
+{
+    char plain[64], quoted[64], open_quote[64];
+    th_temp_file(plain, "M,N,K\n512,1024,256\n");
+    th_temp_file(quoted, "\"M\",\"N\",\"K\"\n\"512\", 1024 ,\"256\"\n");
+    th_temp_file(open_quote, "M,N,K\n# a comment\n\"512,1024,256\n");
+    th_run a = TH_RUN("tune", "matmul", "--shapes", plain, "--csv");
+    th_run b = TH_RUN("tune", "matmul", "--shapes", quoted, "--csv");
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_str_eq(a.out, b.out);
+    th_run_free(&a), th_run_free(&b);
+    th_run c = TH_RUN("tune", "matmul", "--shapes", open_quote);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, ":3: a quoted field has no closing quote"), "%s", c.err);
+    th_run_free(&c);
+    unlink(plain), unlink(quoted), unlink(open_quote);
+}
