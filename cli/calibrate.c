@@ -214,19 +214,30 @@ static double figure(const pl_chip *c, int j)
     return *(const double *)((const char *)c + sim_cal_params[j].offset) / sim_cal_params[j].file_unit;
 }
 
+/* "matmul M=1024 ... dtype=bf16": a row's kernel and every parameter, into buf. */
+static const char *row_config(const sim_cal_row *r, char *buf, size_t n)
+{
+    char label[160];
+    pl_kernel_format(r->d, r->v, label, sizeof label);
+    snprintf(buf, n, "%s %s", r->d->name, label);
+    return buf;
+}
+
 static void print_result(const cal_input *in, const pl_chip *base, const int *fit, const sim_cal_result *res)
 {
     char cfg[200], t0[32], t1[32], t2[32];
     printf("calibrate: %d measurement%s on %s, %d iteration%s\n\n", in->n, in->n == 1 ? "" : "s", base->name,
            res->iterations, res->iterations == 1 ? "" : "s");
-    printf("  %-5s %-44s %11s %11s %7s %11s %7s\n", "line", "configuration", "measured", "before", "error", "after",
+    int w = 13; /* the widest configuration: each shown whole (they were cut at 44 characters) */
+    for (int i = 0; i < in->n; i++) {
+        int n = (int)strlen(row_config(&in->rows[i], cfg, sizeof cfg));
+        if (n > w) w = n;
+    }
+    printf("  %-5s %-*s %11s %11s %7s %11s %7s\n", "line", w, "configuration", "measured", "before", "error", "after",
            "error");
     for (int i = 0; i < in->n; i++) {
         const sim_cal_row *r = &in->rows[i];
-        char label[160];
-        pl_kernel_format(r->d, r->v, label, sizeof label);
-        snprintf(cfg, sizeof cfg, "%s %s", r->d->name, label);
-        printf("  %-5d %-44.44s %11s %11s %+6.1f%% %11s %+6.1f%%\n", r->line, cfg,
+        printf("  %-5d %-*s %11s %11s %+6.1f%% %11s %+6.1f%%\n", r->line, w, row_config(r, cfg, sizeof cfg),
                pl_format_time(r->measured_s, t0, sizeof t0), pl_format_time(res->before[i], t1, sizeof t1),
                100 * (res->before[i] / r->measured_s - 1), pl_format_time(res->after[i], t2, sizeof t2),
                100 * (res->after[i] / r->measured_s - 1));

@@ -308,6 +308,8 @@ Test(calibrate, quoted_fields_are_read_as_a_spreadsheet_writes_them)
     cr_assert_eq(a.status, 0, "%s", a.err);
     cr_assert_eq(b.status, 0, "%s", b.err);
     cr_expect_str_eq(a.out, b.out);
+    /* each configuration whole, not cut at 44 characters before its block sizes end */
+    cr_expect(strstr(a.out, "matmul M=1024 N=1024 K=1024 bm=256 bn=256 bk=256 dtype=f32 "), "%s", a.out);
     th_run_free(&a), th_run_free(&b);
     unlink(plain), unlink(quoted);
 }
