@@ -22,7 +22,10 @@
  *   - top: shapes where it is tilesim's best;
  *   - candidates refused by a rule other than VMEM (goal 0: the
  *     autotuner compiled and timed each one);
- * and the shapes it misses by most, with both configurations.
+ * and the shapes it misses by most, with both configurations. As a
+ * baseline it also ranks the same candidates, under the same limits, by
+ * OpenXLA's published cost model of a Pallas matmul on these chips
+ * (openxla_cost.h): how far a model of the MXU and the copies alone gets.
  *
  *     build/bench/autotune_agree [CSV] [--every N] [--all] [--chip-file F ...]
  *
@@ -39,6 +42,7 @@
 #include "../examples/kernels/registry.h"
 #include "../sim/kdef.h"
 #include "../sim/tilesim.h"
+#include "openxla_cost.h"
 
 #define MAX_CANDS 64
 #define MAX_ROWS 1024
@@ -52,6 +56,7 @@ typedef struct row {
     char chip[8], wdtype[16];
     int64_t batch, out, in, bb, bo, bi;
     double hw_s, best_s; /* predicted times; hw_s < 0: refused */
+    double ox_hw_s, ox_best_s; /* OpenXLA's cost model on the same candidates (openxla_cost.h) */
     int hw_over_own;     /* the hardware's choice needs more than the kernel's own limit */
     int cands, cand_refused; /* candidates searched; refused by a rule other than VMEM (M4) */
     char cand_why[160];      /* the first such refusal */
@@ -128,6 +133,18 @@ static int evaluate(const pl_kernel_def *d, row *r)
             r->best_s = reps[i].time_s;
             for (int k = 0; k < 3; k++) r->best[k] = values[(size_t)i * (size_t)np + (k == 0 ? ib : k == 1 ? io : ii)];
         }
+    /* the baseline: OpenXLA's model over the candidates tilesim keeps (the same VMEM rule) */
+    const ox_figures *ox = ox_figures_of(r->chip);
+    int wbits = strcmp(r->wdtype, "f4e2m1") ? 8 : 4;
+    r->ox_best_s = -1;
+    for (int i = 0; ox && rc == PL_OK && i < n; i++) {
+        const int64_t *v = values + (size_t)i * (size_t)np;
+        if (reps[i].status != PL_OK || (i != hw && reps[i].vmem_bytes > d->vmem_limit(v, chip))) continue;
+        double t = ox_seconds(ox, (double)r->batch, (double)r->out, (double)r->in, (double)v[ib], (double)v[io],
+                              (double)v[ii], wbits);
+        if (i == hw) r->ox_hw_s = t;
+        if (r->ox_best_s < 0 || t < r->ox_best_s) r->ox_best_s = t;
+    }
     r->hw_s = -1;
     if (reps[hw].status != PL_OK) snprintf(r->why, sizeof r->why, "%.150s", reps[hw].error);
     else {
@@ -189,6 +206,7 @@ static void summary(row *rows, int n, const char *chip)
 {
     int total = 0, refused = 0, over = 0, within = 0, within10 = 0, top = 0, k = 0, cands = 0, cand_refused = 0;
     int small = 0, small_within = 0; /* shapes whose best takes under SMALL_S */
+    int ox_within = 0, ox_top = 0;    /* the baseline's */
     const char *cand_why = NULL;
     static double ratio[MAX_ROWS];
     for (int i = 0; i < n; i++) {
@@ -206,6 +224,8 @@ static void summary(row *rows, int n, const char *chip)
         if (r->best_s < SMALL_S) small++, small_within += r->hw_s <= 1.05 * r->best_s;
         within10 += r->hw_s <= 1.10 * r->best_s;
         top += r->hw_s <= r->best_s * (1 + 1e-12);
+        ox_within += r->ox_best_s > 0 && r->ox_hw_s <= 1.05 * r->ox_best_s;
+        ox_top += r->ox_best_s > 0 && r->ox_hw_s <= r->ox_best_s * (1 + 1e-12);
         ratio[k++] = r->hw_s / r->best_s;
     }
     if (!total) return;
@@ -222,6 +242,8 @@ static void summary(row *rows, int n, const char *chip)
                "(%.1f%%)\n", SMALL_S * 1e6, small_within, small, small ? 100.0 * small_within / small : 0,
                SMALL_S * 1e6, within - small_within, total - refused - small,
                100.0 * (within - small_within) / (total - refused - small));
+    printf("     baseline, OpenXLA's matmul cost model on the same candidates: within 5%% %d (%.1f%%), its best %d\n",
+           ox_within, 100.0 * ox_within / total, ox_top);
     /* the autotuner compiled and timed every candidate: none may break a block rule */
     printf("     candidates searched %d, refused by a rule other than VMEM %d (goal 0)%s%s\n", cands, cand_refused,
            cand_why ? ", first: " : "", cand_why ? cand_why : "");
