@@ -183,8 +183,18 @@ static void print_text(const tune_job *job, FILE *f)
     char a[256] = "", b[256], c[256], t1[32], t2[32];
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
-    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape, cost only\n\n", d->name,
-            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies");
+    char kept[256] = ""; /* the dtypes no column, --set or --vary gave: their defaults, said */
+    int64_t defaults[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(d, defaults);
+    for (int p = 0; p < d->n_params; p++)
+        if (job->pinned[p]) {
+            char one[96];
+            snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s", kept[0] ? " " : ", ",
+                     assign(d, p, defaults[p], one, sizeof one));
+        }
+    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
+            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
+            kept[0] ? " kept (a dtype: give it as a column, --set or --vary)" : "");
     fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];

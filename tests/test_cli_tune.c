@@ -244,9 +244,15 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     th_run_free(&r);
 
     th_temp_file(keyed, "batch,out,in,wdtype\n16,1024,4096,f8e4m3\n16,1024,4096,f4e2m1\n");
+    r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "tiling (bo, bi) swept per shape, wdtype=i8 kept (a dtype"), "the text says so: %.300s",
+              r.out);
+    th_run_free(&r);
+
     r = TH_RUN("tune", "quant_matmul", "--shapes", keyed, "--chip", "v7x");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "tiling (bo, bi) swept"), "%.300s", r.out);
+    cr_expect(strstr(r.out, "tiling (bo, bi) swept per shape, cost only"), "%.300s", r.out);
     const char *a = strstr(r.out, "wdtype=f8e4m3 "), *b = strstr(r.out, "wdtype=f4e2m1 ");
     cr_assert(a && b, "one row per dtype: %.600s", r.out);
     cr_expect_eq(strchr(a, '\n') - a, strchr(b, '\n') - b, "rows line up: %.600s", r.out);
