@@ -44,6 +44,7 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
 typedef struct tune_row {
     int legal, total;
     int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
+    int64_t key[PL_KDEF_MAX_PARAMS]; /* every parameter's value outside the tiling (the first configuration's) */
     double best_s, second_s; /* second_s < 0: no runner-up */
     char reason[200];        /* none legal: the first configuration's reason */
 } tune_row;
@@ -101,6 +102,7 @@ static int tune_one(tune_job *job, int i)
     pl_report *reps = calloc((size_t)n, sizeof *reps);
     tune_row *r = &job->rows[i];
     *r = (tune_row){.total = n, .second_s = -1};
+    if (n > 0) memcpy(r->key, values, (size_t)d->n_params * sizeof *values);
     pl_sweep_options so = {.threads = (int)job->o->threads};
     rc = reps ? pl_kernel_sweep(d, n, values, &job->opt, &so, reps) : PL_ENOMEM;
     int best = -1, second = -1;
@@ -147,6 +149,17 @@ static void shape_mask(const tune_job *job, int *mask)
 {
     memset(mask, 0, PL_KDEF_MAX_PARAMS * sizeof *mask);
     for (int c = 0; c < job->sh->n_cols; c++) mask[job->sh->col[c]] = 1;
+}
+
+/* The dtypes outside the shape columns and the tiling (--set, or kept at
+ * their defaults): the CSV and JSON tables name them beside the shape, as
+ * a tuned table is keyed by its dtypes. */
+static void dtype_key_mask(const tune_job *job, int *mask)
+{
+    int shape[PL_KDEF_MAX_PARAMS];
+    shape_mask(job, shape);
+    for (int p = 0; p < job->d->n_params; p++)
+        mask[p] = job->d->params[p].kind == PL_PARAM_DTYPE && !shape[p] && !job->tiling[p];
 }
 
 /* The shape of row i ("M=8 N=4096 K=4096") into buf. */
@@ -216,7 +229,11 @@ static void print_csv(const tune_job *job, FILE *f)
 {
     const pl_kernel_def *d = job->d;
     char buf[96], a[256];
+    int dkey[PL_KDEF_MAX_PARAMS];
+    dtype_key_mask(job, dkey);
     for (int c = 0; c < job->sh->n_cols; c++) fprintf(f, "%s,", d->params[job->sh->col[c]].name);
+    for (int p = 0; p < d->n_params; p++)
+        if (dkey[p]) fprintf(f, "%s,", d->params[p].name);
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) fprintf(f, "%s,", d->params[p].name);
     fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,legal,tried,why\n");
@@ -225,6 +242,8 @@ static void print_csv(const tune_job *job, FILE *f)
         for (int c = 0; c < job->sh->n_cols; c++)
             fprintf(f, "%s,", value_text(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], buf,
                                          sizeof buf));
+        for (int p = 0; p < d->n_params; p++)
+            if (dkey[p]) fprintf(f, "%s,", value_text(d, p, r->key[p], buf, sizeof buf));
         for (int p = 0; p < d->n_params; p++)
             if (job->tiling[p]) fprintf(f, "%s,", r->legal ? value_text(d, p, r->best[p], buf, sizeof buf) : "");
         if (r->legal) fprintf(f, "%.4f,", r->best_s * 1e6);
@@ -266,8 +285,10 @@ static void json_params(const pl_kernel_def *d, const int *mask, const int64_t *
 static void print_json(const tune_job *job, FILE *f)
 {
     const pl_kernel_def *d = job->d;
-    int shape[PL_KDEF_MAX_PARAMS];
+    int shape[PL_KDEF_MAX_PARAMS], dkey[PL_KDEF_MAX_PARAMS];
     shape_mask(job, shape);
+    dtype_key_mask(job, dkey);
+    for (int p = 0; p < d->n_params; p++) shape[p] |= dkey[p];
     fprintf(f, "{\"kernel\":");
     pl_json_string(f, d->name);
     fprintf(f, ",\"chip\":");
@@ -276,6 +297,7 @@ static void print_json(const tune_job *job, FILE *f)
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         int64_t v[PL_KDEF_MAX_PARAMS] = {0};
+        memcpy(v, r->key, sizeof v);
         for (int k = 0; k < job->sh->n_cols; k++) v[job->sh->col[k]] = job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + k];
         fprintf(f, "%s{\"shape\":", i ? "," : "");
         json_params(d, shape, v, f);

@@ -88,13 +88,13 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
     th_temp_file(shapes, "M,N,K\n256,1024,2048\n");
     th_run t = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=f32", "--csv");
     cr_assert_eq(t.status, 0, "%s", t.err);
-    /* header, one row: M,N,K,bm,bn,bk,time_us,... */
+    /* header, one row: M,N,K,dtype,bm,bn,bk,time_us,... */
     char *row = strchr(t.out, '\n');
-    cr_assert(row && strstr(t.out, "M,N,K,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried,why"), "%s",
-              t.out);
+    cr_assert(row && strstr(t.out, "M,N,K,dtype,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried,why"),
+              "%s", t.out);
     long long m, n, k, bm, bn, bk;
     double best;
-    cr_assert_eq(sscanf(row + 1, "%lld,%lld,%lld,%lld,%lld,%lld,%lf", &m, &n, &k, &bm, &bn, &bk, &best), 7, "%s",
+    cr_assert_eq(sscanf(row + 1, "%lld,%lld,%lld,f32,%lld,%lld,%lld,%lf", &m, &n, &k, &bm, &bn, &bk, &best), 7, "%s",
                  row + 1);
     th_run s = TH_RUN("sweep", "matmul", "--set", "M=256", "--set", "N=1024", "--set", "K=2048", "--set", "dtype=f32",
                       "--json");
@@ -143,7 +143,9 @@ Test(tune, o_writes_the_table_and_a_failed_run_keeps_the_old_file)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "1 shape written to"), "%s", r.out);
     text = th_read_file(out);
-    cr_assert(strncmp(text, "M,N,K,bm,bn,bk,time_us", 22) == 0, "dtype is not tiling: %s", text);
+    /* dtype is not tiling but a key: its value beside the shape's, not swept */
+    cr_assert(strncmp(text, "M,N,K,dtype,bm,bn,bk,time_us", 28) == 0, "%s", text);
+    cr_assert(strstr(text, "\n1024,1024,1024,f32,"), "%s", text);
     free(text);
     th_run_free(&r);
     unlink(shapes), unlink(out), unlink(bad);
@@ -239,7 +241,8 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     th_temp_file(shapes, "batch,out,in\n16,1024,4096\n");
     th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e", "--csv");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strncmp(r.out, "batch,out,in,bo,bi,time_us,", 27) == 0, "no wdtype column: %.200s", r.out);
+    cr_expect(strncmp(r.out, "batch,out,in,wdtype,bo,bi,time_us,", 34) == 0, "wdtype a key: %.200s", r.out);
+    cr_expect(strstr(r.out, "\n16,1024,4096,i8,"), "its default: %.300s", r.out);
     cr_expect_null(strstr(r.out, "f4e2m1"), "wdtype not swept: %.300s", r.out);
     th_run_free(&r);
 
