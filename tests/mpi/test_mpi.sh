@@ -2,7 +2,8 @@
 # tests/mpi/test_mpi.sh SINGLE MPI CASES: the MPI build against one process,
 # under mpirun on this host (loopback). `make test-mpi` runs it.
 #   1. sweeps split between 2 and 4 ranks print exactly what one process
-#      prints (CSV and JSON, a matmul sweep and a kernel sweep);
+#      prints (CSV and JSON, a matmul sweep and a kernel sweep), and so do
+#      tune's tables (its shapes' sweeps split the same way);
 #   2. a rank given another command line stops every rank: exit 2, rank 0
 #      names the rank;
 #   3. a bad command line exits 2 with one message, not one per rank;
@@ -52,6 +53,11 @@ same_output "sweep matmul --csv" sweep matmul 2048 2048 2048 --csv
 same_output "sweep matmul (table)" sweep matmul 1024 1024 4096 --dtype bf16
 same_output "sweep rmsnorm --json" sweep rmsnorm --vary br=8,12,16,32,64,128,256,512,1024 --vary dtype=f32,bf16 --json
 same_output "sweep flash_attention --csv" sweep flash_attention --csv
+# tune: each shape's sweep split between the ranks, one table on rank 0
+printf 'batch,out,in,wdtype\n16,1024,4096,i8\n256,2048,1024,f8e4m3\n512,1280,8192,i8\n' >"$tmp/shapes.csv"
+printf 'M,N,K\n8,4096,4096\n1024,1024,4096\n' >"$tmp/shapes_mm.csv"
+same_output "tune quant_matmul --csv" tune quant_matmul --shapes "$tmp/shapes.csv" --chip v6e --csv
+same_output "tune matmul --json" tune matmul --shapes "$tmp/shapes_mm.csv" --set dtype=bf16 --json
 
 # 2. another command line on rank 1
 timeout 60 $MPIRUN -n 2 sh -c "exec $mpi sweep matmul 512 512 \$((512 + OMPI_COMM_WORLD_RANK * 128)) --csv" \
