@@ -152,7 +152,7 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const pl_chip *base)
         if (!*s || *s == '#') continue;
         int nf = split(s, f, N_COLS + 1);
         if (nf < 0) {
-            rc = cli_fail(cmd, "%s:%d: a quoted field has no closing quote, or text follows it", in->path, line);
+            rc = cli_fail(cmd, "%s:%d: " CLI_CSV_BAD, in->path, line);
             break;
         }
         if (!have_header) {

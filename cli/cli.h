@@ -115,6 +115,8 @@ const char *cli_cut(const char *s, char *buf, size_t n);
  * leaves it set) when a quoted field is not closed or text follows its
  * closing quote. */
 char *cli_csv_field(char **at, int *bad);
+/* What a line with *bad set is told, after its file and line. */
+#define CLI_CSV_BAD "a quoted field has no closing quote, or text follows it"
 /* The items of a comma-separated list: one more than its commas. */
 int cli_count_items(const char *s);
 #define CLI_CUT(s) cli_cut((s), (char[CLI_ECHO_MAX + 4]){0}, CLI_ECHO_MAX + 4)

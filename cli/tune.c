@@ -56,7 +56,9 @@ typedef struct tune_job {
     pl_options opt;
     const tune_shapes *sh;
     int tiling[PL_KDEF_MAX_PARAMS]; /* 1: takes several values in the sweeps */
-    int pinned[PL_KDEF_MAX_PARAMS]; /* 1: a dtype no column, --set or --vary gives: its default */
+    /* the dtypes no column, --set or --vary gives, at their defaults: "wdtype=i8", set on every shape's sweep */
+    char pins[PL_KDEF_MAX_PARAMS][96];
+    int n_pins;
     tune_row *rows;
 } tune_job;
 
@@ -85,13 +87,9 @@ static int tune_one(tune_job *job, int i)
         o.sets[o.n_sets++] = assign(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], sets[c],
                                     sizeof sets[c]);
     }
-    int64_t defaults[PL_KDEF_MAX_PARAMS];
-    pl_kernel_defaults(d, defaults);
-    char pins[PL_KDEF_MAX_PARAMS][96];
-    for (int p = 0; p < d->n_params; p++) {
-        if (!job->pinned[p]) continue;
+    for (int p = 0; p < job->n_pins; p++) {
         if (o.n_sets == CLI_MAX_SETS) return cli_fail(job->cmd, "too many --set options with the shape's columns");
-        o.sets[o.n_sets++] = assign(d, p, defaults[p], pins[p], sizeof pins[p]);
+        o.sets[o.n_sets++] = job->pins[p];
     }
     int n = 0, rc;
     int64_t *values = NULL;
@@ -196,15 +194,9 @@ static void print_text(const tune_job *job, FILE *f)
     char a[256] = "", b[256], c[256], t1[32], t2[32];
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
-    char kept[256] = ""; /* the dtypes no column, --set or --vary gave: their defaults, said */
-    int64_t defaults[PL_KDEF_MAX_PARAMS];
-    pl_kernel_defaults(d, defaults);
-    for (int p = 0; p < d->n_params; p++)
-        if (job->pinned[p]) {
-            char one[96];
-            snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s", kept[0] ? " " : ", ",
-                     assign(d, p, defaults[p], one, sizeof one));
-        }
+    char kept[256] = ""; /* the dtypes kept at their defaults, said */
+    for (int p = 0; p < job->n_pins; p++)
+        snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s", kept[0] ? " " : ", ", job->pins[p]);
     fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
             job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
             kept[0] ? " kept (a dtype: give it as a column, --set or --vary)" : "");
@@ -379,7 +371,11 @@ int cli_tune(int argc, char **argv)
     tune_shapes sh;
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
     for (int c = 0; c < sh.n_cols; c++) fixed[sh.col[c]] = 1;
-    for (int p = 0; p < d->n_params; p++) job.pinned[p] = d->params[p].kind == PL_PARAM_DTYPE && !fixed[p];
+    int64_t defaults[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(d, defaults);
+    for (int p = 0; p < d->n_params; p++)
+        if (d->params[p].kind == PL_PARAM_DTYPE && !fixed[p])
+            assign(d, p, defaults[p], job.pins[job.n_pins], sizeof job.pins[0]), job.n_pins++;
     job.d = d;
     job.sh = &sh;
     job.opt.cost_only = 1;

@@ -42,7 +42,7 @@ static char *read_text(const cli_cmd *cmd, const char *path)
 /* A quoted field left open, or text after its closing quote. */
 static int bad_quote(const cli_cmd *cmd, const char *path, int line)
 {
-    return cli_fail(cmd, "%s:%d: a quoted field has no closing quote, or text follows it", path, line);
+    return cli_fail(cmd, "%s:%d: " CLI_CSV_BAD, path, line);
 }
 
 static int header(const cli_cmd *cmd, const char *path, int line, char *text, const pl_kernel_def *d,

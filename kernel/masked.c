@@ -97,7 +97,7 @@ void pl_load(pl_ctx *c, pl_ref dst, pl_ref src, const pl_ref *mask, double other
         if (mask) kern_note_read(c, mask, "pl_load");
         kern_note_write(c, &dst, "pl_load");
     }
-    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_load", kern_ref_bytes(&dst) + (mask ? kern_vmem_read(c, mask) : 0));
+    record_vpu(c, KERN_OP_VPU, &dst, 1, "pl_load", kern_vmem_read(c, &src) + (mask ? kern_vmem_read(c, mask) : 0));
     if (c->cost_only || pl_size(dst) == 0) return;
     int64_t idx[PL_MAX_RANK] = {0};
     do {
