@@ -110,7 +110,7 @@ static int parse_row(const cli_cmd *cmd, cal_input *in, int line, char **f, cons
                         "0.001 (a nanosecond) to 1e12", in->path, line, CLI_CUT(f[COL_TIME]));
     r->measured_s = us * 1e-6;
     r->line = line;
-    pl_kernel_defaults(r->d, r->v);
+    pl_kernel_defaults_on(r->d, base, r->v); /* the measured chip's defaults (f8e4m3 weights on v7x) */
     char *save = NULL, msg[PL_MSG_MAX];
     for (char *a = strtok_r(f[COL_PARAMS], " \t", &save); a; a = strtok_r(NULL, " \t", &save))
         if (pl_kernel_set(r->d, r->v, a, msg, sizeof msg) != PL_OK)

@@ -261,8 +261,10 @@ void cli_kopt_help(unsigned mask, FILE *f);
 /* The definition a KERNEL word names: a built-in ("rmsnorm"), a plugin
  * ("x.so", one kernel) or one kernel of it ("x.so:NAME"). */
 int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **out);
-/* Defaults, then every --set in order. */
-int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t *v);
+/* The defaults on chip (pl_kernel_defaults_on; NULL: the chip-free ones),
+ * then every --set in order. */
+int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
+                      int64_t *v);
 /* The pl_options a kernel verb runs with (chip into file_chip storage). */
 int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chip, pl_options *opt);
 /* What run, verify and explain do first: parse (argv[0] is the first word
@@ -279,7 +281,8 @@ int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
  * definition's candidates; ksweep.c): *n rows of d->n_params values each,
  * the last parameter fastest, in *values (malloc'd: the caller frees).
  * 0, or the exit status after printing the error. */
-int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t **values, int *n);
+int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
+                     int64_t **values, int *n);
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
 
 /* --html FILE (html.c): write the teaching page of kernel d at values v

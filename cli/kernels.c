@@ -275,10 +275,11 @@ int cli_find_kernel(const cli_cmd *cmd, const char *spec, const pl_kernel_def **
     return 0;
 }
 
-int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t *v)
+int cli_kernel_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
+                      int64_t *v)
 {
     char msg[PL_MSG_MAX];
-    pl_kernel_defaults(d, v);
+    pl_kernel_defaults_on(d, chip, v);
     for (int i = 0; i < o->n_sets; i++)
         if (pl_kernel_set(d, v, o->sets[i], msg, sizeof msg) != PL_OK)
             return cli_fail(cmd, "--set %s: %s; see 'tilesim list' for %s's parameters", CLI_CUT(o->sets[i]), msg,
@@ -406,8 +407,9 @@ int cli_kernel_setup(const cli_cmd *cmd, unsigned mask, int argc, char **argv, c
     if ((rc = cli_find_kernel(cmd, o->pos[0], d))) return rc;
     if (o->npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; parameters go in --set",
                                         CLI_CUT(o->pos[1]));
-    if ((rc = cli_kernel_values(cmd, *d, o, v)) ||
-        (rc = cli_kernel_options(cmd, o, file_chip, opt)))
+    /* the chip first: a definition's defaults may depend on it (chip_defaults) */
+    if ((rc = cli_kernel_options(cmd, o, file_chip, opt)) ||
+        (rc = cli_kernel_values(cmd, *d, o, opt->chip_spec, v)))
         return rc;
     /* a mesh kernel (kdef_mesh.c) runs (every device checked) and sweeps;
      * the single-device views do not draw a mesh yet: say so, run nothing */

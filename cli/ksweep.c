@@ -89,12 +89,12 @@ static int divisor_list(int64_t dim, int64_t m, int64_t *out, int max)
 }
 
 /* Every parameter's list of values; the product's size in *total. */
-static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, axis_list *lists,
-                       int64_t *total)
+static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
+                       axis_list *lists, int64_t *total)
 {
     int seen[PL_KDEF_MAX_PARAMS] = {0}, rc;
     int64_t base[PL_KDEF_MAX_PARAMS];
-    if ((rc = cli_kernel_values(cmd, d, o, base))) return rc;
+    if ((rc = cli_kernel_values(cmd, d, o, chip, base))) return rc;
     for (int i = 0; i < o->n_sets; i++) {
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)strcspn(o->sets[i], "="), o->sets[i]);
@@ -137,14 +137,15 @@ static void expand(const pl_kernel_def *d, const axis_list *lists, int64_t total
     }
 }
 
-int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, int64_t **values, int *n)
+int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
+                     int64_t **values, int *n)
 {
     *values = NULL;
     *n = 0;
     axis_list *lists = calloc(PL_KDEF_MAX_PARAMS, sizeof *lists);
     int64_t total = 0;
     if (!lists) return fprintf(stderr, "tilesim %s: out of host memory\n", cmd->name), 1;
-    int rc = value_lists(cmd, d, o, lists, &total);
+    int rc = value_lists(cmd, d, o, chip, lists, &total);
     if (rc == 0) {
         *values = calloc((size_t)total * (size_t)(d->n_params ? d->n_params : 1), sizeof **values);
         if (*values) expand(d, lists, total, *values), *n = (int)total;
@@ -191,7 +192,7 @@ int cli_ksweep(int argc, char **argv)
     int64_t total = 0;
     if (!lists) return fprintf(stderr, "tilesim sweep: out of host memory\n"), 1;
     if ((rc = cli_kernel_options(cmd, &o, &file_chip, &opt)) ||
-        (rc = value_lists(cmd, d, &o, lists, &total))) {
+        (rc = value_lists(cmd, d, &o, opt.chip_spec, lists, &total))) {
         free(lists);
         return rc;
     }

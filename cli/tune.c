@@ -93,7 +93,7 @@ static int tune_one(tune_job *job, int i)
     }
     int n = 0, rc;
     int64_t *values = NULL;
-    if ((rc = cli_sweep_values(job->cmd, d, &o, &values, &n))) {
+    if ((rc = cli_sweep_values(job->cmd, d, &o, job->opt.chip_spec, &values, &n))) {
         fprintf(stderr, "tilesim tune: (the shape of %s:%d)\n", job->o->shapes, job->sh->line[i]);
         return rc;
     }
@@ -372,7 +372,7 @@ int cli_tune(int argc, char **argv)
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
     for (int c = 0; c < sh.n_cols; c++) fixed[sh.col[c]] = 1;
     int64_t defaults[PL_KDEF_MAX_PARAMS];
-    pl_kernel_defaults(d, defaults);
+    pl_kernel_defaults_on(d, job.opt.chip_spec, defaults); /* the chip's own: f8e4m3 weights on v7x */
     for (int p = 0; p < d->n_params; p++)
         if (d->params[p].kind == PL_PARAM_DTYPE && !fixed[p])
             assign(d, p, defaults[p], job.pins[job.n_pins], sizeof job.pins[0]), job.n_pins++;

@@ -50,7 +50,8 @@ extern "C" {
 
 #define PL_KERNEL_ABI 5 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference);
                            4: pltpu_remote_copy.core (devices of several TensorCores, M13);
-                           5: pl_mesh has 4 axes and .dcn (multislice meshes, M14) */
+                           5: pl_mesh has 4 axes and .dcn (multislice meshes, M14);
+                           6: pl_kernel_def.chip_defaults */
 #define PL_PLUGIN_SYMBOL "tilesim_kernels"
 #define PL_KDEF_MAX_PARAMS 16
 #define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */
@@ -136,6 +137,14 @@ typedef struct pl_kernel_def {
      * (each as build and inputs left it). pl_want_tolerance and pl_want_dot
      * apply as for reference. NULL: outputs not checked. */
     int (*mesh_reference)(const int64_t *v, const pl_kernel_build *devs, int n_devices, int device, pl_array *want);
+    /* Defaults that depend on the chip (ABI 6): change v, which holds every
+     * parameter's default, for the chip the tools run on; a weight dtype
+     * that chip's MXU takes, say (quant_matmul: i8 where the MXU has an
+     * int8 path, f8e4m3 on v7x, which has none: T10). The tools call it
+     * through pl_kernel_defaults_on before any --set, column or --vary, so a
+     * value the user gives always wins. NULL: the same defaults on every
+     * chip. */
+    void (*chip_defaults)(int64_t *v, const pl_chip *chip);
 } pl_kernel_def;
 
 /* ---- how a reference's outputs are checked ---------------------------------- */
@@ -158,6 +167,9 @@ int pl_want_dot(const pl_array *want, const pl_array *a, const pl_array *b, int 
 int pl_kernel_param_index(const pl_kernel_def *d, const char *name);
 /* Fill v with every parameter's default. */
 void pl_kernel_defaults(const pl_kernel_def *d, int64_t *v);
+/* The defaults on a chip: pl_kernel_defaults, then d->chip_defaults for
+ * chip (none when chip is NULL). */
+void pl_kernel_defaults_on(const pl_kernel_def *d, const pl_chip *chip, int64_t *v);
 /* Apply "name=value" (a dtype parameter takes "f32", "bf16", ...).
  * PL_OK or PL_EINVAL with a message naming the parameter or the value. */
 int pl_kernel_set(const pl_kernel_def *d, int64_t *v, const char *assignment, char *msg, size_t n);

@@ -268,6 +268,26 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     unlink(shapes), unlink(keyed);
 }
 
+/* The default a dtype keeps is the chip's (chip_defaults): v7x's MXU has no
+ * int8 path (T10), so its shapes are tuned with fp8 weights, each one legal,
+ * where int8 would make every configuration illegal; v6e keeps int8. */
+Test(tune, a_dtype_keeps_the_chips_default)
+{
+    char shapes[64];
+    th_temp_file(shapes, "batch,out,in\n16,1024,4096\n256,5120,4096\n");
+    th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v7x", "--csv");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "\n16,1024,4096,f8e4m3,16,1024,"), "fp8 and a best tiling: %.400s", r.out);
+    cr_expect(strstr(r.out, "\n256,5120,4096,f8e4m3,"), "%.400s", r.out);
+    cr_expect_null(strstr(r.out, "i8"), "%.400s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e", "--csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\n16,1024,4096,i8,"), "%.400s", r.out);
+    th_run_free(&r);
+    unlink(shapes);
+}
+
 /* A shapes file with quoted fields (RFC 4180) reads as the plain one; a
  * quote left open names its line. */
 Test(tune, quoted_fields_read_as_plain_ones)

@@ -125,7 +125,9 @@ Test(kdef, plugin_load_refuses_bad_files_naming_file_and_reason)
     expect_refused(path, "not a tilesim plugin", "tilesim_kernels");
     build_so("oldabi", "int tilesim_kernels(int abi, const void ***d) { (void)d; return abi == 999 ? 0 : -1; }\n",
              path, sizeof path);
-    expect_refused(path, "does not support kernel ABI 5", "");
+    char abi[48];
+    snprintf(abi, sizeof abi, "does not support kernel ABI %d", PL_KERNEL_ABI);
+    expect_refused(path, abi, "");
     build_so("empty", "int tilesim_kernels(int abi, const void ***d) { (void)abi; *d = 0; return 0; }\n", path,
              sizeof path);
     expect_refused(path, "no kernel definitions", "");

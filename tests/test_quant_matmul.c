@@ -111,6 +111,29 @@ Test(quant_matmul, tilesim_run_verifies_it)
     th_run_free(&r);
 }
 
+/* The weights' default is the chip's (chip_defaults): int8 where the MXU
+ * has an int8 path, fp8 on v7x, which has none (T10), so that a plain
+ * 'tilesim run quant_matmul --chip v7x' runs; v4 takes neither and keeps
+ * int8, which the run refuses with the rule. A value given wins. */
+Test(quant_matmul, the_default_weight_dtype_is_one_the_chips_mxu_takes)
+{
+    const pl_kernel_def *d = def();
+    int p = pl_kernel_param_index(d, "wdtype");
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    struct { const char *chip; pl_dtype want; } k[] = {
+        {"v5e", PL_I8}, {"v6e", PL_I8}, {"v7x", PL_F8E4M3}, {"v4", PL_I8}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        pl_kernel_defaults_on(d, pl_chip_find(k[i].chip), v);
+        cr_expect_eq(v[p], k[i].want, "%s: %s", k[i].chip, pl_dtype_name((pl_dtype)v[p]));
+    }
+    pl_kernel_defaults_on(d, NULL, v);
+    cr_expect_eq(v[p], PL_I8, "no chip: the declared default");
+    th_run r = TH_RUN("run", "quant_matmul", "--chip", "v7x");
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "wdtype=f8e4m3 on v7x") && strstr(r.out, "PASS"), "%s", r.out);
+    th_run_free(&r);
+}
+
 Test(quant_matmul, tilesim_sweep_ranks_it)
 {
     th_run r = TH_RUN("sweep", "quant_matmul", "--chip", "v5e", "--set", "wdtype=i8", "--json");

@@ -19,7 +19,7 @@ int ex_def_set(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, const c
 int ex_def_values(const ex_cmdline *cl, const pl_kernel_def *d, int64_t *v, int n, const char *const *names,
                   const int64_t *vals)
 {
-    pl_kernel_defaults(d, v);
+    pl_kernel_defaults_on(d, cl->opt.chip_spec, v);
     for (int i = 0; i < n; i++)
         if (ex_def_set(cl, d, v, names[i], vals[i]) != PL_OK) return PL_EINVAL;
     return PL_OK;

@@ -311,6 +311,15 @@ static const int64_t bo_cands[] = {128, 256, 512};
 static const int64_t bi_cands[] = {128, 256, 512};
 static const int64_t wdt_cands[] = {PL_I8, PL_F8E4M3, PL_F4E2M1};
 
+/* The weights' default dtype is one the chip's MXU multiplies (T10): int8
+ * where it has an int8 path (v5e, v6e), fp8 where it has none but takes fp8
+ * (v7x), as the production kernel's tuned tables key v6e by int8 and v7x
+ * by fp8. A chip with neither keeps int8, and the run says why it fails. */
+static void qmm_chip_defaults(int64_t *v, const pl_chip *chip)
+{
+    if (chip->int8_ops <= 0 && chip->mxu_fp8_operands) v[P_WDT] = PL_F8E4M3;
+}
+
 /* Tolerances: int8 matches exactly (its sums are exact); fp8's f32 sums
  * differ from the reference's order by a few f32 ulps, which can move the
  * bf16 output by one of its ulps (2^-7 relative at most). */
@@ -329,7 +338,9 @@ const pl_kernel_def ex_def_quant_matmul = {
                {.name = "bi", .def = 256, .candidates = bi_cands, .n_candidates = 3,
                 .help = "contraction elements per step", .divides = "in", .multiple = 128},
                {.name = "wdtype", .kind = PL_PARAM_DTYPE, .def = PL_I8, .candidates = wdt_cands, .n_candidates = 3,
-                .help = "of w_q: i8 (v5e, v6e), f8e4m3 or f4e2m1 (v7x; packed in VMEM, widened to fp8 in registers)"}},
+                .help = "of w_q: i8 (v5e, v6e), f8e4m3 or f4e2m1 (v7x; packed in VMEM, widened to fp8 in registers); "
+                        "the default is f8e4m3 on a chip with no int8 MXU path (v7x)"}},
     .check = qmm_check, .build = qmm_build, .inputs = qmm_inputs, .reference = qmm_reference,
     .rtol = 1.0 / 128, .atol = 1e-4, .flops = qmm_flops, .bytes = qmm_bytes, .vmem_limit = qmm_vmem_limit,
+    .chip_defaults = qmm_chip_defaults,
 };

@@ -38,6 +38,12 @@ void pl_kernel_defaults(const pl_kernel_def *d, int64_t *v)
     for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS; i++) v[i] = d->params[i].def;
 }
 
+void pl_kernel_defaults_on(const pl_kernel_def *d, const pl_chip *chip, int64_t *v)
+{
+    pl_kernel_defaults(d, v);
+    if (d && v && chip && d->chip_defaults) d->chip_defaults(v, chip);
+}
+
 /* The parameter names, "a, b, c", for messages about an unknown one. */
 static void list_names(const pl_kernel_def *d, char *buf, size_t n)
 {

@@ -189,7 +189,8 @@ static int check_def(probe *pr, const char *path, const pl_kernel_def *const *de
         {"check", (const void *)(uintptr_t)d->check}, {"inputs", (const void *)(uintptr_t)d->inputs},
         {"reference", (const void *)(uintptr_t)d->reference}, {"flops", (const void *)(uintptr_t)d->flops},
         {"bytes", (const void *)(uintptr_t)d->bytes}, {"vmem_limit", (const void *)(uintptr_t)d->vmem_limit},
-        {"mesh", (const void *)(uintptr_t)d->mesh}, {"mesh_reference", (const void *)(uintptr_t)d->mesh_reference}};
+        {"mesh", (const void *)(uintptr_t)d->mesh}, {"mesh_reference", (const void *)(uintptr_t)d->mesh_reference},
+        {"chip_defaults", (const void *)(uintptr_t)d->chip_defaults}};
     for (size_t f = 0; f < sizeof optional / sizeof *optional; f++)
         if (optional[f].fn && !code_pointer(optional[f].fn))
             return fail_def(msg, n, path, i, d->name, "its %s is not a function of a loaded object", optional[f].what);
