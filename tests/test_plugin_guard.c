@@ -212,6 +212,17 @@ Test(plugin_guard, a_build_pointer_outside_any_loaded_object_is_refused)
     expect_refused("bad_build", "its build is not a function of a loaded object");
 }
 
+/* ABI 6's chip_defaults is checked as every callback is, and a crash in it
+ * names it, before any --set is read */
+Test(plugin_guard, a_chip_defaults_callback_is_checked_and_guarded)
+{
+    expect_refused("bad_chip_defaults", "its chip_defaults is not a function of a loaded object");
+    setenv("TILESIM_HOSTILE_LOADER", "chip_defaults_crash", 1);
+    th_run r = TH_RUN("run", hostile(), "--chip", "v5e");
+    expect_crash(&r, "its chip_defaults callback crashed with SIGSEGV", "kernel definition 'hostile'");
+    th_run_free(&r);
+}
+
 Test(plugin_guard, two_definitions_of_one_name_are_refused)
 {
     expect_refused("duplicate", "the name is used twice");

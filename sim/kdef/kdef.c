@@ -41,7 +41,14 @@ void pl_kernel_defaults(const pl_kernel_def *d, int64_t *v)
 void pl_kernel_defaults_on(const pl_kernel_def *d, const pl_chip *chip, int64_t *v)
 {
     pl_kernel_defaults(d, v);
-    if (d && v && chip && d->chip_defaults) d->chip_defaults(v, chip);
+    if (!d || !v || !chip || !d->chip_defaults) return;
+    /* a plugin's code: a crash in it names the definition (kernel/guard.h) */
+    kern_guard_zone("kernel definition", d->name, "chip_defaults callback");
+    d->chip_defaults(v, chip);
+    kern_guard_zone(NULL, NULL, NULL);
+    /* a dtype no tool could print or build with keeps the declared default */
+    for (int i = 0; i < d->n_params && i < PL_KDEF_MAX_PARAMS; i++)
+        if (d->params[i].kind == PL_PARAM_DTYPE && (v[i] < 0 || v[i] >= PL_DTYPE_COUNT)) v[i] = d->params[i].def;
 }
 
 /* The parameter names, "a, b, c", for messages about an unknown one. */

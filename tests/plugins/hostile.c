@@ -13,7 +13,9 @@
  * TILESIM_HOSTILE_LOADER names how: "garbage" (a pointer to nothing),
  * "null_candidates", "bad_divides", "wild_divides", "negative_candidates", "long_name", "bad_kind",
  * "bad_build", "duplicate", "huge_count", "null_def", "crash" (segfaults
- * inside tilesim_kernels), "mesh" (the loader is fine, and returns the mesh
+ * inside tilesim_kernels), "chip_defaults_crash" (a chip_defaults callback
+ * that segfaults), "bad_chip_defaults" (one outside any loaded object),
+ * "mesh" (the loader is fine, and returns the mesh
  * kernel 'hostile_mesh' instead: a ring whose device `at` misbehaves as
  * `how` says in its kernel (where 0), its mesh callback (where 3) or its
  * mesh_reference (where 4); where 5: a mesh callback whose answer changes
@@ -206,6 +208,12 @@ static const pl_kernel_def hostile_mesh_def = {
 
 /* ---- the loader's misbehaviours --------------------------------------------------- */
 
+static void crashing_chip_defaults(int64_t *v, const pl_chip *chip)
+{
+    (void)v, (void)chip;
+    misbehave(HOW_SEGV);
+}
+
 static pl_kernel_def broken;
 static const pl_kernel_def *one[1];
 static const pl_kernel_def *two[2];
@@ -260,6 +268,10 @@ int tilesim_kernels(int abi, const pl_kernel_def *const **defs)
         one[0] = NULL;
     } else if (!strcmp(how, "crash")) {
         misbehave(HOW_SEGV);
+    } else if (!strcmp(how, "chip_defaults_crash")) {
+        broken.chip_defaults = crashing_chip_defaults;
+    } else if (!strcmp(how, "bad_chip_defaults")) {
+        broken.chip_defaults = (void (*)(int64_t *, const pl_chip *))(uintptr_t)0x1234;
     }
     return 1;
 }
