@@ -212,6 +212,11 @@ int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out)
 int cli_parse_vmem_limit(const cli_cmd *cmd, const char *s, int64_t *out)
 {
     if (ex_scan_size(s, out) == 0) return 0; /* as examples/matmul takes it */
+    /* a zero or negative limit reads as a number: say what it can be instead */
+    const char *num = s + (*s == '-' || *s == '+');
+    if (*num >= '0' && *num <= '9' && (*s == '-' || strspn(num, "0") == strcspn(num, "KMGkmgBi")))
+        return cli_fail(cmd, "--vmem-limit: '%s' is not a limit: it must be more than 0 bytes; leave the option out "
+                        "for the limit the call sets itself; " EX_SIZE_HINT, CLI_CUT(s));
     return cli_fail(cmd, "--vmem-limit: '%s' is not a size; " EX_SIZE_HINT, CLI_CUT(s));
 }
 
