@@ -319,6 +319,29 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
 
 /* ---- tilesim list ------------------------------------------------------------------- */
 
+/* The presets whose defaults differ from the declared ones (chip_defaults):
+ * "  on v7x: wdtype = f8e4m3" */
+static void print_chip_defaults(const pl_kernel_def *d, FILE *f)
+{
+    if (!d->chip_defaults) return;
+    int64_t base[PL_KDEF_MAX_PARAMS], v[PL_KDEF_MAX_PARAMS];
+    pl_kernel_defaults(d, base);
+    for (int i = 0; pl_chip_at(i); i++) {
+        pl_kernel_defaults_on(d, pl_chip_at(i), v);
+        int said = 0;
+        for (int p = 0; p < d->n_params; p++) {
+            if (v[p] == base[p]) continue;
+            char val[32];
+            if (d->params[p].kind == PL_PARAM_DTYPE) snprintf(val, sizeof val, "%s", pl_dtype_name((pl_dtype)v[p]));
+            else snprintf(val, sizeof val, "%lld", (long long)v[p]);
+            if (!said++) fprintf(f, "  defaults on %s: ", pl_chip_at(i)->name);
+            else fputs(", ", f);
+            fprintf(f, "%s = %s", d->params[p].name, val);
+        }
+        if (said) fputc('\n', f);
+    }
+}
+
 static void print_def(const pl_kernel_def *d, FILE *f)
 {
     int w = 4;
@@ -352,6 +375,7 @@ static void print_def(const pl_kernel_def *d, FILE *f)
         }
         fputc('\n', f);
     }
+    print_chip_defaults(d, f);
 }
 
 int cli_list(int argc, char **argv)

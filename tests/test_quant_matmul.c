@@ -132,6 +132,10 @@ Test(quant_matmul, the_default_weight_dtype_is_one_the_chips_mxu_takes)
     cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "wdtype=f8e4m3 on v7x") && strstr(r.out, "PASS"), "%s", r.out);
     th_run_free(&r);
+    r = TH_RUN("list", "quant_matmul"); /* list says where a default differs */
+    cr_expect(strstr(r.out, "\n  defaults on v7x: wdtype = f8e4m3\n"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "defaults on v6e"), "%s", r.out);
+    th_run_free(&r);
 }
 
 Test(quant_matmul, tilesim_sweep_ranks_it)
