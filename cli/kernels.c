@@ -367,9 +367,10 @@ static void print_def(const pl_kernel_def *d, FILE *f)
             fprintf(f, " (sweep: the multiples of %lld dividing %s)", (long long)q->multiple, q->divides);
         else if (q->divides) fprintf(f, " (sweep: the divisors of %s)", q->divides);
         else if (q->n_candidates > 0) {
-            fprintf(f, " (sweep:");
+            /* a sweep keeps a dtype at its default: its list is what --vary compares */
+            fprintf(f, q->kind == PL_PARAM_DTYPE ? " (compare: --vary %s=" : " (sweep:", q->name);
             for (int c = 0; c < q->n_candidates; c++)
-                if (q->kind == PL_PARAM_DTYPE) fprintf(f, "%s%s", c ? "," : " ", pl_dtype_name((pl_dtype)q->candidates[c]));
+                if (q->kind == PL_PARAM_DTYPE) fprintf(f, "%s%s", c ? "," : "", pl_dtype_name((pl_dtype)q->candidates[c]));
                 else fprintf(f, "%s%lld", c ? "," : " ", (long long)q->candidates[c]);
             fputc(')', f);
         }

@@ -114,7 +114,9 @@ static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kop
             /* no multiple of m divides it (batch 64, bb in 128s): the whole
              * dimension, the one block the (8, 128) rule always allows */
             if (!lists[p].n) lists[p].n = 1, lists[p].v[0] = dim > 0 ? dim : base[p];
-        } else if (!seen[p] && q->candidates && q->n_candidates > 0) {
+        } else if (!seen[p] && q->candidates && q->n_candidates > 0 && q->kind != PL_PARAM_DTYPE) {
+            /* a dtype is the data's, not the tiling's (tune keys its tables by
+             * it): kept at the chip's default below unless --vary names it */
             lists[p].n = q->n_candidates < CLI_MAX_LIST ? q->n_candidates : CLI_MAX_LIST;
             memcpy(lists[p].v, q->candidates, (size_t)lists[p].n * sizeof *lists[p].v);
         } else if (seen[p] != 1) lists[p].n = 1, lists[p].v[0] = base[p];
@@ -166,13 +168,33 @@ static void advise_best(const pl_kernel_def *d, const int64_t *values, const pl_
     if (best >= 0) pl_kernel_advise(d, values + (size_t)best * (size_t)d->n_params, opt, &reps[best]);
 }
 
+/* The dtypes that have candidates but were kept at their default (no --set
+ * or --vary names them): ", dtype=f32 kept (...)", or "". */
+static void kept_dtypes(const pl_kernel_def *d, const cli_kopts *o, const axis_list *lists, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int p = 0; p < d->n_params && at < n; p++) {
+        const pl_kernel_param *q = &d->params[p];
+        int named = 0;
+        for (int i = 0; i < o->n_sets + o->n_varies; i++) {
+            const char *a = i < o->n_sets ? o->sets[i] : o->varies[i - o->n_sets];
+            named |= strlen(q->name) == strcspn(a, "=") && !strncmp(a, q->name, strlen(q->name));
+        }
+        if (q->kind != PL_PARAM_DTYPE || q->n_candidates < 2 || named || lists[p].n != 1) continue;
+        at += (size_t)snprintf(buf + at, n - at, "%s%s=%s", at ? " " : ", ", q->name,
+                               pl_dtype_name((pl_dtype)lists[p].v[0]));
+    }
+    if (at && at < n) snprintf(buf + at, n - at, " kept (a dtype: compare with --vary)");
+}
+
 static int print_all(const cli_kopts *o, const pl_kernel_def *d, const pl_chip *chip, int n, const pl_report *reps,
-                     const char *const *labels)
+                     const char *const *labels, const char *kept)
 {
     if (o->json) return pl_sweep_print_json(stdout, n, reps, labels);
     if (o->csv) return pl_sweep_print_csv(stdout, n, reps, labels);
-    fprintf(stdout, "sweep: %s on %s: %d configuration%s, cost only, ranked by predicted time\n\n", d->name,
-            chip->name, n, n == 1 ? "" : "s");
+    fprintf(stdout, "sweep: %s on %s: %d configuration%s%s, cost only, ranked by predicted time\n\n", d->name,
+            chip->name, n, n == 1 ? "" : "s", kept);
     return pl_sweep_print_table(stdout, n, reps, labels, o->top ? (int)o->top : 20);
 }
 
@@ -218,7 +240,9 @@ int cli_ksweep(int argc, char **argv)
             int legal = 0;
             for (int i = 0; i < n; i++) legal += reps[i].status == PL_OK;
             advise_best(d, values, &opt, n, reps);
-            print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels);
+            char kept[256];
+            kept_dtypes(d, &o, lists, kept, sizeof kept);
+            print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels, kept);
             status = legal ? 0 : 1;
             char msg[PL_MSG_MAX];
             if (o.svg && pl_roofline_svg(o.svg, n, reps, (const char *const *)labels, opt.chip_spec, d->name, msg,

@@ -135,10 +135,32 @@ Test(cli, sweep_text_cuts_a_long_rejected_list_the_csv_does_not)
     cr_expect_eq(count_lines(r.out), 1 + 125, "%s", r.out);
     th_run_free(&r);
     /* a kernel definition's sweep: i8 weights are refused on v7x (T10) */
-    r = TH_RUN("sweep", "quant_matmul", "--chip", "v7x", "--top", "3");
+    r = TH_RUN("sweep", "quant_matmul", "--chip", "v7x", "--top", "3", "--vary", "wdtype=i8,f8e4m3,f4e2m1");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     expect_has(r.out, "rejected (32):", "ksweep");
     expect_has(r.out, "      ... 12 more rejected configurations (the CSV and JSON list every one)", "ksweep");
+    th_run_free(&r);
+}
+
+/* A sweep varies the tiling, not the data's dtype (as tune, and as an
+ * autotuner does): a dtype parameter keeps the chip's default unless
+ * --vary or --set names it, and the heading says so. */
+Test(cli, a_sweep_keeps_a_dtype_at_the_chips_default)
+{
+    th_run r = TH_RUN("sweep", "quant_matmul", "--chip", "v7x", "--csv");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "wdtype=f8e4m3"), "%.300s", r.out);
+    cr_expect_null(strstr(r.out, "wdtype=i8"), "%.300s", r.out);
+    cr_expect_null(strstr(r.out, "wdtype=f4e2m1"), "%.300s", r.out);
+    cr_expect_eq(count_lines(r.out), 1 + 32, "bb 2 x bo 4 x bi 4: %s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("sweep", "add", "--top", "1");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "28 configurations, dtype=f32 kept (a dtype: compare with --vary), cost only", "sweep add");
+    th_run_free(&r);
+    r = TH_RUN("sweep", "add", "--top", "1", "--vary", "dtype=f32,bf16");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    expect_has(r.out, "56 configurations, cost only", "sweep add --vary dtype");
     th_run_free(&r);
 }
 
