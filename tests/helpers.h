@@ -19,6 +19,17 @@
 #include "../kernel/pallas.h"
 #include "../sim/tilesim.h"
 
+/* ---- reports -------------------------------------------------------------- */
+
+/* The operand of the report named `name`; the test fails without one. */
+static inline const pl_operand_report *th_operand(const pl_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->n_operands; i++)
+        if (!strcmp(rep->op[i].name, name)) return &rep->op[i];
+    cr_assert_fail("no operand '%s'", name);
+    return NULL;
+}
+
 /* ---- arrays --------------------------------------------------------------- */
 
 /* A malloc'd f32 array of n elements holding i * 0.5 (exact in f32, and in

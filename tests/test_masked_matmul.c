@@ -25,14 +25,6 @@ static int run(const char *const *sets, int n_sets, int cost_only, pl_report *re
     return pl_kernel_run(d, v, &opt, rep, chk, NULL);
 }
 
-static const pl_operand_report *op(const pl_report *rep, const char *name)
-{
-    for (int i = 0; i < rep->n_operands; i++)
-        if (!strcmp(rep->op[i].name, name)) return &rep->op[i];
-    cr_assert_fail("no operand %s", name);
-    return NULL;
-}
-
 /* Square and oblong blocks, bf16 and f32: the output is tril(x @ y). */
 Test(masked_matmul, the_output_is_the_lower_triangle_of_the_product)
 {
@@ -56,9 +48,9 @@ Test(masked_matmul, zero_blocks_copy_nothing_and_skip_the_dot)
     pl_report rep;
     cr_assert_eq(run(sets, 6, 1, &rep, NULL), PL_OK, "%s", rep.error);
     int64_t nonzero = 8 * 9 / 2, nk = 4; /* 36 of the 64 blocks of an 8 x 8 grid */
-    cr_expect_eq(op(&rep, "x")->copies, nonzero * nk);
-    cr_expect_eq(op(&rep, "y")->copies, nonzero * nk);
-    cr_expect_eq(op(&rep, "o")->writebacks, 64, "every output block is written, the zero ones with zeros");
+    cr_expect_eq(th_operand(&rep, "x")->copies, nonzero * nk);
+    cr_expect_eq(th_operand(&rep, "y")->copies, nonzero * nk);
+    cr_expect_eq(th_operand(&rep, "o")->writebacks, 64, "every output block is written, the zero ones with zeros");
     cr_expect_float_eq(rep.mxu_flops, 2.0 * nonzero * nk * 256 * 256 * 256, 1);
 }
 
@@ -72,8 +64,8 @@ Test(masked_matmul, the_guides_shape_fetches_what_the_guide_fetches)
     pl_report rep;
     cr_assert_eq(run(sets, 6, 1, &rep, NULL), PL_OK, "%s", rep.error);
     cr_expect_eq(rep.steps, 32 * 32 * 16);
-    cr_expect_eq(op(&rep, "x")->copies, 528 * 16);
-    cr_expect_eq(op(&rep, "mask")->copies, 63, "the diagonal block and back, each row but the last, and the first");
+    cr_expect_eq(th_operand(&rep, "x")->copies, 528 * 16);
+    cr_expect_eq(th_operand(&rep, "mask")->copies, 63, "the diagonal block and back, each row but the last, and the first");
 }
 
 Test(masked_matmul, a_block_that_does_not_divide_its_dimension_is_named)

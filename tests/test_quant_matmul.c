@@ -138,6 +138,27 @@ Test(quant_matmul, the_default_weight_dtype_is_one_the_chips_mxu_takes)
     th_run_free(&r);
 }
 
+/* The abs-max is production's (1, batch) row, in (1, bb) blocks, where T1
+ * takes that block (bb a multiple of 128, or the whole batch): one 8-row
+ * tile a block, 8 KiB at bb = 256, not the 128 KiB of a (256, 1) column.
+ * bb = 64 of a 256 batch, which the hardware table ran once and T1 refuses
+ * as a row, takes (64, 1) column blocks. Each verifies. */
+Test(quant_matmul, the_abs_max_is_a_row_where_T1_takes_it)
+{
+    static const char *row[] = {"batch=512", "bb=256", "wdtype=i8"}, *col[] = {"batch=256", "bb=64", "wdtype=i8"};
+    pl_report rep;
+    run_passing("v6e", row, 3, &rep);
+    const pl_operand_report *a = th_operand(&rep, "absmax");
+    cr_expect(a->rank == 2 && a->block[0] == 1 && a->block[1] == 256, "block (%lld, %lld)", (long long)a->block[0],
+              (long long)a->block[1]);
+    cr_expect_eq(a->vmem_bytes, 8 * 256 * 4, "one (8, 128)-tiled row block: %lld", (long long)a->vmem_bytes);
+    run_passing("v6e", col, 3, &rep);
+    a = th_operand(&rep, "absmax");
+    cr_expect(a->block[0] == 64 && a->block[1] == 1, "block (%lld, %lld)", (long long)a->block[0],
+              (long long)a->block[1]);
+    cr_expect_eq(a->vmem_bytes, 64 * 128 * 4, "%lld", (long long)a->vmem_bytes);
+}
+
 Test(quant_matmul, tilesim_sweep_ranks_it)
 {
     th_run r = TH_RUN("sweep", "quant_matmul", "--chip", "v5e", "--set", "wdtype=i8", "--json");

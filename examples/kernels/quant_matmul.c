@@ -3,12 +3,14 @@
  * 22): o = ((x_q . w_q^T) * s_w * s_x).astype(bf16).
  *
  * x [batch, in] is bf16 and is quantized per row inside the kernel, with
- * its abs-max computed outside (a [batch, 1] f32 input: the step before the
- * layer has it for free. Production passes it as a [1, batch] row, which
- * pads less (8 rows, not 128 lanes a row) but cannot take a block of fewer
- * than 128 rows of a larger batch (T1), a block the hardware autotuner
- * ran (bench/data: v7x 256 x 1792 x 6144, bb = 64); the column takes
- * every block it ran); w_q [out, in] is int8 (v5e, v6e: int8 x int8 into
+ * its abs-max computed outside (an f32 input: the step before the layer has
+ * it for free). Production passes it as a [1, batch] row, blocks (1, bb),
+ * which the kernel transposes to a column on the XLU; so does this one
+ * wherever T1 takes that block (bb a multiple of 128, or the whole batch).
+ * A block of fewer than 128 rows of a larger batch, which T1 refuses as a
+ * row but the hardware table has once (bench/data: v7x 256 x 1792 x 6144,
+ * bb = 64), takes a [batch, 1] column instead, (bb, 1) blocks: the same
+ * values, 128 lanes of VMEM a row instead of 8 rows a block. w_q [out, in] is int8 (v5e, v6e: int8 x int8 into
  * int32 on the MXU) or fp8 e4m3 (v7x, which has no int8 path: fp8 x fp8
  * into f32), with one f32 scale per output column (w_scale [1, out]); o is
  * bf16, x's dtype. The grid is (batch/bb, out/bo, in/bi), the contraction
@@ -52,6 +54,7 @@ typedef struct qmm_params {
     double qmax;          /* 127 (int8) or 448 (fp8 e4m3, also x's type with fp4 weights): the largest magnitude */
     int is_int8, is_fp4;
     int save_acc, save_xq; /* the one scratch buffer the call may have: acc or x_q, never both */
+    int amax_row;          /* absmax is production's (1, batch) row (a (1, bb) block), else a (batch, 1) column */
     int64_t bb, bo, bi;
     pl_dtype xdt, accdt;
 } qmm_params;
@@ -63,7 +66,7 @@ typedef struct qmm_params {
 /* Host bytes of one grid point's values (the most it takes: fp4 and all). */
 static size_t values_bytes(const qmm_params *p)
 {
-    size_t b = 3 * ex_value_bytes(PL_F32, p->bb, 1) + ex_value_bytes(PL_F32, p->bb, p->bi) +
+    size_t b = 4 * ex_value_bytes(PL_F32, p->bb, 1) + ex_value_bytes(PL_F32, p->bb, p->bi) +
                ex_value_bytes(p->xdt, p->bb, p->bi) + 2 * ex_value_bytes(PL_F32, p->bb, p->bo);
     if (p->is_fp4) b += ex_value_bytes(PL_F8E4M3, p->bo, p->bi);
     return b;
@@ -104,6 +107,13 @@ static void qmm_kernel(pl_ctx *c, pl_ref *r)
     pl_ref x = r[0], amax = r[1], w = r[2], ws = r[3], o = r[4];
     const qmm_params *p = pl_kernel_user(c);
     ex_values *vals = ex_values_begin(c, values_bytes(p));
+    if (p->amax_row && (!p->save_xq || pl_program_id(c, 1) == 0)) {
+        /* the (1, bb) row to the (bb, 1) column the rows divide by: the
+         * production kernel's jnp.transpose, on the XLU */
+        pl_ref col = ex_value(vals, PL_F32, p->bb, 1);
+        pl_transpose(c, col, amax);
+        amax = col;
+    }
     int64_t j = pl_program_id(c, 1), k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
     pl_ref xq = p->save_xq ? r[5] : ex_value(vals, p->xdt, p->bb, p->bi);
     pl_ref sx = p->save_xq ? r[6] : ex_value(vals, PL_F32, p->bb, 1);
@@ -153,6 +163,7 @@ static void qmm_setup(const int64_t *v, qmm_params *p)
     int64_t nk = v[P_IN] / p->bi, nj = v[P_OUT] / p->bo;
     p->save_acc = nk > 1;
     p->save_xq = nk == 1 && nj > 1;
+    p->amax_row = p->bb % 128 == 0 || p->bb == v[P_B]; /* where T1 takes a (1, bb) block */
 }
 
 static int qmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
@@ -169,7 +180,8 @@ static int qmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
         /* j is arbitrary when x_q is kept over it: each core must start its row block at j == 0 */
         .semantics = {PL_PARALLEL, p->save_xq ? PL_ARBITRARY : PL_PARALLEL, PL_ARBITRARY},
         .n_in = 4,
-        .in = {PL_BLOCK(PL_MAP(0, 2), bb, bi), PL_BLOCK(PL_MAP(0, PL_ZERO), bb, 1),
+        .in = {PL_BLOCK(PL_MAP(0, 2), bb, bi),
+               p->amax_row ? PL_BLOCK(PL_MAP(PL_ZERO, 0), 1, bb) : PL_BLOCK(PL_MAP(0, PL_ZERO), bb, 1),
                PL_BLOCK(PL_MAP(1, 2), bo, bi / pack), PL_BLOCK(PL_MAP(PL_ZERO, 1), 1, bo)},
         .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, 1), bb, bo)},
     };
@@ -184,7 +196,7 @@ static int qmm_build(const int64_t *v, pl_kernel_build *b, char *msg, size_t n)
     b->call.out[0].name = "o";
     b->n_args = 4;
     b->args[0] = PL_ARRAY(NULL, PL_BF16, v[P_B], v[P_IN]);
-    b->args[1] = PL_ARRAY(NULL, PL_F32, v[P_B], 1);
+    b->args[1] = p->amax_row ? PL_ARRAY(NULL, PL_F32, 1, v[P_B]) : PL_ARRAY(NULL, PL_F32, v[P_B], 1);
     b->args[2] = PL_ARRAY(NULL, p->is_fp4 ? PL_I8 : p->xdt, v[P_OUT], v[P_IN] / pack);
     b->args[2].packed4 = p->is_fp4; /* its blocks follow the fp4 rules: bi a multiple of 128 weights (T1) */
     b->args[3] = PL_ARRAY(NULL, PL_F32, 1, v[P_OUT]);
