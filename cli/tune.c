@@ -40,9 +40,15 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
                "2 a bad command line or shapes file.\n");
 }
 
+/* Tilings predicted within 5 % of the best are ties: against the hardware
+ * autotuner's choices that is about how far tilesim's ranking can be
+ * trusted (docs/CHIPS.md), so the table counts them, to be timed on the chip. */
+#define TUNE_TIE 0.05
+
 /* What one shape's sweep found. */
 typedef struct tune_row {
     int legal, total;
+    int ties; /* legal tilings within TUNE_TIE of the best, the best included */
     int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
     int64_t key[PL_KDEF_MAX_PARAMS]; /* every parameter's value outside the tiling (the first configuration's) */
     double best_s, second_s; /* second_s < 0: no runner-up */
@@ -118,6 +124,7 @@ static int tune_one(tune_job *job, int i)
     if (best >= 0) {
         memcpy(r->best, values + (size_t)best * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
         r->best_s = reps[best].time_s;
+        for (int k = 0; k < n; k++) r->ties += reps[k].status == PL_OK && reps[k].time_s <= r->best_s * (1 + TUNE_TIE);
     }
     if (second >= 0) {
         memcpy(r->second, values + (size_t)second * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
@@ -200,7 +207,8 @@ static void print_text(const tune_job *job, FILE *f)
     fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
             job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
             kept[0] ? " kept (a dtype: give it as a column, --set or --vary)" : "");
-    fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin");
+    fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s %5s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin",
+            "ties");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         shape_text(job, shape, i, a, sizeof a);
@@ -211,10 +219,14 @@ static void print_text(const tune_job *job, FILE *f)
         params_text(d, job->tiling, r->best, " ", b, sizeof b);
         fprintf(f, "  %-*s %-*s %10s", ws, a, wc, b, pl_format_time(r->best_s, t1, sizeof t1));
         if (r->second_s >= 0)
-            fprintf(f, "  %-*s %10s %6.1f%%\n", wc, params_text(d, job->tiling, r->second, " ", c, sizeof c),
-                    pl_format_time(r->second_s, t2, sizeof t2), 100.0 * (r->second_s - r->best_s) / r->best_s);
-        else fprintf(f, "  %-*s %10s %7s\n", wc, "(none)", "", "");
+            fprintf(f, "  %-*s %10s %6.1f%% %5d\n", wc, params_text(d, job->tiling, r->second, " ", c, sizeof c),
+                    pl_format_time(r->second_s, t2, sizeof t2), 100.0 * (r->second_s - r->best_s) / r->best_s,
+                    r->ties);
+        else fprintf(f, "  %-*s %10s %7s %5d\n", wc, "(none)", "", "", r->ties);
     }
+    fprintf(f, "\n  ties: the tilings predicted within %.0f %% of the best, the best included: read them as equal "
+               "and time\n  them on the chip (a hardware autotuner's choice is usually among them: docs/CHIPS.md)\n",
+            100 * TUNE_TIE);
 }
 
 static void print_csv(const tune_job *job, FILE *f)
@@ -228,7 +240,7 @@ static void print_csv(const tune_job *job, FILE *f)
         if (dkey[p]) fprintf(f, "%s,", d->params[p].name);
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) fprintf(f, "%s,", d->params[p].name);
-    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,legal,tried,why\n");
+    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,ties,legal,tried,why\n");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         for (int c = 0; c < job->sh->n_cols; c++)
@@ -244,7 +256,7 @@ static void print_csv(const tune_job *job, FILE *f)
             fprintf(f, "%s,%.4f,%.2f,", params_text(d, job->tiling, r->second, " ", a, sizeof a), r->second_s * 1e6,
                     100.0 * (r->second_s - r->best_s) / r->best_s);
         else fprintf(f, ",,,");
-        fprintf(f, "%d,%d,", r->legal, r->total);
+        fprintf(f, "%d,%d,%d,", r->ties, r->legal, r->total);
         /* a shape with no legal tiling says why (the first refusal), quoted as CSV quotes a field */
         if (!r->legal && r->reason[0]) {
             fputc('"', f);
@@ -301,6 +313,7 @@ static void print_json(const tune_job *job, FILE *f)
             json_params(d, job->tiling, r->second, f), fprintf(f, ",\"runner_up_us\":%.6g,\"margin\":%.6g",
                                                               r->second_s * 1e6, (r->second_s - r->best_s) / r->best_s);
         else fprintf(f, "null,\"runner_up_us\":null,\"margin\":null");
+        fprintf(f, ",\"ties\":%d", r->ties);
         fprintf(f, ",\"reason\":");
         if (r->legal) fprintf(f, "null");
         else pl_json_string(f, r->reason);

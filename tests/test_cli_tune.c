@@ -69,6 +69,8 @@ Test(tune, twenty_shapes_give_twenty_rows_whose_best_is_what_run_predicts)
         cr_assert_gt(t, 0);
         cr_assert_geq(second, t, "shape %zu: the runner-up is faster than the best", i);
         cr_assert_float_eq(margin, (second - t) / t, 1e-3);
+        json_int_t ties = json_integer_value(json_object_get(row, "ties"));
+        cr_expect(margin > 0.05 ? ties == 1 : ties >= 2, "shape %zu: margin %g, %lld ties", i, margin, (long long)ties);
         if (i % 7 == 0) { /* a few against the simulator itself */
             char config[256];
             config_of(json_object_get(row, "shape"), best, config, sizeof config);
@@ -90,7 +92,7 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
     cr_assert_eq(t.status, 0, "%s", t.err);
     /* header, one row: M,N,K,dtype,bm,bn,bk,time_us,... */
     char *row = strchr(t.out, '\n');
-    cr_assert(row && strstr(t.out, "M,N,K,dtype,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,legal,tried,why"),
+    cr_assert(row && strstr(t.out, "M,N,K,dtype,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,ties,legal,tried,why"),
               "%s", t.out);
     long long m, n, k, bm, bn, bk;
     double best;
@@ -104,11 +106,19 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
     cr_assert_gt(json_array_size(legal), 10);
     size_t i;
     json_t *e;
+    int near = 0;
     json_array_foreach(legal, i, e) {
         double us = json_number_value(json_object_get(e, "time_us"));
         if (us == 0) us = json_number_value(json_object_get(e, "time_s")) * 1e6;
         cr_assert_geq(us, best * (1 - 1e-4), "%s beats the tuned best %g us", json_dumps(e, 0), best);
+        near += us <= best * 1.05;
     }
+    /* ties: the sweep's legal tilings within 5 % of the best (field 12 of the row) */
+    const char *f = row + 1;
+    for (int c = 0; c < 11 && f; c++) f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+    cr_assert(f, "%s", row + 1);
+    cr_expect_eq(atoi(f), near, "ties %d, the sweep has %d within 5 %%: %s", atoi(f), near, row + 1);
+    cr_expect_geq(near, 1);
     json_decref(j);
     th_run_free(&t), th_run_free(&s);
     unlink(shapes);
