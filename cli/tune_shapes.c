@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "tune.h"
@@ -54,6 +55,9 @@ static int header(const cli_cmd *cmd, const char *path, int line, char *text, co
         if (bad) return bad_quote(cmd, path, line);
         int p = pl_kernel_param_index(d, name);
         if (!name[0]) return cli_fail(cmd, "%s:%d: column %d of the header is empty", path, line, sh->n_cols + 1);
+        if (p < 0 && !strcasecmp(name, "chip"))
+            return cli_fail(cmd, "%s:%d: a 'chip' column: tune takes one chip a run; split the file by chip and give "
+                            "each --chip (or --chip-file)", path, line);
         if (p < 0) {
             char names[512] = "";
             for (int i = 0; i < d->n_params; i++)

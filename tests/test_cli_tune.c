@@ -298,6 +298,20 @@ Test(tune, a_dtype_keeps_the_chips_default)
     unlink(shapes);
 }
 
+/* A hardware table keyed by chip as well (serving stacks key by TPU
+ * version) names the way to tune it, one chip a run. */
+Test(tune, a_chip_column_says_to_tune_one_chip_a_run)
+{
+    char shapes[64];
+    th_temp_file(shapes, "chip,batch,out,in\nv7x,16,1024,4096\n");
+    th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes);
+    cr_expect_eq(r.status, 2, "%s", r.out);
+    cr_expect(strstr(r.err, ":1: a 'chip' column: tune takes one chip a run; split the file by chip and give each "
+                            "--chip"), "%s", r.err);
+    th_run_free(&r);
+    unlink(shapes);
+}
+
 /* A shapes file with quoted fields (RFC 4180) reads as the plain one; a
  * quote left open names its line. */
 Test(tune, quoted_fields_read_as_plain_ones)
