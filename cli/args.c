@@ -212,9 +212,10 @@ int cli_parse_dtype(const cli_cmd *cmd, const char *s, pl_dtype *out)
 int cli_parse_vmem_limit(const cli_cmd *cmd, const char *s, int64_t *out)
 {
     if (ex_scan_size(s, out) == 0) return 0; /* as examples/matmul takes it */
-    /* a zero or negative limit reads as a number: say what it can be instead */
-    const char *num = s + (*s == '-' || *s == '+');
-    if (*num >= '0' && *num <= '9' && (*s == '-' || strspn(num, "0") == strcspn(num, "KMGkmgBi")))
+    /* a number of at most 0, with or without sim_parse_size's unit: say what a limit can be */
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end != s && v <= 0 && strchr("KMGT", *end))
         return cli_fail(cmd, "--vmem-limit: '%s' is not a limit: it must be more than 0 bytes; leave the option out "
                         "for the limit the call sets itself; " EX_SIZE_HINT, CLI_CUT(s));
     return cli_fail(cmd, "--vmem-limit: '%s' is not a size; " EX_SIZE_HINT, CLI_CUT(s));

@@ -278,11 +278,15 @@ int cli_run(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_ksweep(int argc, char **argv);   /* sweep KERNEL: argv as cli_sweep's */
 /* The configurations a sweep of d runs under o (--set, --vary, the
- * definition's candidates; ksweep.c): *n rows of d->n_params values each,
+ * definition's candidates, a dtype its default on chip; ksweep.c): *n rows of d->n_params values each,
  * the last parameter fastest, in *values (malloc'd: the caller frees).
  * 0, or the exit status after printing the error. */
 int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
-                     int64_t **values, int *n);
+                     int64_t **values, int *n, int *kept);
+/* The dtypes such a sweep kept at the chip's default (kept[p], values v),
+ * for a heading: ", wdtype=f8e4m3 kept (a dtype: WHY)", or "" when none. */
+const char *cli_kept_text(const pl_kernel_def *d, const int *kept, const int64_t *v, const char *why, char *buf,
+                          size_t n);
 int cli_kexplain(int argc, char **argv); /* explain KERNEL */
 
 /* --html FILE (html.c): write the teaching page of kernel d at values v

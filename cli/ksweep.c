@@ -88,9 +88,11 @@ static int divisor_list(int64_t dim, int64_t m, int64_t *out, int max)
     return n;
 }
 
-/* Every parameter's list of values; the product's size in *total. */
+/* Every parameter's list of values; the product's size in *total; in kept
+ * (when not NULL) 1 for each dtype parameter with candidates that no
+ * --set or --vary names, kept at the chip's default. */
 static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
-                       axis_list *lists, int64_t *total)
+                       axis_list *lists, int64_t *total, int *kept)
 {
     int seen[PL_KDEF_MAX_PARAMS] = {0}, rc;
     int64_t base[PL_KDEF_MAX_PARAMS];
@@ -107,6 +109,7 @@ static int value_lists(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kop
     for (int p = 0; p < d->n_params; p++) {
         const pl_kernel_param *q = &d->params[p];
         int t = q->divides ? pl_kernel_param_index(d, q->divides) : -1;
+        if (kept) kept[p] = !seen[p] && q->kind == PL_PARAM_DTYPE && q->n_candidates > 1;
         if (!seen[p] && t >= 0 && !(seen[t] == 1 && lists[t].n > 1)) {
             /* every multiple of q->multiple dividing the dimension it tiles */
             int64_t dim = seen[t] == 1 ? lists[t].v[0] : base[t], m = q->multiple > 0 ? q->multiple : 1;
@@ -140,14 +143,14 @@ static void expand(const pl_kernel_def *d, const axis_list *lists, int64_t total
 }
 
 int cli_sweep_values(const cli_cmd *cmd, const pl_kernel_def *d, const cli_kopts *o, const pl_chip *chip,
-                     int64_t **values, int *n)
+                     int64_t **values, int *n, int *kept)
 {
     *values = NULL;
     *n = 0;
     axis_list *lists = calloc(PL_KDEF_MAX_PARAMS, sizeof *lists);
     int64_t total = 0;
     if (!lists) return fprintf(stderr, "tilesim %s: out of host memory\n", cmd->name), 1;
-    int rc = value_lists(cmd, d, o, chip, lists, &total);
+    int rc = value_lists(cmd, d, o, chip, lists, &total, kept);
     if (rc == 0) {
         *values = calloc((size_t)total * (size_t)(d->n_params ? d->n_params : 1), sizeof **values);
         if (*values) expand(d, lists, total, *values), *n = (int)total;
@@ -168,24 +171,17 @@ static void advise_best(const pl_kernel_def *d, const int64_t *values, const pl_
     if (best >= 0) pl_kernel_advise(d, values + (size_t)best * (size_t)d->n_params, opt, &reps[best]);
 }
 
-/* The dtypes that have candidates but were kept at their default (no --set
- * or --vary names them): ", dtype=f32 kept (...)", or "". */
-static void kept_dtypes(const pl_kernel_def *d, const cli_kopts *o, const axis_list *lists, char *buf, size_t n)
+const char *cli_kept_text(const pl_kernel_def *d, const int *kept, const int64_t *v, const char *why, char *buf,
+                          size_t n)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (int p = 0; p < d->n_params && at < n; p++) {
-        const pl_kernel_param *q = &d->params[p];
-        int named = 0;
-        for (int i = 0; i < o->n_sets + o->n_varies; i++) {
-            const char *a = i < o->n_sets ? o->sets[i] : o->varies[i - o->n_sets];
-            named |= strlen(q->name) == strcspn(a, "=") && !strncmp(a, q->name, strlen(q->name));
-        }
-        if (q->kind != PL_PARAM_DTYPE || q->n_candidates < 2 || named || lists[p].n != 1) continue;
-        at += (size_t)snprintf(buf + at, n - at, "%s%s=%s", at ? " " : ", ", q->name,
-                               pl_dtype_name((pl_dtype)lists[p].v[0]));
-    }
-    if (at && at < n) snprintf(buf + at, n - at, " kept (a dtype: compare with --vary)");
+    for (int p = 0; p < d->n_params && at < n; p++)
+        if (kept[p])
+            at += (size_t)snprintf(buf + at, n - at, "%s%s=%s", at ? " " : ", ", d->params[p].name,
+                                   pl_dtype_name((pl_dtype)v[p]));
+    if (at && at < n) snprintf(buf + at, n - at, " kept (a dtype: %s)", why);
+    return buf;
 }
 
 static int print_all(const cli_kopts *o, const pl_kernel_def *d, const pl_chip *chip, int n, const pl_report *reps,
@@ -212,9 +208,10 @@ int cli_ksweep(int argc, char **argv)
     if (o.npos > 1) return cli_fail(cmd, "unexpected argument '%s' after the kernel; use --vary and --set", CLI_CUT(o.pos[1]));
     axis_list *lists = calloc(PL_KDEF_MAX_PARAMS, sizeof *lists);
     int64_t total = 0;
+    int kept[PL_KDEF_MAX_PARAMS];
     if (!lists) return fprintf(stderr, "tilesim sweep: out of host memory\n"), 1;
     if ((rc = cli_kernel_options(cmd, &o, &file_chip, &opt)) ||
-        (rc = value_lists(cmd, d, &o, opt.chip_spec, lists, &total))) {
+        (rc = value_lists(cmd, d, &o, opt.chip_spec, lists, &total, kept))) {
         free(lists);
         return rc;
     }
@@ -240,9 +237,9 @@ int cli_ksweep(int argc, char **argv)
             int legal = 0;
             for (int i = 0; i < n; i++) legal += reps[i].status == PL_OK;
             advise_best(d, values, &opt, n, reps);
-            char kept[256];
-            kept_dtypes(d, &o, lists, kept, sizeof kept);
-            print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels, kept);
+            char said[256];
+            cli_kept_text(d, kept, values, "compare with --vary", said, sizeof said);
+            print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels, said);
             status = legal ? 0 : 1;
             char msg[PL_MSG_MAX];
             if (o.svg && pl_roofline_svg(o.svg, n, reps, (const char *const *)labels, opt.chip_spec, d->name, msg,

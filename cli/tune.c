@@ -62,9 +62,7 @@ typedef struct tune_job {
     pl_options opt;
     const tune_shapes *sh;
     int tiling[PL_KDEF_MAX_PARAMS]; /* 1: takes several values in the sweeps */
-    /* the dtypes no column, --set or --vary gives, at their defaults: "wdtype=i8", set on every shape's sweep */
-    char pins[PL_KDEF_MAX_PARAMS][96];
-    int n_pins;
+    int kept[PL_KDEF_MAX_PARAMS]; /* the dtypes no column, --set or --vary gives: the sweeps keep their defaults */
     tune_row *rows;
 } tune_job;
 
@@ -93,13 +91,10 @@ static int tune_one(tune_job *job, int i)
         o.sets[o.n_sets++] = assign(d, job->sh->col[c], job->sh->values[(size_t)i * PL_KDEF_MAX_PARAMS + c], sets[c],
                                     sizeof sets[c]);
     }
-    for (int p = 0; p < job->n_pins; p++) {
-        if (o.n_sets == CLI_MAX_SETS) return cli_fail(job->cmd, "too many --set options with the shape's columns");
-        o.sets[o.n_sets++] = job->pins[p];
-    }
     int n = 0, rc;
     int64_t *values = NULL;
-    if ((rc = cli_sweep_values(job->cmd, d, &o, job->opt.chip_spec, &values, &n))) {
+    /* every shape has the same columns, so the first says which dtypes are kept */
+    if ((rc = cli_sweep_values(job->cmd, d, &o, job->opt.chip_spec, &values, &n, i == 0 ? job->kept : NULL))) {
         fprintf(stderr, "tilesim tune: (the shape of %s:%d)\n", job->o->shapes, job->sh->line[i]);
         return rc;
     }
@@ -201,12 +196,10 @@ static void print_text(const tune_job *job, FILE *f)
     char a[256] = "", b[256], c[256], t1[32], t2[32];
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
-    char kept[256] = ""; /* the dtypes kept at their defaults, said */
-    for (int p = 0; p < job->n_pins; p++)
-        snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s", kept[0] ? " " : ", ", job->pins[p]);
-    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
-            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
-            kept[0] ? " kept (a dtype: give it as a column, --set or --vary)" : "");
+    char kept[256];
+    cli_kept_text(d, job->kept, job->rows[0].key, "give it as a column, --set or --vary", kept, sizeof kept);
+    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s, cost only\n\n", d->name,
+            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept);
     fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s %5s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin",
             "ties");
     for (int i = 0; i < job->sh->n; i++) {
@@ -383,12 +376,6 @@ int cli_tune(int argc, char **argv)
     }
     tune_shapes sh;
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
-    for (int c = 0; c < sh.n_cols; c++) fixed[sh.col[c]] = 1;
-    int64_t defaults[PL_KDEF_MAX_PARAMS];
-    pl_kernel_defaults_on(d, job.opt.chip_spec, defaults); /* the chip's own: f8e4m3 weights on v7x */
-    for (int p = 0; p < d->n_params; p++)
-        if (d->params[p].kind == PL_PARAM_DTYPE && !fixed[p])
-            assign(d, p, defaults[p], job.pins[job.n_pins], sizeof job.pins[0]), job.n_pins++;
     job.d = d;
     job.sh = &sh;
     job.opt.cost_only = 1;

@@ -74,9 +74,14 @@ static size_t values_bytes(const qmm_params *p)
 
 /* xq = round(x * qmax / absmax), per row (fp8 rounds to nearest even in
  * the cast), and sx = absmax / qmax, the scale of the output; amax is the
- * (bb, 1) column of abs-maxes. */
+ * block of abs-maxes, a (1, bb) row (amax_row) or a (bb, 1) column. */
 static void quantize_x(pl_ctx *c, pl_ref xq, pl_ref sx, pl_ref x, pl_ref amax, const qmm_params *p, ex_values *vals)
 {
+    if (p->amax_row) { /* to the column the rows divide by: the production kernel's jnp.transpose, on the XLU */
+        pl_ref col = ex_value(vals, PL_F32, p->bb, 1);
+        pl_transpose(c, col, amax);
+        amax = col;
+    }
     pl_ref inv = ex_value(vals, PL_F32, p->bb, 1), xs = ex_value(vals, PL_F32, p->bb, p->bi);
     pl_scale(c, sx, amax, 1.0 / p->qmax);
     pl_fill(c, inv, p->qmax);
@@ -107,13 +112,6 @@ static void qmm_kernel(pl_ctx *c, pl_ref *r)
     pl_ref x = r[0], amax = r[1], w = r[2], ws = r[3], o = r[4];
     const qmm_params *p = pl_kernel_user(c);
     ex_values *vals = ex_values_begin(c, values_bytes(p));
-    if (p->amax_row && (!p->save_xq || pl_program_id(c, 1) == 0)) {
-        /* the (1, bb) row to the (bb, 1) column the rows divide by: the
-         * production kernel's jnp.transpose, on the XLU */
-        pl_ref col = ex_value(vals, PL_F32, p->bb, 1);
-        pl_transpose(c, col, amax);
-        amax = col;
-    }
     int64_t j = pl_program_id(c, 1), k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
     pl_ref xq = p->save_xq ? r[5] : ex_value(vals, p->xdt, p->bb, p->bi);
     pl_ref sx = p->save_xq ? r[6] : ex_value(vals, PL_F32, p->bb, 1);
