@@ -302,7 +302,9 @@ Test(calibrate, quoted_fields_are_read_as_a_spreadsheet_writes_them)
 {
     char plain[64], quoted[64];
     th_temp_file(plain, "kernel,chip,time_us,params\nmatmul,v5e,80,M=1024 N=1024 K=1024\n");
-    th_temp_file(quoted, "\"kernel\",\"chip\",\"time_us\",\"params\"\n\"matmul\", v5e ,\"80\",\"M=1024 N=1024 K=1024\"\n");
+    /* as a spreadsheet saves it: a UTF-8 byte order mark first, CRLF line ends */
+    th_temp_file(quoted, "\xEF\xBB\xBF\"kernel\",\"chip\",\"time_us\",\"params\"\r\n"
+                         "\"matmul\", v5e ,\"80\",\"M=1024 N=1024 K=1024\"\r\n");
     th_run a = TH_RUN("calibrate", plain, "--chip", "v5e", "--fit", "hbm_gbps");
     th_run b = TH_RUN("calibrate", quoted, "--chip", "v5e", "--fit", "hbm_gbps");
     cr_assert_eq(a.status, 0, "%s", a.err);

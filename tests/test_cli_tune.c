@@ -312,13 +312,14 @@ Test(tune, a_chip_column_says_to_tune_one_chip_a_run)
     unlink(shapes);
 }
 
-/* A shapes file with quoted fields (RFC 4180) reads as the plain one; a
- * quote left open names its line. */
+/* A shapes file with quoted fields (RFC 4180), saved as a spreadsheet
+ * saves it (a UTF-8 byte order mark before the first name, CRLF line ends),
+ * reads as the plain one; a quote left open names its line. */
 Test(tune, quoted_fields_read_as_plain_ones)
 {
     char plain[64], quoted[64], open_quote[64];
     th_temp_file(plain, "M,N,K\n512,1024,256\n");
-    th_temp_file(quoted, "\"M\",\"N\",\"K\"\n\"512\", 1024 ,\"256\"\n");
+    th_temp_file(quoted, "\xEF\xBB\xBF\"M\",\"N\",\"K\"\r\n\"512\", 1024 ,\"256\"\r\n");
     th_temp_file(open_quote, "M,N,K\n# a comment\n\"512,1024,256\n");
     th_run a = TH_RUN("tune", "matmul", "--shapes", plain, "--csv");
     th_run b = TH_RUN("tune", "matmul", "--shapes", quoted, "--csv");

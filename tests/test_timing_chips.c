@@ -2,6 +2,8 @@
  * what-if chip files: how they override a preset and how their errors read. */
 #include <string.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "test_timing_helpers.h"
@@ -100,4 +102,24 @@ Test(chips, null_arguments_are_errors)
     cr_assert_eq(pl_chip_load(NULL, &c, err, sizeof err), PL_EINVAL);
     pl_report_print(NULL, stdout);
     pl_report_json(NULL, stdout);
+}
+
+/* A chip file saved by an editor that writes a UTF-8 byte order mark reads
+ * as the same file without it: the mark is not part of the first key. */
+Test(chips, a_byte_order_mark_is_not_part_of_the_first_key)
+{
+    char path[] = "/tmp/tilesim_bom_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char text[] = "\xEF\xBB\xBF" "base = v6e\r\nname = v6e-bom\r\nhbm_gbps = 1000\r\n";
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    pl_chip c;
+    char err[512];
+    int rc = pl_chip_load(path, &c, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(rc, PL_OK, "%s", err);
+    cr_expect_str_eq(c.name, "v6e-bom");
+    cr_expect_eq(c.hbm_bw, 1000e9);
+    cr_expect_eq(c.mxu_width, 256, "the base's figures");
 }

@@ -180,7 +180,14 @@ char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int
     fclose(f);
     if (too_long) snprintf(err, n, "%s: larger than %d bytes; a %s file is a few lines", path, MAX, kind);
     else if (memchr(buf, '\0', got)) snprintf(err, n, "%s: not a text file", path);
-    else return buf[got] = '\0', *rc = PL_OK, buf;
+    else {
+        buf[got] = '\0';
+        *rc = PL_OK;
+        /* a UTF-8 byte order mark, as spreadsheets and Windows editors
+         * write one, is not part of the first key */
+        if (got >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) memmove(buf, buf + 3, got - 2);
+        return buf;
+    }
     free(buf);
     return NULL;
 }
