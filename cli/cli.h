@@ -146,6 +146,10 @@ void cli_json_number(FILE *f, double v);
 /* The first line of msg, cut at its first "; " or ". " when longer than
  * max characters (the rule citation before the cut is kept). */
 const char *cli_first_sentence(const char *msg, size_t max, char *buf, size_t n);
+/* After a refusal over the scoped VMEM limit (rep->status PL_EVMEM, M4):
+ * the --vmem-limit that runs the configuration when it fits the chip's
+ * physical VMEM, else that no limit does; nothing for other failures. */
+void cli_vmem_hint(const pl_report *rep, FILE *f);
 /* Flush stdout; on a write error print it and return CLI_EXIT_USAGE. */
 int cli_finish_stdout(const cli_cmd *cmd, int status);
 

@@ -90,8 +90,10 @@ static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *nr
     pl_report *rep = calloc(1, sizeof *rep);
     if (!rep) return fprintf(stderr, "tilesim explain: out of host memory\n"), 1;
     int64_t steps = grid_steps(&b->call), rc = 0;
-    if (pl_validate(&b->call, b->args, b->outs, opt, rep) != PL_OK)
+    if (pl_validate(&b->call, b->args, b->outs, opt, rep) != PL_OK) {
         rc = cli_fail(cmd, "%s %s is not legal: %s", d->name, label, rep->error);
+        cli_vmem_hint(rep, stderr);
+    }
     else if (steps > CLI_MAX_EXPLAIN_STEPS) {
         char g[64];
         rc = cli_fail(cmd, "grid %s has %lld steps; explain narrates at most %d: use --set for larger blocks or "

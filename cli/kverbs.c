@@ -45,15 +45,7 @@ static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *lab
     if (rep->status == PL_EVMEM && rep->chip) { /* the listing XLA prints on hardware */
         fprintf(stderr, "\n");
         pl_vmem_report(rep, stderr);
-        /* what a CLI user types to raise the limit, as the call's
-         * vmem_limit_bytes would (M4); past physical VMEM nothing does */
-        long long need = (long long)((rep->vmem_bytes + (1 << 20) - 1) >> 20), phys = rep->chip->vmem_bytes >> 20;
-        if (rep->vmem_bytes > 0 && rep->vmem_bytes <= rep->chip->vmem_bytes)
-            fprintf(stderr, "\nIt fits the %lld MiB of physical VMEM of a %s TensorCore: --vmem-limit %lldM runs it as a "
-                    "call that sets vmem_limit_bytes that high (rule M4).\n", phys, rep->chip->name, need);
-        else if (rep->vmem_bytes > 0)
-            fprintf(stderr, "\nIt needs %lld MiB, more than the %lld MiB of physical VMEM of a %s TensorCore: no limit "
-                    "fits it; use smaller blocks (rule M4).\n", need, phys, rep->chip->name);
+        cli_vmem_hint(rep, stderr);
     }
 }
 

@@ -148,6 +148,7 @@ int cli_memory(int argc, char **argv)
         char label[512];
         pl_kernel_format(d, v, label, sizeof label);
         fprintf(stderr, "tilesim memory: %s %s: %s\n", d->name, label, rep->error);
+        cli_vmem_hint(rep, stderr);
         rc = st == PL_ENOMEM ? 1 : 2;
     }
     rc = finish_out(svg, "--svg", rc, pl_memview_svg, &mv);

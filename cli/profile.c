@@ -108,6 +108,7 @@ int cli_profile(int argc, char **argv)
         fflush(stdout);
         fprintf(stderr, "tilesim profile: %s %s: %s\n", d->name, pl_kernel_format(d, v, label, sizeof label),
                 rep->error);
+        cli_vmem_hint(rep, stderr);
         rc = status == PL_ENOMEM ? 1 : CLI_EXIT_USAGE;
         goto out;
     }

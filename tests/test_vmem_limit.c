@@ -208,21 +208,24 @@ Test(vmem_limit, a_pinned_limit_rejects_what_needs_more)
  * the production call sets today. Past physical VMEM it says no limit fits. */
 Test(vmem_limit, a_refusal_names_the_limit_that_runs_it)
 {
-    th_run r = TH_RUN("run", "quant_matmul", "--chip", "v7x", "--cost-only", "--set", "batch=1024", "--set",
-                      "out=5120", "--set", "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560");
-    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
-    const char *hint = strstr(r.err, "--vmem-limit ");
-    cr_assert(hint, "%s", r.err);
-    char limit[32];
-    cr_assert_eq(sscanf(hint, "--vmem-limit %31s", limit), 1);
-    cr_expect_str_eq(limit, "51M", "50.2 MiB of buffers: %s", r.err);
-    th_run_free(&r);
-    r = TH_RUN("run", "quant_matmul", "--chip", "v7x", "--cost-only", "--set", "batch=1024", "--set", "out=5120",
-               "--set", "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560", "--vmem-limit", limit);
-    cr_expect_eq(r.status, 0, "%s", r.err);
-    th_run_free(&r);
-    r = TH_RUN("run", "matmul", "--cost-only", "--set", "M=4096", "--set", "N=4096", "--set", "K=4096", "--set",
-               "bm=4096", "--set", "bn=4096", "--set", "bk=2048");
+    static const char *const verbs[] = {"run", "verify", "profile", "memory", "explain"};
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        th_run r = TH_RUN(verbs[i], "quant_matmul", "--chip", "v7x", "--set", "batch=1024", "--set", "out=5120",
+                          "--set", "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560");
+        cr_assert_eq(r.status, 2, "%s: %s%s", verbs[i], r.out, r.err);
+        const char *hint = strstr(r.err, "--vmem-limit ");
+        cr_assert(hint, "%s: %s", verbs[i], r.err);
+        char limit[32];
+        cr_assert_eq(sscanf(hint, "--vmem-limit %31s", limit), 1);
+        cr_expect_str_eq(limit, "51M", "%s: 50.2 MiB of buffers: %s", verbs[i], r.err);
+        th_run_free(&r);
+        r = TH_RUN(verbs[i], "quant_matmul", "--chip", "v7x", "--set", "batch=1024", "--set", "out=5120", "--set",
+                   "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560", "--vmem-limit", limit);
+        cr_expect_eq(r.status, 0, "%s: %s", verbs[i], r.err);
+        th_run_free(&r);
+    }
+    th_run r = TH_RUN("run", "matmul", "--cost-only", "--set", "M=4096", "--set", "N=4096", "--set", "K=4096", "--set",
+                      "bm=4096", "--set", "bn=4096", "--set", "bk=2048");
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "no limit fits it") && !strstr(r.err, "--vmem-limit "), "%s", r.err);
     th_run_free(&r);
