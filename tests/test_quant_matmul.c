@@ -329,3 +329,19 @@ Test(quant_matmul, declares_the_production_limit_with_its_cap)
     cr_expect_eq(d->vmem_limit(v, pl_chip_find("v6e")), 96 * MiB);
     cr_expect_eq(d->vmem_limit(v, pl_chip_find("v7x")), 48 * MiB);
 }
+
+/* The reference sums in blocks of 512 rows of x and of w_q (cblas_dgemm):
+ * a call of more rows than a block, and not a multiple of it, still
+ * checks PASS with every weight type, so the last, short blocks are
+ * where they belong. A misplaced block would put another row's sums in
+ * these outputs, far past any tolerance. */
+Test(quant_matmul, the_reference_blocks_cover_a_ragged_edge)
+{
+    static const char *const fp8[] = {"batch=640", "out=768", "in=384", "bb=128", "bo=256", "bi=384", "wdtype=f8e4m3"};
+    static const char *const fp4[] = {"batch=640", "out=768", "in=384", "bb=128", "bo=256", "bi=384", "wdtype=f4e2m1"};
+    static const char *const i8[] = {"batch=640", "out=768", "in=384", "bb=128", "bo=256", "bi=384", "wdtype=i8"};
+    pl_report rep;
+    run_passing("v7x", fp8, 7, &rep);
+    run_passing("v7x", fp4, 7, &rep);
+    run_passing("v6e", i8, 7, &rep);
+}
