@@ -284,6 +284,11 @@ struct pl_ctx {
     int grid_rank;
     const int64_t *grid;        /* grid sizes */
     int64_t idx[PL_MAX_GRID];   /* current indices */
+    /* inside an emit_pipeline body: the grid pl_program_id and
+     * pl_num_programs answer for, the pipeline's (JAX runs the body in the
+     * pipeline's grid_env; P9); prog_grid NULL: the call's grid above */
+    int prog_rank;
+    const int64_t *prog_grid, *prog_idx;
     int64_t step;               /* linear step on this core */
     char point[128];            /* idx as "(i, j)", made on first use in a step (kern_point) */
     int point_ok;

@@ -186,6 +186,8 @@ typedef void (*pl_kernel_fn)(pl_ctx *c, pl_ref *refs);
 
 /* ---- the grid (rule G2) ------------------------------------------------- */
 
+/* In an emit_pipeline body: the pipeline's global point and whole grid size
+ * (JAX's grid_env), not the call's. */
 int64_t pl_program_id(const pl_ctx *c, int axis);   /* faults on a bad axis */
 int64_t pl_num_programs(const pl_ctx *c, int axis); /* faults on a bad axis */
 void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user: shared by all grid points and cores */

@@ -29,6 +29,7 @@ typedef struct emit_run {
     pltpu_pipeline_body body;
     void *user;
     int64_t offset[PL_MAX_GRID]; /* this core's part of a grid split over cores (K7): its first point */
+    const int64_t *whole;        /* the grid before the split: what pl_num_programs answers in the body */
 } emit_run;
 
 /* Inner point s of this core's part, as the grid's global indices (K7). */
@@ -196,7 +197,11 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     /* inputs: the current block has landed (a skipped copy waits nothing, P2); outputs: the write-back
      * that last used this slot, nbuf blocks ago, has landed (P8; none when the block stays) */
     for (int i = 0; i < n; i++) finish(c, &run->ops[i], run->ops[i].cur);
+    int prank = c->prog_rank; /* a nested pipeline's body sees its own grid, then this one's again */
+    const int64_t *pgrid = c->prog_grid, *pidx = c->prog_idx;
+    c->prog_rank = run->p->grid_rank, c->prog_grid = run->whole, c->prog_idx = idx;
     run->body(c, refs, idx, run->user);
+    c->prog_rank = prank, c->prog_grid = pgrid, c->prog_idx = pidx;
     for (int i = 0; i < n; i++) {
         pipe_op *o = &run->ops[i];
         if (!o->out || !(s + 1 == steps || !same(o->next, o->now, o->hbm.rank))) continue;
@@ -261,11 +266,14 @@ void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, 
     kern_emit_check_pipeline(c, p, ins, outs, body);
     pltpu_pipeline part = *p; /* this core's part of the grid (K7) */
     pipe_op ops[KERN_EMIT_MAX_OPS];
-    emit_run run = {.p = &part, .ops = ops, .n = p->n_in + p->n_out, .steps = 1, .body = body, .user = user};
+    emit_run run = {.p = &part, .ops = ops, .n = p->n_in + p->n_out, .steps = 1, .body = body, .user = user,
+                    .whole = p->grid};
     kern_emit_split(c, p, &part, run.offset);
     p = &part;
-    for (int a = 0; a < p->grid_rank; a++)
+    for (int a = 0; a < p->grid_rank; a++) {
+        if (p->grid[a] == 0) return; /* a core split left this core no points (K7): it runs no step */
         run.steps = run.steps > INT64_MAX / p->grid[a] ? INT64_MAX : run.steps * p->grid[a];
+    }
     int64_t host, counted;
     int all_two;
     plan_ops(c, p, ins, outs, ops, &host, &counted, &all_two);

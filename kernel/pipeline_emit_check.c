@@ -17,8 +17,9 @@ void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *
 {
     if (!p || !body)
         kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s is NULL (rule K3)", !p ? "the pipeline" : "the body");
-    if (p->grid_rank < 1 || p->grid_rank > PL_MAX_GRID)
-        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: grid of %d axes; 1 to %d (rules G2, K3)", p->grid_rank,
+    /* grid () runs the body once, as JAX's emit_pipeline(grid=()) does */
+    if (p->grid_rank < 0 || p->grid_rank > PL_MAX_GRID)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: grid of %d axes; 0 to %d (rules G2, K3)", p->grid_rank,
                    PL_MAX_GRID);
     for (int a = 0; a < p->grid_rank; a++)
         if (p->grid[a] < 1)

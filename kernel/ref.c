@@ -16,21 +16,25 @@
 
 static void check_axis(const pl_ctx *c, int axis, const char *fn)
 {
-    if (axis < 0 || axis >= c->grid_rank)
-        kern_fault((pl_ctx *)c, PL_EINVAL, "%s(%d): the grid has %d ax%s (rule G2)", fn, axis,
-                   c->grid_rank, c->grid_rank == 1 ? "is" : "es");
+    int rank = c->prog_grid ? c->prog_rank : c->grid_rank;
+    if (axis < 0 || axis >= rank)
+        kern_fault((pl_ctx *)c, PL_EINVAL, "%s(%d): the %s has %d ax%s (rule G2)", fn, axis,
+                   c->prog_grid ? "emit_pipeline's grid around this body" : "grid", rank, rank == 1 ? "is" : "es");
 }
 
+/* In an emit_pipeline body they answer for the pipeline's grid, as JAX's
+ * do (the body runs in its grid_env): its global point and whole size, a
+ * grid split over cores included (K7). */
 int64_t pl_program_id(const pl_ctx *c, int axis)
 {
     check_axis(c, axis, "pl_program_id");
-    return c->idx[axis];
+    return c->prog_grid ? c->prog_idx[axis] : c->idx[axis];
 }
 
 int64_t pl_num_programs(const pl_ctx *c, int axis)
 {
     check_axis(c, axis, "pl_num_programs");
-    return c->grid[axis];
+    return c->prog_grid ? c->prog_grid[axis] : c->grid[axis];
 }
 
 void *pl_kernel_user(const pl_ctx *c) { return c->user; }
