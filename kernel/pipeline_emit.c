@@ -86,6 +86,26 @@ static int block_views(pl_ctx *c, const pipe_op *o, int slot, const int64_t *bi,
     return partial;
 }
 
+/* A direct (ANY) operand's block as the body sees it: the view of the ref
+ * itself (its part inside the ref, B6), the squeezed dimensions dropped. */
+static pl_ref direct_ref(pl_ctx *c, const pipe_op *o, const int64_t *bi)
+{
+    pl_ref h = o->hbm, r;
+    for (int d = 0; d < o->hbm.rank; d++) {
+        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
+        h = pl_ds(c, h, d, at, left < o->block[d] ? left : o->block[d]);
+    }
+    r = h;
+    r.rank = 0;
+    for (int d = 0; d < h.rank; d++)
+        if (!o->squeezed[d]) {
+            r.shape[r.rank] = h.shape[d], r.stride[r.rank] = h.stride[d], r.past[r.rank] = h.past[d];
+            r.rank++;
+        }
+    for (int d = r.rank; d < PL_MAX_RANK; d++) r.shape[d] = r.stride[d] = r.past[d] = 0;
+    return r;
+}
+
 /* Fill a slot with poison (V1): a fresh output block (P4), or the part of an
  * input's edge block past its ref, which on hardware keeps whatever the
  * slot held before (B6). */
@@ -181,6 +201,11 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
             memcpy(o->now, o->next, sizeof o->now);
             changed = !same(o->now, o->prev_block, rank);
         }
+        if (o->direct) { /* no slots, no copies: the block of the ref itself */
+            if (s + 1 < steps) kern_emit_block_at(c, o, nidx, p->grid_rank, o->next);
+            refs[i] = direct_ref(c, o, o->now);
+            continue;
+        }
         if (o->out && changed) kern_emit_revisit_check(c, &run->written, p, o, i, s); /* P5 */
         if (o->out && changed && s > 0) o->cur = (o->cur + 1) % o->nbuf;
         if (s + 1 < steps) kern_emit_block_at(c, o, nidx, p->grid_rank, o->next);
@@ -196,7 +221,8 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     kern_record(c, &(kern_op){.kind = KERN_OP_OVERHEAD, .elems = 1, .name = "pltpu_emit_pipeline"});
     /* inputs: the current block has landed (a skipped copy waits nothing, P2); outputs: the write-back
      * that last used this slot, nbuf blocks ago, has landed (P8; none when the block stays) */
-    for (int i = 0; i < n; i++) finish(c, &run->ops[i], run->ops[i].cur);
+    for (int i = 0; i < n; i++)
+        if (!run->ops[i].direct) finish(c, &run->ops[i], run->ops[i].cur);
     int prank = c->prog_rank; /* a nested pipeline's body sees its own grid, then this one's again */
     const int64_t *pgrid = c->prog_grid, *pidx = c->prog_idx;
     c->prog_rank = run->p->grid_rank, c->prog_grid = run->whole, c->prog_idx = idx;
@@ -204,7 +230,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     c->prog_rank = prank, c->prog_grid = pgrid, c->prog_idx = pidx;
     for (int i = 0; i < n; i++) {
         pipe_op *o = &run->ops[i];
-        if (!o->out || !(s + 1 == steps || !same(o->next, o->now, o->hbm.rank))) continue;
+        if (!o->out || o->direct || !(s + 1 == steps || !same(o->next, o->now, o->hbm.rank))) continue;
         start(c, o, o->cur, o->now); /* P3 */
         if (o->nbuf == 1) finish(c, o, o->cur); /* one slot: the next block needs it back */
         kern_emit_revisit_put(&run->written, o, i, s);
@@ -226,6 +252,7 @@ static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, cons
         o->spec = o->out ? &p->out[i - p->n_in] : &p->in[i];
         snprintf(o->name, sizeof o->name, "%s[%d]", o->out ? "out_specs" : "in_specs", o->out ? i - p->n_in : i);
         kern_emit_check_spec(c, p, o);
+        if (o->direct) continue; /* no slots: nothing in VMEM, nothing on the host */
         *all_two &= o->nbuf == 2;
         int64_t e = 1, laid = kern_laid_out_bytes(c, o->block, o->hbm.rank, o->hbm.dtype), bytes;
         /* nbuf <= 8 slots, and room for the sums below */

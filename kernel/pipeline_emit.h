@@ -23,7 +23,8 @@ typedef struct kern_emit_op {
     uint8_t element[PL_MAX_RANK];   /* pl.Element(n): the index map gives the window's first element (B5, K6) */
     int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6); Element:
                                      * ref - block + 1 first elements */
-    int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6) */
+    int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6); 0 for a direct operand */
+    int direct;                     /* spec.space PL_ANY: the body gets the ref's block itself, no copy (K3) */
     char *buf;                      /* nbuf slots of block bytes */
     int64_t *sems;                  /* one DMA semaphore per slot, KERN_SEM_STRIDE cells each */
     pltpu_copy *cp;                 /* one copy per slot (in the scoped allocation: 16 x 8 would crowd the stack) */

@@ -133,9 +133,12 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
         kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s: buffers = %d (pipeline_mode=Buffered(%d)); "
                    "emit_pipeline takes 1 to %d buffers, or 0 for the default 2 (rules P6, K3)", o->name,
                    s->buffers, s->buffers, (int)KERN_EMIT_MAX_BUFFERS);
-    o->nbuf = s->buffers ? s->buffers : 2;
+    /* memory_space=ANY: JAX's emit_pipeline hands the body the ref's block
+     * as it is, unbuffered; the body moves what it needs itself */
+    o->direct = s->space == PL_ANY;
+    o->nbuf = o->direct ? 0 : s->buffers ? s->buffers : 2;
     check_dims(c, p, o);
-    check_window(c, o);
+    if (!o->direct) check_window(c, o); /* the window rule is for VMEM copies (K6) */
 }
 
 /* ---- the block of an inner grid point -------------------------------------------- */
