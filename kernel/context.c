@@ -154,6 +154,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->oob_poison = s->oob_poison;
     c->uninit_zero = s->uninit_zero;
     c->dma_on_wait = s->dma_on_wait;
+    c->has_collective_id = s->has_collective_id;
     c->mesh = s->mesh;
     c->mesh_run = s->mesh_run;
     c->device = s->device;

@@ -55,6 +55,8 @@ typedef struct kern_op {
 /* run_scoped semaphores a core of a mesh holds at fixed places (pl_ctx.sem_bank); more live at once take
  * heap cells, which other cores reach only while inside the scope */
 #define KERN_SEM_BANK 1024
+/* the bank's last cell is the barrier semaphore's (M15): scopes take the others */
+#define KERN_SEM_BARRIER (KERN_SEM_BANK - 1)
 
 /* run_scoped allocations live at the scoped VMEM peak that a report lists (pl_vmem_report) */
 #define KERN_SCOPED_PEAK 8
@@ -369,6 +371,10 @@ struct pl_ctx {
      * entered its scope (JAX's test_can_signal_cores); NULL off a mesh */
     int64_t *sem_bank;
     int sem_bank_top;
+    /* the barrier semaphore (M15): the bank's last cell on a mesh, where
+     * every device finds it, else barrier_cell */
+    int has_collective_id;
+    int64_t barrier_cell;
 
     kern_target target;         /* the chip's tiling and MXU (T9, T10); target.chip NULL: none */
     /* pl_ds calls that slice a tiled dimension (T9), told apart by call site
@@ -432,6 +438,7 @@ typedef struct kern_setup {
     const char *const *arg_name; /* n_args names, for messages (M3) */
     int n_args;
     int cost_only, strict, oob_poison, uninit_zero, dma_on_wait;
+    int has_collective_id;     /* the call set collective_id: the barrier semaphore may be taken (M15) */
     /* checks (V1, V3): the executor's per-argument table, or NULL when off */
     kern_arg *args;
     void (*warn)(void *sink, int arg, const char *msg);

@@ -124,6 +124,12 @@ void pltpu_remote_copy_wait(pl_ctx *c, const pltpu_remote_copy *cp);
 /* semaphore_signal(sem, inc, device_id=...): add inc to the regular
  * semaphore sem of another device (the same scratch element there). */
 void pltpu_semaphore_signal_device(pl_ctx *c, pl_ref sem, int64_t inc, int device_id);
+/* get_barrier_semaphore(): the regular semaphore every device of the call
+ * holds at the same place, for a handshake before remote copies (M15): a
+ * device signals it on its neighbours (pltpu_semaphore_signal_device) and
+ * waits for their signals. The call must set collective_id
+ * (pl_call.has_collective_id), as Mosaic requires; else PL_EINVAL. */
+pl_ref pltpu_get_barrier_semaphore(pl_ctx *c);
 
 /* ---- TensorCores of a device (M13) -----------------------------------------
  *

@@ -333,3 +333,16 @@ void pltpu_semaphore_signal_core(pl_ctx *c, pl_ref sem, int64_t inc, int device_
 {
     signal_unit(c, sem, inc, device_id, core, "pltpu_semaphore_signal_core");
 }
+
+pl_ref pltpu_get_barrier_semaphore(pl_ctx *c)
+{
+    if (!c->has_collective_id)
+        kern_fault(c, PL_EINVAL, "pltpu_get_barrier_semaphore: the call sets no collective_id; Mosaic takes the "
+                   "barrier semaphore only in a call whose compiler params set one (\"collective_id has to be "
+                   "specified when using a custom barrier\"): set pl_call.has_collective_id = 1 and its "
+                   "collective_id (rule M15)");
+    /* a scope's semaphore at a fixed place of the bank: a signal from another device finds it there (M13) */
+    int64_t *cell = c->sem_bank ? c->sem_bank + KERN_SEM_BARRIER : &c->barrier_cell;
+    return (pl_ref){.data = cell, .dtype = PL_I32, .space = PL_SEMAPHORE, .rank = 0, .arg = -1,
+                    .role = PL_ROLE_SCRATCH, .sem_kind = PL_SEM_REGULAR};
+}

@@ -243,7 +243,7 @@ void pl_run_scoped(pl_ctx *c, const pl_scratch *types, int n, pl_scoped_fn body,
                  pl_dtype_name(t->dtype), t->name ? " " : "", t->name ? t->name : "");
         refs[i] = scoped_ref(t, kern_scoped_push(c, bytes, counted, what));
         int64_t sems = t->space == PL_SEMAPHORE ? elems / KERN_SEM_STRIDE : 0;
-        if (sems && c->sem_bank && sems <= KERN_SEM_BANK - c->sem_bank_top) { /* fixed places (M13) */
+        if (sems && c->sem_bank && sems <= KERN_SEM_BARRIER - c->sem_bank_top) { /* fixed places (M13) */
             refs[i].data = c->sem_bank + c->sem_bank_top; /* 0, or what other cores signalled before we came */
             c->sem_bank_top += (int)sems; /* this core's alone: others find a place by its offset in the bank */
             banked[i] = (int)sems;

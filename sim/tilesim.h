@@ -275,6 +275,10 @@ typedef struct pl_call {
      * revisiting its blocks is allowed (P5). */
     int n_alias;
     struct pl_alias { int in, out; } alias[PL_MAX_OPERANDS];
+    /* CompilerParams(collective_id=...) (M15): has_collective_id 1 lets the
+     * kernel take the barrier semaphore (pltpu_get_barrier_semaphore) */
+    int has_collective_id;
+    int collective_id;
 } pl_call;
 
 /* ==== running it ================================================================ */

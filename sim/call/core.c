@@ -88,6 +88,7 @@ static void init_context(sim_core *k)
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
                     .cost_only = x->cost_only, .strict = x->strict, .oob_poison = x->oob_poison,
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
+                    .has_collective_id = call->has_collective_id,
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
                     .mesh = x->mesh.ops, .mesh_run = x->mesh.run, .device = x->mesh.device,
                     .n_devices = x->mesh.n_devices, .unit = x->mesh.device * x->n_cores + k->index,

@@ -91,7 +91,12 @@ static int check_semaphores(sim_core *k)
                                 "needs its wait (rule M10)",
                                 (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j]);
     }
-    for (int i = 0; c->sem_bank && i < KERN_SEM_BANK; i++) /* run_scoped ones, signalled by others after the last wait */
+    const int64_t *barrier = c->sem_bank ? c->sem_bank + KERN_SEM_BARRIER : &c->barrier_cell;
+    if (*barrier != 0)
+        return sim_fail(&k->rep, PL_ESEMAPHORE,
+                        "the barrier semaphore holds %lld when the kernel ends: every signal on it needs its wait "
+                        "(rules M10, M15)", (long long)*barrier);
+    for (int i = 0; c->sem_bank && i < KERN_SEM_BARRIER; i++) /* run_scoped ones, signalled by others after the last wait */
         if (c->sem_bank[i] != 0)
             return sim_fail(&k->rep, PL_ESEMAPHORE,
                             "run_scoped semaphore %d of this core (counted in the order scopes take them) holds %lld "
