@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define PL_KERNEL_ABI 5 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference);
+#define PL_KERNEL_ABI 6 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference);
                            4: pltpu_remote_copy.core (devices of several TensorCores, M13);
                            5: pl_mesh has 4 axes and .dcn (multislice meshes, M14);
                            6: pl_kernel_def.chip_defaults */
