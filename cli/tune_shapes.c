@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "../sim/base/common.h" /* sim_text_skip_bom */
 #include "tune.h"
 
 #define SHAPES_MAX_BYTES (16 << 20)
@@ -37,8 +38,7 @@ static char *read_text(const cli_cmd *cmd, const char *path)
         free(text);
         return cli_fail(cmd, "--shapes: '%s' has a NUL byte: not a text file", path), NULL;
     }
-    /* a spreadsheet's UTF-8 byte order mark is not part of the first name */
-    if (got >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) memmove(text, text + 3, got - 2);
+    sim_text_skip_bom(text, got);
     return text;
 }
 

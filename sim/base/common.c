@@ -160,6 +160,11 @@ char *sim_text_trim(char *s)
     return s;
 }
 
+void sim_text_skip_bom(char *text, size_t len)
+{
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) memmove(text, text + 3, len - 2); /* with the NUL */
+}
+
 char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc)
 {
     enum { MAX = (1 << 16) - 1 };
@@ -183,9 +188,7 @@ char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int
     else {
         buf[got] = '\0';
         *rc = PL_OK;
-        /* a UTF-8 byte order mark, as spreadsheets and Windows editors
-         * write one, is not part of the first key */
-        if (got >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) memmove(buf, buf + 3, got - 2);
+        sim_text_skip_bom(buf, got);
         return buf;
     }
     free(buf);

@@ -116,6 +116,10 @@ char *sim_text_trim(char *s);
  * *rc (PL_EINVAL, PL_ENOMEM) and err saying why, naming path and kind
  * ("chip", "model"): not a regular file, cannot open, too long, binary. */
 char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc);
+/* Drop a leading UTF-8 byte order mark (spreadsheets and Windows editors
+ * write one; it is not part of the first key) from the NUL-terminated text
+ * of len bytes, in place. */
+void sim_text_skip_bom(char *text, size_t len);
 
 /* ---- chips --------------------------------------------------------------------- */
 
