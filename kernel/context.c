@@ -212,6 +212,7 @@ void kern_begin_step(pl_ctx *c, int64_t step, const int64_t *idx)
     c->scalar_ops = 0;
     c->n_ds_count = 0; /* pl_ds calls are counted per step (T9) */
     c->n_fresh = 0;    /* values are a step's own */
+    c->prog_grid = NULL; /* the call's grid again, even after a fault left a pipeline body (G2) */
 }
 
 int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs)

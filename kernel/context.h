@@ -413,6 +413,13 @@ struct pl_ctx {
     char fault_msg[2048];       /* a mesh's deadlock names every stuck device */
 };
 
+/* The barrier semaphore's count (M15): the bank's last cell on a mesh,
+ * where every device finds it, else the context's own. */
+static inline int64_t *kern_barrier_cell(pl_ctx *c)
+{
+    return c->sem_bank ? c->sem_bank + KERN_SEM_BARRIER : &c->barrier_cell;
+}
+
 /* ---- the border with the simulator (kernel/runner.c) ----------------------
  *
  * sim/ sets a context up, starts each step and runs the kernel only through

@@ -342,7 +342,6 @@ pl_ref pltpu_get_barrier_semaphore(pl_ctx *c)
                    "specified when using a custom barrier\"): set pl_call.has_collective_id = 1 and its "
                    "collective_id (rule M15)");
     /* a scope's semaphore at a fixed place of the bank: a signal from another device finds it there (M13) */
-    int64_t *cell = c->sem_bank ? c->sem_bank + KERN_SEM_BARRIER : &c->barrier_cell;
-    return (pl_ref){.data = cell, .dtype = PL_I32, .space = PL_SEMAPHORE, .rank = 0, .arg = -1,
+    return (pl_ref){.data = kern_barrier_cell(c), .dtype = PL_I32, .space = PL_SEMAPHORE, .rank = 0, .arg = -1,
                     .role = PL_ROLE_SCRATCH, .sem_kind = PL_SEM_REGULAR};
 }

@@ -91,7 +91,7 @@ static int check_semaphores(sim_core *k)
                                 "needs its wait (rule M10)",
                                 (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j]);
     }
-    const int64_t *barrier = c->sem_bank ? c->sem_bank + KERN_SEM_BARRIER : &c->barrier_cell;
+    const int64_t *barrier = kern_barrier_cell(&k->ctx);
     if (*barrier != 0)
         return sim_fail(&k->rep, PL_ESEMAPHORE,
                         "the barrier semaphore holds %lld when the kernel ends: every signal on it needs its wait "
