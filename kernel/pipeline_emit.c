@@ -53,35 +53,47 @@ static pl_ref slot_ref(const pipe_op *o, int slot)
     return r;
 }
 
-/* A slot as the body sees it: the squeezed dimensions dropped (B4). */
-static pl_ref body_ref(const pipe_op *o, int slot)
+/* A view of o's whole block as the body sees it: the squeezed dimensions dropped (B4). */
+static pl_ref squeeze(const pipe_op *o, pl_ref full)
 {
-    pl_ref full = slot_ref(o, slot), r = full;
+    pl_ref r = full;
     r.rank = 0;
     for (int d = 0; d < full.rank; d++)
         if (!o->squeezed[d]) {
-            r.shape[r.rank] = full.shape[d];
-            r.stride[r.rank] = full.stride[d];
+            r.shape[r.rank] = full.shape[d], r.stride[r.rank] = full.stride[d], r.past[r.rank] = full.past[d];
             r.rank++;
         }
-    for (int d = r.rank; d < PL_MAX_RANK; d++) r.shape[d] = r.stride[d] = 0;
+    for (int d = r.rank; d < PL_MAX_RANK; d++) r.shape[d] = r.stride[d] = r.past[d] = 0;
     return r;
 }
+
+/* A slot as the body sees it. */
+static pl_ref body_ref(const pipe_op *o, int slot) { return squeeze(o, slot_ref(o, slot)); }
 
 /* Block bi's part inside the ref (B6: a ragged edge block moves only that),
  * as an HBM view and as the same corner of the slot; 1 when it is not the
  * whole block. */
+/* Block bi's part inside o's ref, its size per dimension into size. */
+static pl_ref hbm_block(pl_ctx *c, const pipe_op *o, const int64_t *bi, int64_t *size)
+{
+    pl_ref h = o->hbm;
+    for (int d = 0; d < o->hbm.rank; d++) {
+        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
+        size[d] = left < o->block[d] ? left : o->block[d];
+        h = pl_ds(c, h, d, at, size[d]);
+    }
+    return h;
+}
+
 static int block_views(pl_ctx *c, const pipe_op *o, int slot, const int64_t *bi, pl_ref *h, pl_ref *v)
 {
     int partial = 0;
-    *h = o->hbm;
+    int64_t size[PL_MAX_RANK];
+    *h = hbm_block(c, o, bi, size);
     *v = slot_ref(o, slot);
     for (int d = 0; d < o->hbm.rank; d++) {
-        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
-        int64_t size = left < o->block[d] ? left : o->block[d];
-        partial |= size < o->block[d];
-        *h = pl_ds(c, *h, d, at, size);
-        v->shape[d] = size; /* the slot's corner starts at 0: only its shape shrinks */
+        partial |= size[d] < o->block[d];
+        v->shape[d] = size[d]; /* the slot's corner starts at 0: only its shape shrinks */
     }
     return partial;
 }
@@ -90,20 +102,8 @@ static int block_views(pl_ctx *c, const pipe_op *o, int slot, const int64_t *bi,
  * itself (its part inside the ref, B6), the squeezed dimensions dropped. */
 static pl_ref direct_ref(pl_ctx *c, const pipe_op *o, const int64_t *bi)
 {
-    pl_ref h = o->hbm, r;
-    for (int d = 0; d < o->hbm.rank; d++) {
-        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
-        h = pl_ds(c, h, d, at, left < o->block[d] ? left : o->block[d]);
-    }
-    r = h;
-    r.rank = 0;
-    for (int d = 0; d < h.rank; d++)
-        if (!o->squeezed[d]) {
-            r.shape[r.rank] = h.shape[d], r.stride[r.rank] = h.stride[d], r.past[r.rank] = h.past[d];
-            r.rank++;
-        }
-    for (int d = r.rank; d < PL_MAX_RANK; d++) r.shape[d] = r.stride[d] = r.past[d] = 0;
-    return r;
+    int64_t size[PL_MAX_RANK];
+    return squeeze(o, hbm_block(c, o, bi, size));
 }
 
 /* Fill a slot with poison (V1): a fresh output block (P4), or the part of an
