@@ -82,8 +82,15 @@ static int covers_all(const kern_arg *a, const pl_ref *v)
     return 1;
 }
 
+/* On a mesh, other devices' copies may land in what the kernel touches (V4). */
+static void mesh_access(pl_ctx *c, const pl_ref *r, int write)
+{
+    if (c->mesh && c->mesh->access && r->arg >= 0) c->mesh->access(c->mesh_run, c->unit, r, write, kern_point(c));
+}
+
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
 {
+    mesh_access(c, dst, 1);
     kern_arg *a = arg_of(c, dst);
     if (!a) return;
     a->written = 1;
@@ -103,6 +110,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
 void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
 {
     if (c->n_dma) kern_check_read_in_flight(c, src, fn);
+    mesh_access(c, src, 0);
     kern_arg *a = arg_of(c, src);
     if (!a) return;
     char name[96], point[128];

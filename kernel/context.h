@@ -228,6 +228,10 @@ typedef struct kern_mesh_ops {
     pl_ctx *(*peer)(void *run, int device);
     /* nonzero when a copy from `from` to `to` leaves its slice: over the data-center network (M14) */
     int (*dcn)(void *run, int from, int to);
+    /* the kernel on `unit` loads (write 0) or stores (write 1) r at grid point `point`: unordered
+     * against a remote copy into the same bytes, either is a race (V4; recorded for the end of the
+     * call); lock not held */
+    void (*access)(void *run, int unit, const pl_ref *r, int write, const char *point);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

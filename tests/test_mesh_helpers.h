@@ -75,6 +75,14 @@ static inline void mh_alloc(mh_run *r, const char *mesh, int64_t xr, int64_t xc,
     }
 }
 
+/* A race or deadlock is reported the same in every schedule: the seed 0
+ * run's message is kept in first, later seeds' must match it. */
+static inline void mh_expect_same_report(char *first, size_t n, uint64_t seed, const char *error)
+{
+    if (!seed) snprintf(first, n, "%s", error);
+    else cr_expect_str_eq(error, first, "seed %llu: the same report in every schedule", (unsigned long long)seed);
+}
+
 static inline void mh_free(mh_run *r)
 {
     free(r->x), free(r->o), free(r->args), free(r->outs), free(r->reps);

@@ -218,6 +218,7 @@ static int run_incoming(void *p, int from, int to, int arg, uintptr_t lo, uintpt
                         int64_t bytes, const char *point)
 {
     mesh_run *r = p;
+    r->dev[from].n_seen = 0; /* an event of the sender's: its accesses after are of a new epoch */
     if (!sim_mesh_region(r, to, arg, &lo, &hi)) return 0;
     sim_mesh_landed(r->dev[to].x, arg, lo - ((uintptr_t)(arg + 1) << 48));
     pthread_mutex_lock(&r->lock);
@@ -232,6 +233,7 @@ static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *
                           int64_t bytes, const char *point)
 {
     mesh_run *r = p;
+    r->dev[device].n_seen = 0;
     uintptr_t span[4];
     kern_ref_span(src, &span[0], &span[1]);
     kern_ref_span(dst, &span[2], &span[3]);
@@ -249,12 +251,14 @@ static int run_local_copy(void *p, int device, const pl_ref *src, const pl_ref *
 static void run_added(void *p, int device, int owner, const int64_t *cell, int64_t amount)
 {
     mesh_run *r = p;
+    if (device != owner) r->dev[device].n_seen = 0;
     if (r->race_q) sim_race_queue_added(r->race_q, device, owner, cell, amount);
     else sim_mesh_race_added(r->race, device, owner, cell, amount);
 }
 static void run_taken(void *p, int device, const int64_t *cell, int64_t amount)
 {
     mesh_run *r = p;
+    r->dev[device].n_seen = 0;
     if (r->race_q) sim_race_queue_taken(r->race_q, device, cell, amount);
     else sim_mesh_race_taken(r->race, device, cell, amount);
 }
@@ -294,7 +298,26 @@ static int run_dcn(void *p, int from, int to)
     return r->dev[from].device / per_slice != r->dev[to].device / per_slice;
 }
 
+/* The kernel of `unit` touched r: the race detector hears of bytes other
+ * devices can reach, once per region and epoch (mesh_dev.seen). */
+static void run_access(void *p, int unit, const pl_ref *ref, int write, const char *point)
+{
+    mesh_run *r = p;
+    if (!r->race || !reach(r, ref->arg) || pl_size(*ref) == 0) return;
+    uintptr_t lo, hi;
+    kern_ref_span(ref, &lo, &hi);
+    if (!sim_mesh_region(r, unit, ref->arg, &lo, &hi)) return;
+    mesh_dev *d = &r->dev[unit];
+    for (int i = 0; i < d->n_seen; i++)
+        if (d->seen[i][0] == lo && d->seen[i][1] == hi && d->seen_write[i] >= write) return;
+    if (d->n_seen < SIM_MESH_SEEN) d->seen[d->n_seen][0] = lo, d->seen[d->n_seen][1] = hi, d->seen_write[d->n_seen++] = (unsigned char)write;
+    pthread_mutex_lock(&r->lock);
+    if (r->race_q) sim_race_queue_access(r->race_q, unit, lo, hi, write, point);
+    else sim_mesh_race_access(r->race, unit, lo, hi, write, point);
+    pthread_mutex_unlock(&r->lock);
+}
+
 const kern_mesh_ops sim_mesh_hooks = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
                                        run_axis,    run_perturb,  run_incoming,   run_local_copy,
                                        run_added,   run_taken,    run_hops,       run_away,  run_post,
-                                       run_peer,    run_dcn};
+                                       run_peer,    run_dcn,      run_access};

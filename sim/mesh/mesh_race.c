@@ -6,7 +6,16 @@
  * a walk over every region the device ever received; and each semaphore
  * keeps the regions still waiting for a receive on it, in landing order,
  * so that a wait finds its own without a walk either (issue 26: a ring
- * all-reduce lands about 4 regions per device and step). */
+ * all-reduce lands about 4 regions per device and step).
+ *
+ * The kernel's own loads and stores of bytes other devices can reach are
+ * kept the same way, per device, each with the device's epoch at the time:
+ * its clock entry plus one, the epoch its next event (a signal, a copy, a
+ * receive) closes. A copy landing there races with such an access unless
+ * its sender saw that epoch; an access races with a copy that landed there
+ * and was not received yet. Either order of the two, so the race is found
+ * in every schedule (JAX's TPU interpret mode checks loads and stores
+ * against DMAs the same way, with vector clocks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +37,8 @@ typedef struct landed {
     int live;
     const char *point;     /* kept once (sim_points): a ring of N devices keeps N^2 regions */
 } landed;
+/* local: 1, 2 a local copy's sides; 3, 4 a kernel's load, store (in the per-device access sets) */
+enum { KIND_KERNEL_READ = 3, KIND_KERNEL_WRITE = 4 };
 
 /* A device's regions: a slab of slots, the live ones sorted by lo. */
 typedef struct land_set {
@@ -81,6 +92,8 @@ struct sim_mesh_race {
     semvec *sems;          /* open addressing on the cell's address */
     size_t cap_sems, n_sems;
     land_set *land;        /* per device: the regions copies landed in */
+    land_set *acc;         /* per device: the regions its kernel loaded or stored, with their epochs */
+    unsigned char *dirty;  /* per device: it accessed since its clock entry last ticked */
     snap **cur;            /* per device: its clock's snapshot while the clock is unchanged, or NULL */
     snap *spare;           /* snapshots no add holds, for the next (a 1024-device ring takes and
                             * drops one of 4 KiB at almost every copy) */
@@ -108,6 +121,14 @@ static uint32_t *changed(sim_mesh_race *r, int d)
     return row_of(r, d);
 }
 
+/* An event of device d: its own entry ticks, closing the epoch of the
+ * accesses it made since the last one. */
+static uint32_t tick(sim_mesh_race *r, int d)
+{
+    r->dirty[d] = 0;
+    return ++changed(r, d)[d];
+}
+
 /* Device d's clock now, shared; NULL when out of memory. */
 static snap *snapshot(sim_mesh_race *r, int d)
 {
@@ -132,8 +153,10 @@ sim_mesh_race *sim_mesh_race_new(int n)
     r->n = n;
     r->clock = calloc((size_t)n * (size_t)n, sizeof *r->clock);
     r->land = calloc((size_t)n, sizeof *r->land);
+    r->acc = calloc((size_t)n, sizeof *r->acc);
+    r->dirty = calloc((size_t)n, 1);
     r->cur = calloc((size_t)n, sizeof *r->cur);
-    if (!r->clock || !r->land || !r->cur || sim_points_init(&r->points, n)) {
+    if (!r->clock || !r->land || !r->acc || !r->dirty || !r->cur || sim_points_init(&r->points, n)) {
         sim_mesh_race_free(r);
         return NULL;
     }
@@ -149,6 +172,9 @@ void sim_mesh_race_free(sim_mesh_race *r)
         free(r->sems[i].p);
     }
     for (int d = 0; r->land && d < r->n; d++) free(r->land[d].e), free(r->land[d].free_ids), free(r->land[d].by_lo);
+    for (int d = 0; r->acc && d < r->n; d++) free(r->acc[d].e), free(r->acc[d].free_ids), free(r->acc[d].by_lo);
+    free(r->acc);
+    free(r->dirty);
     for (int d = 0; r->cur && d < r->n; d++) unref(r, r->cur[d]);
     for (snap *s = r->spare, *next; s; s = next) next = s->next, free(s);
     free(r->cur);
@@ -281,6 +307,7 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, int owner, const void *ce
     }
     /* the owner's own add: its wait would join a past clock of its own, which
      * its clock already covers (a send semaphore, a local copy's) */
+    if (device != owner && r->dirty[device]) tick(r, device); /* the add carries the accesses before it */
     snap *c = device == owner ? NULL : snapshot(r, device);
     if (!c && device != owner) return;
     s->q[s->n++] = (sem_add){amount, c};
@@ -299,7 +326,7 @@ void sim_mesh_race_taken(sim_mesh_race *r, int device, const void *cell, int64_t
         need -= take;
         if (e->left == 0) unref(r, e->clock), s->head++;
     }
-    uint32_t epoch = ++mine[device]; /* the receive is an event of this device */
+    uint32_t epoch = tick(r, device); /* the receive is an event of this device */
     land_set *ls = &r->land[device];
     for (int i = s->ph; i < s->pn && amount > 0; i++) { /* oldest first: the queue is in landing order */
         pend *q = &s->p[i];
@@ -335,16 +362,23 @@ static int event_cmp(const sim_mesh_event *a, const sim_mesh_event *b)
     return c ? c : (a->kind > b->kind) - (a->kind < b->kind);
 }
 
+static int with_kernel(const sim_mesh_conflict *c) { return c->a.kind >= KIND_KERNEL_READ || c->b.kind >= KIND_KERNEL_READ; }
+
 /* Two events of device `on`'s memory that nothing orders: kept if it comes
  * first in the canonical order, so that the race reported does not depend
- * on which of them a schedule ran second, nor on which races it met first. */
+ * on which of them a schedule ran second, nor on which races it met first.
+ * Races between copies come before those with a kernel's access: a copy
+ * that lands over an earlier one unordered replaces its record, so whether
+ * the kernel's access then meets the earlier copy depends on the schedule;
+ * the race between the two copies is met in every one. */
 static void note(sim_mesh_race *r, int on, uintptr_t key, sim_mesh_event x, sim_mesh_event y)
 {
     sim_mesh_conflict c = {.found = 1, .on = on, .key = key, .a = event_cmp(&x, &y) <= 0 ? x : y,
                   .b = event_cmp(&x, &y) <= 0 ? y : x};
     int better = !r->found.found;
     if (!better) {
-        int k = event_cmp(&c.a, &r->found.a);
+        int k = with_kernel(&c) - with_kernel(&r->found);
+        if (!k) k = event_cmp(&c.a, &r->found.a);
         if (!k) k = event_cmp(&c.b, &r->found.b);
         if (!k) k = (c.on > r->found.on) - (c.on < r->found.on);
         better = k < 0;
@@ -433,9 +467,8 @@ static int room(land_set *set)
  * the place of a region it covers (a ring lands each chunk where the last
  * one was) nothing after it moves. 0 (also when out of memory: then not
  * tracked; no race is invented). */
-static int record(sim_mesh_race *r, int to, const landed *e, const char *point)
+static int record(sim_mesh_race *r, land_set *set, int to, const landed *e, const char *point)
 {
-    land_set *set = &r->land[to];
     int start = first_at(set, e->lo), rd = start, w = start;
     for (; rd < set->n && set->e[set->by_lo[rd]].lo < e->hi; rd++) {
         landed *l = &set->e[set->by_lo[rd]];
@@ -494,10 +527,10 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
     for (int side = 0; side < 2; side++)
         if (span[2 * side] < span[2 * side + 1])
             raced |= local_side(r, device, span[2 * side], span[2 * side + 1], 1 + side, point);
-    uint32_t epoch = ++changed(r, device)[device]; /* both sides: one copy */
+    uint32_t epoch = tick(r, device); /* both sides: one copy */
     for (int side = 0; side < 2; side++)
         if (span[2 * side] < span[2 * side + 1])
-            record(r, device, &(landed){.lo = span[2 * side], .hi = span[2 * side + 1], .from = device,
+            record(r, &r->land[device], device, &(landed){.lo = span[2 * side], .hi = span[2 * side + 1], .from = device,
                                         .local = 1 + side, .epoch = epoch, .recv = sem, .unreceived = bytes}, point);
     return raced;
 }
@@ -506,7 +539,7 @@ int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr
                        int64_t bytes, const char *point)
 {
     if (!r) return 0;
-    ++changed(r, from)[from]; /* the copy is an event of its sender */
+    tick(r, from); /* the copy is an event of its sender */
     return sim_mesh_race_landed(r, from, to, lo, hi, recv, bytes, point);
 }
 
@@ -526,8 +559,28 @@ int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintp
             raced = 1;
         }
     }
-    record(r, to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes},
+    const land_set *acc = &r->acc[to];
+    for (int pos = overlap_from(acc, lo); pos < acc->n && acc->e[acc->by_lo[pos]].lo < hi; pos++) {
+        const landed *l = &acc->e[acc->by_lo[pos]];
+        if (lo < l->hi && mine[to] < l->epoch) { /* the sender never saw the kernel done with these bytes */
+            note(r, to, lo > l->lo ? lo : l->lo, event_of(l), me);
+            raced = 1;
+        }
+    }
+    record(r, &r->land[to], to, &(landed){.lo = lo, .hi = hi, .from = from, .epoch = epoch, .recv = recv, .unreceived = bytes},
            point);
+    return raced;
+}
+
+int sim_mesh_race_access(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, int write, const char *point)
+{
+    if (!r || lo >= hi) return 0;
+    int kind = write ? KIND_KERNEL_WRITE : KIND_KERNEL_READ;
+    int raced = local_side(r, device, lo, hi, kind, point); /* a copy landed here and is not received yet */
+    uint32_t epoch = row_of(r, device)[device] + 1;           /* closed by the device's next event */
+    record(r, &r->acc[device], device, &(landed){.lo = lo, .hi = hi, .from = device, .local = kind, .epoch = epoch},
+           point);
+    r->dirty[device] = 1;
     return raced;
 }
 
@@ -535,11 +588,10 @@ const sim_mesh_conflict *sim_mesh_race_found(const sim_mesh_race *r) { return r 
 
 int sim_mesh_race_devices(const sim_mesh_race *r) { return r ? r->n : 0; }
 
-void sim_mesh_race_clock(sim_mesh_race *r, int device, int tick, uint32_t *out)
+void sim_mesh_race_clock(sim_mesh_race *r, int device, int tick_it, uint32_t *out)
 {
-    uint32_t *row = tick ? changed(r, device) : row_of(r, device);
-    if (tick) ++row[device];
-    memcpy(out, row, (size_t)r->n * sizeof *out);
+    if (tick_it || r->dirty[device]) tick(r, device); /* what it sends carries its accesses before */
+    memcpy(out, row_of(r, device), (size_t)r->n * sizeof *out);
 }
 
 void sim_mesh_race_learn(sim_mesh_race *r, int device, const uint32_t *clock)

@@ -11,7 +11,11 @@
  * unless its sender had, through some chain of waits, seen both: the earlier
  * copy's start (else two copies write at once), and its receive (else the
  * receiver may still be reading what is overwritten: the capacity handshake
- * of rule M12 is missing). Bytes never received are overwritten unread. So
+ * of rule M12 is missing). Bytes never received are overwritten unread.
+ * The kernel's own loads and stores there are events of its device too: a
+ * copy landing in bytes the receiver's kernel touched races unless its
+ * sender saw the receiver done with them, and a load or store of bytes a
+ * copy landed in races until the receiver's wait_recv took them. So
  * these races are found in every schedule, not only in those where the
  * copies happened to collide. Every call is under the mesh's lock.
  */
@@ -51,7 +55,8 @@ const char *sim_points_keep(sim_points *p, int d, const char *point);
 void sim_points_free(sim_points *p);
 
 /* One side of a race: a device's event. kind 0: a copy that landed (sent
- * by device), 1: a local copy reading, 2: a local copy writing. */
+ * by device), 1: a local copy reading, 2: a local copy writing, 3: the
+ * kernel loading, 4: the kernel storing. */
 typedef struct sim_mesh_event {
     int device;
     int kind;
@@ -80,6 +85,11 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
  * its data must not move. */
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
                        int64_t bytes, const char *point);
+/* The kernel of `device` loads (write 0) or stores (write 1) bytes [lo,
+ * hi) of its own memory at grid point `point`. 1 when a copy that landed
+ * there is not received yet: recorded. A copy landing there later races
+ * with it unless its sender saw this device's next event. */
+int sim_mesh_race_access(sim_mesh_race *r, int device, uintptr_t lo, uintptr_t hi, int write, const char *point);
 /* The same without the sender's tick: its clock, ticked, came with the copy
  * from another process (sim_mesh_race_learn). */
 int sim_mesh_race_landed(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,

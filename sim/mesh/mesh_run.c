@@ -86,7 +86,9 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
 /* "device 2's copy into it", ... for the race's message */
 static const char *what_of(int kind)
 {
-    return kind == 0 ? "copy into it" : kind == 1 ? "local copy reading it" : "local copy writing it";
+    static const char *const what[] = {"copy into it", "local copy reading it", "local copy writing it",
+                                       "kernel reading it", "kernel writing it"};
+    return kind >= 0 && kind < 5 ? what[kind] : "?";
 }
 
 /* The race the run met, if any (mesh_race.h): the device of its first event
@@ -104,7 +106,11 @@ static void report_race(mesh_run *r)
                            ? "the receiver may still be reading the first: signal back when the buffer is free (a "
                              "capacity handshake, rule M12)"
                        : a->kind == 0 && b->kind == 0 ? "order the two copies with a semaphore"
-                                                      : "wait for the local copy, then let the other device know";
+                       : a->kind >= 3 || b->kind >= 3
+                           ? "the kernel touches those bytes only after its wait_recv took the copy, and the sender "
+                             "copies into bytes the kernel touched only after a signal from it says it is done with "
+                             "them (a barrier or capacity semaphore, rule M12)"
+                           : "wait for the local copy, then let the other device know";
     char wa[48], wb[48], won[48];
     sim_fail(&r->dev[a->device].x->rep, PL_ERACE,
              "kernel %s: %s's %s (started at grid point %s) and %s's %s (started at grid point %s) touch the same "

@@ -26,6 +26,7 @@
 /* One TensorCore of a device of the mesh, on a host thread of its own: a
  * unit (kern_mesh_ops), device x cores + core. A device whose call walks
  * on one core is one unit. */
+#define SIM_MESH_SEEN 8
 typedef struct mesh_dev {
     struct mesh_run *run;
     sim_exec *x;            /* its device's call (shared by the device's cores) */
@@ -41,6 +42,11 @@ typedef struct mesh_dev {
     pthread_cond_t cond;    /* thread mode: its waits sleep here; woken when one of its semaphores grows */
     struct sim_fiber *fiber; /* fiber mode: its stack and context (mesh_fiber.c) */
     char overflow[256];     /* a signal from another process overflowed a semaphore here (M9) */
+    /* the regions its kernel touched since its last event, told the race detector once: an access
+     * of the same bytes again has the same epoch (mesh_race.h) */
+    uintptr_t seen[SIM_MESH_SEEN][2];
+    unsigned char seen_write[SIM_MESH_SEEN];
+    int n_seen;
 } mesh_dev;
 
 struct sim_mesh_mpi;

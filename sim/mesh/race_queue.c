@@ -24,10 +24,11 @@
 #define PAUSE() ((void)0)
 #endif
 
-enum { EV_COPY, EV_LOCAL, EV_ADDED, EV_TAKEN };
+enum { EV_COPY, EV_LOCAL, EV_ADDED, EV_TAKEN, EV_ACCESS };
 
 typedef struct rq_event {
-    int kind, a, b;        /* copy: from, to; local: device; added: device, owner; taken: device */
+    int kind, a, b;        /* copy: from, to; local: device; added: device, owner; taken: device; access: device,
+                              write */
     const void *cell;      /* copy: recv; local: sem; added, taken: the semaphore's cell */
     int64_t amount;        /* copy, local: bytes; added, taken: the amount */
     uintptr_t span[4];     /* copy: lo, hi; local: the read span, the written span */
@@ -73,6 +74,7 @@ static void apply(sim_mesh_race *r, const rq_event *e)
         sim_mesh_race_copy(r, e->a, e->b, e->span[0], e->span[1], e->cell, e->amount, e->point);
         break;
     case EV_LOCAL: sim_mesh_race_local(r, e->a, e->span, e->cell, e->amount, e->point); break;
+    case EV_ACCESS: sim_mesh_race_access(r, e->a, e->span[0], e->span[1], e->b, e->point); break;
     case EV_ADDED: sim_mesh_race_added(r, e->a, e->b, e->cell, e->amount); break;
     default: sim_mesh_race_taken(r, e->a, e->cell, e->amount); break;
     }
@@ -260,6 +262,12 @@ void sim_race_queue_local(sim_race_queue *q, int device, const uintptr_t *span, 
 {
     put(q, &(rq_event){.kind = EV_LOCAL, .a = device, .cell = sem, .amount = bytes,
                        .span = {span[0], span[1], span[2], span[3]}, .point = sim_points_keep(&q->points, device, point)});
+}
+
+void sim_race_queue_access(sim_race_queue *q, int device, uintptr_t lo, uintptr_t hi, int write, const char *point)
+{
+    put(q, &(rq_event){.kind = EV_ACCESS, .a = device, .b = write, .span = {lo, hi},
+                       .point = sim_points_keep(&q->points, device, point)});
 }
 
 void sim_race_queue_added(sim_race_queue *q, int device, int owner, const void *cell, int64_t amount)

@@ -36,13 +36,14 @@ typedef struct sim_race_queue sim_race_queue;
 /* NULL when the thread or its memory cannot be had: then the caller calls
  * the detector itself, as before. */
 sim_race_queue *sim_race_queue_start(sim_mesh_race *race, long long max_events);
-/* As sim_mesh_race_copy, _local, _added and _taken; the copies answer 0
+/* As sim_mesh_race_copy, _local, _added, _taken and _access; the copies answer 0
  * (the race, if any, is found later: only a run that moves no data queues). */
 void sim_race_queue_copy(sim_race_queue *q, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
                          int64_t bytes, const char *point);
 void sim_race_queue_local(sim_race_queue *q, int device, const uintptr_t *span, const void *sem, int64_t bytes,
                           const char *point);
 void sim_race_queue_added(sim_race_queue *q, int device, int owner, const void *cell, int64_t amount);
+void sim_race_queue_access(sim_race_queue *q, int device, uintptr_t lo, uintptr_t hi, int write, const char *point);
 void sim_race_queue_taken(sim_race_queue *q, int device, const void *cell, int64_t amount);
 /* Apply what is queued, end the thread, free the queue (NULL: nothing). */
 void sim_race_queue_finish(sim_race_queue *q);
