@@ -96,9 +96,13 @@ static inline int64_t kern_sem_amount(const pl_ref *sem, int64_t bytes)
 {
     return sem->sem_kind == PL_SEM_REGULAR ? 1 : bytes;
 }
-/* A copy's two sides (shapes, dtypes, bounds, spaces): its bytes, or a fault
+/* A copy's two sides (shapes, dtypes, spaces): its bytes, or a fault
  * citing `rule`. */
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule);
+/* At a copy's start (it moves data): neither side runs past its Ref (V2;
+ * a source may under oob_reads = poison); else a fault. A handle only
+ * waited on is not checked: a wait takes its byte count. */
+void kern_copy_past(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn);
 /* A copy's handle at its start or wait: still what making it checked
  * (kern_copy_check), its bytes those of its sides; else a fault. */
 void kern_copy_handle(pl_ctx *c, const pl_ref *src, const pl_ref *dst, int64_t bytes, const char *fn);

@@ -239,6 +239,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     int64_t amount = kern_sem_amount(&cp->recv_sem, cp->bytes); /* M8: its bytes, or 1 on regular semaphores */
     int to = unit_of(c, cp->device, cp->core, fn);
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
+    kern_copy_past(c, &cp->src, &cp->dst, fn);
     if (c->mesh) c->mesh->perturb(c->mesh_run, c->unit);
     int scoped_dst = to != c->unit && cp->dst.arg == -1; /* a run_scoped buffer there */
     pl_ref dst = cp->dst;

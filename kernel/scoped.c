@@ -163,6 +163,7 @@ void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst)
                   .sem_kind = PL_SEM_DMA};
     pltpu_copy cp = {.src = src, .dst = dst, .sem = sem,
                      .bytes = kern_copy_check(c, &src, &dst, "pltpu_sync_copy", "rules M7, K2")};
+    kern_copy_past(c, &src, &dst, "pltpu_sync_copy");
     pltpu_copy_start(c, &cp);
     pltpu_copy_wait(c, &cp);
 }

@@ -304,9 +304,9 @@ Test(jax_memory, V2_a_dma_source_past_the_end_reads_poison_for_that_part)
     for (int i = 0; i < 8 * 128; i++) cr_assert_eq(y[i], x[8 * 128 + i], "y[%d]", i);
     for (int i = 8 * 128; i < 16 * 128; i++) cr_assert(isnan(y[i]), "y[%d] = %g, want poison", i, y[i]);
     int rc = dma_past_call(DP_SRC_PAST, PL_OOB_RAISE, x, y, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, "pltpu_async_copy from a source", "rule V2");
+    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, "pltpu_copy_start from a source", "rule V2");
     rc = dma_past_call(DP_DST_PAST, PL_OOB_POISON, x, y, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, "pltpu_async_copy into a destination", "rule V2");
+    TH_EXPECT_ERROR(rc, rep, PL_EBOUNDS, "pltpu_copy_start into a destination", "rule V2");
     free(x), free(y);
 }
 

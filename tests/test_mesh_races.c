@@ -20,6 +20,12 @@ static pl_call race_call(pl_kernel_fn k, int64_t steps)
     return call;
 }
 
+/* A remote copy of src into dst on device `to`, on the call's two DMA semaphores. */
+static pltpu_remote_copy q_copy(pl_ctx *c, pl_ref *refs, pl_ref src, pl_ref dst, int to)
+{
+    return pltpu_make_async_remote_copy(c, src, dst, pl_at(c, refs[Q_DMA], 0), pl_at(c, refs[Q_DMA], 1), to);
+}
+
 /* Device 0 sends x into device 1's one buffer at every step; device 1
  * receives it and adds it into o. handshake: device 1 signals device 0's
  * 'free' semaphore once it has read the buffer, and device 0 waits for that
@@ -28,8 +34,7 @@ static void reuse(pl_ctx *c, pl_ref *refs, int handshake)
 {
     int me = pltpu_device_id(c);
     int64_t step = pl_program_id(c, 0);
-    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], refs[Q_BUF], pl_at(c, refs[Q_DMA], 0),
-                                                        pl_at(c, refs[Q_DMA], 1), 1);
+    pltpu_remote_copy cp = q_copy(c, refs, refs[Q_X], refs[Q_BUF], 1);
     if (me == 0) {
         if (handshake && step > 0) pltpu_semaphore_wait(c, pl_at(c, refs[Q_FREE], 0), 1);
         pltpu_remote_copy_start(c, &cp);
@@ -83,8 +88,7 @@ Test(mesh_races, with_the_handshake_it_runs)
 static void read_then_overwritten(pl_ctx *c, pl_ref *refs, int ordered)
 {
     int me = pltpu_device_id(c);
-    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], refs[Q_BUF], pl_at(c, refs[Q_DMA], 0),
-                                                        pl_at(c, refs[Q_DMA], 1), 1);
+    pltpu_remote_copy cp = q_copy(c, refs, refs[Q_X], refs[Q_BUF], 1);
     if (me == 1) {
         pltpu_copy out = pltpu_async_copy(c, refs[Q_BUF], refs[Q_O], pl_at(c, refs[Q_DMA], 0));
         pltpu_copy_start(c, &out);
@@ -143,19 +147,53 @@ Test(mesh_races, after_its_wait_and_a_signal_it_may_be_overwritten)
 static void past_the_end(pl_ctx *c, pl_ref *refs)
 {
     if (pltpu_device_id(c) != 0) return;
-    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[Q_X], pl_ds(c, refs[Q_O], 0, 4, 8),
-                                                        pl_at(c, refs[Q_DMA], 0), pl_at(c, refs[Q_DMA], 1), 1);
+    pltpu_remote_copy cp = q_copy(c, refs, refs[Q_X], pl_ds(c, refs[Q_O], 0, 4, 8), 1);
     pltpu_remote_copy_start(c, &cp);
+}
+
+/* One step of kernel k on mesh, x (8, 128) and o (orows, 128) per device. */
+static void run_once(mh_run *r, pl_kernel_fn k, const char *mesh, int64_t orows)
+{
+    pl_call call = race_call(k, 1);
+    mh_alloc(r, mesh, 8, 128, orows, 128);
+    mh_call(r, &call, NULL);
 }
 
 Test(mesh_races, a_remote_copy_past_the_end_of_its_destination_is_EBOUNDS)
 {
     mh_run r;
-    pl_call call = race_call(past_the_end, 1);
-    mh_alloc(&r, "ring:2", 8, 128, 8, 128);
-    mh_call(&r, &call, NULL);
+    run_once(&r, past_the_end, "ring:2", 8);
     cr_assert_eq(r.rc, PL_EBOUNDS, "%d %s", r.rc, r.mr.error);
     cr_expect_eq(r.mr.failed_device, 0);
-    mh_assert_says(r.mr.error, "pltpu_make_async_remote_copy into a destination", "'o'", "grid point (0)");
+    mh_assert_says(r.mr.error, "pltpu_remote_copy_start into a destination", "'o'", "grid point (0)");
+    mh_free(&r);
+}
+
+/* JAX's test_race_detection: devices 0 and 1 each send their 8 rows of x
+ * into their own half of device 2's 16-row o, and device 2 waits for both
+ * with one descriptor over x's rows 0..15, never started: a wait takes its
+ * byte count, so a handle past its Ref is fine until it is started. */
+static void wait_with_one_long_handle(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c);
+    if (me == 2) { /* one descriptor for both */
+        pltpu_remote_copy all = q_copy(c, refs, pl_ds(c, refs[Q_X], 0, 0, 16), refs[Q_O], 2);
+        pltpu_remote_copy_wait_recv(c, &all);
+        return;
+    }
+    pltpu_remote_copy cp = q_copy(c, refs, refs[Q_X], pl_ds(c, refs[Q_O], 0, 8 * me, 8), 2);
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait_send(c, &cp);
+}
+
+Test(mesh_races, a_handle_past_its_ref_only_waited_on_takes_its_byte_count)
+{
+    mh_run r;
+    run_once(&r, wait_with_one_long_handle, "ring:3", 16);
+    cr_assert_eq(r.rc, PL_OK, "%d %s", r.rc, r.mr.error);
+    for (int i = 0; i < 8 * 128; i++) {
+        cr_assert_eq(r.o[2 * 16 * 128 + i], r.x[i], "device 0's rows first");
+        cr_assert_eq(r.o[2 * 16 * 128 + 8 * 128 + i], r.x[8 * 128 + i], "device 1's rows second");
+    }
     mh_free(&r);
 }
