@@ -50,7 +50,9 @@ void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, in
 /* K7: with p->core_split on a call of several cores, this core's part of
  * the grid into *part (one PL_PARALLEL axis cut into contiguous chunks, as
  * JAX's emit_pipeline(core_axis_name=) does) and its first point into
- * offset; otherwise *part is *p and offset 0. Faults as JAX does. */
+ * offset; with p->core_axis, the part of this point of that enclosing grid
+ * axis (core_axis=int); otherwise *part is *p and offset 0. Faults as JAX
+ * does. */
 void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, int64_t *offset);
 /* The inner grid point of step s, row-major (G1). */
 void kern_emit_point(const pltpu_pipeline *p, int64_t s, int64_t *idx);

@@ -247,8 +247,21 @@ void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, i
 {
     *part = *p;
     for (int a = 0; a < PL_MAX_GRID; a++) offset[a] = 0;
-    int cores = c->target.subcores > 0 ? c->target.cores / c->target.subcores : c->target.cores;
-    if (!p->core_split || cores <= 1) return;
+    int64_t cores = c->target.subcores > 0 ? c->target.cores / c->target.subcores : c->target.cores, core = 0;
+    if (p->core_axis && p->core_split)
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_split and core_axis both set: the pipeline's grid is "
+                   "shared by the cores or by the points of one enclosing grid axis, not both (rule K7)");
+    if (p->core_axis) { /* the enclosing grid's axis numbers the parts (JAX's core_axis=int) */
+        if (p->core_axis < 0 || p->core_axis > PL_MAX_GRID)
+            kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_axis = %d names axis %d of the enclosing grid; it "
+                       "is 1 + an axis, or 0 for none (rule K7)", p->core_axis, p->core_axis - 1);
+        cores = pl_num_programs(c, p->core_axis - 1); /* faults as pl_num_programs does past the grid */
+        core = pl_program_id(c, p->core_axis - 1);
+    } else {
+        if (!p->core_split) return;
+        core = pl_core_index(c);
+    }
+    if (cores <= 1) return;
     /* the first parallel axis the cores divide evenly, else the largest parallel one (the first of equals) */
     int dim = -1, even = 0;
     for (int a = 0; a < p->grid_rank && dim < 0; a++)
@@ -256,10 +269,11 @@ void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, i
     for (int a = 0; a < p->grid_rank && !even; a++)
         if (p->semantics[a] == PL_PARALLEL && (dim < 0 || p->grid[a] > p->grid[dim])) dim = a;
     if (dim < 0)
-        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_split over %d cores, but no grid axis is PL_PARALLEL: "
-                   "mark the axis the cores share in .semantics (JAX: \"Cannot partition over cores without "
-                   "parallel grid dimensions\"; rule K7)", cores);
-    int64_t n = p->grid[dim], core = pl_core_index(c), base = n / cores, rem = n % cores;
+        kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s over %lld %s, but no grid axis is PL_PARALLEL: mark the "
+                   "axis they share in .semantics (JAX: \"Cannot partition over cores without parallel grid "
+                   "dimensions\"; rule K7)", p->core_axis ? "core_axis" : "core_split", (long long)cores,
+                   p->core_axis ? "points of the enclosing axis" : "cores");
+    int64_t n = p->grid[dim], base = n / cores, rem = n % cores;
     part->grid[dim] = base + (core < rem);                          /* the first rem cores take one more */
     offset[dim] = core < rem ? core * (base + 1) : core * base + rem; /* contiguous parts, in core order */
 }

@@ -48,10 +48,11 @@
 extern "C" {
 #endif
 
-#define PL_KERNEL_ABI 6 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference);
+#define PL_KERNEL_ABI 7 /* 2: pl_kernel_param.divides and .multiple; 3: mesh kernels (.mesh, .mesh_reference);
                            4: pltpu_remote_copy.core (devices of several TensorCores, M13);
                            5: pl_mesh has 4 axes and .dcn (multislice meshes, M14);
-                           6: pl_kernel_def.chip_defaults */
+                           6: pl_kernel_def.chip_defaults;
+                           7: pltpu_pipeline.core_axis */
 #define PL_PLUGIN_SYMBOL "tilesim_kernels"
 #define PL_KDEF_MAX_PARAMS 16
 #define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */

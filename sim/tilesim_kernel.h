@@ -130,6 +130,11 @@ typedef struct pltpu_pipeline {
      * TensorCores, K7), each core walking its own contiguous part; 0: every core walks the whole grid */
     int core_split;
     pl_semantics semantics[PL_MAX_GRID]; /* dimension_semantics; 0 is PL_ARBITRARY */
+    /* core_axis=int: 1 + the axis of the enclosing grid whose points share the pipeline's grid, as the
+     * cores do under core_split: point pl_program_id(axis) of pl_num_programs(axis) walks its own part
+     * (a pallas_call grid (cores,) PARALLEL over a megacore chip's TensorCores); 0: none. Not with
+     * core_split. (kernel ABI 7) */
+    int core_axis;
 } pltpu_pipeline;
 
 /* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):

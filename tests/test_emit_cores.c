@@ -119,3 +119,57 @@ Test(emit_cores, K7_on_one_core_the_whole_grid_runs)
     for (int i = 0; i < 512 * 512; i++) cr_assert_eq(y[i], 2 * x[i], "element %d", i);
     free(x), free(y);
 }
+
+/* ---- core_axis=int: an enclosing grid axis numbers the parts (JAX's PaddedPipelineEmitter) ---- */
+
+/* pallas_call grid (2,) PARALLEL on v5p, each point running the pipeline
+ * with core_axis = that axis: point i walks part i of the (4, 4) grid, so
+ * both TensorCores do half the inner steps, and the result is whole. */
+static void outer_body(pl_ctx *c, pl_ref *refs) { pltpu_emit_pipeline(c, &pipe_spec, &refs[0], &refs[1], times_two, NULL); }
+
+static int run_outer(const char *chip, int core_axis, int core_split, pl_report *rep, float **x, float **y)
+{
+    pipe_spec = (pltpu_pipeline){.grid_rank = 2, .grid = {4, 4}, .n_in = 1, .n_out = 1,
+                                 .in = {PL_BLOCK(PL_MAP(0, 1), 128, 128)}, .out = {PL_BLOCK(PL_MAP(0, 1), 128, 128)},
+                                 .core_axis = core_axis, .core_split = core_split,
+                                 .semantics = {PL_PARALLEL, PL_ARBITRARY}};
+    memset(n_seen, 0, sizeof n_seen);
+    *x = th_f32_seq(512 * 512), *y = th_f32_fill(512 * 512, TH_SENTINEL);
+    pl_array a = PL_ARRAY(*x, PL_F32, 512, 512), o = PL_ARRAY(*y, PL_F32, 512, 512);
+    pl_call call = {.name = "padded", .kernel = outer_body, .grid_rank = 1, .grid = {2}, .semantics = {PL_PARALLEL},
+                    .n_in = 1, .n_out = 1};
+    call.in[0].space = call.out[0].space = PL_ANY;
+    pl_options opt = {.chip = chip, .strict = 1};
+    return pl_pallas_call(&call, &a, &o, &opt, rep);
+}
+
+Test(emit_cores, K7_core_axis_gives_each_point_of_the_enclosing_axis_its_part)
+{
+    pl_report rep, whole;
+    float *x, *y;
+    th_expect_ok(run_outer("v5p", 1, 0, &rep, &x, &y), &rep);
+    for (int i = 0; i < 512 * 512; i++) cr_assert_eq(y[i], 2 * x[i], "element %d", i);
+    cr_assert_eq(rep.cores, 2);
+    cr_assert_eq(rep.nested_steps, 16, "each of the 2 points walks 8 of the 16 inner points");
+    for (int core = 0; core < 2; core++) { /* outer point = core here: i = 2 core .. 2 core + 1, every j */
+        cr_assert_eq(n_seen[core], 8, "core %d", core);
+        for (int k = 0; k < 8; k++) cr_assert_eq(seen[core][k][0], 2 * core + k / 4, "core %d point %d", core, k);
+    }
+    free(x), free(y);
+    th_expect_ok(run_outer("v5p", 0, 0, &whole, &x, &y), &whole); /* no core_axis: both points walk it all */
+    cr_assert_eq(whole.nested_steps, 32);
+    cr_expect_lt(rep.time_s, 0.7 * whole.time_s, "split %g s, whole %g s", rep.time_s, whole.time_s);
+    free(x), free(y);
+}
+
+Test(emit_cores, K7_core_axis_past_the_grid_or_with_core_split_is_refused)
+{
+    pl_report rep;
+    float *x, *y;
+    int rc = run_outer("v5p", 2, 0, &rep, &x, &y); /* the enclosing grid has one axis */
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "pl_num_programs");
+    free(x), free(y);
+    rc = run_outer("v5p", 1, 1, &rep, &x, &y);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "core_split and core_axis both set", "K7");
+    free(x), free(y);
+}
