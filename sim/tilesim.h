@@ -163,7 +163,8 @@ typedef struct pl_block_spec {
     int rank;                    /* 0: the block is the whole array and the map is all zeros (B3) */
     int64_t block[PL_MAX_RANK];  /* elements per dimension, or PL_SQUEEZED */
     pl_index_map map;            /* a zero map ({0}) means all zeros (B3) */
-    pl_memspace space;           /* PL_VMEM (default), PL_SMEM or PL_ANY */
+    pl_memspace space;           /* PL_VMEM (default), PL_SMEM, PL_ANY, or PL_SEMAPHORE for a whole int32 array
+                                    of regular semaphores' counts (M16) */
     int buffers;                 /* pipeline_mode=Buffered(k); 0: default (2), see P6 */
     const char *name;            /* for messages and reports; NULL: "in0", "out0", ... */
     /* B5, pl.Element(n, (lo, hi)): the index map returns an element offset into

@@ -263,13 +263,14 @@ Test(validate, M1_smem_block_operand_must_be_32bit)
     TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "in0", "bf16", "rule M1");
 }
 
-Test(validate, M1_semaphore_space_cannot_hold_a_block)
+/* A SEMAPHORE operand holds semaphores' counts (M16): not an f32 block */
+Test(validate, M16_semaphore_space_holds_no_f32_block)
 {
     pl_block_spec spec = PL_BLOCK(PL_MAP(0, 1), 8, 128);
     spec.space = PL_SEMAPHORE;
     pl_report rep;
     int rc = check_input(F32_16x256, spec, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "in0", "SEMAPHORE", "rule M1");
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "in0", "int32 array of counts", "f32", "rule M16");
 }
 
 Test(validate, M2_scratch_in_any_is_einval)

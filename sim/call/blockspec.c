@@ -133,6 +133,16 @@ static int check_revisit_mode(sim_operand *op, const pl_block_spec *s, pl_report
 static int check_space(sim_operand *op, const pl_block_spec *s, pl_report *rep)
 {
     const pl_array *a = op->arr;
+    if (s->space == PL_SEMAPHORE) { /* semaphores another call made or takes next (M16) */
+        if (op->role == PL_ROLE_PREFETCH || a->dtype != PL_I32 || op->revisit_any)
+            return sim_fail(rep, op->role == PL_ROLE_PREFETCH || op->revisit_any ? PL_EINVAL : PL_EDTYPE,
+                            "%s: a semaphore operand is an input or output int32 array of counts, one per regular "
+                            "semaphore (pltpu.SemaphoreType.REGULAR), whole, with no revisit mode; this one is %s "
+                            "(rule M16)", op->rep->name,
+                            op->role == PL_ROLE_PREFETCH ? "a scalar-prefetch argument"
+                            : op->revisit_any ? "revisited" : pl_dtype_name(a->dtype));
+        return PL_OK;
+    }
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
         return sim_fail(rep, PL_EINVAL, "%s: memory space %s cannot hold a block operand (rule M1)",
                         op->rep->name, pl_memspace_name(s->space));
@@ -169,7 +179,7 @@ static int plan_dims(sim_operand *op, const pl_block_spec *s, const char *blk, c
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block shape %s has rank %d but the array %s has rank %d (rule B1)", op->rep->name, blk,
                         s->rank, shp, a->rank);
-    if (s->space != PL_ANY && a->rank == 0 && s->space != PL_SMEM)
+    if (s->space != PL_ANY && a->rank == 0 && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
         return sim_fail(rep, PL_EBLOCKSHAPE, "%s: a rank-0 array cannot be a VMEM block (rule T3)",
                         op->rep->name);
     for (int d = 0; d < a->rank; d++) {
@@ -212,12 +222,13 @@ static int plan_buffers(const sim_plan *plan, sim_operand *op, const pl_block_sp
     for (int d = 0; d < a->rank; d++) whole &= !op->squeezed[d] && op->block[d] == a->shape[d];
     int constant = sim_map_is_zero(&op->map);
 
-    if (s->space == PL_ANY) {
+    if (s->space == PL_ANY || s->space == PL_SEMAPHORE) {
         if (!whole || !constant)
             return sim_fail(rep, PL_EBLOCKSHAPE,
-                            "%s: operand in memory space ANY takes no blocking, but has block %s of array %s%s; "
-                            "give it the whole array with a zero index map (rule T5)",
-                            op->rep->name, blk, shp, constant ? "" : " and a non-constant index map");
+                            "%s: operand in memory space %s takes no blocking, but has block %s of array %s%s; "
+                            "give it the whole array with a zero index map (rule %s)",
+                            op->rep->name, pl_memspace_name(s->space), blk, shp,
+                            constant ? "" : " and a non-constant index map", s->space == PL_ANY ? "T5" : "M16");
         op->pipelined = 0;
         op->buffers = 0;
         return PL_OK;

@@ -34,6 +34,20 @@ static int alloc_scratch(sim_core *k, int i)
     return PL_OK;
 }
 
+/* M16: a semaphore operand's Ref over this core's counts, an input's from
+ * its array (what the call that made it left), an output's from 0. */
+static void sem_operand(sim_core *k, const sim_operand *op, sim_pipe *pipe)
+{
+    pl_ref *r = &k->refs[op->arg];
+    int64_t *cell = (int64_t *)(void *)pipe->slots, stride = KERN_SEM_STRIDE;
+    r->data = cell;
+    r->readonly = 0;
+    r->sem_kind = PL_SEM_REGULAR;
+    for (int d = r->rank - 1; d >= 0; d--) r->stride[d] = stride, stride *= r->shape[d];
+    const int32_t *from = op->role == PL_ROLE_IN ? op->arr->data : NULL;
+    for (int64_t i = 0; from && i < op->block_elems; i++) cell[i * KERN_SEM_STRIDE] = from[i];
+}
+
 /* Every operand's buffers and Ref template, then the scratch. */
 static int alloc_buffers(sim_core *k)
 {
@@ -47,7 +61,9 @@ static int alloc_buffers(sim_core *k)
         k->refs[op->arg] = op->ref;
         int rc = sim_pipe_alloc(k, pipe);
         if (rc) return rc;
-        if (op->role == PL_ROLE_PREFETCH) {
+        if (op->space == PL_SEMAPHORE) {
+            sem_operand(k, op, pipe);
+        } else if (op->role == PL_ROLE_PREFETCH) {
             k->refs[op->arg].data = pipe->slots;
             k->prefetch[op->index] = k->refs[op->arg];
         } else if (!op->pipelined) { /* ANY: the kernel gets the HBM array itself (T5) */

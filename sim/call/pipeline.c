@@ -29,6 +29,9 @@ int sim_pipe_alloc(sim_core *k, sim_pipe *p)
     } else if (op->pipelined) {
         p->slots_bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
         p->slots = sim_vmem_alloc(cost_only, p->slots_bytes); /* cost-only: zeroed, never random */
+    } else if (op->space == PL_SEMAPHORE) { /* M16: 64-bit counts, as scratch semaphores (kernel/context.h) */
+        p->slots_bytes = (size_t)op->block_elems * KERN_SEM_STRIDE * sizeof(int64_t);
+        p->slots = calloc(1, p->slots_bytes ? p->slots_bytes : 1);
     } else {
         return PL_OK; /* ANY: the kernel gets the HBM array itself (T5) */
     }
@@ -40,7 +43,7 @@ int sim_pipe_alloc(sim_core *k, sim_pipe *p)
 
 void sim_pipe_free(sim_core *k, sim_pipe *p)
 {
-    if (p->op && p->op->role == PL_ROLE_PREFETCH) free(p->slots);
+    if (p->op && (p->op->role == PL_ROLE_PREFETCH || p->op->space == PL_SEMAPHORE)) free(p->slots);
     else if (p->slots) sim_vmem_free(k->x->cost_only, p->slots, p->slots_bytes);
     free(p->ahead_err);
     sim_blockset_free(&p->written);
@@ -234,6 +237,14 @@ int sim_pipe_drain(sim_core *k, sim_pipe *p, int64_t steps)
     const sim_operand *op = p->op;
     pl_step_operand *so = k->x->info ? &k->x->info->op[op->arg] : NULL;
     if (so) memset(so, 0, sizeof *so);
+    if (op->space == PL_SEMAPHORE && op->role == PL_ROLE_OUT && k->index == 0 && op->arr->data) {
+        int32_t *to = op->arr->data; /* M16: the counts the kernel leaves, core 0's */
+        const int64_t *cell = (const int64_t *)(const void *)p->slots;
+        for (int64_t i = 0; i < op->block_elems; i++) {
+            int64_t v = cell[i * KERN_SEM_STRIDE];
+            to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+        }
+    }
     if (!op->pipelined || op->role != PL_ROLE_OUT || !p->have_block) return PL_OK;
     int64_t before = p->tally->bytes_out;
     int rc = write_back(k, p, steps - 1);

@@ -1,0 +1,121 @@
+/* Semaphores as pallas_call operands (rule M16): one call returns a
+ * regular semaphore (out_specs memory_space=SEMAPHORE, out_shape
+ * SemaphoreType.REGULAR), the next takes it as an input and signals and
+ * waits on it, as JAX's tpu_pallas_distributed_test.py test_no_barrier_semaphore
+ * does across devices. tilesim holds a semaphore operand as an int32 array
+ * of counts: an input's counts are the semaphores' at the start, an
+ * output's are what the kernel leaves (core 0's). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../kernel/pltpu.h"
+#include "test_mesh_helpers.h"
+
+/* ---- one device ---------------------------------------------------------------------- */
+
+static void leave_two(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref s = pl_at(c, refs[0], 0);
+    pltpu_semaphore_signal(c, s, 3);
+    pltpu_semaphore_wait(c, s, 1);
+}
+
+static void take_two(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_semaphore_wait(c, pl_at(c, refs[1], 0), 2);
+    pl_add_scalar(c, refs[2], refs[0], 1.0);
+}
+
+static pl_call use_call(void)
+{
+    pl_call call = {.name = "use_sem", .kernel = take_two, .n_in = 2, .n_out = 1};
+    call.in[1].space = PL_SEMAPHORE;
+    return call;
+}
+
+Test(sem_operands, M16_a_semaphore_one_call_leaves_is_the_next_calls_input)
+{
+    int32_t sem[1] = {77};
+    pl_array o = PL_ARRAY(sem, PL_I32, 1);
+    pl_call make = {.name = "alloc_sem", .kernel = leave_two, .n_out = 1};
+    make.out[0].space = PL_SEMAPHORE;
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&make, NULL, &o, NULL, &rep), &rep);
+    cr_assert_eq(sem[0], 2, "an output semaphore starts at 0: 3 signalled, 1 taken");
+    cr_expect_eq(rep.op[0].bytes_out, 0, "no HBM traffic");
+    float *x = th_f32_seq(1024), *y = th_f32_fill(1024, TH_SENTINEL);
+    pl_array in[2] = {PL_ARRAY(x, PL_F32, 8, 128), PL_ARRAY(sem, PL_I32, 1)}, out = PL_ARRAY(y, PL_F32, 8, 128);
+    pl_call use = use_call();
+    th_expect_ok(pl_pallas_call(&use, in, &out, NULL, &rep), &rep);
+    for (int i = 0; i < 1024; i++) cr_assert_eq(y[i], x[i] + 1);
+    sem[0] = 1; /* one count short: the wait never ends */
+    int rc = pl_pallas_call(&use, in, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDEADLOCK, "'in1'", "holds 1", "M10");
+    free(x), free(y);
+}
+
+Test(sem_operands, M16_a_semaphore_operand_is_an_int32_array_taken_whole)
+{
+    float f[8] = {0};
+    int32_t s[8] = {0};
+    pl_array fo = PL_ARRAY(f, PL_F32, 8), so = PL_ARRAY(s, PL_I32, 8);
+    pl_call make = {.name = "alloc_sem", .kernel = leave_two, .n_out = 1};
+    make.out[0].space = PL_SEMAPHORE;
+    pl_report rep;
+    int rc = pl_pallas_call(&make, NULL, &fo, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "out0", "int32 array of counts", "f32", "M16");
+    make.grid_rank = 1, make.grid[0] = 2;
+    make.out[0] = PL_BLOCK(PL_MAP(0), 4);
+    make.out[0].space = PL_SEMAPHORE;
+    rc = pl_pallas_call(&make, NULL, &so, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "out0", "memory space SEMAPHORE takes no blocking", "M16");
+}
+
+/* ---- JAX's test_no_barrier_semaphore, on a ring ------------------------------------------ */
+
+/* every device signals the barrier of every device and waits for all */
+static void alloc_sem(pl_ctx *c, pl_ref *refs)
+{
+    (void)refs;
+    int n = pltpu_num_devices(c);
+    pl_ref b = pltpu_get_barrier_semaphore(c);
+    for (int i = 0; i < n; i++) pltpu_semaphore_signal_device(c, b, 1, i);
+    pltpu_semaphore_wait(c, b, n);
+}
+
+/* the same over the semaphore the first call returned, then y = x + 1 */
+static void barrier_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int n = pltpu_num_devices(c);
+    for (int i = 0; i < n; i++) pltpu_semaphore_signal_device(c, refs[1], 1, i);
+    pltpu_semaphore_wait(c, refs[1], n);
+    pl_add_scalar(c, refs[2], refs[0], 1.0);
+}
+
+Test(sem_operands, M16_jax_no_barrier_semaphore_on_a_ring_of_4)
+{
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        pl_mesh mesh = mh_mesh("ring:4");
+        int32_t sems[4] = {5, 5, 5, 5};
+        pl_array so[4];
+        pl_report reps[4];
+        pl_mesh_report mr;
+        for (int d = 0; d < 4; d++) so[d] = PL_ARRAY(&sems[d], PL_I32); /* SemaphoreType.REGULAR(()) */
+        pl_call make = {.name = "alloc_sem", .kernel = alloc_sem, .n_out = 1, .has_collective_id = 1};
+        make.out[0].space = PL_SEMAPHORE;
+        pl_options opt = {.seed = seed};
+        int rc = pl_mesh_call(&mesh, &make, NULL, so, &opt, &mr, reps);
+        cr_assert_eq(rc, PL_OK, "%s", mr.error);
+        for (int d = 0; d < 4; d++) cr_assert_eq(sems[d], 0, "device %d: every signal taken", d);
+        mh_run r;
+        mh_alloc(&r, "ring:4", 8, 128, 8, 128);
+        pl_array ins[8];
+        for (int d = 0; d < 4; d++) ins[2 * d] = r.args[d], ins[2 * d + 1] = so[d];
+        pl_call use = {.name = "barrier_kernel", .kernel = barrier_kernel, .n_in = 2, .n_out = 1};
+        use.in[1].space = PL_SEMAPHORE;
+        rc = pl_mesh_call(&r.mesh, &use, ins, r.outs, &opt, &r.mr, r.reps);
+        cr_assert_eq(rc, PL_OK, "seed %llu: %s", (unsigned long long)seed, r.mr.error);
+        for (int64_t i = 0; i < 4 * 1024; i++) cr_assert_eq(r.o[i], r.x[i] + 1, "element %lld", (long long)i);
+        mh_free(&r);
+    }
+}
