@@ -382,6 +382,7 @@ struct pl_ctx {
     /* the barrier semaphore (M15): the bank's last cell on a mesh, where
      * every device finds it, else barrier_cell */
     int has_collective_id;
+    int barrier_taken;         /* the kernel took the barrier semaphore (M15: a collective_id needs it) */
     int64_t barrier_cell;
 
     kern_target target;         /* the chip's tiling and MXU (T9, T10); target.chip NULL: none */

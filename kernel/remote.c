@@ -342,6 +342,7 @@ pl_ref pltpu_get_barrier_semaphore(pl_ctx *c)
                    "barrier semaphore only in a call whose compiler params set one (\"collective_id has to be "
                    "specified when using a custom barrier\"): set pl_call.has_collective_id = 1 and its "
                    "collective_id (rule M15)");
+    c->barrier_taken = 1;
     /* a scope's semaphore at a fixed place of the bank: a signal from another device finds it there (M13) */
     return (pl_ref){.data = kern_barrier_cell(c), .dtype = PL_I32, .space = PL_SEMAPHORE, .rank = 0, .arg = -1,
                     .role = PL_ROLE_SCRATCH, .sem_kind = PL_SEM_REGULAR};

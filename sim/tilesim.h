@@ -280,6 +280,10 @@ typedef struct pl_call {
      * kernel take the barrier semaphore (pltpu_get_barrier_semaphore) */
     int has_collective_id;
     int collective_id;
+    /* CompilerParams(allow_collective_id_without_custom_barrier=True): a
+     * collective_id whose kernel never takes the barrier semaphore is
+     * accepted; 0: refused, as Mosaic refuses it (M15) */
+    int allow_collective_id_without_custom_barrier;
 } pl_call;
 
 /* ==== running it ================================================================ */

@@ -51,6 +51,7 @@ typedef struct pl_kernel_spec {
     pl_kernel_mesh mesh;                /* 0 (PL_MESH_TENSORCORES): once per TensorCore (K1);
                                            PL_MESH_VECTOR_SUBCORES: once per SparseCore vector subcore (K5) */
     int has_collective_id, collective_id; /* CompilerParams(collective_id=...), as pl_call's (M15) */
+    int allow_collective_id_without_custom_barrier; /* as pl_call's (M15) */
 } pl_kernel_spec;
 
 /* Run k->body once on every TensorCore of the device (opt->chip), or with

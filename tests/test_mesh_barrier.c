@@ -106,3 +106,45 @@ Test(mesh_barrier, M15_one_device_signals_its_own_barrier)
     cr_assert_eq(pl_pallas_call(&call, &a, &out, &(pl_options){.strict = 1}, &rep), PL_OK, "%s", rep.error);
     for (int i = 0; i < 8 * 128; i++) cr_assert_eq(o[i], x[i]);
 }
+
+/* Mosaic refuses a collective_id no barrier uses ("collective_id has to be
+ * unspecified or None when not using a custom barrier"), unless the call
+ * allows it; on a mesh, one device's use is the kernel's. */
+static void no_barrier(pl_ctx *c, pl_ref *refs) { pl_copy(c, refs[1], refs[0]); }
+
+static void barrier_on_device_0_only(pl_ctx *c, pl_ref *refs)
+{
+    if (pltpu_device_id(c) == 0) self_barrier(c, refs);
+    else pl_copy(c, refs[1], refs[0]);
+}
+
+static int run_collective(pl_kernel_fn k, const char *mesh, int allow, mh_run *r)
+{
+    mh_alloc(r, mesh, 8, 128, 8, 128);
+    pl_call call = {.name = "collective", .kernel = k, .n_in = 1, .n_out = 1, .has_collective_id = 1,
+                    .collective_id = 3, .allow_collective_id_without_custom_barrier = allow};
+    mh_call(r, &call, NULL);
+    return r->rc;
+}
+
+Test(mesh_barrier, M15_a_collective_id_no_barrier_uses_is_refused_unless_allowed)
+{
+    mh_run r;
+    cr_expect_eq(run_collective(no_barrier, "ring:2", 0, &r), PL_EINVAL, "%s", r.mr.error);
+    mh_assert_says(r.mr.error, "collective_id 3", "never took the barrier semaphore",
+                   "collective_id has to be unspecified or None when not using a custom barrier",
+                   "allow_collective_id_without_custom_barrier", "M15");
+    mh_free(&r);
+    cr_expect_eq(run_collective(no_barrier, "ring:2", 1, &r), PL_OK, "%s", r.mr.error);
+    mh_free(&r);
+    cr_expect_eq(run_collective(barrier_on_device_0_only, "ring:4", 0, &r), PL_OK, "%s", r.mr.error);
+    for (int i = 0; i < 4 * 1024; i++) cr_assert_eq(r.o[i], r.x[i]);
+    mh_free(&r);
+    /* one device, through pl_pallas_call */
+    float x[8 * 128] = {0}, o[8 * 128];
+    pl_array a = PL_ARRAY(x, PL_F32, 8, 128), out = PL_ARRAY(o, PL_F32, 8, 128);
+    pl_call call = {.name = "collective", .kernel = no_barrier, .n_in = 1, .n_out = 1, .has_collective_id = 1};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, &out, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "never took the barrier semaphore", "M15");
+}

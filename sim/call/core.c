@@ -234,6 +234,7 @@ void sim_core_merge(sim_exec *x, const sim_core *k)
     pl_report *r = &x->rep;
     add_counts(r, &k->rep);
     for (int t = 0; t < PL_DTYPE_COUNT; t++) x->dot_flops[t] += k->dot_flops[t];
+    x->barrier_taken |= k->ctx.barrier_taken;
     append_warnings(r, k->rep.warnings);
     for (int i = 0; i < k->rep.n_findings; i++, r->n_findings++)
         if (i < PL_MAX_FINDINGS && r->n_findings < PL_MAX_FINDINGS) r->findings[r->n_findings] = k->rep.findings[i];

@@ -34,6 +34,17 @@ static void copy_aliases(sim_exec *x, const pl_array *args, pl_array *outs)
     }
 }
 
+void sim_check_collective_id(sim_exec *x, int taken)
+{
+    const pl_call *call = x->plan.call;
+    if (x->rep.status || !call->has_collective_id || call->allow_collective_id_without_custom_barrier || taken) return;
+    sim_fail(&x->rep, PL_EINVAL,
+             "the call sets collective_id %d, but its kernel never took the barrier semaphore "
+             "(pltpu_get_barrier_semaphore): Mosaic refuses that (\"collective_id has to be unspecified or None when "
+             "not using a custom barrier\"); leave has_collective_id 0, or set "
+             "allow_collective_id_without_custom_barrier (rule M15)", call->collective_id);
+}
+
 /* M5: each scalar-prefetch array is copied to SMEM whole, once per call in
  * the report (each core's copy is in its timeline). */
 static void count_prefetch(sim_exec *x)
@@ -345,6 +356,7 @@ int pl_pallas_call(const pl_call *call, const pl_array *args, pl_array *outs, co
         return PL_ENOMEM;
     }
     if (!x->rep.status) sim_walk(x);
+    sim_check_collective_id(x, x->barrier_taken);
     sim_exec_finish(x);
     int rc = x->rep.status;
     sim_exec_delete(x, report);

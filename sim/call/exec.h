@@ -62,6 +62,7 @@ typedef struct sim_exec {
     int threaded;                              /* they walk on host threads at once */
     pthread_mutex_t meet_lock;                 /* then: guards every core's V4 writers sets (checks.c) */
     double dot_flops[PL_DTYPE_COUNT];          /* MXU work per dtype, all cores */
+    int barrier_taken;                         /* some core took the barrier semaphore (M15) */
     sim_mesh_link mesh;                        /* a device of a mesh run, or run NULL */
 } sim_exec;
 
@@ -72,6 +73,10 @@ typedef struct sim_exec {
 sim_exec *sim_exec_new(const pl_call *call, const pl_array *args, pl_array *outs, const pl_options *opt,
                        const sim_mesh_link *mesh);
 void sim_exec_finish(sim_exec *x);
+/* M15: a call that sets collective_id and whose kernel never took the
+ * barrier semaphore (`taken`: on any core, of any device of a mesh) fails,
+ * as Mosaic refuses it, unless it allows that. */
+void sim_check_collective_id(sim_exec *x, int taken);
 /* The devices of a mesh, once all have walked: P10 on each, then one replay
  * of all their timelines together (devices wait in time for each other's
  * copies and signals). Nothing is timed if a device failed. */

@@ -168,6 +168,7 @@ static pl_call kernel_call(const pl_kernel_spec *k, const char *name, const pl_o
                     .user = wrap, .grid_rank = 1, .grid = {mesh_cores(opt)}, .semantics = {PL_PARALLEL},
                     .n_in = k->n_in, .n_out = k->n_out, .n_scratch = k->n_scratch,
                     .vmem_limit_bytes = k->vmem_limit_bytes, .has_collective_id = k->has_collective_id,
+                    .allow_collective_id_without_custom_barrier = k->allow_collective_id_without_custom_barrier,
                     .collective_id = k->collective_id};
     for (int i = 0; i < PL_MAX_OPERANDS; i++) {
         call.in[i] = (pl_block_spec){.space = PL_ANY, .name = k->in_names[i]};

@@ -236,6 +236,9 @@ static void end_devices(mesh_run *r, sim_exec **xs, int ran, pl_mesh_report *mr,
             const char *overflow = r->dev[d * r->cores].overflow; /* from another process: one core a device */
             if (overflow[0]) sim_fail(&xs[d]->rep, PL_EINVAL, "%s", overflow);
         }
+        int taken = 0; /* Mosaic's check is of the kernel, not of one device: any device's use counts */
+        for (int d = r->first; d < r->first + r->count; d++) taken |= xs[d]->barrier_taken;
+        sim_check_collective_id(xs[r->first], taken);
     }
     if (r->ranks > 1) {
         sim_mesh_mpi_finish(r, xs, ran, mr, stats);
