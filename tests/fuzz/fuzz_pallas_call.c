@@ -288,8 +288,8 @@ static int64_t decode_block_dim(fz_reader *r, int64_t full)
 static void decode_spec(fz_reader *r, fz_case *k, pl_block_spec *s, const pl_array *a)
 {
     static const int buffers[8] = {0, 0, 0, 0, 0, 1, 3, -1};
-    unsigned space = fz_pick(r, 8);
-    s->space = space == 6 ? PL_SMEM : space == 7 ? PL_ANY : PL_VMEM;
+    unsigned space = fz_pick(r, 9);
+    s->space = space == 6 ? PL_SMEM : space == 7 ? PL_ANY : space == 8 ? PL_SEMAPHORE : PL_VMEM; /* M16 too */
     if (s->space == PL_ANY && k->null_data && avoid_known) s->space = PL_VMEM; /* NULL + offset: known */
     unsigned rk = fz_pick(r, 16);
     s->rank = rk == 0 ? 0 : rk == 1 ? a->rank - 1 : rk == 2 ? a->rank + 1 : a->rank;
