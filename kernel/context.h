@@ -236,6 +236,9 @@ typedef struct kern_mesh_ops {
      * against a remote copy into the same bytes, either is a race (V4; recorded for the end of the
      * call); lock not held */
     void (*access)(void *run, int unit, const pl_ref *r, int write, const char *point);
+    /* the device at coords (one per mesh axis; NULL: this device's) with axis `axis` (NULL: none) set to
+     * index; -1 when there is no such axis, -2 when a coordinate is off the mesh. n: the mesh's axes */
+    int (*device_at)(void *run, int device, const int64_t *coords, const char *axis, int64_t index, int *n);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

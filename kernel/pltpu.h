@@ -97,6 +97,15 @@ int pltpu_num_devices(pl_ctx *c);
  * and the axis's length; an unknown name is PL_EINVAL. */
 int64_t pltpu_axis_index(pl_ctx *c, const char *axis);
 int64_t pltpu_axis_size(pl_ctx *c, const char *axis);
+/* Device ids as JAX's DeviceIdType.MESH gives them. pltpu_device_at: the
+ * device at mesh coordinates coords (one per axis, in the mesh's order:
+ * device_id=(y, x)). pltpu_device_along: this device's coordinates with
+ * `axis` set to index (device_id={'x': index}, the other axes this
+ * device's own): the neighbour along x of a 2-D mesh is
+ * pltpu_device_along(c, "x", (pltpu_axis_index(c, "x") + 1) % nx). An
+ * unknown axis or a coordinate off the mesh is PL_EINVAL. */
+int pltpu_device_at(pl_ctx *c, const int64_t *coords);
+int pltpu_device_along(pl_ctx *c, const char *axis, int64_t index);
 
 typedef struct pltpu_remote_copy {
     pl_ref src, dst;        /* same shape and dtype; dst names a Ref of device `device` */

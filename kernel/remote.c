@@ -47,6 +47,39 @@ int64_t pltpu_axis_size(pl_ctx *c, const char *axis)
     return size;
 }
 
+/* DeviceIdType.MESH: a tuple of coordinates, or this device's with one axis set. */
+static int device_at(pl_ctx *c, const int64_t *coords, const char *axis, int64_t index, const char *fn)
+{
+    int n = 0, d = c->mesh ? c->mesh->device_at(c->mesh_run, c->device, coords, axis, index, &n) : -1;
+    if (d == -1 && axis) axis_of(c, axis, &(int64_t){0}, fn); /* names the axis it does not have */
+    if (d == -2 && axis)
+        kern_fault(c, PL_EINVAL, "%s(\"%s\", %lld): index %lld is off the mesh's axis \"%s\" of %lld devices "
+                   "(rules M11, M12)", fn, axis, (long long)index, (long long)index, axis,
+                   (long long)pltpu_axis_size(c, axis));
+    if (d < 0) {
+        char at[160] = "";
+        for (int a = 0, k = 0; coords && a < n && a < 8; a++)
+            k += snprintf(at + k, sizeof at - (size_t)k, "%s%lld", a ? ", " : "", (long long)coords[a]);
+        kern_fault(c, PL_EINVAL, "%s((%s)): %s (rules M11, M12)", fn, at,
+                   c->mesh ? "a coordinate is off the mesh: each is 0 .. the size of its axis - 1, one per axis "
+                             "in the mesh's order"
+                           : "this call runs on one device, not on a mesh (pl_mesh_call)");
+    }
+    return d;
+}
+
+int pltpu_device_at(pl_ctx *c, const int64_t *coords)
+{
+    if (!coords) kern_fault(c, PL_EINVAL, "pltpu_device_at: coords is NULL; give one coordinate per mesh axis");
+    return device_at(c, coords, NULL, 0, "pltpu_device_at");
+}
+
+int pltpu_device_along(pl_ctx *c, const char *axis, int64_t index)
+{
+    if (!axis) axis_of(c, NULL, &(int64_t){0}, "pltpu_device_along");
+    return device_at(c, NULL, axis, index, "pltpu_device_along");
+}
+
 static void check_device(pl_ctx *c, int device, const char *fn)
 {
     if (device < 0 || device >= c->n_devices)

@@ -181,6 +181,23 @@ static int64_t run_axis(void *p, int device, const char *axis, int64_t *size)
     return coords[a];
 }
 
+static int run_device_at(void *p, int device, const int64_t *coords, const char *axis, int64_t index, int *n)
+{
+    mesh_run *r = p;
+    int64_t at[PL_MESH_MAX_AXES];
+    *n = r->mesh->rank;
+    if (coords) memcpy(at, coords, (size_t)r->mesh->rank * sizeof *at);
+    else pl_mesh_coords(r->mesh, device, at);
+    if (axis) {
+        int a = pl_mesh_axis(r->mesh, axis);
+        if (a < 0) return -1;
+        at[a] = index;
+    }
+    for (int a = 0; a < r->mesh->rank; a++)
+        if (at[a] < 0 || at[a] >= r->mesh->shape[a]) return -2;
+    return pl_mesh_device(r->mesh, at);
+}
+
 static void run_perturb(void *p, int device)
 {
     mesh_run *r = p;
@@ -320,4 +337,4 @@ static void run_access(void *p, int unit, const pl_ref *ref, int write, const ch
 const kern_mesh_ops sim_mesh_hooks = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
                                        run_axis,    run_perturb,  run_incoming,   run_local_copy,
                                        run_added,   run_taken,    run_hops,       run_away,  run_post,
-                                       run_peer,    run_dcn,      run_access};
+                                       run_peer,    run_dcn,      run_access,     run_device_at};
