@@ -67,8 +67,15 @@ static pl_ref squeeze(const pipe_op *o, pl_ref full)
     return r;
 }
 
-/* A slot as the body sees it. */
-static pl_ref body_ref(const pipe_op *o, int slot) { return squeeze(o, slot_ref(o, slot)); }
+/* A slot as the body sees it, holding block bi: a BoundedSlice dimension
+ * as long as its slice (K8). */
+static pl_ref body_ref(const pipe_op *o, int slot, const int64_t *bi)
+{
+    pl_ref r = slot_ref(o, slot);
+    for (int d = 0; d < r.rank; d++)
+        if (o->bounded[d]) r.shape[d] = kern_ds_size(bi[d]);
+    return squeeze(o, r);
+}
 
 /* Block bi's part inside the ref (B6: a ragged edge block moves only that),
  * as an HBM view and as the same corner of the slot; 1 when it is not the
@@ -80,6 +87,7 @@ static pl_ref hbm_block(pl_ctx *c, const pipe_op *o, const int64_t *bi, int64_t 
     for (int d = 0; d < o->hbm.rank; d++) {
         int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
         size[d] = left < o->block[d] ? left : o->block[d];
+        if (o->bounded[d]) at = kern_ds_start(bi[d]), size[d] = kern_ds_size(bi[d]); /* K8: checked inside */
         h = pl_ds(c, h, d, at, size[d]);
     }
     return h;
@@ -214,7 +222,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
             fetch_ahead(c, run, o, s);
         }
         memcpy(o->prev_block, o->now, sizeof o->now);
-        refs[i] = body_ref(o, o->cur);
+        refs[i] = body_ref(o, o->cur, o->now);
     }
     /* the loop's own work, a grid step's overhead (P9), while the copies just started fly, as the outer
      * pipeline issues its copies before its step overhead */

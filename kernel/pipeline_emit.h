@@ -21,6 +21,7 @@ typedef struct kern_emit_op {
     int64_t block[PL_MAX_RANK];     /* elements per dimension: the spec's, 1 where squeezed (B4) */
     uint8_t squeezed[PL_MAX_RANK];  /* dropped from the body's ref; its index is an element index (B4) */
     uint8_t element[PL_MAX_RANK];   /* pl.Element(n): the index map gives the window's first element (B5, K6) */
+    uint8_t bounded[PL_MAX_RANK];   /* pl.BoundedSlice(n): the index map gives PL_DS(start, size <= n) (K8) */
     int64_t nblocks[PL_MAX_RANK];   /* legal indices: cdiv(ref, block), the last block ragged (B6); Element:
                                      * ref - block + 1 first elements */
     int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6); 0 for a direct operand */
@@ -37,6 +38,10 @@ typedef struct kern_emit_op {
     int ahead;
     int64_t fetch_step, fetch_blk[PL_MAX_RANK];
 } kern_emit_op;
+
+/* A BoundedSlice index PL_DS(start, size) taken apart (K8). */
+static inline int64_t kern_ds_start(int64_t v) { return v & (PL_DS_LIMIT - 1); }
+static inline int64_t kern_ds_size(int64_t v) { return (v >> 30) & (PL_DS_LIMIT - 1); }
 
 /* The pipeline's own arguments: grid, operand counts, body (G2, K3). */
 void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,

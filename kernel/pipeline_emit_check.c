@@ -64,7 +64,8 @@ static void check_window(pl_ctx *c, const kern_emit_op *o)
     int bits = pl_dtype_bits(r->dtype);
     int64_t pack = bits >= 32 ? 1 : 32 / bits, tile = pack, cap = rows < 8 ? rows : 8;
     while (tile < cap) tile *= 2;
-    int ragged = rows % sub != 0 || o->element[n - 2]; /* an Element window starts anywhere: whole tiles */
+    /* an Element window, or a BoundedSlice (K8), starts anywhere: whole tiles */
+    int ragged = rows % sub != 0 || o->element[n - 2] || o->bounded[n - 2];
     if (!ragged && sub % pack == 0) return;
     if (ragged && sub % tile == 0) return;
     if (o->element[n - 2])
@@ -90,6 +91,11 @@ static void check_dims(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
     const pl_ref *r = &o->hbm;
     for (int d = 0; d < r->rank; d++) {
         o->element[d] = s->element[d] != 0;
+        o->bounded[d] = s->bounded[d] != 0;
+        if (o->bounded[d] && (o->element[d] || s->block[d] < 1))
+            kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: BoundedSlice dimension %d of %lld elements%s; "
+                       "its bound is >= 1, and it is neither squeezed nor an Element dimension (rules K8, B1)",
+                       o->name, d, (long long)s->block[d], o->element[d] ? " is also an Element dimension" : "");
         if (o->element[d] && (s->block[d] < 1 || s->block[d] > r->shape[d]))
             kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: Element dimension %d of %lld elements in a ref "
                        "of %lld; an Element window is 1 to the ref's size (rules B5, K6)", o->name, d,
@@ -143,6 +149,28 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
 
 /* ---- the block of an inner grid point -------------------------------------------- */
 
+/* K8: a BoundedSlice dimension's index is PL_DS(start, size), size at most
+ * the bound, the slice inside the ref; JAX: "Must return a pl.ds from the
+ * index_map for a BoundedSlice dimension". */
+static void bounded_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, const int64_t *bi, int d)
+{
+    int64_t start = kern_ds_start(bi[d]), size = kern_ds_size(bi[d]);
+    int is_ds = (bi[d] & ~(PL_DS_TAG - 1)) == PL_DS_TAG;
+    if (is_ds && size <= o->block[d] && start + size <= o->hbm.shape[d]) return;
+    char pt[128];
+    kern_format_point(idx, rank, pt, sizeof pt);
+    if (!is_ds || bi[d] == PL_DS_BAD)
+        kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: dimension %d is a BoundedSlice(%lld), but the index "
+                   "map gave %s at inner grid point %s; it must give PL_DS(start, size) (JAX: \"Must return a pl.ds "
+                   "from the index_map for a BoundedSlice dimension\"; rule K8)", o->name, d,
+                   (long long)o->block[d], bi[d] == PL_DS_BAD ? "PL_DS with a start or size out of range" : "a "
+                   "plain index", pt);
+    kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: PL_DS(%lld, %lld) along BoundedSlice(%lld) dimension %d "
+               "at inner grid point %s: %s (rules K8, B2)", o->name, (long long)start, (long long)size,
+               (long long)o->block[d], d, pt,
+               size > o->block[d] ? "the size is over the bound" : "the slice runs past the ref's end");
+}
+
 void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, int64_t *bi)
 {
     const pl_block_spec *s = o->spec;
@@ -150,6 +178,10 @@ void kern_emit_block_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, in
                                                                            : idx[s->map.axis[d]];
     if (s->map.fn) s->map.fn(idx, NULL, bi, s->map.user);
     for (int d = 0; d < o->hbm.rank; d++) {
+        if (o->bounded[d]) {
+            bounded_at(c, o, idx, rank, bi, d);
+            continue;
+        }
         int unset = bi[d] == INT64_MIN, outside = bi[d] < 0 || bi[d] >= o->nblocks[d];
         if (!unset && !outside) continue; /* the point is formatted only for a message (every inner step comes here) */
         char pt[128];

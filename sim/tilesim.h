@@ -173,7 +173,23 @@ typedef struct pl_block_spec {
     uint8_t element[PL_MAX_RANK];
     int64_t pad_lo[PL_MAX_RANK], pad_hi[PL_MAX_RANK];
     pl_revisit revisit;          /* outputs: PL_REVISIT_ANY allows non-consecutive revisits (P5) */
+    /* K8, pl.BoundedSlice(block[d]) (emit_pipeline only): the index map
+     * returns PL_DS(start, size) for dimension d, a slice of at most
+     * block[d] elements starting at element `start` (kernel ABI 7) */
+    uint8_t bounded[PL_MAX_RANK];
 } pl_block_spec;
+
+/* An index map's pl.ds(start, size) for a BoundedSlice dimension (K8):
+ * element start and size, each 0 to PL_DS_LIMIT - 1, packed into one
+ * index (a value out of that range packs as one the pipeline refuses). */
+#define PL_DS_LIMIT ((int64_t)1 << 30)
+#define PL_DS_TAG ((int64_t)1 << 61)
+#define PL_DS_BAD (PL_DS_TAG | ((int64_t)1 << 60))
+static inline int64_t PL_DS(int64_t start, int64_t size)
+{
+    if (start < 0 || size < 0 || start >= PL_DS_LIMIT || size >= PL_DS_LIMIT) return PL_DS_BAD;
+    return PL_DS_TAG | (size << 30) | start;
+}
 
 /* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */
 #ifndef __cplusplus

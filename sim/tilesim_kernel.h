@@ -126,7 +126,8 @@ typedef struct pltpu_pipeline {
     int64_t grid[PL_MAX_GRID];
     int n_in, n_out;                    /* each at most PL_MAX_OPERANDS / 2 */
     pl_block_spec in[PL_MAX_OPERANDS / 2], out[PL_MAX_OPERANDS / 2]; /* rank = the ref's; sizes,
-                                                                         PL_SQUEEZED or Element dims (K6) */
+                                                                         PL_SQUEEZED, Element (K6) or BoundedSlice
+                                                                         dims (K8) */
     /* core_axis_name: 1 splits one PL_PARALLEL axis of the grid over the cores of the call (pl_kernel's
      * TensorCores, K7), each core walking its own contiguous part; 0: every core walks the whole grid */
     int core_split;

@@ -179,6 +179,11 @@ static int plan_dims(sim_operand *op, const pl_block_spec *s, const char *blk, c
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block shape %s has rank %d but the array %s has rank %d (rule B1)", op->rep->name, blk,
                         s->rank, shp, a->rank);
+    for (int d = 0; d < PL_MAX_RANK; d++)
+        if (s->bounded[d])
+            return sim_fail(rep, PL_EBLOCKSHAPE, "%s: dimension %d is a BoundedSlice, which only "
+                            "pltpu_emit_pipeline's blocks take; a pallas_call block has static sizes (rule K8)",
+                            op->rep->name, d);
     if (s->space != PL_ANY && a->rank == 0 && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
         return sim_fail(rep, PL_EBLOCKSHAPE, "%s: a rank-0 array cannot be a VMEM block (rule T3)",
                         op->rep->name);
