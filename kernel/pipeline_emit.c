@@ -152,6 +152,19 @@ static void finish(pl_ctx *c, pipe_op *o, int slot)
     o->pending[slot] = 0;
 }
 
+/* K9: an accumulated output's new block, copied in from its ref (its slot
+ * is free: its last write-back was waited) and kept in slot nbuf, which
+ * its write-back adds back; JAX's BufferedRef.accumulator. */
+static void accumulate_in(pl_ctx *c, pipe_op *o)
+{
+    pl_ref h, v;
+    if (block_views(c, o, o->cur, o->now, &h, &v)) poison_slot(c, o, o->cur);
+    pltpu_copy cp = pltpu_async_copy(c, h, v, sem_ref(o, o->cur));
+    pltpu_copy_start(c, &cp);
+    pltpu_copy_wait(c, &cp);
+    pl_copy(c, slot_ref(o, o->nbuf), slot_ref(o, o->cur));
+}
+
 static int same(const int64_t *a, const int64_t *b, int n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
 
 /* An input's copies ahead (P1, P2, P6): into each free slot, the next block that differs from the last one
@@ -216,6 +229,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
         }
         if (o->out && changed) kern_emit_revisit_check(c, &run->written, p, o, i, s); /* P5 */
         if (o->out && changed && s > 0) o->cur = (o->cur + 1) % o->nbuf;
+        o->fresh = changed;
         if (s + 1 < steps) kern_emit_block_at(c, o, nidx, p->grid_rank, o->next);
         if (!o->out) {
             input_turn(c, o, s, changed);
@@ -229,8 +243,12 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     kern_record(c, &(kern_op){.kind = KERN_OP_OVERHEAD, .elems = 1, .name = "pltpu_emit_pipeline"});
     /* inputs: the current block has landed (a skipped copy waits nothing, P2); outputs: the write-back
      * that last used this slot, nbuf blocks ago, has landed (P8; none when the block stays) */
-    for (int i = 0; i < n; i++)
-        if (!run->ops[i].direct) finish(c, &run->ops[i], run->ops[i].cur);
+    for (int i = 0; i < n; i++) {
+        pipe_op *o = &run->ops[i];
+        if (o->direct) continue;
+        finish(c, o, o->cur);
+        if (o->accumulate && o->fresh) accumulate_in(c, o);
+    }
     int prank = c->prog_rank; /* a nested pipeline's body sees its own grid, then this one's again */
     const int64_t *pgrid = c->prog_grid, *pidx = c->prog_idx;
     c->prog_rank = run->p->grid_rank, c->prog_grid = run->whole, c->prog_idx = idx;
@@ -239,6 +257,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
     for (int i = 0; i < n; i++) {
         pipe_op *o = &run->ops[i];
         if (!o->out || o->direct || !(s + 1 == steps || !same(o->next, o->now, o->hbm.rank))) continue;
+        if (o->accumulate) pl_add(c, slot_ref(o, o->cur), slot_ref(o, o->cur), slot_ref(o, o->nbuf)); /* K9 */
         start(c, o, o->cur, o->now); /* P3 */
         if (o->nbuf == 1) finish(c, o, o->cur); /* one slot: the next block needs it back */
         kern_emit_revisit_put(&run->written, o, i, s);
@@ -260,6 +279,10 @@ static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, cons
         o->spec = o->out ? &p->out[i - p->n_in] : &p->in[i];
         snprintf(o->name, sizeof o->name, "%s[%d]", o->out ? "out_specs" : "in_specs", o->out ? i - p->n_in : i);
         kern_emit_check_spec(c, p, o);
+        o->accumulate = o->out && p->should_accumulate_out;
+        if (o->accumulate && o->direct)
+            kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: %s: should_accumulate_out on an output in memory space "
+                       "ANY, which the body writes itself: there is no block to add into (rules K9, K3)", o->name);
         if (o->direct) continue; /* no slots: nothing in VMEM, nothing on the host */
         *all_two &= o->nbuf == 2;
         int64_t e = 1, laid = kern_laid_out_bytes(c, o->block, o->hbm.rank, o->hbm.dtype), bytes;
@@ -273,6 +296,7 @@ static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, cons
         o->slot_bytes = (bytes + 63) / 64 * 64;
         *host += o->nbuf * (o->slot_bytes + KERN_SEM_STRIDE * 4 + (int64_t)sizeof(pltpu_copy));
         *counted += o->nbuf * laid;
+        if (o->accumulate) *host += o->slot_bytes, *counted += laid; /* the kept block (K9) */
     }
 }
 
@@ -282,7 +306,7 @@ static char *carve(pl_ctx *c, pipe_op *ops, int n, char *mem)
 {
     for (int i = 0; i < n; i++) {
         ops[i].buf = mem;
-        mem += ops[i].nbuf * ops[i].slot_bytes;
+        mem += (ops[i].nbuf + ops[i].accumulate) * ops[i].slot_bytes;
         if (ops[i].out) /* an output block starts as garbage (P4): poison, V1 */
             for (int k = 0; k < ops[i].nbuf; k++) poison_slot(c, &ops[i], k);
     }

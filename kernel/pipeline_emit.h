@@ -26,6 +26,8 @@ typedef struct kern_emit_op {
                                      * ref - block + 1 first elements */
     int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6); 0 for a direct operand */
     int direct;                     /* spec.space PL_ANY: the body gets the ref's block itself, no copy (K3) */
+    int accumulate;                 /* an output added into (K9): slot nbuf keeps the block as the ref held it */
+    int fresh;                      /* its block became current at this step */
     char *buf;                      /* nbuf slots of block bytes */
     int64_t *sems;                  /* one DMA semaphore per slot, KERN_SEM_STRIDE cells each */
     pltpu_copy *cp;                 /* one copy per slot (in the scoped allocation: 16 x 8 would crowd the stack) */

@@ -52,7 +52,7 @@ extern "C" {
                            4: pltpu_remote_copy.core (devices of several TensorCores, M13);
                            5: pl_mesh has 4 axes and .dcn (multislice meshes, M14);
                            6: pl_kernel_def.chip_defaults;
-                           7: pltpu_pipeline.core_axis, pl_block_spec.bounded */
+                           7: pltpu_pipeline.core_axis and .should_accumulate_out, pl_block_spec.bounded */
 #define PL_PLUGIN_SYMBOL "tilesim_kernels"
 #define PL_KDEF_MAX_PARAMS 16
 #define PL_KDEF_MAX_ARGS (2 * PL_MAX_OPERANDS) /* prefetch + inputs */

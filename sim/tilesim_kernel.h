@@ -137,6 +137,11 @@ typedef struct pltpu_pipeline {
      * (a pallas_call grid (cores,) PARALLEL over a megacore chip's TensorCores); 0: none. Not with
      * core_split. (kernel ABI 7) */
     int core_axis;
+    /* should_accumulate_out=True: every output is added into, not written: when an output block becomes
+     * current it is copied in from its ref (the body sees what the ref holds) and kept, and at its write-back
+     * the body's block plus the kept one goes out, so the ref gains what the body wrote (rule K9). Not for
+     * outputs in memory space ANY. (kernel ABI 7) */
+    int should_accumulate_out;
 } pltpu_pipeline;
 
 /* pltpu.emit_pipeline(body, grid=, in_specs=, out_specs=)(*ins, *outs):
