@@ -85,9 +85,13 @@ static pl_ref hbm_block(pl_ctx *c, const pipe_op *o, const int64_t *bi, int64_t 
 {
     pl_ref h = o->hbm;
     for (int d = 0; d < o->hbm.rank; d++) {
-        int64_t at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
-        size[d] = left < o->block[d] ? left : o->block[d];
-        if (o->bounded[d]) at = kern_ds_start(bi[d]), size[d] = kern_ds_size(bi[d]); /* K8: checked inside */
+        int64_t at, left;
+        if (o->bounded[d]) { /* K8: checked inside the ref */
+            at = kern_ds_start(bi[d]), size[d] = kern_ds_size(bi[d]);
+        } else {
+            at = o->squeezed[d] || o->element[d] ? bi[d] : bi[d] * o->block[d], left = o->hbm.shape[d] - at;
+            size[d] = left < o->block[d] ? left : o->block[d];
+        }
         h = pl_ds(c, h, d, at, size[d]);
     }
     return h;
