@@ -173,16 +173,20 @@ int kern_scratch_rules(const pl_scratch *s, const char *who, char *msg, size_t n
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
         return snprintf(msg, n, "%s: scratch cannot live in memory space %s (rule M2)", who,
                         pl_memspace_name(s->space)), PL_EINVAL;
-    if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank != 1 ||
+    if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank < 0 || s->rank > PL_MAX_RANK ||
                                      (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
-        return snprintf(msg, n, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or PLTPU_SEMAPHORE_DMA(n) "
-                        "(rule M2)", who), PL_EINVAL;
-    if (s->space == PL_SEMAPHORE && (s->shape[0] < 1 || s->shape[0] > 65536))
-        return snprintf(msg, n, "%s: %lld semaphores; an array holds 1 to 65536 (rule M2)", who,
-                        (long long)s->shape[0]), PL_EINVAL;
-    if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32)
-        return snprintf(msg, n, "%s: SMEM holds 32-bit scalars; got %s (rule M1)", who, pl_dtype_name(s->dtype)),
-               PL_EDTYPE;
+        return snprintf(msg, n, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or PLTPU_SEMAPHORE_DMA(n), "
+                        "or an int32 array of any shape with .sem_kind (rule M2)", who), PL_EINVAL;
+    int64_t sems = 1; /* SemaphoreType.REGULAR((4, 3)) is an array of 12; REGULAR one, rank 0 */
+    for (int d = 0; s->space == PL_SEMAPHORE && d < s->rank; d++)
+        sems = s->shape[d] < 1 || s->shape[d] > 65536 ? 0 : sems * s->shape[d];
+    if (s->space == PL_SEMAPHORE && (sems < 1 || sems > 65536))
+        return snprintf(msg, n, "%s: a semaphore array of %s semaphores; it holds 1 to 65536, each dimension >= 1 "
+                        "(rule M2)", who, sems < 1 ? "no" : "more than 65536"), PL_EINVAL;
+    if (s->space == PL_SMEM && pl_dtype_bits(s->dtype) != 32 && pl_dtype_bits(s->dtype) != 16 &&
+        pl_dtype_bits(s->dtype) != 8)
+        return snprintf(msg, n, "%s: SMEM holds scalars of 8, 16 or 32 bits, each in a 32-bit word; got %s (rule "
+                        "M1)", who, pl_dtype_name(s->dtype)), PL_EDTYPE;
     return PL_OK;
 }
 

@@ -227,7 +227,10 @@ typedef struct pl_scratch {
     ((pl_scratch){.space = PL_VMEM, .dtype = (dt),                                                \
                   .rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),            \
                   .shape = {__VA_ARGS__}})
-/* n semaphores, all 0 at the start (M9, M8); pick one with pl_at. */
+/* n semaphores, all 0 at the start (M9, M8); pick one with pl_at. An array
+ * of another shape (REGULAR((4, 3)), or one of shape ()) is a pl_scratch
+ * with .space = PL_SEMAPHORE, .dtype = PL_I32, its .rank and .shape, and
+ * .sem_kind (M2). */
 #define PLTPU_SEMAPHORE(n)                                                                        \
     ((pl_scratch){.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 1, .shape = {(n)}, .sem_kind = PL_SEM_REGULAR})
 #define PLTPU_SEMAPHORE_DMA(n)                                                                    \

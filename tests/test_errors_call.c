@@ -69,11 +69,11 @@ static void grid_axis_0(pl_call *c, pl_options *o) { (void)o, c->grid[0] = 0; }
 static void unknown_chip(pl_call *c, pl_options *o) { (void)c, o->chip = "tpu-v0"; }
 static void out_block_64_wide(pl_call *c, pl_options *o) { (void)o, c->out[0] = PL_BLOCK(PL_MAP(0, 1), 8, 64); }
 static void map_axis_3(pl_call *c, pl_options *o) { (void)o, c->out[0].map = PL_MAP(3, 1); }
-static void smem_bf16_scratch(pl_call *c, pl_options *o)
+static void smem_i4_scratch(pl_call *c, pl_options *o)
 {
     (void)o;
     c->n_scratch = 1;
-    c->scratch[0] = PLTPU_SMEM(PL_BF16, 8);
+    c->scratch[0] = PLTPU_SMEM(PL_I4, 8);
 }
 static void scratch_16MiB(pl_call *c, pl_options *o)
 {
@@ -105,7 +105,7 @@ Test(errors, EVMEM_rejected_call_leaves_output_untouched)
 
 Test(errors, EDTYPE_rejected_call_leaves_output_untouched)
 {
-    expect_rejected(smem_bf16_scratch, PL_EDTYPE, S("scratch0", "bf16", "rule M1"));
+    expect_rejected(smem_i4_scratch, PL_EDTYPE, S("scratch0", "int4", "storage dtype"));
 }
 
 /* ---- index maps at run time: B2 and B7 ------------------------------------------- */

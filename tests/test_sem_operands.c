@@ -119,3 +119,38 @@ Test(sem_operands, M16_jax_no_barrier_semaphore_on_a_ring_of_4)
         mh_free(&r);
     }
 }
+
+/* ---- semaphore arrays of any shape (M2) --------------------------------------------------- */
+
+/* JAX's test_can_read_semaphore: REGULAR((2, 3)), sem[i, j] signalled i * 3 + j
+ * times and read back; a REGULAR semaphore of shape () beside it */
+static void read_2d(pl_ctx *c, pl_ref *refs)
+{
+    pl_ref sems = refs[1], one = refs[2];
+    for (int64_t i = 0; i < 2; i++)
+        for (int64_t j = 0; j < 3; j++) {
+            pl_ref s = pl_at(c, pl_at(c, sems, i), j);
+            if (i * 3 + j) pltpu_semaphore_signal(c, s, (int)(i * 3 + j));
+            pl_set_at(c, refs[0], (double)pltpu_semaphore_read(c, s), i, j);
+            if (i * 3 + j) pltpu_semaphore_wait(c, s, (int)(i * 3 + j));
+        }
+    pltpu_semaphore_signal(c, one, 1);
+    pltpu_semaphore_wait(c, one, 1);
+}
+
+Test(sem_operands, M2_a_semaphore_array_may_have_any_shape)
+{
+    int32_t y[6] = {0};
+    pl_array o = PL_ARRAY(y, PL_I32, 2, 3);
+    pl_call call = {.name = "read_2d", .kernel = read_2d, .n_out = 1, .n_scratch = 2,
+                    .scratch = {{.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 2, .shape = {2, 3},
+                                 .sem_kind = PL_SEM_REGULAR},
+                                {.space = PL_SEMAPHORE, .dtype = PL_I32, .rank = 0, .sem_kind = PL_SEM_REGULAR}}};
+    call.out[0].space = PL_SMEM;
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, NULL, &o, NULL, &rep), &rep);
+    for (int i = 0; i < 6; i++) cr_expect_eq(y[i], i, "y[%d]", i);
+    call.scratch[0].shape[1] = 0;
+    int rc = pl_pallas_call(&call, NULL, &o, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "scratch0", "no semaphores", "M2");
+}

@@ -225,15 +225,19 @@ Test(validate, M1_prefetch_must_be_32bit)
     th_io_free(&io);
 }
 
-Test(validate, M1_smem_scratch_must_be_32bit)
+/* SMEM holds 8-, 16- and 32-bit scalars, each in a 32-bit word; not int4 */
+Test(validate, M1_smem_scratch_holds_8_16_and_32_bit_scalars)
 {
     th_io io = th_io_2d(16, 256);
     pl_call call = th_copy_call_2d(16, 256, 8, 128);
     call.n_scratch = 1;
-    call.scratch[0] = PLTPU_SMEM(PL_I8, 16);
+    call.scratch[0] = PLTPU_SMEM(PL_I4, 16);
     pl_report rep;
     int rc = rejected(&call, &io.a, &io.o, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "scratch0", "i8", "rule M1");
+    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "scratch0", "int4", "storage dtype");
+    call.scratch[0] = PLTPU_SMEM(PL_I8, 16);
+    th_expect_ok(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), &rep);
+    cr_expect_eq(rep.smem_bytes, 16 * 4, "a 32-bit word each");
     th_io_free(&io);
 }
 
@@ -255,12 +259,24 @@ Test(validate, M1_smem_over_capacity_is_evmem)
 /* SMEM holds 32-bit scalars: the validator rejects bf16 prefetch arrays and
  * SMEM scratch (PL_EDTYPE, rule M1) and should reject a bf16 SMEM block
  * operand the same way. */
-Test(validate, M1_smem_block_operand_must_be_32bit)
+/* JAX's test_sum_in_smem: an int16 SMEM input summed into an int16 SMEM output */
+static void sum_in_smem(pl_ctx *c, pl_ref *refs)
 {
+    int64_t s = 0;
+    for (int64_t i = 0; i < 16; i++) s += (int64_t)pl_get_at(c, refs[0], i / 4, i % 4);
+    pl_set_at(c, refs[1], (double)s, 0);
+}
+
+Test(validate, M1_jax_sum_in_smem_takes_int16_operands)
+{
+    int16_t x[16], y[1] = {0};
+    for (int i = 0; i < 16; i++) x[i] = (int16_t)i;
+    pl_array a = PL_ARRAY(x, PL_I16, 4, 4), o = PL_ARRAY(y, PL_I16, 1);
+    pl_call call = {.name = "sum_in_smem", .kernel = sum_in_smem, .n_in = 1, .n_out = 1};
+    call.in[0].space = call.out[0].space = PL_SMEM;
     pl_report rep;
-    pl_block_spec whole = {.space = PL_SMEM};
-    int rc = check_input(PL_ARRAY(NULL, PL_BF16, 4, 8), whole, NULL, &rep);
-    TH_EXPECT_ERROR(rc, rep, PL_EDTYPE, "in0", "bf16", "rule M1");
+    th_expect_ok(pl_pallas_call(&call, &a, &o, NULL, &rep), &rep);
+    cr_expect_eq(y[0], 120);
 }
 
 /* A SEMAPHORE operand holds semaphores' counts (M16): not an f32 block */

@@ -146,9 +146,10 @@ static int check_space(sim_operand *op, const pl_block_spec *s, pl_report *rep)
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
         return sim_fail(rep, PL_EINVAL, "%s: memory space %s cannot hold a block operand (rule M1)",
                         op->rep->name, pl_memspace_name(s->space));
-    if (s->space == PL_SMEM && pl_dtype_bits(a->dtype) != 32 && op->role != PL_ROLE_PREFETCH) /* M5 widens */
-        return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds 32-bit scalars; a %s array cannot live there (rule M1)",
-                        op->rep->name, pl_dtype_name(a->dtype));
+    int bits = pl_dtype_bits(a->dtype); /* M1: a narrower scalar takes a 32-bit word (JAX's test_sum_in_smem: int16) */
+    if (s->space == PL_SMEM && bits != 32 && bits != 16 && bits != 8 && op->role != PL_ROLE_PREFETCH) /* M5 widens */
+        return sim_fail(rep, PL_EDTYPE, "%s: SMEM holds scalars of 8, 16 or 32 bits, each in a 32-bit word; a %s "
+                        "array cannot live there (rule M1)", op->rep->name, pl_dtype_name(a->dtype));
     return check_revisit_mode(op, s, rep);
 }
 

@@ -84,7 +84,9 @@ static int check_semaphores(sim_core *k)
     for (int i = 0; i < call->n_scratch; i++) {
         if (call->scratch[i].space != PL_SEMAPHORE) continue;
         const int64_t *v = k->scratch_mem[i]; /* 64-bit counts (kernel/context.h) */
-        for (int64_t j = 0; j < call->scratch[i].shape[0]; j++)
+        int64_t sems = 1;
+        for (int d = 0; d < call->scratch[i].rank; d++) sems *= call->scratch[i].shape[d];
+        for (int64_t j = 0; j < sems; j++)
             if (v[j] != 0)
                 return sim_fail(&k->rep, PL_ESEMAPHORE,
                                 "semaphore %lld of %s (refs[%d]) holds %lld when the kernel ends; every signal "
