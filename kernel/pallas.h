@@ -324,11 +324,13 @@ void pl_cmp_scalar(pl_ctx *c, pl_ref mask, pl_ref a, pl_cmp_op op, double s);   
  * dst; any dtypes (an integer dst takes integers exactly). */
 void pl_where(pl_ctx *c, pl_ref dst, pl_ref mask, pl_ref a, pl_ref b);
 
-/* Reductions of a rank-2 float ref along axis 0 (dst (1, n): per column) or
- * axis 1 (dst (r, 1): per row, as pl_sum_rows / pl_max_rows), keepdims.
- * Cost: 1 VPU FLOP per element reduced. The max of nothing is -inf, NaN wins. */
+/* Reductions of a rank-2 float or int32 ref along axis 0 (dst (1, n): per
+ * column) or axis 1 (dst (r, 1): per row, as pl_sum_rows / pl_max_rows),
+ * keepdims (jnp.sum, jnp.max, jnp.min). Cost: 1 VPU op per element reduced.
+ * The max of nothing is -inf (the min +inf), NaN wins; an int32 sum wraps. */
 void pl_reduce_sum(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
 void pl_reduce_max(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
+void pl_reduce_min(pl_ctx *c, pl_ref dst, pl_ref src, int axis);
 
 /* dst[i...] = offset + i[dim]: lax.broadcasted_iota plus an offset, e.g.
  * pl_program_id(c, 0) * block_rows to build a mask of global row indices.
