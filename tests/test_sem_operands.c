@@ -154,3 +154,34 @@ Test(sem_operands, M2_a_semaphore_array_may_have_any_shape)
     int rc = pl_pallas_call(&call, NULL, &o, NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "scratch0", "no semaphores", "M2");
 }
+
+/* An array of three semaphores as an output: each keeps its own count */
+static void leave_on_the_middle_one(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_semaphore_signal(c, pl_at(c, refs[0], 1), 5);
+    pltpu_semaphore_signal(c, pl_at(c, refs[0], 2), 7);
+    pltpu_semaphore_wait(c, pl_at(c, refs[0], 2), 7);
+}
+
+static void take_the_middle_one(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_semaphore_wait(c, pl_at(c, refs[0], 1), 5);
+    pltpu_semaphore_signal(c, pl_at(c, refs[0], 2), 1);
+    pltpu_semaphore_wait(c, pl_at(c, refs[0], 2), 2); /* 1 from the array, 1 signalled here */
+}
+
+Test(sem_operands, M16_each_semaphore_of_an_operand_array_keeps_its_own_count)
+{
+    int32_t sem[3] = {9, 9, 9};
+    pl_array o = PL_ARRAY(sem, PL_I32, 3);
+    pl_call make = {.name = "alloc_sems", .kernel = leave_on_the_middle_one, .n_out = 1};
+    make.out[0].space = PL_SEMAPHORE;
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&make, NULL, &o, NULL, &rep), &rep);
+    cr_expect(sem[0] == 0 && sem[1] == 5 && sem[2] == 0, "counts %d %d %d", sem[0], sem[1], sem[2]);
+    sem[2] = 1;
+    pl_array in = PL_ARRAY(sem, PL_I32, 3);
+    pl_call use = {.name = "use_sems", .kernel = take_the_middle_one, .n_in = 1};
+    use.in[0].space = PL_SEMAPHORE;
+    th_expect_ok(pl_pallas_call(&use, &in, NULL, NULL, &rep), &rep);
+}

@@ -45,7 +45,8 @@ static void sem_operand(sim_core *k, const sim_operand *op, sim_pipe *pipe)
     r->sem_kind = PL_SEM_REGULAR;
     for (int d = r->rank - 1; d >= 0; d--) r->stride[d] = stride, stride *= r->shape[d];
     const int32_t *from = op->role == PL_ROLE_IN ? op->arr->data : NULL;
-    for (int64_t i = 0; from && i < op->block_elems; i++) cell[i * KERN_SEM_STRIDE] = from[i];
+    for (int64_t i = 0; from && i < op->block_elems; i++) cell[i] = from[i]; /* a Ref's stride of
+                                                                              KERN_SEM_STRIDE i32 is one int64 */
 }
 
 /* Every operand's buffers and Ref template, then the scratch. */

@@ -29,8 +29,8 @@ int sim_pipe_alloc(sim_core *k, sim_pipe *p)
     } else if (op->pipelined) {
         p->slots_bytes = (size_t)op->block_elems * op->elem_size * (size_t)op->buffers;
         p->slots = sim_vmem_alloc(cost_only, p->slots_bytes); /* cost-only: zeroed, never random */
-    } else if (op->space == PL_SEMAPHORE) { /* M16: 64-bit counts, as scratch semaphores (kernel/context.h) */
-        p->slots_bytes = (size_t)op->block_elems * KERN_SEM_STRIDE * sizeof(int64_t);
+    } else if (op->space == PL_SEMAPHORE) { /* M16: one 64-bit count each, as scratch semaphores (kernel/context.h) */
+        p->slots_bytes = (size_t)op->block_elems * sizeof(int64_t);
         p->slots = calloc(1, p->slots_bytes ? p->slots_bytes : 1);
     } else {
         return PL_OK; /* ANY: the kernel gets the HBM array itself (T5) */
@@ -241,7 +241,7 @@ int sim_pipe_drain(sim_core *k, sim_pipe *p, int64_t steps)
         int32_t *to = op->arr->data; /* M16: the counts the kernel leaves, core 0's */
         const int64_t *cell = (const int64_t *)(const void *)p->slots;
         for (int64_t i = 0; i < op->block_elems; i++) {
-            int64_t v = cell[i * KERN_SEM_STRIDE];
+            int64_t v = cell[i];
             to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
         }
     }
