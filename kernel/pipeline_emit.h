@@ -41,9 +41,14 @@ typedef struct kern_emit_op {
     int64_t fetch_step, fetch_blk[PL_MAX_RANK];
 } kern_emit_op;
 
-/* A BoundedSlice index PL_DS(start, size) taken apart (K8). */
+/* A BoundedSlice index PL_DS(start, size) taken apart (K8); kern_is_ds:
+ * the tag and nothing else above the size (PL_DS_BAD sets a bit there). */
 static inline int64_t kern_ds_start(int64_t v) { return v & (PL_DS_LIMIT - 1); }
-static inline int64_t kern_ds_size(int64_t v) { return (v >> 30) & (PL_DS_LIMIT - 1); }
+static inline int64_t kern_ds_size(int64_t v) { return v / PL_DS_LIMIT & (PL_DS_LIMIT - 1); }
+static inline int kern_is_ds(int64_t v)
+{
+    return v >= 0 && v / PL_DS_LIMIT / PL_DS_LIMIT == PL_DS_TAG / PL_DS_LIMIT / PL_DS_LIMIT;
+}
 
 /* The pipeline's own arguments: grid, operand counts, body (G2, K3). */
 void kern_emit_check_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,

@@ -155,11 +155,11 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
 static void bounded_at(pl_ctx *c, const kern_emit_op *o, const int64_t *idx, int rank, const int64_t *bi, int d)
 {
     int64_t start = kern_ds_start(bi[d]), size = kern_ds_size(bi[d]);
-    int is_ds = (bi[d] & ~(PL_DS_TAG - 1)) == PL_DS_TAG;
+    int is_ds = kern_is_ds(bi[d]);
     if (is_ds && size <= o->block[d] && start + size <= o->hbm.shape[d]) return;
     char pt[128];
     kern_format_point(idx, rank, pt, sizeof pt);
-    if (!is_ds || bi[d] == PL_DS_BAD)
+    if (!is_ds)
         kern_fault(c, PL_EINDEXMAP, "pltpu_emit_pipeline: %s: dimension %d is a BoundedSlice(%lld), but the index "
                    "map gave %s at inner grid point %s; it must give PL_DS(start, size) (JAX: \"Must return a pl.ds "
                    "from the index_map for a BoundedSlice dimension\"; rule K8)", o->name, d,

@@ -188,7 +188,7 @@ typedef struct pl_block_spec {
 static inline int64_t PL_DS(int64_t start, int64_t size)
 {
     if (start < 0 || size < 0 || start >= PL_DS_LIMIT || size >= PL_DS_LIMIT) return PL_DS_BAD;
-    return PL_DS_TAG | (size << 30) | start;
+    return PL_DS_TAG | size * PL_DS_LIMIT | start; /* size in bits 30-59, start in 0-29 */
 }
 
 /* PL_BLOCK(PL_MAP(0, 2), bm, bk): a block of (bm, bk) elements at block (i, k). */

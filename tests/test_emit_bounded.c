@@ -114,6 +114,11 @@ Test(emit_bounded, K8_a_plain_index_a_slice_over_its_bound_or_past_the_ref_is_re
     g_pipe.in[0] = bounded_spec(8, ds_from_table);
     rc = run(8, x, y, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "PL_DS(10, 7)", "past the ref's end", "K8");
+    static const int32_t negative[] = {-1, 3}; /* PL_DS(-1, 4): out of range, not a slice at 0 */
+    g_slices = negative;
+    g_pipe.in[0] = bounded_spec(8, ds_from_table);
+    rc = run(8, x, y, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINDEXMAP, "PL_DS with a start or size out of range", "K8");
     pl_call call = th_copy_call_2d(16, 128, 8, 128);
     call.in[0].bounded[0] = 1;
     float *fx = th_f32_seq(16 * 128), *fy = th_f32_fill(16 * 128, 0);
