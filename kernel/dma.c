@@ -61,7 +61,6 @@ static void copy_mismatch(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const
     kern_fault(c, PL_EDTYPE, "%s from %s into %s: a DMA does not convert dtypes (%s)", fn, a, b, rule);
 }
 
-/* The refs by pointer, not copied: this runs at every copy's make and start. */
 /* V2 when the copy moves data: a source that runs past its Ref reads
  * poison there under oob_reads = poison; a destination past the end is
  * always an error. A handle only waited on is its byte count (JAX's
@@ -81,6 +80,7 @@ void kern_copy_past(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char 
     }
 }
 
+/* The refs by pointer, not copied: this runs at every copy's make and start. */
 int64_t kern_copy_check(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char *fn, const char *rule)
 {
     check_side(c, src, "source", fn);

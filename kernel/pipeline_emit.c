@@ -77,10 +77,8 @@ static pl_ref body_ref(const pipe_op *o, int slot, const int64_t *bi)
     return squeeze(o, r);
 }
 
-/* Block bi's part inside the ref (B6: a ragged edge block moves only that),
- * as an HBM view and as the same corner of the slot; 1 when it is not the
- * whole block. */
-/* Block bi's part inside o's ref, its size per dimension into size. */
+/* Block bi's part inside o's ref (B6: a ragged edge block moves only that;
+ * a BoundedSlice dimension its slice, K8), its size per dimension into size. */
 static pl_ref hbm_block(pl_ctx *c, const pipe_op *o, const int64_t *bi, int64_t *size)
 {
     pl_ref h = o->hbm;
@@ -97,6 +95,8 @@ static pl_ref hbm_block(pl_ctx *c, const pipe_op *o, const int64_t *bi, int64_t 
     return h;
 }
 
+/* Block bi as an HBM view and as the same corner of the slot; 1 when it is
+ * not the whole block. */
 static int block_views(pl_ctx *c, const pipe_op *o, int slot, const int64_t *bi, pl_ref *h, pl_ref *v)
 {
     int partial = 0;
