@@ -84,8 +84,7 @@ static int check_semaphores(sim_core *k)
     for (int i = 0; i < call->n_scratch; i++) {
         if (call->scratch[i].space != PL_SEMAPHORE) continue;
         const int64_t *v = k->scratch_mem[i]; /* 64-bit counts (kernel/context.h) */
-        int64_t sems = 1;
-        for (int d = 0; d < call->scratch[i].rank; d++) sems *= call->scratch[i].shape[d];
+        int64_t sems = (int64_t)(k->scratch_bytes[i] / sizeof *v); /* any shape: one count each */
         for (int64_t j = 0; j < sems; j++)
             if (v[j] != 0)
                 return sim_fail(&k->rep, PL_ESEMAPHORE,
