@@ -69,6 +69,12 @@ Test(sem_operands, M16_a_semaphore_operand_is_an_int32_array_taken_whole)
     make.out[0].space = PL_SEMAPHORE;
     rc = pl_pallas_call(&make, NULL, &so, NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "out0", "memory space SEMAPHORE takes no blocking", "M16");
+    static int32_t many[65537];
+    pl_array big = PL_ARRAY(many, PL_I32, 65537);
+    pl_call one = {.name = "alloc_sem", .kernel = leave_two, .n_out = 1};
+    one.out[0].space = PL_SEMAPHORE;
+    rc = pl_pallas_call(&one, NULL, &big, NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "out0", "65537 semaphores", "1 to 65536");
 }
 
 /* ---- JAX's test_no_barrier_semaphore, on a ring ------------------------------------------ */

@@ -141,6 +141,10 @@ static int check_space(sim_operand *op, const pl_block_spec *s, pl_report *rep)
                             "(rule M16)", op->rep->name,
                             op->role == PL_ROLE_PREFETCH ? "a scalar-prefetch argument"
                             : op->revisit_any ? "revisited" : pl_dtype_name(a->dtype));
+        int64_t n = pl_array_size(a); /* as a scratch semaphore array (M2) */
+        if (n < 1 || n > 65536)
+            return sim_fail(rep, PL_EINVAL, "%s: a semaphore operand of %lld semaphores; an array holds 1 to 65536 "
+                            "(rules M16, M2)", op->rep->name, (long long)n);
         return PL_OK;
     }
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_ANY)
