@@ -42,7 +42,7 @@ static void run_point(const emit_run *run, int64_t s, int64_t *idx)
 /* A slot as the copies see it: the whole block, squeezed dimensions as 1. */
 static pl_ref slot_ref(const pipe_op *o, int slot)
 {
-    pl_ref r = {.data = o->buf + slot * o->slot_bytes, .dtype = o->hbm.dtype, .space = PL_VMEM,
+    pl_ref r = {.data = o->buf + slot * o->slot_bytes, .dtype = o->hbm.dtype, .space = o->smem ? PL_SMEM : PL_VMEM,
                 .rank = o->hbm.rank, .arg = -1, .role = (uint8_t)(o->out ? PL_ROLE_OUT : PL_ROLE_IN)};
     int64_t stride = 1;
     for (int d = r.rank - 1; d >= 0; d--) {
@@ -289,7 +289,8 @@ static void plan_ops(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, cons
                        "ANY, which the body writes itself: there is no block to add into (rules K9, K3)", o->name);
         if (o->direct) continue; /* no slots: nothing in VMEM, nothing on the host */
         *all_two &= o->nbuf == 2;
-        int64_t e = 1, laid = kern_laid_out_bytes(c, o->block, o->hbm.rank, o->hbm.dtype), bytes;
+        /* SMEM slots take no VMEM; SMEM is not limited here, as run_scoped's SMEM is not (K4) */
+        int64_t e = 1, laid = o->smem ? 0 : kern_laid_out_bytes(c, o->block, o->hbm.rank, o->hbm.dtype), bytes;
         /* nbuf <= 8 slots, and room for the sums below */
         int over = laid > INT64_MAX / (4 * KERN_EMIT_MAX_BUFFERS) - *counted;
         for (int d = 0; d < o->hbm.rank && !over; d++) over = __builtin_mul_overflow(e, o->block[d], &e);

@@ -26,6 +26,7 @@ typedef struct kern_emit_op {
                                      * ref - block + 1 first elements */
     int nbuf;                       /* slots: the spec's buffers, 2 when 0 (P6); 0 for a direct operand */
     int direct;                     /* spec.space PL_ANY: the body gets the ref's block itself, no copy (K3) */
+    int smem;                       /* spec.space PL_SMEM: the slots are SMEM, not VMEM (K3, M1) */
     int accumulate;                 /* an output added into (K9): slot nbuf keeps the block as the ref held it */
     int fresh;                      /* its block became current at this step */
     char *buf;                      /* nbuf slots of block bytes */

@@ -142,9 +142,15 @@ void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
     /* memory_space=ANY: JAX's emit_pipeline hands the body the ref's block
      * as it is, unbuffered; the body moves what it needs itself */
     o->direct = s->space == PL_ANY;
+    /* memory_space=SMEM: JAX allocates the buffers in SMEM and copies into them; SMEM windows are untiled
+     * scalars (M1; every Ref's dtype is 8 to 32 bits), so the window rule does not apply */
+    o->smem = s->space == PL_SMEM;
+    if (s->space == PL_SEMAPHORE)
+        kern_fault(c, PL_ESPACE, "pltpu_emit_pipeline: %s: a block spec in memory space SEMAPHORE; a pipeline "
+                   "buffers arrays in VMEM or SMEM, or leaves them in ANY (rule K3)", o->name);
     o->nbuf = o->direct ? 0 : s->buffers ? s->buffers : 2;
     check_dims(c, p, o);
-    if (!o->direct) check_window(c, o); /* the window rule is for VMEM copies (K6) */
+    if (!o->direct && !o->smem) check_window(c, o); /* the window rule is for VMEM copies (K6) */
 }
 
 /* ---- the block of an inner grid point -------------------------------------------- */

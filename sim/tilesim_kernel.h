@@ -155,7 +155,9 @@ typedef struct pltpu_pipeline {
  * window rule K6: rows a multiple of the dtype's sublane packing); an edge
  * block may hang over its ref (B6: only its part inside is copied, the rest
  * reads as poison); the buffers count against the VMEM limit (M4); every
- * step costs a grid step's overhead (P9), reported as step overhead. */
+ * step costs a grid step's overhead (P9), reported as step overhead. A spec
+ * with .space = PL_ANY hands the body the ref's block itself, uncopied; one
+ * with .space = PL_SMEM buffers its blocks in SMEM (scalars, no VMEM). */
 void pltpu_emit_pipeline(pl_ctx *c, const pltpu_pipeline *p, const pl_ref *ins, const pl_ref *outs,
                          pltpu_pipeline_body body, void *user);
 
