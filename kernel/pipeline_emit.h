@@ -15,7 +15,8 @@ enum { KERN_EMIT_MAX_BUFFERS = 8 };
  * and their copies. */
 typedef struct kern_emit_op {
     pl_ref hbm;
-    const pl_block_spec *spec;
+    const pl_block_spec *spec;      /* the caller's, or `whole` for a spec of rank 0 */
+    pl_block_spec whole;            /* a rank-0 spec as the whole ref, a zero index map (B3, K3) */
     int out;
     char name[24];                  /* "in_specs[0]" */
     int64_t block[PL_MAX_RANK];     /* elements per dimension: the spec's, 1 where squeezed (B4) */

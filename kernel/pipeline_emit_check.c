@@ -115,14 +115,26 @@ static void check_dims(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
     }
 }
 
+/* A spec of rank 0 (JAX's BlockSpec(memory_space=...) with no block shape) is the whole ref under a zero
+ * index map, as in a pallas_call (B3); the caller's space and buffers stay. */
+static void whole_ref_spec(kern_emit_op *o)
+{
+    o->whole = *o->spec;
+    o->whole.rank = o->whole.map.n = o->hbm.rank;
+    o->whole.map.fn = NULL;
+    for (int d = 0; d < o->hbm.rank; d++) o->whole.block[d] = o->hbm.shape[d], o->whole.map.axis[d] = PL_ZERO;
+    o->spec = &o->whole;
+}
+
 void kern_emit_check_spec(pl_ctx *c, const pltpu_pipeline *p, kern_emit_op *o)
 {
-    const pl_block_spec *s = o->spec;
     const pl_ref *r = &o->hbm;
     kern_check_ref(c, r, "pltpu_emit_pipeline");
     if (r->space == PL_SEMAPHORE || r->rank < 1)
         kern_fault(c, PL_ESPACE, "pltpu_emit_pipeline: %s: its ref is %s of rank %d, not an array (rule K3)",
                    o->name, pl_memspace_name(r->space), r->rank);
+    if (o->spec->rank == 0) whole_ref_spec(o);
+    const pl_block_spec *s = o->spec;
     if (s->rank != r->rank)
         kern_fault(c, PL_EBLOCKSHAPE, "pltpu_emit_pipeline: %s: block of rank %d for a ref of rank %d (rules B1, "
                    "K3)", o->name, s->rank, r->rank);

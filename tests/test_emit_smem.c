@@ -3,7 +3,9 @@
  * (BufferedRef over the spec's memory space; tpu_pallas_pipeline_test.py's
  * test_pipeline_axis_queries writes its results through a (None, 128) SMEM
  * out spec): the body reads and writes scalars there, the copies move them
- * as for VMEM, and the buffers take no VMEM. */
+ * as for VMEM, and the buffers take no VMEM. And a spec with no block shape
+ * (rank 0) is the whole ref, as test_prng_pallas_vs_pipeline's
+ * BlockSpec(memory_space=SMEM) key under grid=(). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -92,4 +94,41 @@ Test(emit_smem, K3_the_mxu_does_not_read_an_smem_block)
 Test(emit_smem, K3_a_semaphore_space_spec_is_refused_by_name)
 {
     expect_space_error(scalars, PL_SEMAPHORE, "in_specs[0]", "SEMAPHORE");
+}
+
+/* grid=(), a whole-ref SMEM input (a (2,) "key") and a whole-ref VMEM output: o = key[0] * 1000 + key[1] */
+static pl_ref whole_refs[2];
+static pltpu_pipeline whole_spec;
+static int64_t whole_block_rank;
+
+static void key_body(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user)
+{
+    (void)idx, (void)user;
+    whole_block_rank = refs[1].rank;
+    body_space[0] = refs[0].space;
+    pl_fill(c, refs[1], pl_get_at(c, refs[0], 0) * 1000 + pl_get_at(c, refs[0], 1));
+}
+
+static void whole_kern(pl_ctx *c, pl_ref *refs)
+{
+    whole_refs[0] = refs[0], whole_refs[1] = refs[1];
+    pltpu_emit_pipeline(c, &whole_spec, &whole_refs[0], &whole_refs[1], key_body, NULL);
+}
+
+Test(emit_smem, B3_K3_a_spec_of_rank_0_is_the_whole_ref)
+{
+    int32_t key[2] = {7, 42};
+    float *o = th_f32_fill(8 * 128, TH_SENTINEL);
+    pl_array k = PL_ARRAY(key, PL_I32, 2), out = PL_ARRAY(o, PL_F32, 8, 128);
+    pl_call call = {.name = "prng_like", .kernel = whole_kern, .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1,
+                    .out = {{.space = PL_ANY}}};
+    whole_spec = (pltpu_pipeline){.grid_rank = 0, .n_in = 1, .n_out = 1};
+    whole_spec.in[0].space = PL_SMEM;
+    pl_options opt = {.chip = "v5e", .strict = 1};
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&call, &k, &out, &opt, &rep), &rep);
+    cr_expect_eq(body_space[0], PL_SMEM);
+    cr_expect_eq(whole_block_rank, 2, "the output block is the whole (8, 128) ref");
+    for (int i = 0; i < 8 * 128; i++) cr_assert_eq(o[i], 7042.0f, "o[%d] = %g", i, o[i]);
+    free(o);
 }
