@@ -43,7 +43,7 @@ void kern_check_span(pl_ctx *c, const pl_ref *r, const char *fn)
                "must stay inside its Ref", fn, name, shape, stride);
 }
 
-void kern_warn(pl_ctx *c, int arg, const char *fmt, ...)
+void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...)
 {
     if (!c->warn) return;
     char point[128], msg[512];
@@ -53,7 +53,7 @@ void kern_warn(pl_ctx *c, int arg, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + at, sizeof msg - (size_t)at, fmt, ap);
     va_end(ap);
-    c->warn(c->warn_sink, arg, msg);
+    c->warn(c->warn_sink, arg, rule, msg);
 }
 
 /* Where view v starts inside its argument's buffer, per dimension of the
@@ -103,7 +103,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
                    name);
     if (!a->warned) {
         a->warned = 1;
-        kern_warn(c, dst->arg, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
+        kern_warn(c, dst->arg, "V3", "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
     }
 }
 
@@ -167,9 +167,12 @@ void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn)
         kern_ref_name(c, src, name, sizeof name);
         kern_format_point(c->idx, c->grid_rank, at, sizeof at);
         kern_format_point(m->point, c->grid_rank, from, sizeof from);
-        kern_warn(c, src->arg, "%s read %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) "
-                  "was still writing it: on a TPU the read sees old or partial data; wait for the copy before "
-                  "reading its destination (rules M7, M8)",
-                  fn, name, at, (long long)m->id, from, (long long)m->bytes);
+#define READ_IN_FLIGHT                                                                                          \
+    "%s read %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) was still writing it: on a " \
+    "TPU the read sees old or partial data; wait for the copy before reading its destination (rules M7, M8)",      \
+        fn, name, at, (long long)m->id, from, (long long)m->bytes
+        if (c->strict) kern_fault(c, PL_ERACE, READ_IN_FLIGHT); /* strict: every finding is an error */
+        kern_warn(c, src->arg, "M7", READ_IN_FLIGHT);
+#undef READ_IN_FLIGHT
     }
 }

@@ -316,7 +316,7 @@ struct pl_ctx {
     /* options */
     int cost_only;              /* block ops report cost but touch no data */
     int checks;                 /* track reads, writes and poison (V1, V3) */
-    int strict;                 /* writes into input blocks are errors (V3) */
+    int strict;                 /* writes into input blocks (V3) and reads of a landing copy (M7) are errors */
     int oob_poison;             /* reads past a Ref (pl_get, pl_load, DMA sources) give poison, not a fault (V2) */
     int uninit_zero;            /* poison is zero (V1) */
 
@@ -336,7 +336,8 @@ struct pl_ctx {
     int64_t next_dma;           /* the next copy's number */
 
     /* warnings go to the executor's report */
-    void (*warn)(void *sink, int arg, const char *msg); /* arg: the Ref's argument position, or -1 */
+    /* arg: the Ref's argument position, or -1; rule: the one the warning cites ("V3", "M7") */
+    void (*warn)(void *sink, int arg, const char *rule, const char *msg);
     void *warn_sink;
 
     /* the op log of the current step (reset by the executor) */
@@ -460,7 +461,7 @@ typedef struct kern_setup {
     int has_collective_id;     /* the call set collective_id: the barrier semaphore may be taken (M15) */
     /* checks (V1, V3): the executor's per-argument table, or NULL when off */
     kern_arg *args;
-    void (*warn)(void *sink, int arg, const char *msg);
+    void (*warn)(void *sink, int arg, const char *rule, const char *msg);
     void *warn_sink;
     /* a device of a mesh: its hooks (NULL: a single device), number and count */
     const kern_mesh_ops *mesh;
@@ -503,11 +504,11 @@ void kern_fault(pl_ctx *c, int code, const char *fmt, ...);
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn);
 void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn);
 
-/* A warning about argument `arg` (or -1) with the grid point, to the report. */
+/* A warning about argument `arg` (or -1) with the grid point, to the report, as a finding of `rule`. */
 #if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 4, 5)))
 #endif
-void kern_warn(pl_ctx *c, int arg, const char *fmt, ...);
+void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...);
 
 /* "refs[0] (input, VMEM f32) 'x'": a Ref for messages, with its argument
  * position, role, space, dtype and name. */

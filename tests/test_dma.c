@@ -390,10 +390,17 @@ Test(dma, M7_a_read_before_the_wait_is_found_in_every_checked_run)
     pl_report rep;
     cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
     cr_assert_eq(early_reads(&rep), STEPS, "one per copy read early");
-    const char *m = NULL;
+    const pl_finding *f = NULL;
     for (int i = 0; i < rep.n_findings; i++)
-        if (strstr(rep.findings[i].msg, "was still writing it")) m = m ? m : rep.findings[i].msg;
-    cr_expect(strstr(m, "pl_copy read") && strstr(m, "copy 0") && strstr(m, "M7"), "%s", m);
+        if (strstr(rep.findings[i].msg, "was still writing it")) f = f ? f : &rep.findings[i];
+    cr_expect(strstr(f->msg, "pl_copy read") && strstr(f->msg, "copy 0") && strstr(f->msg, "M7"), "%s", f->msg);
+    /* a finding of its own kind and rule, not a write into an input block (V3) */
+    cr_expect_eq(f->kind, PL_FIND_DMA_READ);
+    cr_expect_str_eq(f->rule, "M7");
+    /* strict: every finding is an error, this one too */
+    pl_options strict = {.strict = 1};
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ERACE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "was still writing it") && strstr(rep.error, "grid point (0)"), "%s", rep.error);
     th_io_free(&io);
     pl_report ok;
     run_ok(double_buffered_kernel, NULL, &ok);
