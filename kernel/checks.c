@@ -94,7 +94,8 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
     kern_arg *a = arg_of(c, dst);
     if (!a) return;
     a->written = 1;
-    if (dst->role == PL_ROLE_SCRATCH && !a->initialized && covers_all(a, dst)) a->initialized = 1;
+    if ((dst->role == PL_ROLE_SCRATCH || dst->role == PL_ROLE_OUT) && !a->initialized && covers_all(a, dst))
+        a->initialized = 1;
     if (!dst->readonly) return;
     char name[96];
     kern_ref_name(c, dst, name, sizeof name);
@@ -133,6 +134,15 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
                      "%s read %s at grid point %s before any op wrote all of it (scratch starts uninitialized, "
                      "rule M2)",
                      fn, name, point);
+    }
+    if (src->role == PL_ROLE_OUT && !a->initialized && !c->out_read[0]) { /* o += x with no zeroing first */
+        kern_ref_name(c, src, name, sizeof name);
+        kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+        snprintf(c->out_read, sizeof c->out_read,
+                 "%s read %s at grid point %s before any op wrote all of it: an output block is not fetched from "
+                 "HBM, it starts as garbage (rule P4); zero it where its reduction starts (when the reduction "
+                 "index is 0) before adding into it",
+                 fn, name, point);
     }
     if (a->clipped && !c->padding_read[0]) {
         int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];

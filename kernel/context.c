@@ -244,6 +244,7 @@ void kern_new_output_block(pl_ctx *c)
 {
     c->padding_read[0] = '\0';
     c->oob_read[0] = '\0';
+    c->out_read[0] = '\0';
 }
 
 int64_t kern_next_copy(const pl_ctx *c) { return c->next_dma; }

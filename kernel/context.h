@@ -249,7 +249,7 @@ typedef struct kern_arg {
     int64_t vhi[PL_MAX_RANK];    /* shape on an edge block (B6) or under element padding (B5) */
     uint8_t clipped;             /* the current block hangs over the array's edge */
     uint8_t written;             /* an op wrote to it since its block became current (P4) */
-    uint8_t initialized;         /* scratch: an op wrote all of it (M2) */
+    uint8_t initialized;         /* scratch: an op wrote all of it (M2); an output: all of its current block */
     uint8_t warned;              /* a write-protection warning was given (V3) */
 } kern_arg;
 
@@ -326,6 +326,7 @@ struct pl_ctx {
     /* the first suspicious reads, to explain a NaN that reaches HBM (V1) */
     char uninit_read[768];      /* scratch read before anything wrote all of it */
     int uninit_core;            /* ... on a core other than core 0: its scratch is its own (G4, M2) */
+    char out_read[512];         /* an output block read before anything wrote all of it (P4) */
     char padding_read[512];     /* an edge block's overhang read */
     char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
     /* manual DMA (kernel/dma.c); the executor frees dma and checks what is

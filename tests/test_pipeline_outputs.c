@@ -80,6 +80,41 @@ Test(pipeline, P3_output_block_accumulates_and_writes_back_once)
     free(x), free(o), free(want);
 }
 
+/* o += x over k with the zeroing forgotten (the pipelining guide's pattern without its
+ * `@pl.when(k == 0)`): the NaN that reaches HBM is explained by the first read of the
+ * output block before anything wrote all of it, not as a part left unwritten (P4, V1). */
+static void p4_acc_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int zero = *(const int *)pl_kernel_user(c);
+    if (zero && pl_program_id(c, 1) == 0) pl_fill(c, refs[1], 0.0);
+    pl_add(c, refs[1], refs[1], refs[0]);
+}
+
+Test(pipeline, P4_an_output_accumulated_without_zeroing_names_the_read)
+{
+    float *x = f32_iota(16 * 384), *o = f32_const(16 * 128, -1.0f);
+    static int zero;
+    pl_call call = {.kernel = p4_acc_kernel, .user = &zero, .grid_rank = 2, .grid = {2, 3}, .n_in = 1,
+                    .in = {PL_BLOCK(PL_MAP(0, 1), 8, 128)}, .n_out = 1,
+                    .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}};
+    pl_array args[1] = {PL_ARRAY(x, PL_F32, 16, 384)};
+    pl_array out = PL_ARRAY(o, PL_F32, 16, 128);
+    pl_report rep;
+    zero = 0;
+    run_ok(&call, args, &out, NULL, &rep);
+    cr_assert_eq(rep.n_findings, 2, "one per output block");
+    for (int i = 0; i < 2; i++) {
+        const char *m = rep.findings[i].msg;
+        cr_expect_eq(rep.findings[i].kind, PL_FIND_POISON);
+        cr_expect(strstr(m, "an output block read before it was written") && strstr(m, "pl_add read refs[1]") &&
+                  strstr(m, i ? "grid point (1, 0)" : "grid point (0, 0)") && strstr(m, "zero it"), "%s", m);
+    }
+    zero = 1; /* zeroed first: the reads that follow are of what the kernel wrote */
+    run_ok(&call, args, &out, NULL, &rep);
+    cr_expect_eq(rep.n_findings, 0, "%s", rep.n_findings ? rep.findings[0].msg : "");
+    free(x), free(o);
+}
+
 /* Output index changes every step: one write-back per step. */
 static void p3_fill_kernel(pl_ctx *c, pl_ref *refs)
 {

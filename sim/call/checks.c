@@ -67,7 +67,7 @@ void sim_checks_new_block(sim_core *k, const sim_pipe *p)
     kern_arg *a = &k->args[op->arg];
     a->base = k->refs[op->arg].data;
     a->written = 0;
-    if (op->role == PL_ROLE_OUT) kern_new_output_block(&k->ctx); /* reads that explain its NaN start afresh */
+    if (op->role == PL_ROLE_OUT) a->initialized = 0, kern_new_output_block(&k->ctx); /* reads that explain its NaN start afresh */
     const sim_window *w = &p->win;
     a->clipped = (uint8_t)w->clipped;
     for (int d = 0, j = 0; d < op->rank; d++) /* the Ref drops squeezed dims (B4) */
@@ -196,6 +196,7 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
         else if (k->ctx.uninit_read[0] && k->ctx.uninit_core)
             cause = "scratch this core never initialized: ", because = k->ctx.uninit_read;
         else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", because = k->ctx.uninit_read;
+        else if (k->ctx.out_read[0]) cause = "an output block read before it was written: ", because = k->ctx.out_read;
         else if (k->ctx.padding_read[0]) cause = "a read of edge-block padding: ", because = k->ctx.padding_read;
         else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))
             cause = "part of the block left unwritten (rule P4), or a NaN computed by the kernel";

@@ -185,6 +185,7 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
             sim_poison(buf, op->arr->dtype, op->block_elems, k->x->uninit); /* P4: garbage, made visible */
     }
     sim_checks_new_block(k, p);
+    if (fetch && k->checking) k->args[op->arg].initialized = 1; /* it comes back from HBM as it left (P5) */
     int rc = fetch ? fetch_back(k, p, bidx, step) : PL_OK;
     if (so && !rc) {
         so->action = op->role == PL_ROLE_IN ? PL_ACT_COPY : fetch ? PL_ACT_FETCH : PL_ACT_NEW;
