@@ -171,7 +171,8 @@ static inline int kern_dtype_is_float(pl_dtype t) { return (unsigned)t < PL_DTYP
 typedef struct kern_wait {
     pl_ctx *c;          /* the waiting kernel: its grid point (c->idx holds still while it waits) */
     const char *fn;     /* "pltpu_copy_wait" */
-    const char *name;   /* the semaphore's operand name, or NULL */
+    const char *name;   /* the semaphore's operand name, or NULL: one of no operand (what says which) */
+    const char *what;   /* with no name: "the barrier semaphore", "a scoped semaphore (...)" */
     int64_t need;
     int bytes;          /* need counts bytes (a DMA semaphore) */
 } kern_wait;

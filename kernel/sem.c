@@ -107,9 +107,9 @@ void kern_wait_format(const kern_wait *w, char *buf, size_t n)
     at = kern_append(buf, n, at, point);
     at = kern_append(buf, n, at, ": ");
     at = kern_append(buf, n, at, w->fn);
-    at = kern_append(buf, n, at, " on '");
-    at = kern_append(buf, n, at, w->name ? w->name : "?");
-    at = kern_append(buf, n, at, "' for ");
+    at = kern_append(buf, n, at, w->name ? " on '" : " on ");
+    at = kern_append(buf, n, at, w->name ? w->name : w->what ? w->what : "?");
+    at = kern_append(buf, n, at, w->name ? "' for " : " for ");
     at = kern_append_int(buf, n, at, w->need);
     kern_append(buf, n, at, w->bytes ? " bytes" : "");
 }
@@ -128,7 +128,8 @@ void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, i
     kern_sem_lock(c);
     if (*count < need && c->mesh) {
         kern_wait what = {.c = c, .fn = fn, .need = need, .bytes = bytes,
-                          .name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL};
+                          .name = sem->arg >= 0 && sem->arg < KERN_MAX_ARGS ? c->arg_name[sem->arg] : NULL,
+                          .what = count == kern_barrier_cell(c) ? "the barrier semaphore" : "a scoped semaphore (run_scoped or emit_pipeline)"};
         kern_guard_waiting(1); /* blocked in tilesim: not the kernel's own loop (pl_guard_stalls) */
         c->mesh->block(c->mesh_run, c->unit, count, need, &what, msg, sizeof msg);
         kern_guard_waiting(0);

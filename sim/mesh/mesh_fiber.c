@@ -101,6 +101,7 @@ struct sim_fiber {
     size_t map_bytes;
     struct mesh_dev *next;  /* its pool's queue */
     int queued, finished;
+    int running;            /* its pool runs it now: it checks its wait itself before it parks */
     pl_ctx *guard;          /* the kernel it was running when it parked (kernel/guard.c) */
     void *fake;             /* AddressSanitizer's fake stack while parked */
 };
@@ -189,6 +190,7 @@ static void run_one(struct sim_fiber_pool *p, struct mesh_dev *d)
 {
     struct sim_fiber *f = d->fiber;
     p->current = d;
+    f->running = 1;
     pl_ctx *mine = kern_guard_enter(f->guard); /* what the fiber runs, while it runs */
     kern_guard_stack(f->map, (char *)f->map + sysconf(_SC_PAGESIZE), p->run->stack_note);
     ASAN_START(&p->fake, (char *)f->map + sysconf(_SC_PAGESIZE), f->map_bytes - (size_t)sysconf(_SC_PAGESIZE));
@@ -197,6 +199,7 @@ static void run_one(struct sim_fiber_pool *p, struct mesh_dev *d)
     f->guard = kern_guard_enter(mine);
     kern_guard_stack(NULL, NULL, NULL);
     p->current = NULL;
+    f->running = 0;
     if (!f->finished) return;
     p->live--;
     munmap(f->map, f->map_bytes);
@@ -229,7 +232,7 @@ static void *pool_main(void *arg)
         if (!p->head) p->tail = NULL;
         d->fiber->queued = 0;
         prefetch_fiber(p->head);
-        run_one(p, d);
+        if (!d->fiber->finished) run_one(p, d); /* its stack is gone once it ended */
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
@@ -247,9 +250,12 @@ static void push(struct mesh_run *r, struct mesh_dev *d)
     pthread_cond_signal(&p->cond);
 }
 
+/* A fiber that runs is not queued: it looks at its wait again before it parks (run_block). Queued, it
+ * would run again after it parked elsewhere or ended: a deadlock declared by a fiber woke every blocked
+ * one, itself included, and its pool later switched to the stack it had freed on ending (a crash). */
 void sim_fiber_ready(struct mesh_run *r, struct mesh_dev *d)
 {
-    if (!d->fiber->queued && !d->fiber->finished) push(r, d);
+    if (!d->fiber->queued && !d->fiber->finished && !d->fiber->running) push(r, d);
 }
 
 void sim_fiber_park(struct mesh_run *r, struct mesh_dev *d) { to_pool(r, d); }

@@ -66,6 +66,9 @@ void sim_mesh_declare_deadlock(mesh_run *r)
             break;
         }
         sim_mesh_dev_what(&r->dev[u]);
+        /* what its semaphore holds now, not when it began to wait: signals may have come since, short of
+         * the count; across processes each rank sent its devices' counts (mesh_mpi.c) */
+        if (r->ranks <= 1) r->dev[u].held = *r->dev[u].cell;
         at += snprintf(r->deadlock_msg + at, n - (size_t)at, "%s %s %s, holds %lld", listed > 1 ? ";" : "",
                        sim_mesh_unit_name(r, u, who, sizeof who), r->dev[u].what, (long long)r->dev[u].held);
     }

@@ -341,7 +341,7 @@ static void deadlock(mesh_run *r)
     pthread_mutex_lock(&r->lock);
     for (int d = r->first; ok && d < r->first + r->count; d++) {
         all[d].blocked = r->dev[d].blocked && !r->dev[d].done;
-        all[d].held = r->dev[d].held;
+        all[d].held = all[d].blocked ? *r->dev[d].cell : r->dev[d].held; /* now, not when it began to wait */
         if (all[d].blocked) sim_mesh_dev_what(&r->dev[d]);
         memcpy(all[d].what, r->dev[d].what, sizeof all[d].what);
     }

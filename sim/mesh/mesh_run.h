@@ -37,7 +37,7 @@ typedef struct mesh_dev {
     int64_t need;
     kern_wait wait;         /* its pending wait (wait.c: not yet in words) */
     char what[SIM_MESH_WHAT]; /* ... in words, for the deadlock message (sim_mesh_dev_what) */
-    int64_t held;
+    int64_t held;           /* what *cell held when the deadlock was declared, for its message */
     pthread_t tid;          /* thread mode: its host thread */
     pthread_cond_t cond;    /* thread mode: its waits sleep here; woken when one of its semaphores grows */
     struct sim_fiber *fiber; /* fiber mode: its stack and context (mesh_fiber.c) */
