@@ -240,6 +240,11 @@ typedef struct kern_mesh_ops {
     /* the device at coords (one per mesh axis; NULL: this device's) with axis `axis` (NULL: none) set to
      * index; -1 when there is no such axis, -2 when a coordinate is off the mesh. n: the mesh's axes */
     int (*device_at)(void *run, int device, const int64_t *coords, const char *axis, int64_t index, int *n);
+    /* the kernel on `unit` read `value` at semaphore cell `cell` (pltpu_semaphore_read, a kernel's polling
+     * loop): the other cores run a while before it reads again (on a pool of fibers a spinning one would
+     * hold its pool thread for ever); nonzero when nothing can change the count any more: every other
+     * core waits or has ended and the count held still over many reads (lock not held) */
+    int (*poll)(void *run, int unit, const int64_t *cell, int64_t value);
 } kern_mesh_ops;
 
 /* What the checks know of one kernel argument (set by the executor). */

@@ -330,5 +330,12 @@ int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem)
     kern_sem_lock(c);
     int64_t v = *(const int64_t *)sem.data; /* 64 bits in two i32 cells */
     kern_sem_unlock(c);
+    if (c->mesh && c->mesh->poll(c->mesh_run, c->unit, (const int64_t *)sem.data, v)) {
+        char name[96];
+        kern_ref_name(c, &sem, name, sizeof name);
+        kern_fault(c, PL_EDEADLOCK, "pltpu_semaphore_read polls %s, which holds %lld, while every other device "
+                   "of the mesh waits, polls or has ended: nothing can change it any more, so the loop never ends "
+                   "(deadlock, rule M10)", name, (long long)v);
+    }
     return v;
 }

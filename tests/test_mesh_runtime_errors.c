@@ -3,6 +3,7 @@
  * failing device, and a message naming the device, the grid point and the
  * rule. Each returns promptly: a wait that nothing can satisfy is reported,
  * never a hang. */
+#include "../sim/tilesim_kernel.h"
 #include "test_mesh_helpers.h"
 
 /* The kernels below: x (8, 128) and o (16, 128) f32 in HBM (ANY) on every
@@ -291,6 +292,51 @@ Test(mesh_runtime, a_deadlock_says_what_each_semaphore_holds_when_it_is_found)
         cr_expect(strstr(m, "pltpu_semaphore_wait on the barrier semaphore for 3"), "%s", m);
         mh_free(&r);
     }
+}
+
+/* Device 0 polls its semaphore with pltpu_semaphore_read until device 2 has signalled it, then takes
+ * the signal: a correct kernel. On one pool thread of fibers (as on a host of one CPU), device 0 ran
+ * first and spun for ever, and device 2, on the same thread, never ran: a hang. */
+static void poll_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c);
+    pl_ref s = pl_at(c, refs[R_SEM], 0);
+    if (me == 2) pltpu_semaphore_signal_device(c, s, 1, 0);
+    if (me != 0) return;
+    while (pltpu_semaphore_read(c, s) < 1) {}
+    pltpu_semaphore_wait(c, s, 1);
+    pl_fill(c, refs[R_F32], 1.0);
+    pltpu_sync_copy(c, refs[R_F32], pl_ds(c, refs[R_O], 0, 0, 8));
+}
+
+Test(mesh_runtime, a_kernel_polling_a_semaphore_lets_the_others_run, .timeout = 30)
+{
+    setenv("TILESIM_MESH_POOL", "1", 1); /* every device on one host thread */
+    mh_run r;
+    pl_call call = err_call(poll_kernel);
+    mh_alloc(&r, "ring:4", 8, 128, 16, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    cr_expect_eq(r.o[0], 1.0f, "device 0 went past its poll");
+    mh_free(&r);
+}
+
+/* Every device polls a semaphore nobody signals: a deadlock, reported at once, not a hang. */
+static void poll_forever_kernel(pl_ctx *c, pl_ref *refs)
+{
+    while (pltpu_semaphore_read(c, pl_at(c, refs[R_SEM], 0)) < 1) {}
+}
+
+Test(mesh_runtime, devices_polling_what_nobody_signals_are_a_deadlock, .timeout = 30)
+{
+    mh_run r;
+    pl_call call = err_call(poll_forever_kernel);
+    mh_alloc(&r, "ring:4", 8, 128, 16, 128);
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_EDEADLOCK, "%s", r.mr.error);
+    mh_assert_says(r.mr.error, "pltpu_semaphore_read polls", "holds 0", "M10");
+    cr_expect_lt(r.seconds, 5.0, "took %.3f s", r.seconds);
+    mh_free(&r);
 }
 
 /* Device 2 reads past a buffer before it sends; its right neighbour waits for

@@ -211,6 +211,37 @@ static void run_perturb(void *p, int device)
     }
 }
 
+/* A core that read the same count POLL_QUIET times in a row counts as polling (it wakes no one while it
+ * only reads); one that reads it POLL_LIMIT times while every other live core is blocked or polling
+ * ends in a deadlock: well past any yield schedule, far short of a wait a user would notice. */
+enum { POLL_QUIET = 1000, POLL_LIMIT = 100000 };
+
+/* Lock held: the core did something else (added to a semaphore, ended): it may wake others again. */
+void sim_mesh_unpoll(mesh_run *r, mesh_dev *d)
+{
+    d->polls = 0;
+    if (d->polling) d->polling = 0, r->polling--;
+}
+
+static int run_poll(void *p, int unit, const int64_t *cell, int64_t value)
+{
+    mesh_run *r = p;
+    mesh_dev *d = &r->dev[unit];
+    pthread_mutex_lock(&r->lock);
+    if (cell != d->poll_cell || value != d->poll_value) sim_mesh_unpoll(r, d);
+    d->poll_cell = cell, d->poll_value = value;
+    if (++d->polls == POLL_QUIET) d->polling = 1, r->polling++;
+    /* the others that could change it: none when every other live core is blocked or polling (across
+     * processes, another rank's may run: never a verdict there) */
+    int alone = r->ranks <= 1 && r->blocked + r->polling - d->polling >= r->alive - 1;
+    int stuck = alone && d->polls >= POLL_LIMIT;
+    pthread_mutex_unlock(&r->lock);
+    if (stuck) return 1;
+    if (r->fibers) sim_fiber_yield(r, d); /* the others run before it reads again */
+    else sched_yield();
+    return 0;
+}
+
 /* Bytes [lo, hi) of argument `arg` of device `device` as the race detector
  * keys them: the argument and the offsets from its base, so that arrays whose
  * addresses mean nothing (cost-only ANY operands are offsets from NULL) and
@@ -272,6 +303,7 @@ static void run_added(void *p, int device, int owner, const int64_t *cell, int64
 {
     mesh_run *r = p;
     if (device != owner) r->dev[device].n_seen = 0;
+    sim_mesh_unpoll(r, &r->dev[device]); /* it may wake a core again */
     if (r->race_q) sim_race_queue_added(r->race_q, device, owner, cell, amount);
     else sim_mesh_race_added(r->race, device, owner, cell, amount);
 }
@@ -340,4 +372,4 @@ static void run_access(void *p, int unit, const pl_ref *ref, int write, const ch
 const kern_mesh_ops sim_mesh_hooks = {run_lock,    run_unlock,   run_block,      run_wake,  run_translate,
                                        run_axis,    run_perturb,  run_incoming,   run_local_copy,
                                        run_added,   run_taken,    run_hops,       run_away,  run_post,
-                                       run_peer,    run_dcn,      run_access,     run_device_at};
+                                       run_peer,    run_dcn,      run_access,     run_device_at, run_poll};

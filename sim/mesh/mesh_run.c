@@ -36,6 +36,7 @@ static void run_unit(mesh_dev *d)
     sim_walk_device_steps(d->x, d->core);
     pthread_mutex_lock(&r->lock);
     r->alive--;
+    sim_mesh_unpoll(r, d);
     d->done = 1;
     sim_mesh_find_deadlock(r); /* the others may have been waiting for this one */
     pthread_mutex_unlock(&r->lock);

@@ -38,6 +38,10 @@ typedef struct mesh_dev {
     kern_wait wait;         /* its pending wait (wait.c: not yet in words) */
     char what[SIM_MESH_WHAT]; /* ... in words, for the deadlock message (sim_mesh_dev_what) */
     int64_t held;           /* what *cell held when the deadlock was declared, for its message */
+    const int64_t *poll_cell; /* the semaphore its kernel polls (pltpu_semaphore_read) and what it read */
+    int64_t poll_value, polls; /* polls: reads of that value in a row */
+    int polling;            /* it read the same count POLL_QUIET times in a row and added to no semaphore since:
+                               it can wake no one, as a blocked core cannot (counted in mesh_run.polling) */
     pthread_t tid;          /* thread mode: its host thread */
     pthread_cond_t cond;    /* thread mode: its waits sleep here; woken when one of its semaphores grows */
     struct sim_fiber *fiber; /* fiber mode: its stack and context (mesh_fiber.c) */
@@ -58,6 +62,7 @@ typedef struct mesh_run {
     mesh_dev *dev;          /* per unit */
     pthread_mutex_t lock;
     int alive, blocked, deadlock;
+    int polling;            /* live cores polling a count that holds still (mesh_dev.polling) */
     char deadlock_msg[PL_KERN_MESH_MSG];
     uint64_t seed;
     sim_mesh_race *race;    /* V4 between devices (mesh_race.h) */
@@ -104,6 +109,8 @@ void sim_mesh_wake_unit(mesh_run *r, int unit);
 /* Declare a deadlock when every core still running is blocked on a wait
  * still short (lock held; across processes, wake the calling thread). */
 void sim_mesh_find_deadlock(mesh_run *r);
+/* Lock held: core d did something besides polling a semaphore (mesh_hooks.c, run_poll). */
+void sim_mesh_unpoll(mesh_run *r, mesh_dev *d);
 /* Can other devices name argument `arg`? (an ANY operand, scratch, or a
  * pipelined VMEM block, slot for slot) */
 int sim_mesh_reachable(const sim_exec *x, int arg);
