@@ -83,7 +83,8 @@ int64_t pltpu_semaphore_read(pl_ctx *c, pl_ref sem);
  *     pltpu_remote_copy_wait(c, &cp);       // my send is done, and my left neighbour's has landed
  *
  * The destination is the same Ref (argument, offsets) on the other device:
- * an ANY (HBM) operand or a scratch buffer. Its DMA semaphore recv_sem, on
+ * an ANY (HBM) operand, a scratch buffer, or a pipelined VMEM block (an
+ * input's or output's buffer, rule M11). Its DMA semaphore recv_sem, on
  * the other device, counts the bytes landed there; send_sem, here, the
  * bytes sent. A wait blocks until another device's copy or signal makes it
  * possible; a wait nothing in the mesh can satisfy is PL_EDEADLOCK naming

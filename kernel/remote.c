@@ -353,7 +353,10 @@ static void signal_unit(pl_ctx *c, pl_ref sem, int64_t inc, int device_id, int c
             c->mesh->post(c->mesh_run, c->unit, to, NULL, NULL, &t, inc, "");
         else kern_sem_add(c, &sem, (int64_t *)t.data, to, inc, fn);
     }
-    kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .elems = inc, .cell = (uintptr_t)t.data, .name = fn};
+    /* k: the ICI links it crosses to another device; the timing model delivers it as a copy's first byte */
+    int hops = device_id == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->unit, to);
+    kern_op op = {.kind = KERN_OP_SEM_SIGNAL, .n = device_id, .k = hops, .elems = inc, .cell = (uintptr_t)t.data,
+                  .name = fn};
     kern_record(c, &op);
 }
 

@@ -16,7 +16,9 @@
  *     pl_mesh_report mr;
  *     int rc = pl_mesh_call(&mesh, &call, args, outs, &opt, &mr, reports);
  *
- * Each device runs on a host thread of its own. A wait blocks until another
+ * Every device runs at once: as fibers on a pool of host threads (one per
+ * CPU), or with TILESIM_MESH_THREADS=1 each on a host thread of its own
+ * (docs/meshes.md). A wait blocks until another
  * device's copy or signal satisfies it; when every device still running is
  * blocked, that is a deadlock, reported with each device's pending wait and
  * grid point (PL_EDEADLOCK), never a hang.

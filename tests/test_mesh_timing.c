@@ -86,6 +86,36 @@ Test(mesh_timing, a_waiter_waits_for_a_late_signal_M9)
     mh_free(&r);
 }
 
+/* Ten round trips of a signal between devices 0 and 3 of a line of 4 (3 hops each way): a signal crosses
+ * the links as a copy's first byte does, after the DMA latency and a latency per hop, so the trips take
+ * at least 20 x (latency + 3 hops). Before, a signal reached its device the instant it was made, and the
+ * ten trips took a few issue slots (barriers and handshakes cost nothing). */
+static void ping_pong(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c);
+    pl_ref s = pl_at(c, refs[T_SEM], 0);
+    if (me != 0 && me != 3) return;
+    for (int i = 0; i < 10; i++) {
+        if (me == 0) pltpu_semaphore_signal_device(c, s, 1, 3), pltpu_semaphore_wait(c, s, 1);
+        else pltpu_semaphore_wait(c, s, 1), pltpu_semaphore_signal_device(c, s, 1, 0);
+    }
+}
+
+Test(mesh_timing, a_signal_to_another_device_takes_the_latency_of_its_hops_M9)
+{
+    mh_run r;
+    run_timing(&r, ping_pong, "line:4");
+    const pl_chip *chip = pl_chip_default();
+    double trip = chip->dma_latency_s + 3 * chip->ici_latency_s;
+    cr_assert_gt(trip, 1e-7, "the chip has DMA and hop latencies: %g s", trip);
+    cr_expect_geq(r.mr.time_s, 20 * trip, "20 one-way signals of %g s: the mesh took %g s", trip, r.mr.time_s);
+    cr_expect_lt(r.mr.time_s, 20 * trip + 20 * 2 * chip->dma_issue_s + 1e-6, "and little else: %g s",
+                 r.mr.time_s);
+    cr_expect_geq(r.reps[0].remote_wait_s, 10 * 2 * trip - 10 * 2 * chip->dma_issue_s - 1e-9,
+                  "device 0 waits for each answer: %g s", r.reps[0].remote_wait_s);
+    mh_free(&r);
+}
+
 /* The same kernel without the wait: device 1 finishes at once. The wait,
  * not something else, is what makes it late above. */
 static void no_wait(pl_ctx *c, pl_ref *refs)

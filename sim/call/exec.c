@@ -215,25 +215,33 @@ static int cmp_cell(const void *a, const void *b)
     return x->cell < y->cell ? -1 : x->cell > y->cell;
 }
 
+/* The cells of line m (device d's copies or signals) that something from another slice lands in, appended to
+ * *v; 0, or -1 out of memory. */
+static int dcn_line(const sim_opline *m, int d, const pl_mesh *mesh, dcn_cell **v, size_t *k, size_t *cap)
+{
+    for (int64_t j = 0; j < m->n; j++) {
+        const sim_xfer *x = &m->x[j];
+        if (!x->hops || !x->cell || pl_mesh_slice_of(mesh, d) == pl_mesh_slice_of(mesh, x->to)) continue;
+        if (*k == *cap) {
+            dcn_cell *g = realloc(*v, (*cap = *cap ? 2 * *cap : 64) * sizeof **v);
+            if (!g) return -1;
+            *v = g;
+        }
+        (*v)[(*k)++] = (dcn_cell){x->to, x->cell};
+    }
+    return 0;
+}
+
 static dcn_cell *dcn_cells(sim_exec **xs, int n, const pl_mesh *mesh, size_t *count)
 {
     size_t k = 0, cap = 0;
     dcn_cell *v = NULL;
     *count = 0;
     for (int d = 0; mesh->dcn && d < n; d++)
-        for (int c = 0; c < xs[d]->n_cores; c++) {
-            const sim_opline *m = &xs[d]->lines[c].manual;
-            for (int64_t j = 0; j < m->n; j++) {
-                const sim_xfer *x = &m->x[j];
-                if (!x->hops || !x->cell || pl_mesh_slice_of(mesh, d) == pl_mesh_slice_of(mesh, x->to)) continue;
-                if (k == cap) {
-                    dcn_cell *g = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
-                    if (!g) return free(v), NULL;
-                    v = g;
-                }
-                v[k++] = (dcn_cell){x->to, x->cell};
-            }
-        }
+        for (int c = 0; c < xs[d]->n_cores; c++) /* copies and signals: either may cross slices */
+            if (dcn_line(&xs[d]->lines[c].manual, d, mesh, &v, &k, &cap) ||
+                dcn_line(&xs[d]->lines[c].signals, d, mesh, &v, &k, &cap))
+                return free(v), NULL;
     if (k) qsort(v, k, sizeof *v, cmp_cell);
     *count = k;
     return v;

@@ -192,6 +192,15 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
     double seconds = 0, segment = 0;
     for (int i = 0; i < n; i++) {
         const kern_op *o = &ops[i];
+        if (o->kind == KERN_OP_SEM_SIGNAL && o->k) { /* to another device: it crosses the links (M9, M11) */
+            events = 1;
+            if (sim_opline_push(&cl->signals, step, o->elems, 0, NULL)) return -1;
+            sim_xfer *x = &cl->signals.x[cl->signals.n - 1];
+            x->signal = 1, x->hops = (uint8_t)(o->k > 255 ? 255 : o->k), x->to = (int32_t)o->n, x->cell = o->cell;
+            sim_kevent e = {.kind = SIM_KEV_SEND, .xfer = cl->signals.n - 1};
+            if (push_event(cl, step, &segment, e)) return -1;
+            continue;
+        }
         if (o->kind == KERN_OP_RECV_WAIT || o->kind == KERN_OP_SEM_WAIT || o->kind == KERN_OP_SEM_SIGNAL) {
             events = 1;
             sim_kevent e = {.kind = o->kind == KERN_OP_SEM_SIGNAL ? SIM_KEV_SIGNAL : SIM_KEV_TAKE,

@@ -52,6 +52,7 @@ static void put_line(sim_buf *b, const sim_coreline *c)
     put_i64(b, c->n_ops);
     for (int i = 0; i < c->n_ops; i++) put_opline(b, &c->op[i]);
     put_opline(b, &c->manual);
+    put_opline(b, &c->signals);
     put_array(b, c->kev, c->n_kev, sizeof *c->kev);
     put_array(b, c->step_kev, c->cap_step_kev, sizeof *c->step_kev);
     put_array(b, c->step_s, c->steps, sizeof *c->step_s);
@@ -126,6 +127,7 @@ static void get_line(reader *r, sim_coreline *c)
     if (n != c->n_ops && !r->rc) r->rc = PL_EINVAL;
     for (int i = 0; i < c->n_ops; i++) get_opline(r, &c->op[i]);
     get_opline(r, &c->manual);
+    get_opline(r, &c->signals);
     c->kev = get_array(r, sizeof *c->kev, &n);
     c->n_kev = c->cap_kev = n;
     c->step_kev = get_array(r, sizeof *c->step_kev, &n);

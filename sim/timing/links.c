@@ -96,7 +96,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     if (hops <= 16) memcpy(links, near, (size_t)hops * sizeof *links);
     else sim_mesh_route(l->mesh, from, x->to, links, hops);
     double first_byte = l->latency;
-    if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
+    if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0]) && !x->signal) { /* the Megascale view's traffic between slices */
         l->dcn_copies++;
         l->dcn_pair[from / l->per_slice][x->to / l->per_slice] += (double)x->bytes;
     }
@@ -108,7 +108,8 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     l->fresh = 0;
     x->t_issue = now;
     x->done = 0;
-    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = (double)x->bytes,
+    /* a signal arrives as a copy's first byte would, and moves none */
+    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = x->signal ? 0 : (double)x->bytes,
                                   .from = from, .n_links = hops, .links = links};
     return 0;
 }

@@ -157,6 +157,8 @@ void sim_coreline_free(sim_coreline *c)
     }
     free(c->manual.x);
     free(c->manual.bidx);
+    free(c->signals.x);
+    free(c->signals.bidx);
     free(c->kev);
     free(c->step_kev);
     pool_give(c->step_s, (size_t)c->cap * sizeof *c->step_s);

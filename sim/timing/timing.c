@@ -137,6 +137,14 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     if ((e->kind == SIM_KEV_WAIT || e->kind == SIM_KEV_TAKE) && e->t0 < 0) e->t0 = now;
     switch (e->kind) {
     case SIM_KEV_COMPUTE: c->wake = now + e->seconds; break;
+    case SIM_KEV_SEND: { /* written like a descriptor; it crosses the links as a copy's first byte does */
+        sim_xfer *x = &cl->signals.x[e->xfer];
+        if (c->links) {
+            if (sim_links_issue(c->links, c->device, x, now)) return -1;
+        } else if (c->credits && sim_credit_add(c->credits, x->to, x->cell, x->bytes)) return -1;
+        busy(c, now, chip->dma_issue_s);
+        break;
+    }
     case SIM_KEV_START:
         if (cl->manual.x[e->xfer].hops && c->links) {
             if (sim_links_issue(c->links, c->device, &cl->manual.x[e->xfer], now)) return -1;

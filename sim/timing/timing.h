@@ -37,6 +37,7 @@ typedef struct sim_xfer {
     uint8_t prof_row; /* on the manual line: its row in its core's op profile (pl_report.profile) */
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
     uint8_t regular;  /* ... or 1, not its bytes: a regular semaphore (M8) */
+    uint8_t signal;   /* a remote semaphore signal: no bytes move; `bytes` is the amount it adds at `to` */
     uintptr_t cell;   /* 0: none */
 } sim_xfer;         /* 64 bytes: a big mesh keeps one a copy */
 
@@ -65,7 +66,9 @@ typedef struct sim_opline {
 typedef enum sim_kevent_kind {
     SIM_KEV_COMPUTE, SIM_KEV_START, SIM_KEV_WAIT, SIM_KEV_END,
     SIM_KEV_TAKE,     /* mesh: until `amount` more has reached semaphore `cell` of this device (a wait) */
-    SIM_KEV_SIGNAL    /* mesh: `amount` reaches semaphore `cell` of device `device` now */
+    SIM_KEV_SIGNAL,   /* mesh: `amount` reaches semaphore `cell` of device `device` (this one) now */
+    SIM_KEV_SEND      /* mesh: a signal to another device, cl->signals[xfer]: it arrives as a copy's first byte
+                       * would, after the DMA latency and a latency per ICI hop (M9, M11) */
 } sim_kevent_kind;
 /* 40 bytes: a big mesh records several a copy (issue 26), so the fields no
  * kind uses together share their bytes. */
@@ -73,7 +76,7 @@ typedef struct sim_kevent {
     uint8_t kind;     /* sim_kevent_kind */
     int32_t device;   /* SIGNAL */
     union {
-        int64_t xfer;     /* START, WAIT: index into the core's manual line */
+        int64_t xfer;     /* START, WAIT: index into the core's manual line; SEND: into its signals */
         uintptr_t cell;   /* TAKE, SIGNAL */
     };
     union {
@@ -88,6 +91,7 @@ typedef struct sim_coreline {
     int n_ops;
     sim_opline op[SIM_MAX_OPS];
     sim_opline manual;   /* manual copies in start order (xfer.step: the step that started it) */
+    sim_opline signals;  /* signals to other devices in order (xfer.signal set; bytes: the amount) */
     sim_kevent *kev;     /* the event lists of steps with manual copies */
     int64_t n_kev, cap_kev;
     int64_t *step_kev;   /* per step: its first event in kev, or -1 (one compute block); NULL: no manual copies */
