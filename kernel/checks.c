@@ -108,7 +108,9 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
     }
 }
 
-void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
+void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn) { kern_note_read_spare(c, src, fn, 0); }
+
+void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned spare)
 {
     if (c->n_dma) kern_check_read_in_flight(c, src, fn);
     mesh_access(c, src, 0);
@@ -144,11 +146,14 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
                  "index is 0) before adding into it",
                  fn, name, point);
     }
-    if (a->clipped && !c->padding_read[0]) {
+    if (a->clipped && (!c->padding_read[0] || c->padding_spare)) {
         int64_t lo[PL_MAX_RANK], hi[PL_MAX_RANK];
         view_extent(a, src, lo, hi);
         for (int d = 0; d < a->tmpl.rank; d++) {
             if (lo[d] >= a->vlo[d] && hi[d] <= a->vhi[d]) continue;
+            int vd = d - (a->tmpl.rank - src->rank), harmless = vd >= 0 && (spare >> vd & 1u);
+            if (c->padding_read[0] && harmless) continue; /* a spare one is there already, or a real one */
+            c->padding_spare = harmless;
             kern_ref_name(c, src, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
             if (a->vlo[d] == 0)
@@ -162,7 +167,7 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn)
                          "there are inside the array: the rest is element padding, garbage (rules B5, B6)",
                          fn, name, point, (long long)lo[d], (long long)hi[d] - 1, d, (long long)a->vlo[d],
                          (long long)a->vhi[d] - 1);
-            break;
+            if (!harmless) break; /* a spare one may give way to a real one of a later dimension */
         }
     }
 }

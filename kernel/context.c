@@ -243,6 +243,7 @@ const kern_op *kern_step_ops(const pl_ctx *c, int *n)
 void kern_new_output_block(pl_ctx *c)
 {
     c->padding_read[0] = '\0';
+    c->padding_spare = 0;
     c->oob_read[0] = '\0';
     c->out_read[0] = '\0';
 }

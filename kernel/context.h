@@ -334,6 +334,7 @@ struct pl_ctx {
     int uninit_core;            /* ... on a core other than core 0: its scratch is its own (G4, M2) */
     char out_read[512];         /* an output block read before anything wrote all of it (P4) */
     char padding_read[512];     /* an edge block's overhang read */
+    int padding_spare;          /* ... only along a dimension whose garbage the write-back drops (a matmul's M) */
     char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
     /* manual DMA (kernel/dma.c); the executor frees dma and checks what is
      * left at the end of the call (M10) */
@@ -510,6 +511,11 @@ void kern_fault(pl_ctx *c, int code, const char *fmt, ...);
  * read of uninitialized scratch or of edge-block padding is remembered (V1). */
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn);
 void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn);
+/* The same, for an op whose result along the view's dimensions in `spare` (bit d: dimension d) follows
+ * the operand's: edge-block padding read there feeds only result elements past the edge, which the
+ * write-back drops (a matmul's rows of a and columns of b), so it explains a NaN only when nothing
+ * else does. */
+void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned spare);
 
 /* A warning about argument `arg` (or -1) with the grid point, to the report, as a finding of `rule`. */
 #if defined(__GNUC__)

@@ -213,8 +213,9 @@ void pl_dot(pl_ctx *c, pl_ref acc, pl_ref a, pl_ref b, unsigned flags)
                    (long long)m, (long long)k, tb ? "^T" : "", (long long)b.shape[0], (long long)b.shape[1]);
 
     if (c->args) {
-        kern_note_read(c, &a, "pl_dot");
-        kern_note_read(c, &b, "pl_dot");
+        /* a's rows and b's columns past an edge reach only acc's rows and columns past it (dropped) */
+        kern_note_read_spare(c, &a, "pl_dot", 1u << 0);
+        kern_note_read_spare(c, &b, "pl_dot", tb ? 1u << 0 : 1u << 1);
         if (flags & PL_DOT_ACC) kern_note_read(c, &acc, "pl_dot");
         kern_note_write(c, &acc, "pl_dot");
     }

@@ -311,6 +311,24 @@ Test(buggy, read_padding_explains_the_edge_block)
     expect_has(f->msg, s);
 }
 
+/* M, N and K all ragged (300 x 200 x 520 in 128 blocks), K unmasked: every NaN comes from the K edge.
+ * The M and N edges' padding reaches only rows and columns the write-back drops, so the finding names
+ * the read past K (x's dimension 1 or y's dimension 0), not the first padding read; it named x's rows
+ * or y's columns in four of six blocks. */
+Test(buggy, read_padding_on_every_edge_names_the_contraction_edge)
+{
+    pl_call call = bug_matmul_call(bug_read_padding_kernel, 300, 200, 520, 128, 128, 128);
+    pl_report rep;
+    th_expect_ok(bug_run_matmul(&call, 300, 200, 520, NULL, &rep), &rep);
+    cr_assert_eq(rep.n_findings, 3 * 2, "one per output block");
+    for (int i = 0; i < rep.n_findings; i++) {
+        const char *m = rep.findings[i].msg;
+        int k_edge = (strstr(m, "'x' at grid point") && strstr(m, "of dimension 1, but only 8 elements")) ||
+                     (strstr(m, "'y' at grid point") && strstr(m, "of dimension 0, but only 8 elements"));
+        cr_expect(k_edge && strstr(m, ", 4) up to index 127"), "finding %d: %s", i, m);
+    }
+}
+
 /* Every finding explains its own block: the padding read happened at that
  * block's last grid point, not at the first block's. */
 Test(buggy, read_padding_each_finding_names_its_own_grid_point)

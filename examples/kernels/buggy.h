@@ -90,4 +90,7 @@ int bug_run_matmul(const pl_call *call, int64_t m, int64_t n, int64_t k, const p
  * what they need. */
 pl_call bug_matmul_call(pl_kernel_fn kernel, int64_t m, int64_t n, int64_t k, int64_t bm, int64_t bn, int64_t bk);
 
+/* read_padding's kernel: the matmul with its K edge unmasked, for other shapes (tests). */
+void bug_read_padding_kernel(pl_ctx *c, pl_ref *refs);
+
 #endif

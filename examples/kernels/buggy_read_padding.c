@@ -10,7 +10,7 @@
  */
 #include "buggy.h"
 
-static void read_padding_kernel(pl_ctx *c, pl_ref *refs)
+void bug_read_padding_kernel(pl_ctx *c, pl_ref *refs)
 {
     pl_ref x = refs[0], y = refs[1], o = refs[2], acc = refs[3];
     int64_t k = pl_program_id(c, 2), nk = pl_num_programs(c, 2);
@@ -24,6 +24,6 @@ static void read_padding_kernel(pl_ctx *c, pl_ref *refs)
 int bug_run_read_padding(const pl_options *opt, pl_report *rep)
 {
     pl_call call =
-        bug_matmul_call(read_padding_kernel, BUG_M, BUG_N, BUG_K_RAGGED, BUG_BM, BUG_BN, BUG_BK_RAGGED);
+        bug_matmul_call(bug_read_padding_kernel, BUG_M, BUG_N, BUG_K_RAGGED, BUG_BM, BUG_BN, BUG_BK_RAGGED);
     return bug_run_matmul(&call, BUG_M, BUG_N, BUG_K_RAGGED, opt, rep);
 }
