@@ -159,3 +159,28 @@ Test(common, text_load_takes_exactly_its_limit)
     close(fd);
     unlink(path);
 }
+
+/* A full warning list keeps whole lines and says there are more: a warning that does not fit is left
+ * out, not cut mid-word, and n_warnings counts every one. */
+Test(common, a_full_warning_list_ends_with_a_note_not_a_cut_line)
+{
+    static pl_report rep;
+    memset(&rep, 0, sizeof rep);
+    for (int i = 0; i < 100; i++)
+        sim_warn(&rep, "warning %d: block (1, 128) has 1 row where the native tile has 8 sublanes (rule T6)", i);
+    cr_expect_eq(rep.n_warnings, 100);
+    size_t n = strlen(rep.warnings);
+    cr_assert_lt(n, sizeof rep.warnings);
+    cr_expect_eq(rep.warnings[n - 1], '\n', "the list ends with a whole line");
+    const char *last = rep.warnings + n - 1;
+    while (last > rep.warnings && last[-1] != '\n') last--;
+    cr_expect(strncmp(last, "(more warnings not shown", 24) == 0, "%s", last);
+    int lines = 0;
+    for (const char *p = rep.warnings; (p = strchr(p, '\n')); p++) lines++;
+    for (const char *p = rep.warnings; p < last; p = strchr(p, '\n') + 1)
+        cr_expect(strstr(p, "(rule T6)\n") == strchr(p, '\n') - 9, "a whole line: %.60s", p);
+    cr_expect_lt(lines, 100);
+    sim_warn(&rep, "one more");
+    cr_expect_eq(strlen(rep.warnings), n, "nothing after the note");
+    cr_expect_eq(rep.n_warnings, 101);
+}

@@ -26,18 +26,23 @@ int sim_fail(pl_report *rep, int code, const char *fmt, ...)
     return code;
 }
 
+/* The line that ends a full list, once: a warning that does not fit whole is left out, not cut. */
+static const char more_warnings[] = "(more warnings not shown: the report's n_warnings counts them all)\n";
+
 void sim_warn(pl_report *rep, const char *fmt, ...)
 {
-    size_t used = strlen(rep->warnings);
-    if (used + 2 >= sizeof rep->warnings) return;
+    char line[PL_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rep->warnings + used, sizeof rep->warnings - used - 1, fmt, ap);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    used = strlen(rep->warnings);
-    rep->warnings[used] = '\n';
-    rep->warnings[used + 1] = '\0';
     rep->n_warnings++;
+    size_t used = strlen(rep->warnings), n = strlen(line), room = sizeof rep->warnings - sizeof more_warnings;
+    if (used + n + 2 <= room) {
+        memcpy(rep->warnings + used, line, n);
+        memcpy(rep->warnings + used + n, "\n", 2);
+    } else if (used + sizeof more_warnings <= sizeof rep->warnings && !strstr(rep->warnings, more_warnings))
+        memcpy(rep->warnings + used, more_warnings, sizeof more_warnings);
 }
 
 /* One format for sim/ and kernel/: the kernel's messages print points too. */
