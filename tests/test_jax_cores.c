@@ -6,6 +6,7 @@
  * mirrors; the C is written from what that test asserts. */
 #include <math.h>
 
+#include "../kernel/pltpu.h"
 #include "helpers.h"
 
 enum { R = 8, L = 128, G = 4 };
@@ -461,4 +462,30 @@ Test(jax_cores, scratch_zeroed_at_one_point_is_named_per_core_on_core_1)
     pl_report rep;
     cr_assert_eq(pl_pallas_call(&call, &a, &out, &one, &rep), PL_OK, "%s", rep.error);
     cr_expect_eq(rep.n_findings, 0, "%s", rep.n_findings ? rep.findings[0].msg : "");
+}
+
+/* A copy started at a grid point of core 0 and waited at the next point, which core 1 runs: the M10
+ * error names the core and says why (each core walks its own part, G4). */
+static void cross_core_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, 8), refs[2], pl_at(c, refs[3], 0));
+    if (i == 0) pltpu_copy_start(c, &cp);
+    if (i == 1) pltpu_copy_wait(c, &cp);
+    pl_fill(c, refs[1], 0.0);
+}
+
+Test(jax_cores, M10_a_copy_waited_on_the_other_core_names_the_core)
+{
+    float *x = th_f32_seq(16 * 128), *o = th_f32_fill(16 * 128, 0);
+    pl_call call = {.kernel = cross_core_kernel, .grid_rank = 1, .grid = {2}, .semantics = {PL_PARALLEL},
+                    .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+                    .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(1)}};
+    pl_array a = PL_ARRAY(x, PL_F32, 16, 128), out = PL_ARRAY(o, PL_F32, 16, 128);
+    pl_options opt = {.chip = "v5p"};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, &out, &opt, &rep);
+    cr_assert_neq(rc, PL_OK);
+    cr_expect(strstr(rep.error, "core") && strstr(rep.error, "G4"), "%s", rep.error);
+    free(x), free(o);
 }

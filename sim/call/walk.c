@@ -70,14 +70,17 @@ static int run_kernel(sim_core *k, int64_t step)
 static int check_semaphores(sim_core *k)
 {
     const pl_ctx *c = &k->ctx;
-    char name[96], point[128];
+    char name[96], point[128], core[224] = "";
+    if (k->x->n_cores > 1) /* megacore: a copy started where one core runs and waited where the other does */
+        snprintf(core, sizeof core, "; it ran on core %d of %d, and each core walks its own part of the grid "
+                 "(rule G4): wait for a copy or signal at a point the core that made it runs", k->index, k->x->n_cores);
     if (c->n_dma) {
         kern_ref_name(c, &c->dma[0].dst, name, sizeof name);
         kern_format_point(c->dma[0].point, c->grid_rank, point, sizeof point);
         return sim_fail(&k->rep, PL_ESEMAPHORE,
                         "copy %lld into %s, started at grid point %s, was never waited: its semaphore is left "
-                        "non-zero when the kernel ends (rule M10)%s",
-                        (long long)c->dma[0].id, name, point, c->n_dma > 1 ? "; and more copies like it" : "");
+                        "non-zero when the kernel ends (rule M10)%s%s",
+                        (long long)c->dma[0].id, name, point, core, c->n_dma > 1 ? "; and more copies like it" : "");
     }
     const sim_exec *x = k->x;
     const pl_call *call = x->plan.call;
@@ -89,8 +92,8 @@ static int check_semaphores(sim_core *k)
             if (v[j] != 0)
                 return sim_fail(&k->rep, PL_ESEMAPHORE,
                                 "semaphore %lld of %s (refs[%d]) holds %lld when the kernel ends; every signal "
-                                "needs its wait (rule M10)",
-                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j]);
+                                "needs its wait (rule M10)%s",
+                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j], core);
     }
     const int64_t *barrier = kern_barrier_cell(&k->ctx);
     if (*barrier != 0)
