@@ -407,6 +407,22 @@ Test(harden_ux, matmul_bad_heatmap_path_fails_before_running)
     th_run_free(&r);
 }
 
+/* The same for `tilesim verify` and `run`: every output path is probed before the run (it ran the whole
+ * check, printed its verdict, and only then failed on --heatmap). */
+Test(harden_ux, cli_bad_output_paths_fail_before_running)
+{
+    const char *opts[][2] = {{"verify", "--heatmap"}, {"run", "--trace"}, {"run", "--html"}};
+    for (int i = 0; i < 3; i++) {
+        th_run r = TH_RUN(opts[i][0], "matmul", opts[i][1], "/nonexistent/dir/out.file");
+        cr_assert_eq(r.status, 2, "%s %s: %s", opts[i][0], opts[i][1], r.err);
+        cr_expect(strstr(r.err, opts[i][1]) && strstr(r.err, "/nonexistent/dir") && strstr(r.err, strerror(ENOENT)),
+                  "%s", r.err);
+        cr_expect_null(strstr(r.out, "PASS"), "it ran first: %s", r.out);
+        cr_expect_null(strstr(r.out, "time on"), "it ran first: %s", r.out);
+        th_run_free(&r);
+    }
+}
+
 Test(harden_ux, matmul_json_has_the_verdict)
 {
     th_run r = RUN_EX("matmul", "256", "256", "256", "128", "128", "128", "--json");
