@@ -134,3 +134,24 @@ Test(bound, no_advice_without_a_simulated_gain)
     cr_assert_null(strstr(rep->bound_msg, "amortize"), "%s", rep->bound_msg);
     free(rep);
 }
+
+/* Advice keeps to the run's own VMEM limit (--vmem-limit): at 16 MiB, bm=2048 (28 MiB of buffers) is
+ * refused, so it is not advised, where it was ("bm=2048: 199.43 us") and the run it named failed M4. */
+Test(bound, advice_keeps_to_the_runs_vmem_limit)
+{
+    static const char *const tiles[] = {"M=4096", "N=4096", "K=4096", "bm=1024", "bn=1024", "bk=1024", "dtype=bf16",
+                                        NULL};
+    const pl_kernel_def *d = ex_kernel_find("matmul");
+    int64_t v[PL_KDEF_MAX_PARAMS];
+    char msg[256];
+    pl_kernel_defaults(d, v);
+    for (int i = 0; tiles[i]; i++) cr_assert_eq(pl_kernel_set(d, v, tiles[i], msg, sizeof msg), PL_OK, "%s", msg);
+    pl_options opt = {.chip = "v6e", .cost_only = 1, .vmem_limit_bytes = 16 << 20};
+    pl_report *rep = calloc(1, sizeof *rep);
+    cr_assert_eq(pl_kernel_run(d, v, &opt, rep, NULL, NULL), PL_OK, "%s", rep->error);
+    pl_kernel_advise(d, v, &opt, rep);
+    cr_expect_null(strstr(rep->bound_msg, "bm=2048"), "%s", rep->bound_msg);
+    cr_expect_not_null(strstr(rep->bound_msg, "; simulated: no bm, bn or bk twice or half as large is faster"), "%s",
+                       rep->bound_msg);
+    free(rep);
+}

@@ -28,8 +28,10 @@ static double try_value(const pl_kernel_def *d, const int64_t *v, int i, int64_t
     int64_t w[PL_KDEF_MAX_PARAMS];
     memcpy(w, v, sizeof w[0] * (size_t)d->n_params);
     w[i] = x;
+    /* the run's chip and VMEM limit (--vmem-limit): advice the user's own limit refuses is no advice */
     pl_options opt = {.chip = base ? base->chip : NULL, .chip_spec = base ? base->chip_spec : NULL,
-                      .cost_only = 1, .checks_off = 1, .host_threads = base ? base->host_threads : 0};
+                      .cost_only = 1, .checks_off = 1, .host_threads = base ? base->host_threads : 0,
+                      .vmem_limit_bytes = base ? base->vmem_limit_bytes : 0};
     return pl_kernel_run(d, w, &opt, scratch, NULL, NULL) == PL_OK ? scratch->time_s : -1;
 }
 
