@@ -242,8 +242,11 @@ int cli_ksweep(int argc, char **argv)
             print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels, said);
             status = legal ? 0 : 1;
             char msg[PL_MSG_MAX];
-            if (o.svg && pl_roofline_svg(o.svg, n, reps, (const char *const *)labels, opt.chip_spec, d->name, msg,
-                                         sizeof msg) != PL_OK)
+            /* nothing legal, nothing to plot: a failed sweep leaves the file as it was */
+            if (o.svg && !legal) fprintf(stderr, "tilesim sweep: --svg: no legal configuration to plot; '%s' not "
+                                         "written\n", o.svg);
+            else if (o.svg && pl_roofline_svg(o.svg, n, reps, (const char *const *)labels, opt.chip_spec, d->name,
+                                              msg, sizeof msg) != PL_OK)
                 fprintf(stderr, "tilesim sweep: --svg: %s\n", msg), status = CLI_EXIT_USAGE;
         } else fprintf(stderr, "tilesim sweep: %s: the sweep failed: %s\n", d->name, pl_strerror(rc));
     } else fprintf(stderr, "tilesim sweep: out of host memory for %d configurations\n", n);

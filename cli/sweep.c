@@ -223,6 +223,11 @@ int cli_sweep(int argc, char **argv)
     else if (s.format == CLI_JSON) cli_sweep_print_json(&s, stdout);
     else cli_sweep_print_text(&s, stdout);
     int status = s.n_legal ? 0 : 1;
+    if (svg && !s.n_legal) { /* nothing to plot: a failed sweep leaves the file as it was */
+        sim_out_abort(svg);
+        fprintf(stderr, "tilesim sweep: --svg: no legal configuration to plot; '%s' not written\n", svg_path);
+        svg = NULL;
+    }
     if (svg) {
         if (cli_sweep_svg(&s, svg->f)) {
             sim_out_abort(svg);
