@@ -67,15 +67,9 @@ static pl_ref squeeze(const pipe_op *o, pl_ref full)
     return r;
 }
 
-/* A slot as the body sees it, holding block bi: a BoundedSlice dimension
- * as long as its slice (K8). */
-static pl_ref body_ref(const pipe_op *o, int slot, const int64_t *bi)
-{
-    pl_ref r = slot_ref(o, slot);
-    for (int d = 0; d < r.rank; d++)
-        if (o->bounded[d]) r.shape[d] = kern_ds_size(bi[d]);
-    return squeeze(o, r);
-}
+/* A slot as the body sees it: the whole block, a BoundedSlice dimension as long as its bound,
+ * statically sized and partially populated (K8: only the slice is copied in and written back). */
+static pl_ref body_ref(const pipe_op *o, int slot) { return squeeze(o, slot_ref(o, slot)); }
 
 /* Block bi's part inside o's ref (B6: a ragged edge block moves only that;
  * a BoundedSlice dimension its slice, K8), its size per dimension into size. */
@@ -240,7 +234,7 @@ static void step(pl_ctx *c, emit_run *run, int64_t s, const int64_t *idx, const 
             fetch_ahead(c, run, o, s);
         }
         memcpy(o->prev_block, o->now, sizeof o->now);
-        refs[i] = body_ref(o, o->cur, o->now);
+        refs[i] = body_ref(o, o->cur);
     }
     /* the loop's own work, a grid step's overhead (P9), while the copies just started fly, as the outer
      * pipeline issues its copies before its step overhead */
