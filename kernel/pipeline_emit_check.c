@@ -305,7 +305,10 @@ void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, i
         if (p->core_axis < 0 || p->core_axis > PL_MAX_GRID)
             kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_axis = %d names axis %d of the enclosing grid; it "
                        "is 1 + an axis, or 0 for none (rule K7)", p->core_axis, p->core_axis - 1);
-        cores = pl_num_programs(c, p->core_axis - 1); /* faults as pl_num_programs does past the grid */
+        if (p->core_axis - 1 >= c->prog_rank)
+            kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_axis = %d names axis %d of the enclosing grid, "
+                       "which has %d axes (rule K7)", p->core_axis, p->core_axis - 1, c->prog_rank);
+        cores = pl_num_programs(c, p->core_axis - 1);
         core = pl_program_id(c, p->core_axis - 1);
     } else {
         if (!p->core_split) return;
