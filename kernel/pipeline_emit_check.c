@@ -305,9 +305,10 @@ void kern_emit_split(pl_ctx *c, const pltpu_pipeline *p, pltpu_pipeline *part, i
         if (p->core_axis < 0 || p->core_axis > PL_MAX_GRID)
             kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_axis = %d names axis %d of the enclosing grid; it "
                        "is 1 + an axis, or 0 for none (rule K7)", p->core_axis, p->core_axis - 1);
-        if (p->core_axis - 1 >= c->prog_rank)
+        int rank = c->prog_grid ? c->prog_rank : c->grid_rank; /* the grid pl_program_id answers for */
+        if (p->core_axis - 1 >= rank)
             kern_fault(c, PL_EINVAL, "pltpu_emit_pipeline: core_axis = %d names axis %d of the enclosing grid, "
-                       "which has %d axes (rule K7)", p->core_axis, p->core_axis - 1, c->prog_rank);
+                       "which has %d ax%s (rule K7)", p->core_axis, p->core_axis - 1, rank, rank == 1 ? "is" : "es");
         cores = pl_num_programs(c, p->core_axis - 1);
         core = pl_program_id(c, p->core_axis - 1);
     } else {

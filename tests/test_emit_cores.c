@@ -167,7 +167,7 @@ Test(emit_cores, K7_core_axis_past_the_grid_or_with_core_split_is_refused)
     pl_report rep;
     float *x, *y;
     int rc = run_outer("v5p", 2, 0, &rep, &x, &y); /* the enclosing grid has one axis */
-    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "core_axis = 2 names axis 1 of the enclosing grid, which has 1 axes", "K7");
+    TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "core_axis = 2 names axis 1 of the enclosing grid, which has 1 axis", "K7");
     free(x), free(y);
     rc = run_outer("v5p", 1, 1, &rep, &x, &y);
     TH_EXPECT_ERROR(rc, rep, PL_EINVAL, "core_split and core_axis both set", "K7");
