@@ -6,10 +6,12 @@
  *
  *     tilesim tune matmul --shapes shapes.csv --csv -o tuned.csv
  *
- * tune.c drives and prints, tune_shapes.c reads the shapes file.
+ * tune.c drives, tune_print.c prints, tune_shapes.c reads the shapes file.
  */
 #ifndef TILESIM_CLI_TUNE_H
 #define TILESIM_CLI_TUNE_H
+
+#include <stdio.h>
 
 #include "cli.h"
 
@@ -30,5 +32,42 @@ typedef struct tune_shapes {
  * after printing an error that names the file, line and column. */
 int tune_read_shapes(const cli_cmd *cmd, const char *path, const pl_kernel_def *d, const int *fixed, tune_shapes *sh);
 void tune_shapes_free(tune_shapes *sh);
+
+/* Tilings predicted within 5 % of the best are ties: against the hardware
+ * autotuner's choices that is about how far tilesim's ranking can be
+ * trusted (docs/CHIPS.md), so the table counts them, to be timed on the chip. */
+#define TUNE_TIE 0.05
+
+/* What one shape's sweep found. */
+typedef struct tune_row {
+    int legal, total;
+    unsigned edge; /* bit p: the best takes the largest value of tiling parameter p that its sweep tried */
+    int ties; /* legal tilings within TUNE_TIE of the best, the best included */
+    int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
+    int64_t key[PL_KDEF_MAX_PARAMS]; /* every parameter's value outside the tiling (the first configuration's) */
+    double best_s, second_s; /* second_s < 0: no runner-up */
+    char reason[200];        /* none legal: the first configuration's reason */
+} tune_row;
+
+typedef struct tune_job {
+    const cli_cmd *cmd;
+    const pl_kernel_def *d;
+    const cli_kopts *o;
+    pl_options opt;
+    const tune_shapes *sh;
+    int tiling[PL_KDEF_MAX_PARAMS]; /* 1: takes several values in the sweeps */
+    int kept[PL_KDEF_MAX_PARAMS]; /* the dtypes no column, --set or --vary gives: the sweeps keep their defaults */
+    int defaulted[PL_KDEF_MAX_PARAMS]; /* the other parameters of the shape no column or --set gives (their
+                                          defaults, for every shape: said in the heading) */
+    tune_row *rows;
+} tune_job;
+
+/* "name=value" of parameter p (a dtype by its name) into buf. */
+const char *tune_assign(const pl_kernel_def *d, int p, int64_t v, char *buf, size_t n);
+
+/* The table of job's rows as text, CSV or JSON (tune_print.c). */
+void tune_print_text(const tune_job *job, FILE *f);
+void tune_print_csv(const tune_job *job, FILE *f);
+void tune_print_json(const tune_job *job, FILE *f);
 
 #endif
