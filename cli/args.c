@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../examples/kernels/options.h"
 #include "cli.h"
@@ -123,6 +124,12 @@ const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, con
 {
     int k = find_spec(specs, nspecs, name, strlen(name));
     return k < 0 ? NULL : a->val[k];
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && (!strcmp(a, b) || (!stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino));
 }
 
 const char *cli_cut(const char *s, char *buf, size_t n)

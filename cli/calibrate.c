@@ -292,6 +292,9 @@ int cli_calibrate(int argc, char **argv)
     if ((rc = cli_kernel_options(cmd, &o, &file_chip, &opt))) return rc;
     char why[PL_MSG_MAX];
     if (o.out_file && sim_out_probe(o.out_file, why, sizeof why)) return cli_fail(cmd, "-o: %s", why);
+    if (o.out_file && cli_same_file(o.out_file, o.pos[0]))
+        return cli_fail(cmd, "-o '%s' is the measurements file: the chip file would replace them; give -o another path",
+                        CLI_CUT(o.out_file));
     const pl_chip *base = opt.chip_spec;
     int fit[SIM_CAL_NPARAMS];
     if ((rc = fit_list(cmd, o.fit, base, fit))) return rc;

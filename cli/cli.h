@@ -109,6 +109,8 @@ int cli_check_vmem_limit(const cli_cmd *cmd, int64_t limit, const pl_chip *chip)
  * it a buffer that lives until the end of the enclosing statement's block. */
 #define CLI_ECHO_MAX 40
 const char *cli_cut(const char *s, char *buf, size_t n);
+/* Do paths a and b name one file (the same path, or links to one)? For -o against an input. */
+int cli_same_file(const char *a, const char *b);
 /* The next field of a CSV line at *at, NUL-terminated in place and trimmed;
  * a field in double quotes loses them ("" is one quote inside, RFC 4180).
  * *at moves past the comma, or to NULL at the line's end. Sets *bad (and

@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../examples/kernels/registry.h"
@@ -295,10 +294,7 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
     const char *names[] = {"--trace", "--html", "--svg", "--heatmap", "-o"};
     for (int i = 0; i < 5; i++)
         for (int j = i + 1; j < 5; j++) {
-            struct stat si, sj;
-            if (outs[i] && outs[j] &&
-                (!strcmp(outs[i], outs[j]) || (!stat(outs[i], &si) && !stat(outs[j], &sj) && si.st_dev == sj.st_dev &&
-                                               si.st_ino == sj.st_ino)))
+            if (outs[i] && outs[j] && cli_same_file(outs[i], outs[j]))
                 return cli_fail(cmd, "%s and %s name the same file '%s': give each its own", names[i], names[j],
                                 CLI_CUT(outs[j]));
         }

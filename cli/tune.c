@@ -4,7 +4,8 @@
  * shape value would run it (cli_sweep_values, pl_kernel_sweep: cost-only,
  * on every host core, and across the ranks of the MPI build, which split
  * every shape's configurations between them). The tiling is every
- * parameter that takes more than one value in those sweeps. A dtype
+ * integer parameter with sweep candidates that no column or --set gives,
+ * and every --vary: the same columns whatever the shapes. A dtype
  * parameter is not tiling but part of the shape (a tuned table is keyed
  * by its dtypes): unless the shapes, --set or --vary give it, it keeps its
  * default instead of being swept over its candidates. */
@@ -15,12 +16,13 @@
 #include "../sim/mesh/ranks.h"
 #include "tune.h"
 
-#define TUNE_MASK (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_THREADS | K_SHAPES | K_OUT_FILE)
+#define TUNE_MASK \
+    (K_SET | K_VARY | K_CHIP | K_CHIP_FILE | K_JSON | K_CSV | K_THREADS | K_SHAPES | K_OUT_FILE | K_VMEM_LIMIT)
 
 const cli_cmd cli_tune_cmd = {
     "tune", "tilesim tune KERNEL --shapes SHAPES.csv [--csv | --json] [-o FILE]",
     "tilesim tune KERNEL|PLUGIN.so[:NAME] --shapes SHAPES.csv [--vary name=v1,v2,...] [--set name=value ...] "
-    "[--chip NAME | --chip-file FILE] [--csv | --json] [-o FILE] [--threads N]",
+    "[--chip NAME | --chip-file FILE] [--vmem-limit BYTES] [--csv | --json] [-o FILE] [--threads N]",
     NULL, cli_tune_help};
 
 void cli_tune_help(const cli_cmd *cmd, FILE *f)
@@ -31,12 +33,44 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
                "lists, or the candidates 'tilesim list' shows) in cost-only mode, and write the best\n"
                "configuration, its predicted time, the runner-up and the margin: one table keyed by shape.\n"
                "A dtype parameter is part of the shape, not the tiling: give it as a column, --set or\n"
-               "--vary, or it keeps its default.\n"
+               "--vary, or it keeps its default. As in 'tilesim sweep', each tiling may raise the call's\n"
+               "VMEM limit up to the chip's physical VMEM unless --vmem-limit pins it.\n"
                "SHAPES.csv: a header of parameter names (M,N,K), then one line of values per shape; '#'\n"
                "lines and blank lines are skipped; a field may be in double quotes.\n");
     cli_kopt_help(TUNE_MASK, f);
     fprintf(f, "Exit status: 0 every shape has a legal tiling, 1 some shape has none (its row says why),\n"
                "2 a bad command line or shapes file.\n");
+}
+
+/* The tiling: every --vary, and every integer parameter with sweep candidates that no column or --set gives;
+ * the same columns whatever the shapes (a batch under 128 rows gives bb one candidate, and the column went).
+ * defaulted: the other integer parameters no column or --set gives, each at its default for every shape. */
+static void plan_columns(tune_job *job, const int *fixed, const int *varied)
+{
+    const pl_kernel_def *d = job->d;
+    int col[PL_KDEF_MAX_PARAMS] = {0};
+    for (int c = 0; c < job->sh->n_cols; c++) col[job->sh->col[c]] = 1;
+    for (int p = 0; p < d->n_params; p++) {
+        const pl_kernel_param *q = &d->params[p];
+        int candidates = q->kind == PL_PARAM_INT && (q->n_candidates > 0 || q->divides);
+        job->tiling[p] = varied[p] || (!col[p] && !fixed[p] && candidates);
+        job->defaulted[p] = q->kind == PL_PARAM_INT && !col[p] && !fixed[p] && !job->tiling[p];
+    }
+}
+
+/* Is the best, with tiling parameter p twice its value (past the list tried), legal and faster by 1 % or
+ * more? Simulated as the sweep ran it: the note under the table is advice, said only where it gains. */
+static int past_the_end_gains(const tune_job *job, const pl_sweep_options *so, const tune_row *r, int p)
+{
+    int64_t w[PL_KDEF_MAX_PARAMS];
+    memcpy(w, r->best, sizeof w);
+    if (w[p] > INT64_MAX / 2) return 0;
+    w[p] *= 2;
+    pl_report *one = malloc(sizeof *one); /* a report is large: not on a stack */
+    int gains = one && pl_kernel_sweep(job->d, 1, w, &job->opt, so, one) == PL_OK && one->status == PL_OK &&
+                one->time_s < r->best_s * 0.99;
+    free(one);
+    return gains;
 }
 
 /* Sweep shape i into job->rows[i]. 0, or an exit status. */
@@ -61,12 +95,18 @@ static int tune_one(tune_job *job, int i)
     tune_row *r = &job->rows[i];
     *r = (tune_row){.total = n, .second_s = -1};
     if (n > 0) memcpy(r->key, values, (size_t)d->n_params * sizeof *values);
-    pl_sweep_options so = {.threads = (int)job->o->threads};
+    /* as `tilesim sweep` searches: a tiling may raise its limit, as an autotuner's may, unless pinned */
+    pl_sweep_options so = {.threads = (int)job->o->threads, .vmem_limit_auto = !job->o->vmem_limit};
     rc = reps ? pl_kernel_sweep(d, n, values, &job->opt, &so, reps) : PL_ENOMEM;
     int best = -1, second = -1;
+    int64_t top[PL_KDEF_MAX_PARAMS]; /* the largest value tried of each parameter */
+    memcpy(top, values, (size_t)d->n_params * sizeof *top);
     for (int k = 0; rc == PL_OK && k < n; k++) {
-        for (int p = 0; p < d->n_params; p++)
-            if (values[(size_t)k * (size_t)d->n_params + p] != values[p]) job->tiling[p] = 1;
+        for (int p = 0; p < d->n_params; p++) {
+            int64_t v = values[(size_t)k * (size_t)d->n_params + p];
+            if (v != values[p]) job->tiling[p] = 1;
+            if (v > top[p]) top[p] = v;
+        }
         if (reps[k].status != PL_OK) {
             if (!r->reason[0]) snprintf(r->reason, sizeof r->reason, "%s", reps[k].error);
             continue;
@@ -78,6 +118,10 @@ static int tune_one(tune_job *job, int i)
     if (best >= 0) {
         memcpy(r->best, values + (size_t)best * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
         r->best_s = reps[best].time_s;
+        for (int p = 0; p < d->n_params && p < 32; p++) /* the best at the end of its list */
+            if (job->tiling[p] && d->params[p].kind == PL_PARAM_INT && r->best[p] == top[p] && top[p] != values[p] &&
+                past_the_end_gains(job, &so, r, p))
+                r->edge |= 1u << p;
         for (int k = 0; k < n; k++) r->ties += reps[k].status == PL_OK && reps[k].time_s <= r->best_s * (1 + TUNE_TIE);
     }
     if (second >= 0) {
@@ -140,18 +184,22 @@ int cli_tune(int argc, char **argv)
     if ((rc = cli_kernel_options(cmd, &o, &file_chip, &job.opt))) return rc;
     char why[PL_MSG_MAX]; /* before the sweeps: fail fast, creating nothing (sim/base/outfile.h) */
     if (o.out_file && sim_out_probe(o.out_file, why, sizeof why)) return cli_fail(cmd, "-o: %s", why);
-    int fixed[PL_KDEF_MAX_PARAMS] = {0};
+    if (o.out_file && cli_same_file(o.out_file, o.shapes))
+        return cli_fail(cmd, "-o '%s' is the shapes file: the table would replace the shapes; give -o another path",
+                        CLI_CUT(o.out_file));
+    int fixed[PL_KDEF_MAX_PARAMS] = {0}, varied[PL_KDEF_MAX_PARAMS] = {0};
     for (int i = 0; i < o.n_sets + o.n_varies; i++) {
         const char *a = i < o.n_sets ? o.sets[i] : o.varies[i - o.n_sets];
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
         int p = pl_kernel_param_index(d, name);
-        if (p >= 0) fixed[p] = 1;
+        if (p >= 0) fixed[p] = 1, varied[p] |= i >= o.n_sets;
     }
     tune_shapes sh;
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
     job.d = d;
     job.sh = &sh;
+    plan_columns(&job, fixed, varied);
     job.opt.cost_only = 1;
     job.rows = calloc((size_t)sh.n, sizeof *job.rows);
     rc = job.rows ? run_all(&job) : (fprintf(stderr, "tilesim tune: out of host memory\n"), 1);

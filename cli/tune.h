@@ -41,7 +41,7 @@ void tune_shapes_free(tune_shapes *sh);
 /* What one shape's sweep found. */
 typedef struct tune_row {
     int legal, total;
-    unsigned edge; /* bit p: the best takes the largest value of tiling parameter p that its sweep tried */
+    unsigned edge; /* bit p: the best takes the largest value of tiling parameter p tried, and twice it is faster */
     int ties; /* legal tilings within TUNE_TIE of the best, the best included */
     int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
     int64_t key[PL_KDEF_MAX_PARAMS]; /* every parameter's value outside the tiling (the first configuration's) */

@@ -40,15 +40,46 @@ static void shape_mask(const tune_job *job, int *mask)
     for (int c = 0; c < job->sh->n_cols; c++) mask[job->sh->col[c]] = 1;
 }
 
-/* The dtypes outside the shape columns and the tiling (--set, or kept at
- * their defaults): the CSV and JSON tables name them beside the shape, as
- * a tuned table is keyed by its dtypes. */
-static void dtype_key_mask(const tune_job *job, int *mask)
+/* The parameters outside the shape columns and the tiling (--set, or kept
+ * at their defaults: a dtype, a K no column gives): the CSV and JSON tables
+ * name them beside the shape, so that a row says every value it was tuned
+ * at, as a tuned table is keyed by its dtypes. */
+static void key_mask(const tune_job *job, int *mask)
 {
     int shape[PL_KDEF_MAX_PARAMS];
     shape_mask(job, shape);
-    for (int p = 0; p < job->d->n_params; p++)
-        mask[p] = job->d->params[p].kind == PL_PARAM_DTYPE && !shape[p] && !job->tiling[p];
+    for (int p = 0; p < job->d->n_params; p++) mask[p] = !shape[p] && !job->tiling[p];
+}
+
+/* ", K=512 for every shape (no column or --set gives it: its default)", or "". */
+static const char *defaulted_text(const tune_job *job, char *buf, size_t n)
+{
+    char one[96];
+    size_t at = 0;
+    int count = 0;
+    buf[0] = '\0';
+    for (int p = 0; p < job->d->n_params && at < n; p++)
+        if (job->defaulted[p])
+            at += (size_t)snprintf(buf + at, n - at, "%s%s", count++ ? " " : ", ",
+                                   tune_assign(job->d, p, job->rows[0].key[p], one, sizeof one));
+    if (count && at < n)
+        snprintf(buf + at, n - at, " for every shape (no column or --set gives %s: %s default)", count > 1 ? "them" : "it",
+                 count > 1 ? "their" : "its");
+    return buf;
+}
+
+/* The tiling parameters some shape's best takes at the largest value tried where twice that value is
+ * faster (simulated), noted under the table: the list (--vary) should reach further. */
+static void edge_note(const tune_job *job, FILE *f)
+{
+    for (int p = 0; p < job->d->n_params && p < 32; p++) {
+        int rows = 0;
+        for (int i = 0; i < job->sh->n; i++) rows += job->rows[i].legal && (job->rows[i].edge >> p & 1u);
+        if (rows)
+            fprintf(f, "  %s: the best of %d shape%s is the largest %s tried, and twice it is faster still "
+                       "(simulated): --vary %s=... to search past it\n", job->d->params[p].name, rows,
+                    rows == 1 ? "" : "s", job->d->params[p].name, job->d->params[p].name);
+    }
 }
 
 /* The shape of row i ("M=8 N=4096 K=4096") into buf. */
@@ -85,10 +116,11 @@ void tune_print_text(const tune_job *job, FILE *f)
     char a[256] = "", b[256], c[256], t1[32], t2[32];
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%s", a[0] ? ", " : "", d->params[p].name);
-    char kept[256];
+    char kept[256], defaulted[256];
     cli_kept_text(d, job->kept, job->rows[0].key, "give it as a column, --set or --vary", kept, sizeof kept);
-    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s, cost only\n\n", d->name,
-            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept);
+    fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
+            job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
+            defaulted_text(job, defaulted, sizeof defaulted));
     fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s %5s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin",
             "ties");
     for (int i = 0; i < job->sh->n; i++) {
@@ -109,6 +141,7 @@ void tune_print_text(const tune_job *job, FILE *f)
     fprintf(f, "\n  ties: the tilings predicted within %.0f %% of the best, the best included: read them as equal "
                "and time\n  them on the chip (a hardware autotuner's choice is usually among them: docs/CHIPS.md)\n",
             100 * TUNE_TIE);
+    edge_note(job, f);
 }
 
 void tune_print_csv(const tune_job *job, FILE *f)
@@ -116,7 +149,7 @@ void tune_print_csv(const tune_job *job, FILE *f)
     const pl_kernel_def *d = job->d;
     char buf[96], a[256];
     int dkey[PL_KDEF_MAX_PARAMS];
-    dtype_key_mask(job, dkey);
+    key_mask(job, dkey);
     for (int c = 0; c < job->sh->n_cols; c++) fprintf(f, "%s,", d->params[job->sh->col[c]].name);
     for (int p = 0; p < d->n_params; p++)
         if (dkey[p]) fprintf(f, "%s,", d->params[p].name);
@@ -173,7 +206,7 @@ void tune_print_json(const tune_job *job, FILE *f)
     const pl_kernel_def *d = job->d;
     int shape[PL_KDEF_MAX_PARAMS], dkey[PL_KDEF_MAX_PARAMS];
     shape_mask(job, shape);
-    dtype_key_mask(job, dkey);
+    key_mask(job, dkey);
     for (int p = 0; p < d->n_params; p++) shape[p] |= dkey[p];
     fprintf(f, "{\"kernel\":");
     pl_json_string(f, d->name);
@@ -195,7 +228,10 @@ void tune_print_json(const tune_job *job, FILE *f)
             json_params(d, job->tiling, r->second, f), fprintf(f, ",\"runner_up_us\":%.6g,\"margin\":%.6g",
                                                               r->second_s * 1e6, (r->second_s - r->best_s) / r->best_s);
         else fprintf(f, "null,\"runner_up_us\":null,\"margin\":null");
-        fprintf(f, ",\"ties\":%d", r->ties);
+        fprintf(f, ",\"ties\":%d,\"faster_past_the_list\":[", r->ties); /* the note under the text table */
+        for (int p = 0, n = 0; p < d->n_params && p < 32; p++)
+            if (r->legal && (r->edge >> p & 1u)) fprintf(f, "%s", n++ ? "," : ""), pl_json_string(f, d->params[p].name);
+        fputc(']', f);
         fprintf(f, ",\"reason\":");
         if (r->legal) fprintf(f, "null");
         else pl_json_string(f, r->reason);

@@ -7,6 +7,7 @@
  * cannot determine, by name.
  */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -133,6 +134,23 @@ Test(calibrate, fewer_rows_than_figures_are_refused)
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "2 measurements cannot determine 3 figures"), "%s", r.err);
     th_run_free(&r);
+    unlink(csv), unlink(truth);
+}
+
+/* -o may not name the measurements: the chip file would replace them (it did, exit 0). */
+Test(calibrate, output_into_the_measurements_file_is_refused)
+{
+    char csv[64], truth[64];
+    measure(csv, truth, 4);
+    struct stat before, after;
+    cr_assert_eq(stat(csv, &before), 0);
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v5e", "--fit", "hbm_gbps", "-o", csv);
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "is the measurements file"), "%s", r.err);
+    th_run_free(&r);
+    cr_assert_eq(stat(csv, &after), 0);
+    cr_expect_eq(after.st_size, before.st_size, "the measurements are as they were");
+    cr_expect_eq(after.st_mtime, before.st_mtime);
     unlink(csv), unlink(truth);
 }
 

@@ -251,7 +251,8 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     th_temp_file(shapes, "batch,out,in\n16,1024,4096\n");
     th_run r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e", "--csv");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strncmp(r.out, "batch,out,in,wdtype,bo,bi,time_us,", 34) == 0, "wdtype a key: %.200s", r.out);
+    /* every tiling parameter a column, bb too though a batch of 16 gives it one value (the whole batch) */
+    cr_expect(strncmp(r.out, "batch,out,in,wdtype,bb,bo,bi,time_us,", 37) == 0, "wdtype a key: %.200s", r.out);
     cr_expect(strstr(r.out, "\n16,1024,4096,i8,"), "its default: %.300s", r.out);
     cr_expect_null(strstr(r.out, "f4e2m1"), "wdtype not swept: %.300s", r.out);
     th_run_free(&r);
@@ -259,13 +260,13 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
     th_temp_file(keyed, "batch,out,in,wdtype\n16,1024,4096,f8e4m3\n16,1024,4096,f4e2m1\n");
     r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v6e");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "tiling (bo, bi) swept per shape, wdtype=i8 kept (a dtype"), "the text says so: %.300s",
+    cr_expect(strstr(r.out, "tiling (bb, bo, bi) swept per shape, wdtype=i8 kept (a dtype"), "the text says so: %.300s",
               r.out);
     th_run_free(&r);
 
     r = TH_RUN("tune", "quant_matmul", "--shapes", keyed, "--chip", "v7x");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "tiling (bo, bi) swept per shape, cost only"), "%.300s", r.out);
+    cr_expect(strstr(r.out, "tiling (bb, bo, bi) swept per shape, cost only"), "%.300s", r.out);
     const char *a = strstr(r.out, "wdtype=f8e4m3 "), *b = strstr(r.out, "wdtype=f4e2m1 ");
     cr_assert(a && b, "one row per dtype: %.600s", r.out);
     cr_expect_eq(strchr(a, '\n') - a, strchr(b, '\n') - b, "rows line up: %.600s", r.out);
@@ -273,7 +274,7 @@ Test(tune, a_dtype_keeps_its_default_unless_given)
 
     r = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v7x", "--vary", "wdtype=f8e4m3,f4e2m1");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "tiling (bo, bi, wdtype) swept"), "%.300s", r.out);
+    cr_expect(strstr(r.out, "tiling (bb, bo, bi, wdtype) swept"), "%.300s", r.out);
     th_run_free(&r);
     unlink(shapes), unlink(keyed);
 }
@@ -332,4 +333,75 @@ Test(tune, quoted_fields_read_as_plain_ones)
     cr_expect(strstr(c.err, ":3: a quoted field has no closing quote"), "%s", c.err);
     th_run_free(&c);
     unlink(plain), unlink(quoted), unlink(open_quote);
+}
+
+/* tilesim tune over a shapes file holding csv and the words given: exit 0 and `want` in what it printed. */
+#define EXPECT_TUNE(csv, want, ...)                                                                          \
+    do {                                                                                                     \
+        char shapes_[64];                                                                                    \
+        th_temp_file(shapes_, csv);                                                                          \
+        th_run r_ = TH_RUN("tune", "matmul", "--shapes", shapes_, "--set", "dtype=bf16", __VA_ARGS__);       \
+        cr_assert_eq(r_.status, 0, "%s", r_.err);                                                            \
+        cr_expect(strstr(r_.out, want), "%.900s", r_.out);                                                   \
+        th_run_free(&r_);                                                                                    \
+        unlink(shapes_);                                                                                     \
+    } while (0)
+
+/* A shape parameter no column gives keeps its default for every shape, and the table says so: in the
+ * heading, and as a key column of the CSV and JSON (K vanished from both, and nothing said it was 512). */
+Test(tune, a_shape_parameter_no_column_gives_is_said_and_keyed)
+{
+    EXPECT_TUNE("M,N\n128,4096\n", ", K=512 for every shape (no column or --set gives it: its default)", "--chip",
+                "v5e");
+    EXPECT_TUNE("M,N\n128,4096\n", "M,N,K,dtype,bm,bn,bk,time_us,", "--csv");
+    EXPECT_TUNE("M,N\n128,4096\n", "\n128,4096,512,bf16,", "--csv");
+}
+
+/* The best at the largest candidate tried, where twice it is faster, is said under the table (matmul
+ * 4096^3 on v6e: 512 is the end of the default lists, and bm=1024 bn=2048 bk=1024 is 2.9x faster). */
+Test(tune, a_best_at_the_end_of_its_candidates_is_said)
+{
+    EXPECT_TUNE("M,N,K\n4096,4096,4096\n",
+                "bn: the best of 1 shape is the largest bn tried, and twice it is faster still (simulated)", "--chip",
+                "v6e");
+    EXPECT_TUNE("M,N,K\n4096,4096,4096\n", "\"faster_past_the_list\":[\"bm\",\"bn\",\"bk\"]", "--chip", "v6e",
+                "--json");
+}
+
+/* -o may not name the shapes file: the table would replace it. */
+Test(tune, output_into_the_shapes_file_is_refused)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n256,256,256\n");
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "-o", shapes, "--csv");
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "is the shapes file"), "%s", r.err);
+    th_run_free(&r);
+    FILE *f = fopen(shapes, "r");
+    char line[64] = "";
+    cr_assert_not_null(f);
+    cr_expect_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    cr_expect_str_eq(line, "M,N,K\n", "the shapes file is as it was");
+    unlink(shapes);
+}
+
+/* As `sweep` does, each tiling may raise its VMEM limit unless --vmem-limit pins it: a 4096^3 matmul on v5e
+ * over 512..2048 blocks had 13 of 27 legal under the default 16 MiB, and sweep's best was not tune's. */
+Test(tune, tilings_raise_their_vmem_limit_as_sweep_does_unless_pinned)
+{
+    char shapes[64];
+    th_temp_file(shapes, "M,N,K\n4096,4096,4096\n");
+    const char *v[] = {"--vary", "bm=512,1024,2048", "--vary", "bn=512,1024,2048", "--vary", "bk=512,1024,2048"};
+    th_run r = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=bf16", v[0], v[1], v[2], v[3], v[4], v[5],
+                      "--csv");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, ",27,27,"), "every tiling legal: %.400s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("tune", "matmul", "--shapes", shapes, "--set", "dtype=bf16", v[0], v[1], v[2], v[3], v[4], v[5], "--csv",
+               "--vmem-limit", "16M");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect_null(strstr(r.out, ",27,27,"), "a pinned limit refuses some: %.400s", r.out);
+    th_run_free(&r);
+    unlink(shapes);
 }
