@@ -34,7 +34,8 @@ void cli_tune_help(const cli_cmd *cmd, FILE *f)
                "configuration, its predicted time, the runner-up and the margin: one table keyed by shape.\n"
                "A dtype parameter is part of the shape, not the tiling: give it as a column, --set or\n"
                "--vary, or it keeps its default. As in 'tilesim sweep', each tiling may raise the call's\n"
-               "VMEM limit up to the chip's physical VMEM unless --vmem-limit pins it.\n"
+               "VMEM limit up to the chip's physical VMEM, unless the kernel sets its own limit or\n"
+               "--vmem-limit pins it.\n"
                "SHAPES.csv: a header of parameter names (M,N,K), then one line of values per shape; '#'\n"
                "lines and blank lines are skipped; a field may be in double quotes.\n");
     cli_kopt_help(TUNE_MASK, f);
@@ -95,8 +96,11 @@ static int tune_one(tune_job *job, int i)
     tune_row *r = &job->rows[i];
     *r = (tune_row){.total = n, .second_s = -1};
     if (n > 0) memcpy(r->key, values, (size_t)d->n_params * sizeof *values);
-    /* as `tilesim sweep` searches: a tiling may raise its limit, as an autotuner's may, unless pinned */
-    pl_sweep_options so = {.threads = (int)job->o->threads, .vmem_limit_auto = !job->o->vmem_limit};
+    /* as `tilesim sweep` searches: a tiling may raise its limit, as an autotuner's may, unless --vmem-limit pins
+     * it or the kernel sets its own (quant_matmul's min(estimate, cap), as the production kernel does): a tiling
+     * over that limit does not compile, and an autotuner times it as failed */
+    int own = d->vmem_limit_bytes > 0 || d->vmem_limit;
+    pl_sweep_options so = {.threads = (int)job->o->threads, .vmem_limit_auto = !job->o->vmem_limit && !own};
     rc = reps ? pl_kernel_sweep(d, n, values, &job->opt, &so, reps) : PL_ENOMEM;
     int best = -1, second = -1;
     int64_t top[PL_KDEF_MAX_PARAMS]; /* the largest value tried of each parameter */

@@ -405,3 +405,30 @@ Test(tune, tilings_raise_their_vmem_limit_as_sweep_does_unless_pinned)
     th_run_free(&r);
     unlink(shapes);
 }
+
+/* A kernel that sets its own VMEM limit keeps it as the wall: quant_matmul asks for min(its estimate,
+ * 48 MiB) on v7x, as the production kernel does, and a tiling over that does not compile (the hardware
+ * autotuner timed such tilings as failed). --vmem-limit still pins another. */
+static int legal_of(const char *out)
+{
+    const char *line = strchr(out, '\n'); /* the first row, after the header */
+    int commas = 0, legal = -1;
+    for (const char *p = line ? line + 1 : out; *p && *p != '\n'; p++)
+        if (*p == ',' && ++commas == 12) legal = atoi(p + 1); /* after batch..ties: legal */
+    return legal;
+}
+
+Test(tune, a_kernels_own_vmem_limit_stays_its_wall)
+{
+    char shapes[64];
+    th_temp_file(shapes, "batch,out,in\n8192,7168,8192\n");
+    th_run own = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v7x", "--set", "wdtype=f8e4m3", "--csv");
+    th_run phys = TH_RUN("tune", "quant_matmul", "--shapes", shapes, "--chip", "v7x", "--set", "wdtype=f8e4m3", "--csv",
+                         "--vmem-limit", "64M");
+    cr_assert_eq(own.status, 0, "%s", own.err);
+    cr_assert_eq(phys.status, 0, "%s", phys.err);
+    int a = legal_of(own.out), b = legal_of(phys.out);
+    cr_expect(a > 0 && a < b, "legal under its own limit %d, under 64 MiB %d: %s%s", a, b, own.out, phys.out);
+    th_run_free(&own), th_run_free(&phys);
+    unlink(shapes);
+}
