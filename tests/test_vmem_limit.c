@@ -114,12 +114,12 @@ Test(vmem_limit, a_limit_over_physical_vmem_is_refused_by_name)
 }
 
 /* A limit is bytes, as vmem_limit_bytes takes it, or a size as people
- * write it: 32M, 32MiB and 33554432 are one limit on every verb; what is
+ * write it: 32M, 32MiB, 32m and 33554432 are one limit on every verb; what is
  * not a size is refused by name. */
 Test(vmem_limit, a_limit_may_be_written_with_a_unit)
 {
     static const char *const verbs[] = {"run", "verify", "profile", "memory", "explain", "sweep"};
-    static const char *const same[] = {"32M", "32MiB", "32768K", "32MB"};
+    static const char *const same[] = {"32M", "32MiB", "32768K", "32MB", "32m", "32mb"}; /* 32m: as people type it */
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++)
         for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
             int run = !strcmp(verbs[i], "run");

@@ -82,7 +82,7 @@ ex_num ex_scan_int(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *o
 
 /* s as a whole number in [lo, hi] (ex_scan_int), or a usage error naming `what`. */
 int ex_parse_int(const ex_cmdline *cl, const char *s, const char *what, int64_t lo, int64_t hi, int64_t *out);
-/* A size in bytes, or with K, M or G (powers of 1024, an optional "iB" or
+/* A size in bytes, or with K, M or G in either case (powers of 1024, an optional "iB" or
  * "B": 96M, 96MiB), as --trace-limit takes it but positive and never
  * "none": 0 and *out, or -1. EX_SIZE_HINT says what it takes, for messages. */
 int ex_scan_size(const char *s, int64_t *out);

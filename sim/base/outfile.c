@@ -2,6 +2,7 @@
  * place, devices written directly (outfile.h says why). */
 #include "outfile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -278,10 +279,10 @@ int sim_parse_size(const char *s, int64_t *out)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     int shift = 0;
-    const char *units = "KMGT", *u = *end ? strchr(units, *end) : NULL;
+    const char *units = "KMGT", *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL; /* 16M or 16m */
     if (u) shift = 10 * (int)(u - units + 1), end++;
     if (u && *end == 'i') end++;
-    if (u && *end == 'B') end++;
+    if (u && (*end == 'B' || *end == 'b')) end++;
     if (errno || *end || v == 0 || v > (unsigned long long)INT64_MAX >> shift) return -1;
     *out = (int64_t)(v << shift);
     return 0;
