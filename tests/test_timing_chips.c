@@ -87,6 +87,10 @@ Test(chips, chip_file_errors_name_file_line_and_key)
     cr_assert_eq(pl_chip_parse("base = v99\n", "f", &c, err, sizeof err), PL_EINVAL);
     cr_assert_eq(pl_chip_parse("vmem_mib = 8\nvmem_limit_mib = 16\n", "f", &c, err, sizeof err), PL_EINVAL);
     cr_assert(strstr(err, "rule M4"), "%s", err);
+    /* a figure given twice: which did the user mean? (the last was kept, silently) */
+    cr_assert_eq(pl_chip_parse("base = v6e\nhbm_gbps = 1000\n\nhbm_gbps = 2000\n", "d.chip", &c, err, sizeof err),
+                 PL_EINVAL);
+    cr_assert(strstr(err, "d.chip:4") && strstr(err, "hbm_gbps given twice (first at line 2)"), "%s", err);
     cr_assert_eq(pl_chip_load("/nonexistent/dir/x.chip", &c, err, sizeof err), PL_EINVAL);
     cr_assert(strstr(err, "/nonexistent/dir/x.chip: cannot open"), "%s", err);
 }

@@ -354,6 +354,9 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
     c.name[0] = '\0';
     char line[512];
     int lineno = 0, keys_seen = 0, based = 0;
+    enum { SEEN = 96 };
+    char seen[SEEN][32]; /* the keys so far and their lines: a key given twice is an error, not the last kept */
+    int seen_line[SEEN];
     while (*text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
@@ -377,6 +380,14 @@ int pl_chip_parse(const char *text, const char *where, pl_chip *out, char *err, 
         }
         *eq = '\0';
         char *key = sim_text_trim(s);
+        for (int k = 0; k < keys_seen && k < SEEN; k++)
+            if (!strcmp(seen[k], key)) {
+                char ek[96];
+                snprintf(err, errlen, "%s:%d: %s given twice (first at line %d): give each figure once", where, lineno,
+                         sim_text_escape(key, ek, sizeof ek), seen_line[k]);
+                return PL_EINVAL;
+            }
+        if (keys_seen < SEEN) snprintf(seen[keys_seen], sizeof seen[keys_seen], "%s", key), seen_line[keys_seen] = lineno;
         based |= strcmp(key, "base") == 0;
         int rc = set_key(&c, key, sim_text_trim(eq + 1), where, lineno, keys_seen++ == 0, err, errlen);
         if (rc) return rc;
