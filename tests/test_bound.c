@@ -155,3 +155,16 @@ Test(bound, advice_keeps_to_the_runs_vmem_limit)
                        rep->bound_msg);
     free(rep);
 }
+
+/* A single chip's latency-bound sentence names the DMA latency only: no copy crossed an ICI hop. */
+Test(bound, a_single_chips_latency_bound_names_no_ici_hop)
+{
+    static const char *const sets[] = {"batch=256", "in=1024", "out=1024", "bb=256", "bo=1024", "bi=1024",
+                                       "wdtype=f4e2m1", NULL};
+    pl_report *rep = th_run_builtin("quant_matmul", "v7x", sets);
+    cr_assert_eq(rep->status, PL_OK, "%s", rep->error);
+    cr_assert_eq(rep->bound, PL_BOUND_LATENCY, "%s", rep->bound_msg);
+    cr_expect(strstr(rep->bound_msg, "us per DMA)"), "%s", rep->bound_msg);
+    cr_expect_null(strstr(rep->bound_msg, "ICI"), "%s", rep->bound_msg);
+    free(rep);
+}

@@ -276,11 +276,16 @@ static void other_msg(pl_report *r, double per_core)
                  "ICI-bound: %s sent to other devices takes %.1f%% of %s at a link's %.0f GB/s (rule M11)",
                  pl_format_bytes((double)r->ici_bytes, a, sizeof a), pct, b, chip->ici_bw / 1e9);
         break;
-    default: /* PL_BOUND_LATENCY */
-        snprintf(r->bound_msg, sizeof r->bound_msg,
-                 "latency-bound: cores wait %.1f%% of %s for copies whose issue latency (%.2f us per DMA, %.2f "
-                 "us per ICI hop) the bandwidth does not explain", pct, b, chip->dma_latency_s * 1e6,
-                 chip->ici_latency_s * 1e6);
+    default: /* PL_BOUND_LATENCY; ICI hops only where copies crossed to other devices */
+        if (r->ici_bytes > 0)
+            snprintf(r->bound_msg, sizeof r->bound_msg,
+                     "latency-bound: cores wait %.1f%% of %s for copies whose issue latency (%.2f us per DMA, %.2f "
+                     "us per ICI hop) the bandwidth does not explain", pct, b, chip->dma_latency_s * 1e6,
+                     chip->ici_latency_s * 1e6);
+        else
+            snprintf(r->bound_msg, sizeof r->bound_msg,
+                     "latency-bound: cores wait %.1f%% of %s for copies whose issue latency (%.2f us per DMA) the "
+                     "bandwidth does not explain", pct, b, chip->dma_latency_s * 1e6);
     }
 }
 
