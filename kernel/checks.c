@@ -88,8 +88,43 @@ static void mesh_access(pl_ctx *c, const pl_ref *r, int write)
     if (c->mesh && c->mesh->access && r->arg >= 0) c->mesh->access(c->mesh_run, c->unit, r, write, kern_point(c));
 }
 
+/* Copy m and a kernel op on r (fn, verb: "read", "wrote") overlap before m's wait: a finding naming both
+ * (rule M7), an error under strict as every finding is; once a copy and a direction. */
+static void report_in_flight(pl_ctx *c, const kern_dma *m, const pl_ref *r, const char *fn, const char *verb,
+                             const char *doing, const char *outcome, const char *advice)
+{
+    char name[96], at[128], from[128], msg[512];
+    kern_ref_name(c, r, name, sizeof name);
+    kern_format_point(c->idx, c->grid_rank, at, sizeof at);
+    kern_format_point(m->point, c->grid_rank, from, sizeof from);
+    snprintf(msg, sizeof msg, "%s %s %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) was "
+             "still %s it: on a TPU %s; %s (rules M7, M8)", fn, verb, name, at, (long long)m->id, from,
+             (long long)m->bytes, doing, outcome, advice);
+    if (c->strict) kern_fault(c, PL_ERACE, "%s", msg);
+    kern_warn(c, r->arg, "M7", "%s", msg);
+}
+
+/* A kernel op writes dst while a copy still reads its source there, or still lands in it: the copy carries
+ * old or new values, or the landing bytes overwrite the store, by timing alone (M7). A remote copy's source
+ * is free at its wait_send. */
+static void check_write_in_flight(pl_ctx *c, const pl_ref *dst, const char *fn)
+{
+    for (int i = 0; i < c->n_dma; i++) {
+        kern_dma *m = &c->dma[i];
+        int src = kern_views_overlap(&m->src, dst), lands = !m->remote && kern_views_overlap(&m->dst, dst);
+        if (m->written_early || (!src && !lands)) continue;
+        m->written_early = 1;
+        report_in_flight(c, m, dst, fn, "wrote", src ? "reading" : "writing",
+                         src ? "the copy carries the old or the new values"
+                             : "the copy's bytes or the store's win by timing alone",
+                         m->remote ? "wait for the copy (wait_send) before writing there"
+                                   : "wait for the copy (pltpu_copy_wait) before writing there");
+    }
+}
+
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
 {
+    if (c->n_dma) check_write_in_flight(c, dst, fn);
     mesh_access(c, dst, 1);
     kern_arg *a = arg_of(c, dst);
     if (!a) return;
@@ -178,16 +213,7 @@ void kern_check_read_in_flight(pl_ctx *c, const pl_ref *src, const char *fn)
         kern_dma *m = &c->dma[i];
         if (m->remote || m->read_early || !kern_views_overlap(&m->dst, src)) continue;
         m->read_early = 1;
-        char name[96], at[128], from[128];
-        kern_ref_name(c, src, name, sizeof name);
-        kern_format_point(c->idx, c->grid_rank, at, sizeof at);
-        kern_format_point(m->point, c->grid_rank, from, sizeof from);
-#define READ_IN_FLIGHT                                                                                          \
-    "%s read %s at grid point %s while copy %lld (started at grid point %s, %lld bytes) was still writing it: on a " \
-    "TPU the read sees old or partial data; wait for the copy before reading its destination (rules M7, M8)",      \
-        fn, name, at, (long long)m->id, from, (long long)m->bytes
-        if (c->strict) kern_fault(c, PL_ERACE, READ_IN_FLIGHT); /* strict: every finding is an error */
-        kern_warn(c, src->arg, "M7", READ_IN_FLIGHT);
-#undef READ_IN_FLIGHT
+        report_in_flight(c, m, src, fn, "read", "writing", "the read sees old or partial data",
+                         "wait for the copy before reading its destination");
     }
 }

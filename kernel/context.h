@@ -79,6 +79,7 @@ typedef struct kern_dma {
     uint8_t remote;             /* to another device of a mesh: dst is there (kernel/remote.c) */
     uint8_t nomove;             /* a race on a mesh: the call fails at its end, and the data does not move */
     uint8_t read_early;         /* a vector op read its destination before the wait: reported once (M7) */
+    uint8_t written_early;      /* a kernel op wrote its source or destination before the wait: once (M7) */
 } kern_dma;
 
 /* kernel/dma.c for kernel/remote.c: semaphore checks, counts and waits,

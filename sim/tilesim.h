@@ -448,7 +448,7 @@ typedef enum pl_finding_kind {
     PL_FIND_INPUT_WRITE,  /* a write into an input block (V3) */
     PL_FIND_UNSELECTED,   /* output blocks no grid point selects: never written (P10) */
     PL_FIND_RACE,         /* parallel grid points share an output block: a race on megacore chips (V4) */
-    PL_FIND_DMA_READ,     /* a read of a copy's destination while the copy is still landing (M7) */
+    PL_FIND_DMA_INFLIGHT, /* a kernel op read or wrote bytes of a copy still in flight before its wait (M7) */
 } pl_finding_kind;
 
 /* One run_scoped allocation live at the kernel's scoped VMEM peak (K4): what made it ("pl_run_scoped:

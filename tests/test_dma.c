@@ -395,7 +395,7 @@ Test(dma, M7_a_read_before_the_wait_is_found_in_every_checked_run)
         if (strstr(rep.findings[i].msg, "was still writing it")) f = f ? f : &rep.findings[i];
     cr_expect(strstr(f->msg, "pl_copy read") && strstr(f->msg, "copy 0") && strstr(f->msg, "M7"), "%s", f->msg);
     /* a finding of its own kind and rule, not a write into an input block (V3) */
-    cr_expect_eq(f->kind, PL_FIND_DMA_READ);
+    cr_expect_eq(f->kind, PL_FIND_DMA_INFLIGHT);
     cr_expect_str_eq(f->rule, "M7");
     /* strict: every finding is an error, this one too */
     pl_options strict = {.strict = 1};
@@ -407,6 +407,66 @@ Test(dma, M7_a_read_before_the_wait_is_found_in_every_checked_run)
     cr_expect_eq(early_reads(&ok), 0, "%s", ok.n_findings ? ok.findings[0].msg : "");
     run_ok(serial_kernel, NULL, &ok);
     cr_expect_eq(early_reads(&ok), 0);
+}
+
+/* A store into a copy's destination, or into its source, before its wait: the copy's bytes and the store
+ * race (M7). Each is a finding naming the copy (an error under strict); a store into the other slot, or
+ * after the wait, is clean. */
+static void store_into_landing_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = page(c, refs, pl_program_id(c, 0), 0);
+    pltpu_copy_start(c, &cp);
+    pl_fill(c, pl_at(c, refs[2], 0), 1.0); /* the copy still lands here */
+    pltpu_copy_wait(c, &cp);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+static void store_into_source_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_fill(c, pl_at(c, refs[2], 1), 2.0);
+    pltpu_copy out = pltpu_async_copy(c, pl_at(c, refs[2], 1), pl_at(c, refs[2], 0), pl_at(c, refs[3], 0));
+    pltpu_copy_start(c, &out);
+    pl_fill(c, pl_at(c, refs[2], 1), 3.0); /* the copy may still read it */
+    pltpu_copy_wait(c, &out);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+static void store_elsewhere_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = page(c, refs, pl_program_id(c, 0), 0);
+    pltpu_copy_start(c, &cp);
+    pl_fill(c, pl_at(c, refs[2], 1), 1.0); /* the other slot */
+    pltpu_copy_wait(c, &cp);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+static const char *in_flight_finding(const pl_report *rep, const char *what)
+{
+    for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
+        if (rep->findings[i].kind == PL_FIND_DMA_INFLIGHT && strstr(rep->findings[i].msg, what))
+            return rep->findings[i].msg;
+    return NULL;
+}
+
+Test(dma, M7_a_store_into_a_copys_bytes_before_its_wait_is_found)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_report rep;
+    pl_call call = paging_call(store_into_landing_kernel);
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    const char *m = in_flight_finding(&rep, "was still writing it");
+    cr_expect(m && strstr(m, "pl_fill wrote") && strstr(m, "copy 0") && strstr(m, "pltpu_copy_wait"), "%s",
+              m ? m : "no finding");
+    call.kernel = store_into_source_kernel;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    m = in_flight_finding(&rep, "was still reading it");
+    cr_expect(m && strstr(m, "old or the new values"), "%s", m ? m : "no finding");
+    pl_options strict = {.strict = 1};
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ERACE, "%s", rep.error);
+    call.kernel = store_elsewhere_kernel;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_expect_null(in_flight_finding(&rep, "copy"), "the other slot is clean");
+    th_io_free(&io);
 }
 
 /* pl_kernel_run with check_dma_modes (`tilesim run --check-dma-modes`)

@@ -339,6 +339,43 @@ Test(mesh_runtime, devices_polling_what_nobody_signals_are_a_deadlock, .timeout 
     mh_free(&r);
 }
 
+/* A store into the source of a remote copy before its wait_send: the copy may carry the old values or the
+ * new (M7). A finding on the sender, naming wait_send; after the wait_send the same store is clean. */
+static int store_after_send;
+
+static void store_into_sent_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    pl_fill(c, refs[R_F32], 1.0);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[R_F32], pl_ds(c, refs[R_O], 0, 0, 8),
+                                                        pl_at(c, refs[R_DMA], 0), pl_at(c, refs[R_DMA], 1),
+                                                        (me + 1) % n);
+    pltpu_remote_copy_start(c, &cp);
+    if (!store_after_send) pl_fill(c, refs[R_F32], 2.0);
+    pltpu_remote_copy_wait_send(c, &cp);
+    if (store_after_send) pl_fill(c, refs[R_F32], 2.0);
+    pltpu_remote_copy_wait_recv(c, &cp);
+}
+
+Test(mesh_runtime, a_store_into_a_remote_copys_source_before_wait_send_is_found)
+{
+    for (store_after_send = 0; store_after_send < 2; store_after_send++) {
+        mh_run r;
+        pl_call call = err_call(store_into_sent_kernel);
+        mh_alloc(&r, "ring:4", 8, 128, 16, 128);
+        mh_call(&r, &call, NULL);
+        cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+        int found = 0;
+        for (int i = 0; i < r.reps[0].n_findings && i < PL_MAX_FINDINGS; i++)
+            found += r.reps[0].findings[i].kind == PL_FIND_DMA_INFLIGHT &&
+                     strstr(r.reps[0].findings[i].msg, "was still reading it") &&
+                     strstr(r.reps[0].findings[i].msg, "wait_send");
+        cr_expect_eq(found, !store_after_send, "store %s wait_send: %d findings", store_after_send ? "after" : "before",
+                     found);
+        mh_free(&r);
+    }
+}
+
 /* Device 2 reads past a buffer before it sends; its right neighbour waits for
  * that send, and the others for theirs in turn. */
 static void fault_kernel(pl_ctx *c, pl_ref *refs)
