@@ -261,6 +261,17 @@ Test(harden_ux, heatmap_returns_everify_on_a_fail_verdict)
     c[100 * N + 3] += 1000;
     cr_assert_eq(pl_check_heatmap(&A, &B, &C, 64, 64, path, msg, sizeof msg), PL_EVERIFY, "%s", msg);
     cr_assert(strstr(msg, path) && strstr(msg, "FAIL"), "the heatmap is still written: %s", msg);
+    /* well-formed XML: every '<' opens a tag (the legend's "error <= 1" was written bare, and a browser
+     * refused the whole file) */
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    static char svg[1 << 16];
+    size_t n = fread(svg, 1, sizeof svg - 1, f);
+    fclose(f);
+    svg[n] = '\0';
+    for (const char *q = svg; (q = strchr(q, '<')); q++)
+        cr_assert(q[1] == '/' || q[1] == '?' || q[1] == '!' || (q[1] >= 'a' && q[1] <= 'z'), "a bare '<' at: %.40s", q);
+    cr_expect(strstr(svg, "error &lt;= 1"), "the legend escapes it");
     unlink(path);
     cr_assert_eq(pl_check_heatmap(&A, &B, &C, 64, 64, "/nonexistent/dir/h.svg", msg, sizeof msg), PL_EINVAL);
     cr_assert(strstr(msg, "/nonexistent/dir/h.svg") && strstr(msg, strerror(ENOENT)), "the reason: %s", msg);

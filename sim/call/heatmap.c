@@ -14,6 +14,7 @@
 
 #include "../base/outfile.h"
 #include "../base/sim.h"
+#include "../base/svgplot.h"
 
 #define N_CLASSES 5
 static const char *const class_colour[N_CLASSES] = {"#FDE725", "#7AD151", "#22A884", "#2A788E", "#440154"};
@@ -41,7 +42,9 @@ static void legend(FILE *f, const pl_check *r, double y)
         if (c == 2 && r->pass_below <= 1) continue; /* pl_allclose: PASS is 'within the tolerance' */
         double yy = y + 8 + 20 * row++;
         fprintf(f, "<rect x=\"20\" y=\"%.0f\" width=\"16\" height=\"16\" fill=\"%s\" stroke=\"#000\"/>"
-                   "<text x=\"44\" y=\"%.0f\">%s</text>\n", yy, class_colour[c], yy + 13, text[c]);
+                   "<text x=\"44\" y=\"%.0f\">", yy, class_colour[c], yy + 13);
+        sim_xml_text(f, text[c]); /* "error <= 1": a bare '<' is not XML */
+        fprintf(f, "</text>\n");
     }
     fprintf(f, "</g>\n");
 }
