@@ -276,6 +276,12 @@ Test(plugin_guard, a_crash_keeps_the_old_output_file_and_leaves_no_temporary_fil
     r = TH_RUN("run", hostile(), "--set", "how=3", "--html", page);
     expect_kernel_crash(&r, "called exit(7)");
     th_run_free(&r);
+    /* the reference callback crashing (where=2): the call had already written the trace over the old one;
+     * the reference now runs before the call, so the run fails before any file is written */
+    r = TH_RUN("run", hostile(), "--set", "where=2", "--set", "how=1", "--trace", trace);
+    cr_expect_eq(r.status, 3, "%s", r.err);
+    cr_expect(strstr(r.err, "reference"), "%s", r.err);
+    th_run_free(&r);
     char *text = th_read_file(trace);
     cr_assert_str_eq(text, "old", "the trace was replaced: %s", text);
     free(text);

@@ -5,34 +5,39 @@
 
 #include "kdef_internal.h"
 
-/* Compare every output with the reference; PL_EVERIFY when one FAILs. */
-static int verify(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, pl_check *check, FILE *f,
-                  pl_report *rep)
+/* The reference's outputs into want (allocated here; free them with free_want), before the call runs:
+ * a reference that crashes or fails then ends the run before the call writes any file (a --trace, say),
+ * so a failed run leaves the user's files as they were. */
+static int reference_outputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, pl_array *want,
+                             pl_report *rep)
 {
-    pl_array want[PL_MAX_OPERANDS];
-    memset(want, 0, sizeof want);
-    int rc = PL_OK;
-    for (int o = 0; o < b->n_outs && rc == PL_OK; o++) {
+    memset(want, 0, sizeof *want * PL_MAX_OPERANDS);
+    for (int o = 0; o < b->n_outs; o++) {
         want[o] = b->outs[o];
         want[o].data = calloc(1, pl_array_bytes(&b->outs[o]) + 1);
-        if (!want[o].data) rc = sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
+        if (!want[o].data) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
     }
-    if (rc == PL_OK) {
-        int r = sim_kdef_call_reference(d, v, b, want);
-        if (r != PL_OK) {
-            char m[256];
-            snprintf(m, sizeof m, "kernel '%s': its reference failed: %s", d->name ? d->name : "?", pl_strerror(r));
-            rc = sim_kdef_fail(rep, r < 0 ? r : PL_EINVAL, m);
-        }
-    }
-    for (int o = 0; o < b->n_outs && rc == PL_OK; o++) {
+    int r = sim_kdef_call_reference(d, v, b, want);
+    if (r == PL_OK) return PL_OK;
+    char m[256];
+    snprintf(m, sizeof m, "kernel '%s': its reference failed: %s", d->name ? d->name : "?", pl_strerror(r));
+    return sim_kdef_fail(rep, r < 0 ? r : PL_EINVAL, m);
+}
+
+static void free_want(pl_array *want, int n)
+{
+    for (int o = 0; o < n; o++) free(want[o].data);
+}
+
+/* Compare every output with the reference's; PL_EVERIFY when one FAILs. */
+static int verify(const pl_kernel_def *d, pl_kernel_build *b, const pl_array *want, pl_check *check, FILE *f,
+                  pl_report *rep)
+{
+    for (int o = 0; o < b->n_outs; o++) {
         pl_check k;
         double rtol, atol;
-        int r = sim_kdef_check_output(d, &b->outs[o], &want[o], &k, &rtol, &atol);
-        if (r == PL_ESHAPE) {
-            rc = sim_kdef_fail(rep, PL_ESHAPE, "the reference output does not match the output's shape");
-            break;
-        }
+        if (sim_kdef_check_output(d, &b->outs[o], &want[o], &k, &rtol, &atol) == PL_ESHAPE)
+            return sim_kdef_fail(rep, PL_ESHAPE, "the reference output does not match the output's shape");
         if (k.verdict != PL_PASS) {
             int64_t elem[PL_MAX_RANK] = {0};
             sim_kdef_unravel(&b->outs[o], k.worst_row, k.worst_col, elem);
@@ -42,11 +47,10 @@ static int verify(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, 
         if (check) check[o] = k;
         if (k.verdict == PL_FAIL) rep->status = PL_EVERIFY;
     }
-    for (int o = 0; o < b->n_outs; o++) free(want[o].data);
-    if (rc == PL_OK && rep->status == PL_EVERIFY && !rep->error[0])
+    if (rep->status == PL_EVERIFY && !rep->error[0])
         snprintf(rep->error, sizeof rep->error, "kernel '%s': an output does not match the reference (V5)",
                  d->name ? d->name : "?");
-    return rc != PL_OK ? rc : rep->status;
+    return rep->status;
 }
 
 static int run_built(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *b, const pl_options *opt,
@@ -70,13 +74,18 @@ static int run_built(const pl_kernel_def *d, const int64_t *v, pl_kernel_build *
         sim_kdef_release(b, owned);
         return sim_kdef_fail(rep, rc < 0 ? rc : PL_EINVAL, msg);
     }
-    rc = opt && opt->check_dma_modes && !cost_only ? pl_check_dma_modes(&b->call, b->args, b->outs, opt, rep)
-                                                   : pl_pallas_call(&b->call, b->args, b->outs, opt, rep);
+    pl_array expect[PL_MAX_OPERANDS];
+    memset(expect, 0, sizeof expect);
+    if (want) rc = reference_outputs(d, v, b, expect, rep);
+    if (rc == PL_OK)
+        rc = opt && opt->check_dma_modes && !cost_only ? pl_check_dma_modes(&b->call, b->args, b->outs, opt, rep)
+                                                       : pl_pallas_call(&b->call, b->args, b->outs, opt, rep);
     if (rc == PL_OK && !cost_only) {
-        if (want) rc = verify(d, v, b, check, f, rep);
+        if (want) rc = verify(d, b, expect, check, f, rep);
         else if (f)
             fprintf(f, "  verify: kernel '%s' defines no reference; outputs not checked\n", d->name ? d->name : "?");
     }
+    free_want(expect, b->n_outs);
     sim_kdef_release(b, owned);
     return rc;
 }
