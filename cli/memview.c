@@ -137,6 +137,8 @@ int cli_memory(int argc, char **argv)
     free(rest);
     if (rc >= 0) return rc;
     if (o.json && js_path) return cli_fail(cmd, "--json and --json-file exclude each other; give one");
+    if (svg_path && js_path && cli_same_file(svg_path, js_path)) /* the second would replace the first */
+        return cli_fail(cmd, "--svg and --json-file name the same file '%s': give each its own", CLI_CUT(js_path));
     rc = 0;
     sim_out *svg = open_out(svg_path, "--svg", &rc), *js = rc ? NULL : open_out(js_path, "--json-file", &rc);
     pl_report *rep = rc ? NULL : calloc(1, sizeof *rep);

@@ -60,6 +60,16 @@ Test(memview_cli, json_on_stdout_and_errors)
     cr_expect(strstr(r.err, "M4"), "the budget's message: %s", r.err);
     cr_expect_neq(access(svg, F_OK), 0, "no empty chart is left behind a rejected run");
     th_run_free(&r);
+    /* --svg and --json-file into one file: the JSON replaced the chart, exit 0 */
+    th_temp_file(svg, "keep");
+    r = TH_RUN("memory", "rmsnorm", "--svg", svg, "--json-file", svg);
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "--svg and --json-file name the same file"), "%s", r.err);
+    th_run_free(&r);
+    char *kept = th_read_file(svg);
+    cr_expect_str_eq(kept, "keep", "the file is as it was");
+    free(kept);
+    unlink(svg);
     r = TH_RUN("help", "memory");
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "--svg") && strstr(r.out, "peak"), "%s", r.out);
