@@ -245,6 +245,7 @@ Test(output_paths, full_device_is_an_error)
     r = TH_RUN("run", MM, "--cost-only", "--trace", full);
     cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
     cr_expect(strstr(r.err, "trace") && strstr(r.err, full), "%s", r.err);
+    cr_expect(strstr(r.err, strerror(ENOSPC)), "the system's reason, not a guess: %s", r.err);
     th_run_free(&r);
     struct stat st;
     cr_expect(lstat(full, &st) == 0 && S_ISCHR(st.st_mode), "the device node '%s' was removed", full);

@@ -188,8 +188,11 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
     sim_profile_finish(x); /* the op profile's timeline parts (profile.c) */
     if (x->tracing && x->trace) { /* a mesh device records for the mesh's trace (mesh_run.c) */
         char msg[PL_MSG_MAX];
+        errno = 0;
         if (sim_trace_write(x->trace->f, &x->plan, x->lines, x->n_cores, &x->rep)) {
-            sim_fail(&x->rep, PL_EINVAL, "writing the trace file '%s' failed (disk full?)", x->trace->path);
+            int e = errno; /* the system's reason, where it gave one */
+            sim_fail(&x->rep, PL_EINVAL, "writing the trace file '%s' failed: %s", x->trace->path,
+                     e ? strerror(e) : "a write error (disk full?)");
             sim_out_abort(x->trace);
         } else if (sim_out_commit(x->trace, msg, sizeof msg))
             sim_fail(&x->rep, PL_EINVAL, "the trace file: %s", msg);

@@ -79,9 +79,15 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
     int bad = !devs;
     for (int d = 0; !bad && d < r->n; d++)
         devs[d] = (sim_trace_dev){&xs[d]->plan, xs[d]->lines, xs[d]->n_cores, &xs[d]->rep};
+    errno = 0;
     if (!bad) bad = sim_trace_write_mesh(r->trace->f, r->mesh, devs, r->n, xs[0]->plan.chip, mr->time_s);
+    int e = devs ? errno : ENOMEM; /* the system's reason, where it gave one */
     free(devs);
-    if (bad) refuse(mr, PL_EINVAL, "pl_mesh_call: writing the trace file '%s' failed (disk full?)", r->trace->path);
+    if (bad) {
+        char what[1536];
+        snprintf(what, sizeof what, "'%.1024s' failed: %s", r->trace->path, e ? strerror(e) : "a write error (disk full?)");
+        refuse(mr, PL_EINVAL, "pl_mesh_call: writing the trace file %s", what);
+    }
 }
 
 /* "device 2's copy into it", ... for the race's message */
