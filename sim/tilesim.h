@@ -426,8 +426,9 @@ struct pl_options {
                            ANY operands, semaphores, an array both input and output, or too
                            little host memory for every core's buffers at once */
     int64_t trace_limit_bytes; /* with trace_path: refuse the call (PL_EINVAL, before anything runs or any
-                                  file is made) when the trace's estimated size exceeds this. 0: the default,
-                                  PL_TRACE_LIMIT_DEFAULT; negative: no limit */
+                                  file is made) when the trace's estimated size exceeds this, and drop a trace
+                                  that comes out larger all the same (the estimate counts grid steps only).
+                                  0: the default, PL_TRACE_LIMIT_DEFAULT; negative: no limit */
     int64_t vmem_limit_bytes; /* nonzero: the scoped VMEM limit of the call, in place of its own
                                  pl_call.vmem_limit_bytes (`--vmem-limit`); at most the chip's
                                  physical VMEM, negative: PL_EINVAL (M4) */

@@ -148,6 +148,7 @@ static int open_trace(sim_exec *x, const pl_options *opt)
     if (!(x->trace = sim_out_open(opt->trace_path, msg, sizeof msg)))
         return sim_fail(&x->rep, PL_EINVAL, "the trace file: %s", msg);
     x->tracing = 1;
+    x->trace_limit = sim_trace_limit(opt);
     return PL_OK;
 }
 
@@ -193,6 +194,9 @@ static void time_report(sim_exec *x, int rc, const sim_time_result *tr)
             int e = errno; /* the system's reason, where it gave one */
             sim_fail(&x->rep, PL_EINVAL, "writing the trace file '%s' failed: %s", x->trace->path,
                      e ? strerror(e) : "a write error (disk full?)");
+            sim_out_abort(x->trace);
+        } else if (sim_trace_too_big(x->trace->f, x->trace_limit, x->trace->path, msg, sizeof msg)) {
+            sim_fail(&x->rep, PL_EINVAL, "%s", msg);
             sim_out_abort(x->trace);
         } else if (sim_out_commit(x->trace, msg, sizeof msg))
             sim_fail(&x->rep, PL_EINVAL, "the trace file: %s", msg);

@@ -44,6 +44,7 @@ typedef struct sim_exec {
     int host_threads;                          /* pl_options.host_threads */
     int tracing;
     struct sim_out *trace;                     /* pl_options.trace_path (outfile.h) */
+    int64_t trace_limit;                       /* its size limit (sim_trace_limit) */
     pl_step_fn on_step;
     void *on_step_user;
     pl_step_info *info;                        /* what this step did, when on_step is set */

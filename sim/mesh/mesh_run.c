@@ -69,6 +69,7 @@ static int open_trace(mesh_run *r, const pl_call *call, const pl_options *opt, p
     if (!opt || !opt->trace_path) return PL_OK;
     char msg[PL_MSG_MAX - 64]; /* room for the prefix in the report */
     if (sim_trace_check(call, r->n, opt, msg, sizeof msg)) return refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg);
+    r->trace_limit = sim_trace_limit(opt);
     if ((r->trace = sim_out_open(opt->trace_path, msg, sizeof msg))) return PL_OK;
     return refuse(mr, PL_EINVAL, "pl_mesh_call: the trace file: %s", msg);
 }
@@ -87,7 +88,11 @@ static void write_trace(mesh_run *r, sim_exec *const *xs, pl_mesh_report *mr)
         char what[1536];
         snprintf(what, sizeof what, "'%.1024s' failed: %s", r->trace->path, e ? strerror(e) : "a write error (disk full?)");
         refuse(mr, PL_EINVAL, "pl_mesh_call: writing the trace file %s", what);
+        return;
     }
+    char msg[PL_MSG_MAX - 64]; /* room for the prefix in the report */
+    if (sim_trace_too_big(r->trace->f, r->trace_limit, r->trace->path, msg, sizeof msg))
+        refuse(mr, PL_EINVAL, "pl_mesh_call: %s", msg); /* then dropped, not committed (pl_mesh_call) */
 }
 
 /* "device 2's copy into it", ... for the race's message */

@@ -77,6 +77,7 @@ typedef struct mesh_run {
     int n_args;
     int go;                 /* 0: threads wait to start; 1: run; -1: a thread could not be made, none runs */
     struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
+    int64_t trace_limit;    /* its size limit (sim_trace_limit) */
     int tracing;            /* the devices record what a trace needs */
     int cost_only;
     /* the devices this process runs; ranks > 1: the others are in other processes */

@@ -263,6 +263,13 @@ int sim_trace_write(FILE *f, const sim_plan *plan, const sim_coreline *cores, in
  * one), else 0. Checked before the trace file is made. opt->trace_path
  * names it in msg; NULL: the teaching page's timeline (html_rec.c). */
 int sim_trace_check(const pl_call *call, int devices, const pl_options *opt, char *msg, size_t n);
+/* The trace written into f (a file of path): over the limit after all? The estimate
+ * above is low on purpose (manual copies, links and waits add events it does not count), so the size
+ * written is checked too: -1 with msg, and the caller drops the file; else 0 (a device's size is not
+ * known: 0). */
+int sim_trace_too_big(FILE *f, int64_t limit, const char *path, char *msg, size_t n);
+/* opt's trace limit in bytes: its trace_limit_bytes, or PL_TRACE_LIMIT_DEFAULT; negative: none. */
+int64_t sim_trace_limit(const pl_options *opt);
 /* A mesh's timeline in one file: a process for the ICI links (a track per
  * directed link that carried copies) and one per device (and TensorCore),
  * each with its waits as slices. */

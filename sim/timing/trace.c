@@ -320,9 +320,26 @@ int sim_trace_write_mesh(FILE *f, const pl_mesh *mesh, const sim_trace_dev *devs
 #define TRACE_STEP_BYTES 230.0
 #define TRACE_OPERAND_BYTES 60.0
 
+int64_t sim_trace_limit(const pl_options *opt)
+{
+    return opt && opt->trace_limit_bytes ? opt->trace_limit_bytes : PL_TRACE_LIMIT_DEFAULT;
+}
+
+int sim_trace_too_big(FILE *f, int64_t limit, const char *path, char *msg, size_t n)
+{
+    long size = limit < 0 ? -1 : ftell(f);
+    if (size < 0 || size <= limit) return 0;
+    char est[32], lim[32];
+    snprintf(msg, n, "the trace '%s' came to %s, over the trace limit of %s: nothing was written. Use larger blocks "
+             "(fewer grid steps) or a smaller problem, or raise the limit (--trace-limit, pl_options.trace_limit_bytes; "
+             "negative: none)", path, pl_format_bytes((double)size, est, sizeof est),
+             pl_format_bytes((double)limit, lim, sizeof lim));
+    return -1;
+}
+
 int sim_trace_check(const pl_call *call, int devices, const pl_options *opt, char *msg, size_t n)
 {
-    int64_t limit = opt->trace_limit_bytes ? opt->trace_limit_bytes : PL_TRACE_LIMIT_DEFAULT;
+    int64_t limit = sim_trace_limit(opt);
     if (limit < 0) return 0;
     double steps = 1;
     for (int a = 0; a < call->grid_rank; a++) steps *= call->grid[a] > 0 ? (double)call->grid[a] : 0;
