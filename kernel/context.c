@@ -151,6 +151,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     for (int i = 0; i < s->n_args && i < KERN_MAX_ARGS; i++) c->arg_name[i] = s->arg_name[i];
     c->cost_only = s->cost_only;
     c->strict = s->strict;
+    c->races_off = s->races_off;
     c->oob_poison = s->oob_poison;
     c->uninit_zero = s->uninit_zero;
     c->dma_on_wait = s->dma_on_wait;

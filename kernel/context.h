@@ -323,6 +323,7 @@ struct pl_ctx {
     /* options */
     int cost_only;              /* block ops report cost but touch no data */
     int checks;                 /* track reads, writes and poison (V1, V3) */
+    int races_off;              /* checks_off: two copies into the same bytes are not refused either (V4) */
     int strict;                 /* writes into input blocks (V3) and reads of a landing copy (M7) are errors */
     int oob_poison;             /* reads past a Ref (pl_get, pl_load, DMA sources) give poison, not a fault (V2) */
     int uninit_zero;            /* poison is zero (V1) */
@@ -467,6 +468,7 @@ typedef struct kern_setup {
     const char *const *arg_name; /* n_args names, for messages (M3) */
     int n_args;
     int cost_only, strict, oob_poison, uninit_zero, dma_on_wait;
+    int races_off;             /* pl_options.checks_off: no race is rejected or reported (V4) */
     int has_collective_id;     /* the call set collective_id: the barrier semaphore may be taken (M15) */
     /* checks (V1, V3): the executor's per-argument table, or NULL when off */
     kern_arg *args;

@@ -187,7 +187,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
                    "bounded number of copies (rule M10)",
                    fn, KERN_MAX_DMA_IN_FLIGHT, first);
     }
-    for (int i = 0; i < c->n_dma; i++) {
+    for (int i = 0; i < c->n_dma && !c->races_off; i++) { /* checks_off: no race is refused (V4) */
         if (!c->dma[i].remote != !remote || !kern_views_overlap(&c->dma[i].dst, dst)) continue;
         char name[96], then[128];
         kern_ref_name(c, dst, name, sizeof name);

@@ -104,6 +104,7 @@ static void init_context(sim_core *k)
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
                     .cost_only = x->cost_only, .strict = x->strict, .oob_poison = x->oob_poison,
+                    .races_off = !x->checks,
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
                     .has_collective_id = call->has_collective_id,
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
