@@ -53,7 +53,7 @@ const cli_cmd cli_sweep_cmd = {
 const cli_cmd cli_explain_cmd = {
     "explain", "tilesim explain KERNEL [--set name=value ...] | tilesim explain matmul M N K BM BN BK [options]",
     "tilesim explain KERNEL|PLUGIN.so[:NAME] [--set name=value ...] [--chip NAME | --chip-file FILE] [--html FILE]\n"
-    "       [--vmem-limit BYTES]\n"
+    "       [--vmem-limit BYTES] [--trace-limit BYTES]\n"
     "       tilesim explain matmul M N K BM BN BK [--dtype f32|bf16] [--chip NAME | --chip-file FILE] [--vmem-limit BYTES]",
     /* help */
     "Any kernel: narrate the pipeline of one configuration step by step (grids of at most 512 steps):\n"
