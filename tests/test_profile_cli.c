@@ -109,3 +109,18 @@ Test(profile_cli, chips_show_the_vmem_bandwidth)
     cr_expect(strstr(r.out, "\"vmem_bw\":1.8018e+13"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* A remote copy's rate is against its ICI link, not HBM: ring_allreduce's copies run at 83 % of a v5e
+ * link, which the row said was 5 % of HBM. */
+Test(profile_cli, a_remote_copys_row_is_against_its_link)
+{
+    th_run r = TH_RUN("profile", "ring_allreduce");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *row = strstr(r.out, "pltpu_remote_copy_start");
+    cr_assert_not_null(row, "%s", r.out);
+    const char *end = strchr(row, '\n');
+    cr_expect(strstr(row, "% ICI") && strstr(row, "% ICI") < end, "%.*s", (int)(end - row), row);
+    const char *local = strstr(r.out, "pltpu_copy_start");
+    cr_expect(local && strstr(local, "% HBM"), "a local copy stays against HBM: %s", r.out);
+    th_run_free(&r);
+}

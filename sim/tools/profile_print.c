@@ -1,11 +1,13 @@
 /* sim/tools/profile_print.c: the op profile as a table and as JSON, as XProf's
  * HLO op profile shows it: the rows sorted so that the few that take the
  * time come first, each with its share of the total, its achieved FLOP/s
- * against its unit's peak and its bandwidth against HBM (copies) or VMEM
- * (ops), and a total line equal to the report's time.
+ * against its unit's peak and its bandwidth against HBM (copies; a remote
+ * copy's against its ICI link, or DCN) or VMEM (ops), and a total line equal
+ * to the report's time.
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../base/json.h"
 #include "../base/sim.h"
@@ -32,6 +34,14 @@ int pl_profile_order(const pl_report *r, int *order)
     return n;
 }
 
+/* The link a DMA row's copies cross: "ICI" for copies to other devices (kernel/remote.c names their row),
+ * "DCN" for those to another slice (M14), else "HBM". */
+static const char *dma_link(const pl_profile_row *w)
+{
+    if (w->cat != PL_PROF_DMA || !strstr(w->name, "remote_copy")) return "HBM";
+    return strstr(w->name, "(DCN)") ? "DCN" : "ICI";
+}
+
 static double unit_peak(const pl_report *r, const pl_profile_row *w)
 {
     const pl_chip *chip = r->chip;
@@ -52,7 +62,11 @@ pl_profile_rates pl_profile_rates_of(const pl_report *r, const pl_profile_row *w
     p.flops_per_s = w->busy_s > 0 ? w->flops / w->busy_s : 0;
     p.peak_flops = w->flops > 0 ? unit_peak(r, w) : 0;
     p.bw = w->busy_s > 0 ? bytes / w->busy_s : 0;
-    p.peak_bw = w->cat == PL_PROF_DMA ? r->chip->hbm_bw : w->vmem_bytes > 0 ? r->chip->vmem_bw : 0;
+    const char *link = dma_link(w); /* a remote copy's rate is a link's, not HBM's */
+    p.peak_bw = w->cat != PL_PROF_DMA      ? (w->vmem_bytes > 0 ? r->chip->vmem_bw : 0)
+                : !strcmp(link, "ICI") ? r->chip->ici_bw
+                : !strcmp(link, "DCN") ? r->chip->dcn_bw
+                                       : r->chip->hbm_bw;
     p.intensity = w->vmem_bytes > 0 ? w->flops / w->vmem_bytes : 0;
     p.vmem_bound = p.peak_flops > 0 && p.intensity > 0 && r->chip->vmem_bw > 0 &&
                    r->chip->vmem_bw * p.intensity < p.peak_flops;
@@ -60,6 +74,7 @@ pl_profile_rates pl_profile_rates_of(const pl_report *r, const pl_profile_row *w
 }
 
 static double pct(double x, double of) { return of > 0 ? 100 * x / of : 0; }
+
 
 static void print_row(const pl_report *r, const pl_profile_row *w, FILE *f)
 {
@@ -73,7 +88,7 @@ static void print_row(const pl_report *r, const pl_profile_row *w, FILE *f)
         snprintf(rate, sizeof rate, "%.3g T/s %3.0f%%", p.flops_per_s / 1e12, pct(p.flops_per_s, p.peak_flops));
     if (p.bw > 0 && p.peak_bw > 0)
         snprintf(bw, sizeof bw, "%.3g GB/s %3.0f%% %s", p.bw / 1e9, pct(p.bw, p.peak_bw),
-                 w->cat == PL_PROF_DMA ? "HBM" : "VMEM");
+                 w->cat == PL_PROF_DMA ? dma_link(w) : "VMEM");
     pl_format_bytes(w->hbm_bytes + w->vmem_bytes, b, sizeof b);
     char line[512];
     int n = snprintf(line, sizeof line, "  %-11s %-30s %9s %10s %6s %10s %18s %10s %22s%s", pl_prof_cat_name(w->cat),
