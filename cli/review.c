@@ -129,6 +129,14 @@ static int lists(const cli_cmd *cmd, const cli_args *a, pl_review_brief *b)
     }
     if (a->val[O_QUANT] && (rc = parse_wlist(cmd, "--quant", a->val[O_QUANT], b->quant, &b->n_quant))) return rc;
     if (a->val[O_KV] && (rc = parse_wlist(cmd, "--kv", a->val[O_KV], b->kv, &b->n_kv))) return rc;
+    /* a list the chip serves none of is a bad option, not a table of refusals (an int8-only --quant on v7x) */
+    int served = 0;
+    char why[160] = "";
+    for (int i = 0; i < b->n_quant; i++) served += pl_review_wdtype_ok(b->chip, b->quant[i], why, sizeof why);
+    if (a->val[O_QUANT] && !served) return cli_fail(cmd, "--quant %s: %s", CLI_CUT(a->val[O_QUANT]), why);
+    served = 0;
+    for (int i = 0; i < b->n_kv; i++) served += pl_review_kv_ok(b->chip, b->kv[i], why, sizeof why);
+    if (a->val[O_KV] && !served) return cli_fail(cmd, "--kv %s: %s", CLI_CUT(a->val[O_KV]), why);
     for (int w = 0; w < PL_W_COUNT; w++) {
         char why[160];
         if (!a->val[O_QUANT] && pl_review_wdtype_ok(b->chip, (pl_wdtype)w, why, sizeof why))

@@ -241,3 +241,18 @@ Test(review_cli, a_model_one_slice_cannot_hold_is_placed_across_slices)
     cr_expect(strstr(r.err, "--slices"), "%s", r.err);
     th_run_free(&r);
 }
+
+/* A --quant list the chip serves none of is a bad option (exit 2 naming it), not 104 rows each saying
+ * "no int8 path" and exit 1; a list with one it serves weighs that one. */
+Test(review_cli, a_quant_list_the_chip_serves_none_of_is_refused)
+{
+    th_run r = TH_RUN("review", "--model", "llama3-8b", "--chip", "v7x", "--prompt", "1024", "--context", "4096",
+                      "--ttft", "1s", "--tpot", "50ms", "--quant", "int8", "--batch", "8", "--chips", "1");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "--quant int8") && strstr(r.err, "no int8 path") && strstr(r.err, "T10"), "%s", r.err);
+    th_run_free(&r);
+    r = TH_RUN("review", "--model", "llama3-8b", "--chip", "v7x", "--prompt", "1024", "--context", "4096", "--ttft",
+               "1s", "--tpot", "50ms", "--quant", "int8,fp8", "--batch", "8", "--chips", "1");
+    cr_expect_neq(r.status, 2, "%s", r.err);
+    th_run_free(&r);
+}
