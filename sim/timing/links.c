@@ -25,8 +25,18 @@ typedef struct link_live {
     int *links;
 } link_live;
 
+/* A signal in flight: it moves no bytes and shares no link, so it waits in a heap by arrival time rather
+ * than among the copies, whose rates every event recomputes. */
+typedef struct link_signal {
+    double t_ready;
+    sim_xfer *x;
+    int from;
+} link_signal;
+
 struct sim_links {
     const pl_mesh *mesh;
+    link_signal *sig;       /* a min-heap by t_ready */
+    int64_t n_sig, cap_sig;
     double bw, latency, hop_latency;
     double dcn_bw, dcn_latency;
     int dph, n_dev, per_slice; /* devices a host, in the mesh, in a slice */
@@ -80,9 +90,54 @@ void sim_links_free(sim_links *l)
     if (!l) return;
     for (int i = 0; i < l->n; i++) free(l->live[i].links);
     free(l->live);
+    free(l->sig);
     free(l->load);
     free(l->bytes);
     free(l);
+}
+
+/* ---- signals: a heap by arrival ---- */
+
+static void sig_swap(link_signal *a, link_signal *b)
+{
+    link_signal t = *a;
+    *a = *b, *b = t;
+}
+
+static int sig_push(sim_links *l, link_signal s)
+{
+    if (l->n_sig == l->cap_sig && sim_grow((void **)&l->sig, &l->cap_sig, sizeof *l->sig, 16)) return -1;
+    int64_t i = l->n_sig++;
+    l->sig[i] = s;
+    for (; i > 0 && l->sig[(i - 1) / 2].t_ready > l->sig[i].t_ready; i = (i - 1) / 2)
+        sig_swap(&l->sig[i], &l->sig[(i - 1) / 2]);
+    return 0;
+}
+
+static void sig_pop(sim_links *l)
+{
+    l->sig[0] = l->sig[--l->n_sig];
+    for (int64_t i = 0;;) {
+        int64_t a = 2 * i + 1, b = a + 1, m = i;
+        if (a < l->n_sig && l->sig[a].t_ready < l->sig[m].t_ready) m = a;
+        if (b < l->n_sig && l->sig[b].t_ready < l->sig[m].t_ready) m = b;
+        if (m == i) return;
+        sig_swap(&l->sig[i], &l->sig[m]);
+        i = m;
+    }
+}
+
+/* A signal from `from` arrives as a copy's first byte would: the DMA latency, then each hop's (DCN: its
+ * latency); it adds its amount (x->bytes) to its semaphore there. */
+static int issue_signal(sim_links *l, int from, sim_xfer *x, const int *links, int hops, double now)
+{
+    double first_byte = l->latency;
+    for (int k = 0; k < hops; k++)
+        first_byte += !SIM_IS_DCN_LINK(l->n_dev, links[k]) ? l->hop_latency
+                      : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
+    x->t_issue = now;
+    x->done = 0;
+    return sig_push(l, (link_signal){.t_ready = now + first_byte, .x = x, .from = from});
 }
 
 int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
@@ -95,8 +150,13 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     if (!links) return -1;
     if (hops <= 16) memcpy(links, near, (size_t)hops * sizeof *links);
     else sim_mesh_route(l->mesh, from, x->to, links, hops);
+    if (x->signal) { /* no bytes, no share of a link */
+        int rc = issue_signal(l, from, x, links, hops, now);
+        free(links);
+        return rc;
+    }
     double first_byte = l->latency;
-    if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0]) && !x->signal) { /* the Megascale view's traffic between slices */
+    if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
         l->dcn_copies++;
         l->dcn_pair[from / l->per_slice][x->to / l->per_slice] += (double)x->bytes;
     }
@@ -108,8 +168,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     l->fresh = 0;
     x->t_issue = now;
     x->done = 0;
-    /* a signal arrives as a copy's first byte would, and moves none */
-    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = x->signal ? 0 : (double)x->bytes,
+    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = (double)x->bytes,
                                   .from = from, .n_links = hops, .links = links};
     return 0;
 }
@@ -117,7 +176,7 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
 /* Each active copy's rate and finish time at `now`; the next event. */
 double sim_links_next(sim_links *l, double now)
 {
-    double next = INFINITY;
+    double next = l->n_sig ? l->sig[0].t_ready : INFINITY;
     for (int i = 0; i < l->n; i++)
         if (l->live[i].t_ready <= now)
             for (int k = 0; k < l->live[i].n_links; k++) l->load[l->live[i].links[k]]++;
@@ -147,6 +206,14 @@ int sim_links_advance(sim_links *l, double now, double t)
     if (!l->fresh) sim_links_next(l, now); /* the rates that held since now */
     l->fresh = 0;
     int rc = 0;
+    while (l->n_sig && l->sig[0].t_ready <= t) { /* signals that arrived */
+        sim_xfer *x = l->sig[0].x;
+        x->done = 1;
+        x->t_done = l->sig[0].t_ready;
+        if (l->credits) sim_credits_mark(l->credits, l->sig[0].from);
+        if (x->cell && l->credits && sim_credit_add(l->credits, x->to, x->cell, x->bytes)) rc = -1;
+        sig_pop(l);
+    }
     for (int i = 0; i < l->n;) {
         link_live *c = &l->live[i];
         if (c->t_ready > now) {
