@@ -12,6 +12,7 @@
 
 #include "../sim/base/json.h"
 #include "../sim/kdef/kdef_internal.h"
+#include "../sim/tools/html.h"
 #include "../examples/kernels/mesh_cli.h"
 #include "../examples/kernels/mesh_progs.h"
 #include "../examples/kernels/registry.h"
@@ -187,6 +188,8 @@ int cli_run(int argc, char **argv)
     pl_options opt;
     int rc = cli_kernel_setup(cmd, K_RUN_OPTS, argc, argv, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) return rc;
+    char why[PL_MSG_MAX]; /* a page refused for its timeline's size is said before the run, not after it */
+    if (o.html && !d->mesh && sim_page_check(d, v, &opt, why, sizeof why)) return cli_fail(cmd, "--html: %s", why);
     char label[512];
     pl_kernel_format(d, v, label, sizeof label);
     pl_report *rep = calloc(1, sizeof *rep);

@@ -261,3 +261,16 @@ Test(html, no_name_can_end_the_data_script)
     cr_expect(strstr(html, "<title>tilesim: evil&lt;/script&gt;"), "the title is not escaped as HTML");
     free(html);
 }
+
+/* A page refused for its timeline's size (the trace limit) is refused before the run: the whole report
+ * went to stdout first, then the refusal and exit 2. */
+Test(html, a_page_over_the_trace_limit_is_refused_before_the_run)
+{
+    th_run r = TH_RUN("run", "matmul", "--set", "M=16384", "--set", "N=16384", "--set", "K=16384", "--set", "bm=128",
+                      "--set", "bn=128", "--set", "bk=128", "--cost-only", "--html", "/tmp/tilesim_never_written.html");
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "--html") && strstr(r.err, "trace limit"), "%s", r.err);
+    cr_expect_str_empty(r.out, "nothing ran first: %.200s", r.out);
+    cr_expect_neq(access("/tmp/tilesim_never_written.html", F_OK), 0);
+    th_run_free(&r);
+}

@@ -90,6 +90,9 @@ typedef struct sim_page {
 int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, sim_page *page, char *msg,
                     size_t n);
 void sim_page_free(sim_page *page);
+/* Would sim_page_record refuse d at v for its timeline's size (the trace limit, sim_trace_check)? -1 with
+ * msg, else 0: for a check before a long run whose page would be refused after it. */
+int sim_page_check(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, char *msg, size_t n);
 /* The block ops the kernel made at c's current step, in words ("x @ y into
  * acc (256x128x256); ..."), repeats counted; "no block ops" when none. For
  * a wrapper around a kernel (the page's recorder, explain's narrator). */

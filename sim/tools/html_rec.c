@@ -313,6 +313,22 @@ int sim_page_record(const pl_kernel_def *d, const int64_t *v, const pl_options *
     return rc;
 }
 
+int sim_page_check(const pl_kernel_def *d, const int64_t *v, const pl_options *opt, char *msg, size_t n)
+{
+    pl_kernel_build *b = calloc(1, sizeof *b);
+    if (!b) return 0; /* the page itself will say it is out of memory */
+    msg[0] = '\0';
+    int bad = 0;
+    if (sim_kdef_prepare(d, v, opt, b, msg, n) == PL_OK) {
+        pl_options untraced = *opt;
+        untraced.trace_path = NULL; /* as walk() checks it */
+        char why[PL_MSG_MAX];
+        if ((bad = sim_trace_check(&b->call, 1, &untraced, why, sizeof why) != 0)) snprintf(msg, n, "%s: %s", d->name, why);
+    }
+    free(b);
+    return bad ? -1 : 0;
+}
+
 void sim_page_free(sim_page *page)
 {
     for (int i = 0; page->steps && i < page->n_steps; i++) free(page->steps[i].op);
