@@ -141,16 +141,19 @@ void kern_sem_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn, i
     kern_sem_unlock(c);
     if (ok) return;
     if (msg[0]) kern_fault(c, PL_EDEADLOCK, "%s", msg);
-    char name[96];
+    char name[96], core[200] = "";
     kern_ref_name(c, sem, name, sizeof name);
+    if (c->target.cores > 1) /* megacore: the copy or signal it waits for may be made at a point the other core runs */
+        snprintf(core, sizeof core, "; this is core %d of %d, which walks its own part of the grid (rule G4): a "
+                 "copy started or a signal made at a point of another core is not seen here", c->core, c->target.cores);
     if (bytes)
         kern_fault(c, PL_EDEADLOCK,
                    "%s on %s needs %lld bytes but the semaphore holds %lld and no copy in flight can add more: the "
-                   "wait can never finish (deadlock, rule M10)",
-                   fn, name, (long long)need, (long long)held);
+                   "wait can never finish (deadlock, rule M10)%s",
+                   fn, name, (long long)need, (long long)held, core);
     kern_fault(c, PL_EDEADLOCK,
                "%s on %s for %lld, but it holds %lld and nothing else runs on this core to signal it: the wait "
-               "can never finish (deadlock, rule M10)",
-               fn, name, (long long)need, (long long)held);
+               "can never finish (deadlock, rule M10)%s",
+               fn, name, (long long)need, (long long)held, core);
 }
 

@@ -475,17 +475,42 @@ static void cross_core_kernel(pl_ctx *c, pl_ref *refs)
     pl_fill(c, refs[1], 0.0);
 }
 
-Test(jax_cores, M10_a_copy_waited_on_the_other_core_names_the_core)
+/* grid (2,) parallel over x (16, 128) in HBM, o blocks (8, 128), a VMEM buffer and a DMA semaphore; run
+ * with kernel k on chip: its status, rep filled */
+static int two_point_call(pl_kernel_fn k, const char *chip, pl_report *rep)
 {
     float *x = th_f32_seq(16 * 128), *o = th_f32_fill(16 * 128, 0);
-    pl_call call = {.kernel = cross_core_kernel, .grid_rank = 1, .grid = {2}, .semantics = {PL_PARALLEL},
+    pl_call call = {.kernel = k, .grid_rank = 1, .grid = {2}, .semantics = {PL_PARALLEL},
                     .n_in = 1, .in = {{.space = PL_ANY}}, .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
                     .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, 8, 128), PLTPU_SEMAPHORE_DMA(1)}};
     pl_array a = PL_ARRAY(x, PL_F32, 16, 128), out = PL_ARRAY(o, PL_F32, 16, 128);
-    pl_options opt = {.chip = "v5p"};
-    pl_report rep;
-    int rc = pl_pallas_call(&call, &a, &out, &opt, &rep);
-    cr_assert_neq(rc, PL_OK);
-    cr_expect(strstr(rep.error, "core") && strstr(rep.error, "G4"), "%s", rep.error);
+    int rc = pl_pallas_call(&call, &a, &out, &(pl_options){.chip = chip}, rep);
     free(x), free(o);
+    return rc;
+}
+
+Test(jax_cores, M10_a_copy_waited_on_the_other_core_names_the_core)
+{
+    pl_report rep;
+    cr_assert_neq(two_point_call(cross_core_kernel, "v5p", &rep), PL_OK);
+    cr_expect(strstr(rep.error, "core") && strstr(rep.error, "G4"), "%s", rep.error);
+}
+
+/* A wait at a point of core 1 for a copy that core 0 would start at its own point: a deadlock that says
+ * which core waits and why the copy is not seen there (G4). */
+static void wait_other_core_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, 8), refs[2], pl_at(c, refs[3], 0));
+    if (i == 1) pltpu_copy_wait(c, &cp); /* nothing on core 1 started it */
+    pl_fill(c, refs[1], 0.0);
+}
+
+Test(jax_cores, M10_a_wait_for_another_cores_copy_names_the_core)
+{
+    pl_report rep;
+    cr_assert_eq(two_point_call(wait_other_core_kernel, "v5p", &rep), PL_EDEADLOCK, "%s", rep.error);
+    cr_expect(strstr(rep.error, "core 1 of 2") && strstr(rep.error, "G4"), "%s", rep.error);
+    cr_assert_eq(two_point_call(wait_other_core_kernel, "v5e", &rep), PL_EDEADLOCK, "%s", rep.error);
+    cr_expect_null(strstr(rep.error, "G4"), "one core: no word of cores: %s", rep.error);
 }
