@@ -196,7 +196,7 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
             events = 1;
             if (sim_opline_push(&cl->signals, step, o->elems, 0, NULL)) return -1;
             sim_xfer *x = &cl->signals.x[cl->signals.n - 1];
-            x->signal = 1, x->hops = (uint8_t)(o->k > 255 ? 255 : o->k), x->to = (int32_t)o->n, x->cell = o->cell;
+            x->hops = (uint8_t)(o->k > 255 ? 255 : o->k), x->to = (int32_t)o->n, x->cell = o->cell;
             sim_kevent e = {.kind = SIM_KEV_SEND, .xfer = cl->signals.n - 1};
             if (push_event(cl, step, &segment, e)) return -1;
             continue;

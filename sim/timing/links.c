@@ -30,7 +30,6 @@ typedef struct link_live {
 typedef struct link_signal {
     double t_ready;
     sim_xfer *x;
-    int from;
 } link_signal;
 
 struct sim_links {
@@ -127,17 +126,31 @@ static void sig_pop(sim_links *l)
     }
 }
 
-/* A signal from `from` arrives as a copy's first byte would: the DMA latency, then each hop's (DCN: its
- * latency); it adds its amount (x->bytes) to its semaphore there. */
-static int issue_signal(sim_links *l, int from, sim_xfer *x, const int *links, int hops, double now)
+/* From issue to the first byte over links[0 .. hops): the DMA latency, then each ICI hop's, or the DCN
+ * latency once, on leaving a slice (a host port keeps its raw link's direction, so either id serves). */
+static double first_byte(const sim_links *l, const int *links, int hops)
 {
-    double first_byte = l->latency;
+    double t = l->latency;
     for (int k = 0; k < hops; k++)
-        first_byte += !SIM_IS_DCN_LINK(l->n_dev, links[k]) ? l->hop_latency
-                      : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
+        t += !SIM_IS_DCN_LINK(l->n_dev, links[k]) ? l->hop_latency
+             : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
+    return t;
+}
+
+int sim_links_signal(sim_links *l, int from, sim_xfer *x, double now)
+{
+    int near[16], *links = near; /* most routes fit here */
+    int hops = sim_mesh_route(l->mesh, from, x->to, near, 16);
+    if (hops < 0) return -1;
+    if (hops > 16) { /* past the first pass: the whole route */
+        if (!(links = malloc((size_t)hops * sizeof *links))) return -1;
+        sim_mesh_route(l->mesh, from, x->to, links, hops);
+    }
+    double t = first_byte(l, links, hops);
+    if (links != near) free(links);
     x->t_issue = now;
     x->done = 0;
-    return sig_push(l, (link_signal){.t_ready = now + first_byte, .x = x, .from = from});
+    return sig_push(l, (link_signal){.t_ready = now + t, .x = x});
 }
 
 int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
@@ -150,25 +163,17 @@ int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now)
     if (!links) return -1;
     if (hops <= 16) memcpy(links, near, (size_t)hops * sizeof *links);
     else sim_mesh_route(l->mesh, from, x->to, links, hops);
-    if (x->signal) { /* no bytes, no share of a link */
-        int rc = issue_signal(l, from, x, links, hops, now);
-        free(links);
-        return rc;
-    }
-    double first_byte = l->latency;
     if (hops && SIM_IS_DCN_LINK(l->n_dev, links[0])) { /* the Megascale view's traffic between slices */
         l->dcn_copies++;
         l->dcn_pair[from / l->per_slice][x->to / l->per_slice] += (double)x->bytes;
     }
-    for (int k = 0; k < hops; k++) {
-        int dcn = SIM_IS_DCN_LINK(l->n_dev, links[k]);
-        if (dcn) links[k] = host_port(l->n_dev, l->per_slice, l->dph, links[k]);
-        first_byte += !dcn ? l->hop_latency : (links[k] - SIM_DCN_LINK(l->n_dev, 0, 0)) % 2 ? 0 : l->dcn_latency;
-    }
+    double t = first_byte(l, links, hops);
+    for (int k = 0; k < hops; k++) /* a copy between slices shares its host's NIC ports */
+        if (SIM_IS_DCN_LINK(l->n_dev, links[k])) links[k] = host_port(l->n_dev, l->per_slice, l->dph, links[k]);
     l->fresh = 0;
     x->t_issue = now;
     x->done = 0;
-    l->live[l->n++] = (link_live){.x = x, .t_ready = now + first_byte, .remaining = (double)x->bytes,
+    l->live[l->n++] = (link_live){.x = x, .t_ready = now + t, .remaining = (double)x->bytes,
                                   .from = from, .n_links = hops, .links = links};
     return 0;
 }
@@ -210,7 +215,6 @@ int sim_links_advance(sim_links *l, double now, double t)
         sim_xfer *x = l->sig[0].x;
         x->done = 1;
         x->t_done = l->sig[0].t_ready;
-        if (l->credits) sim_credits_mark(l->credits, l->sig[0].from);
         if (x->cell && l->credits && sim_credit_add(l->credits, x->to, x->cell, x->bytes)) rc = -1;
         sig_pop(l);
     }

@@ -140,7 +140,7 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     case SIM_KEV_SEND: { /* written like a descriptor; it crosses the links as a copy's first byte does */
         sim_xfer *x = &cl->signals.x[e->xfer];
         if (c->links) {
-            if (sim_links_issue(c->links, c->device, x, now)) return -1;
+            if (sim_links_signal(c->links, c->device, x, now)) return -1;
         } else if (c->credits && sim_credit_add(c->credits, x->to, x->cell, x->bytes)) return -1;
         busy(c, now, chip->dma_issue_s);
         break;

@@ -37,7 +37,6 @@ typedef struct sim_xfer {
     uint8_t prof_row; /* on the manual line: its row in its core's op profile (pl_report.profile) */
     int32_t to;       /* mesh: the device whose semaphore `cell` it adds its bytes to when it ends */
     uint8_t regular;  /* ... or 1, not its bytes: a regular semaphore (M8) */
-    uint8_t signal;   /* a remote semaphore signal: no bytes move; `bytes` is the amount it adds at `to` */
     uintptr_t cell;   /* 0: none */
 } sim_xfer;         /* 64 bytes: a big mesh keeps one a copy */
 
@@ -91,7 +90,7 @@ typedef struct sim_coreline {
     int n_ops;
     sim_opline op[SIM_MAX_OPS];
     sim_opline manual;   /* manual copies in start order (xfer.step: the step that started it) */
-    sim_opline signals;  /* signals to other devices in order (xfer.signal set; bytes: the amount) */
+    sim_opline signals;  /* signals to other devices in order (xfer.bytes: the amount each adds at xfer.to) */
     sim_kevent *kev;     /* the event lists of steps with manual copies */
     int64_t n_kev, cap_kev;
     int64_t *step_kev;   /* per step: its first event in kev, or -1 (one compute block); NULL: no manual copies */
@@ -203,6 +202,9 @@ sim_links *sim_links_new(const struct pl_mesh *mesh, const sim_link_figures *fig
 void sim_links_free(sim_links *l);
 /* x (to device x->to) from device `from` enters its route's links at now. 0, or -1 */
 int sim_links_issue(sim_links *l, int from, sim_xfer *x, double now);
+/* A semaphore signal x (x->bytes: the amount) from device `from` to x->to: it moves no bytes and takes no
+ * share of a link, and arrives as a copy's first byte would. 0, or -1 */
+int sim_links_signal(sim_links *l, int from, sim_xfer *x, double now);
 /* the next time a copy starts or ends (INFINITY: none) */
 double sim_links_next(sim_links *l, double now);
 /* drain from now to t (no event in between); ended copies are done and credited. 0, or -1 */
