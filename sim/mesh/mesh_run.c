@@ -287,7 +287,6 @@ int pl_mesh_call(const pl_mesh *mesh, const pl_call *call, const pl_array *args,
         return refuse(mr, PL_EINVAL, "pl_mesh_call: %s is NULL but the call has some", !outs ? "outs" : "args");
     mesh_run r = {.mesh = mesh, .n = pl_mesh_devices(mesh), .seed = opt ? opt->seed : 0,
                   .tracing = opt && opt->trace_path, .cost_only = opt && opt->cost_only,
-                  .races_off = opt && opt->checks_off,
                   .ranks = sim_mpi_size(), .rank = sim_mpi_rank(), .fibers = sim_fibers_wanted(), .run_unit = run_unit};
     r.first = (int)((int64_t)r.n * r.rank / r.ranks); /* contiguous blocks of devices per process */
     r.count = (int)((int64_t)r.n * (r.rank + 1) / r.ranks) - r.first;

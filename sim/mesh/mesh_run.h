@@ -79,7 +79,6 @@ typedef struct mesh_run {
     struct sim_out *trace;  /* pl_options.trace_path, open (rank 0 only; outfile.h) */
     int64_t trace_limit;    /* its size limit (sim_trace_limit) */
     int tracing;            /* the devices record what a trace needs */
-    int races_off;          /* pl_options.checks_off: copies are not checked against each other (V4) */
     int cost_only;
     /* the devices this process runs; ranks > 1: the others are in other processes */
     int first, count, ranks, rank;
