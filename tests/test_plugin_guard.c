@@ -258,18 +258,32 @@ Test(plugin_guard, pl_plugin_load_refuses_garbage_in_process)
     cr_assert_null(defs);
 }
 
+/* A temporary directory holding `name` with the text "old": the file a
+ * run must not replace. */
+static void old_file(char *dir, char *path, size_t n, const char *name)
+{
+    cr_assert(mkdtemp(dir));
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("old", f);
+    fclose(f);
+}
+
+static void expect_old(const char *path)
+{
+    char *text = th_read_file(path);
+    cr_assert_str_eq(text, "old", "the file was replaced: %.80s", text);
+    free(text);
+}
+
 /* A crash ends the process at once, but the output files it was writing
  * are neither replaced nor left as temporary files beside them. */
 Test(plugin_guard, a_crash_keeps_the_old_output_file_and_leaves_no_temporary_file)
 {
     char dir[] = "/tmp/tilesim_guard_XXXXXX", trace[96], page[96];
-    cr_assert(mkdtemp(dir));
-    snprintf(trace, sizeof trace, "%s/t.json", dir);
+    old_file(dir, trace, sizeof trace, "t.json");
     snprintf(page, sizeof page, "%s/p.html", dir);
-    FILE *f = fopen(trace, "w");
-    cr_assert(f);
-    fputs("old", f);
-    fclose(f);
     th_run r = TH_RUN("run", hostile(), "--set", "how=1", "--trace", trace);
     expect_kernel_crash(&r, "crashed with SIGSEGV");
     th_run_free(&r);
@@ -282,9 +296,7 @@ Test(plugin_guard, a_crash_keeps_the_old_output_file_and_leaves_no_temporary_fil
     cr_expect_eq(r.status, 3, "%s", r.err);
     cr_expect(strstr(r.err, "reference"), "%s", r.err);
     th_run_free(&r);
-    char *text = th_read_file(trace);
-    cr_assert_str_eq(text, "old", "the trace was replaced: %s", text);
-    free(text);
+    expect_old(trace);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = t.json", dir);
     cr_assert_eq(system(cmd), 0, "files left beside the output: ls -A %s", dir);
@@ -332,6 +344,23 @@ Test(plugin_guard, a_crash_in_the_mesh_or_mesh_reference_callback_names_it)
     r = run_hostile_mesh("how=2", "where=4");
     expect_crash(&r, "its mesh_reference callback crashed with SIGABRT", "kernel definition 'hostile_mesh'");
     th_run_free(&r);
+}
+
+/* A mesh_reference that crashes ends the run before the mesh call writes
+ * its trace: the user's old file stays (each device's reference now runs
+ * before the call, as a single device's does). */
+Test(plugin_guard, a_crashing_mesh_reference_leaves_the_old_trace_alone)
+{
+    char dir[] = "/tmp/tilesim_guard_XXXXXX", trace[96];
+    old_file(dir, trace, sizeof trace, "t.json");
+    setenv("TILESIM_HOSTILE_LOADER", "mesh", 1);
+    th_run r = TH_RUN("run", hostile(), "--set", "how=2", "--set", "where=4", "--trace", trace);
+    expect_crash(&r, "its mesh_reference callback crashed with SIGABRT", "kernel definition 'hostile_mesh'");
+    th_run_free(&r);
+    expect_old(trace);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* A mesh callback whose answer changes between calls: the run keeps the mesh

@@ -205,23 +205,20 @@ int sim_kdef_call_inputs(const pl_kernel_def *d, const int64_t *v, pl_kernel_bui
 
 /* ---- how each output is checked: what the reference asked (pl_want_*) -------------- */
 
-typedef struct want_rule {
-    const void *data;        /* the want[] array's data: which output */
-    int has_tol, dot, ta, tb;
-    double rtol, atol;
-    pl_array a, b;           /* dot: the operands (arrays of b->args) */
-} want_rule;
-static _Thread_local want_rule rules[PL_MAX_OPERANDS]; /* the reference runs on the driver's thread */
-static _Thread_local int n_rules;
+typedef struct sim_kdef_want want_rule;
+static _Thread_local sim_kdef_wants cur; /* the reference runs on the driver's thread */
+
+void sim_kdef_wants_take(sim_kdef_wants *to) { *to = cur; }
+void sim_kdef_wants_put(const sim_kdef_wants *from) { cur = *from; }
 
 static want_rule *rule_for(const pl_array *want)
 {
     if (!want || !want->data) return NULL;
-    for (int i = 0; i < n_rules; i++)
-        if (rules[i].data == want->data) return &rules[i];
-    if (n_rules == PL_MAX_OPERANDS) return NULL;
-    rules[n_rules] = (want_rule){.data = want->data};
-    return &rules[n_rules++];
+    for (int i = 0; i < cur.n; i++)
+        if (cur.rule[i].data == want->data) return &cur.rule[i];
+    if (cur.n == PL_MAX_OPERANDS) return NULL;
+    cur.rule[cur.n] = (want_rule){.data = want->data};
+    return &cur.rule[cur.n++];
 }
 
 int pl_want_tolerance(const pl_array *want, double rtol, double atol)
@@ -246,8 +243,8 @@ int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_
                           double *rtol, double *atol)
 {
     const want_rule *r = NULL;
-    for (int i = 0; want && i < n_rules; i++)
-        if (rules[i].data == want->data) r = &rules[i];
+    for (int i = 0; want && i < cur.n; i++)
+        if (cur.rule[i].data == want->data) r = &cur.rule[i];
     *rtol = r && r->has_tol ? r->rtol : d->rtol, *atol = r && r->has_tol ? r->atol : d->atol;
     if (r && r->dot) {
         *rtol = *atol = -1; /* no tolerance: the dot's normalised error */
@@ -259,7 +256,7 @@ int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_
 
 int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *b, pl_array *want)
 {
-    n_rules = 0; /* this reference's own pl_want_* calls */
+    cur.n = 0; /* this reference's own pl_want_* calls */
     kern_guard_host_zone(KDEF_ZONE, d->name, "reference callback");
     int rc = d->reference(v, b, want);
     kern_guard_zone(NULL, NULL, NULL);
@@ -269,7 +266,7 @@ int sim_kdef_call_reference(const pl_kernel_def *d, const int64_t *v, const pl_k
 int sim_kdef_call_mesh_reference(const pl_kernel_def *d, const int64_t *v, const pl_kernel_build *devs, int n_devices,
                                  int device, pl_array *want)
 {
-    n_rules = 0;
+    cur.n = 0;
     kern_guard_host_zone(KDEF_ZONE, d->name, "mesh_reference callback");
     int rc = d->mesh_reference(v, devs, n_devices, device, want);
     kern_guard_zone(NULL, NULL, NULL);

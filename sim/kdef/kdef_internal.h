@@ -48,6 +48,20 @@ int sim_kdef_call_mesh(const pl_kernel_def *d, const int64_t *v, pl_mesh *mesh, 
  * Returns as pl_allclose (PL_OK with the verdict in k, or PL_ESHAPE ...). */
 int sim_kdef_check_output(const pl_kernel_def *d, const pl_array *got, const pl_array *want, pl_check *k,
                           double *rtol, double *atol);
+/* What a reference call asked of its outputs (its pl_want_* calls), kept
+ * when several references run before their checks (a mesh's devices): take
+ * them after one reference call, put them back before its checks. */
+typedef struct sim_kdef_wants {
+    struct sim_kdef_want {
+        const void *data; /* the want[] array's data: which output */
+        int has_tol, dot, ta, tb;
+        double rtol, atol;
+        pl_array a, b; /* dot: the operands (arrays of b->args) */
+    } rule[PL_MAX_OPERANDS];
+    int n;
+} sim_kdef_wants;
+void sim_kdef_wants_take(sim_kdef_wants *to);
+void sim_kdef_wants_put(const sim_kdef_wants *from);
 
 /* The run drivers' pieces (kdef_run.c), shared with the mesh driver
  * (kdef_mesh.c): rep's status and error set, the code returned; the host

@@ -41,12 +41,16 @@ typedef struct mesh_run {
     pl_kernel_build *b;
     unsigned char (*owned)[PL_KDEF_MAX_ARGS + PL_MAX_OPERANDS];
     pl_array *args, *outs;
+    pl_array *want; /* the references of this process's devices (mesh_references) */
+    sim_kdef_wants *asked; /* and how each reference asked its outputs checked (pl_want_*) */
+    int n_want;
 } mesh_run;
 
 static void mesh_free(mesh_run *m)
 {
     for (int dev = 0; m->b && m->owned && dev < m->n; dev++) sim_kdef_release(&m->b[dev], m->owned[dev]);
-    free(m->b), free(m->owned), free(m->args), free(m->outs);
+    for (int i = 0; m->want && i < m->n_want; i++) free(m->want[i].data);
+    free(m->b), free(m->owned), free(m->args), free(m->outs), free(m->want), free(m->asked);
 }
 
 /* Build once, then give each device its arrays and inputs. */
@@ -86,57 +90,81 @@ static int mesh_setup(const pl_kernel_def *d, const int64_t *v, const pl_options
  * dot's thresholds (pl_want_dot). */
 enum { S_VERDICT, S_NORM, S_MAX, S_RTOL, S_ATOL, S_PASS, S_FAIL, S_N };
 
-/* Check this process's devices against the reference into s (S_N doubles
- * per output per device; a device not checked here keeps -1). */
-static int check_local(const pl_kernel_def *d, const int64_t *v, const pl_mesh *mesh, mesh_run *m, double *s,
-                       pl_report *rep)
+/* This process's devices' reference outputs, computed before the call runs:
+ * a mesh_reference that crashes or fails then ends the run before the call
+ * writes any file (a --trace, say), as a single device's reference does
+ * (kdef_run.c). want holds count x no arrays, device by device. */
+static int mesh_references(const pl_kernel_def *d, const int64_t *v, const pl_mesh *mesh, mesh_run *m,
+                           pl_report *rep)
 {
-    int first, count, no = m->b[0].n_outs, rc = PL_OK;
+    int first, count, no = m->b[0].n_outs;
     pl_mesh_local_devices(mesh, &first, &count);
-    pl_array want[PL_MAX_OPERANDS];
-    memset(want, 0, sizeof want);
-    for (int o = 0; o < no && rc == PL_OK; o++) {
-        want[o] = m->b[0].outs[o];
-        want[o].data = calloc(1, pl_array_bytes(&want[o]) + 1);
-        if (!want[o].data) rc = sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
+    m->want = calloc((size_t)(count ? count : 1) * (size_t)(no ? no : 1), sizeof *m->want);
+    m->asked = calloc((size_t)(count ? count : 1), sizeof *m->asked);
+    if (!m->want || !m->asked) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
+    m->n_want = count * no;
+    for (int i = 0; i < count * no; i++) {
+        m->want[i] = m->b[0].outs[i % no];
+        m->want[i].data = calloc(1, pl_array_bytes(&m->want[i]) + 1);
+        if (!m->want[i].data) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
     }
-    for (int dev = first; dev < first + count && rc == PL_OK; dev++) {
-        for (int o = 0; o < no; o++) memset(want[o].data, 0, pl_array_bytes(&want[o]));
-        int r = sim_kdef_call_mesh_reference(d, v, m->b, m->n, dev, want);
-        if (r != PL_OK) {
+    /* Every process learns whether any device's reference failed, so that
+     * all of them stop before the call instead of some entering it alone. */
+    double *failed = calloc((size_t)m->n, sizeof *failed);
+    if (!failed) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the reference outputs");
+    for (int dev = first; dev < first + count; dev++) {
+        failed[dev] = sim_kdef_call_mesh_reference(d, v, m->b, m->n, dev, m->want + (size_t)(dev - first) * (size_t)no);
+        sim_kdef_wants_take(&m->asked[dev - first]);
+        if (failed[dev] != PL_OK) break;
+    }
+    int rc = pl_mesh_share(mesh, failed, 1);
+    for (int dev = 0; dev < m->n && rc == PL_OK; dev++)
+        if (failed[dev] != PL_OK) {
+            int r = (int)failed[dev];
             char msg[256];
             snprintf(msg, sizeof msg, "kernel '%s': its mesh_reference failed on device %d: %s", d->name, dev,
                      pl_strerror(r));
             rc = sim_kdef_fail(rep, r < 0 ? r : PL_EINVAL, msg);
-            break;
         }
+    free(failed);
+    if (rc == PL_ENOMEM && !rep->error[0])
+        rc = sim_kdef_fail(rep, rc, "the devices' references could not be shared between processes");
+    return rc;
+}
+
+/* Check this process's devices' outputs against their references into s
+ * (S_N doubles per output per device; a device not checked here keeps -1). */
+static int check_local(const pl_kernel_def *d, const pl_mesh *mesh, mesh_run *m, double *s, pl_report *rep)
+{
+    int first, count, no = m->b[0].n_outs;
+    pl_mesh_local_devices(mesh, &first, &count);
+    for (int dev = first; dev < first + count; dev++) {
+        sim_kdef_wants_put(&m->asked[dev - first]);
         for (int o = 0; o < no; o++) {
             pl_check k;
             double rtol, atol, *w = s + ((size_t)dev * (size_t)no + (size_t)o) * S_N;
-            if (sim_kdef_check_output(d, &m->b[dev].outs[o], &want[o], &k, &rtol, &atol) == PL_ESHAPE) {
-                rc = sim_kdef_fail(rep, PL_ESHAPE, "the reference output does not match the output's shape");
-                break;
-            }
+            const pl_array *want = &m->want[(size_t)(dev - first) * (size_t)no + (size_t)o];
+            if (sim_kdef_check_output(d, &m->b[dev].outs[o], want, &k, &rtol, &atol) == PL_ESHAPE)
+                return sim_kdef_fail(rep, PL_ESHAPE, "the reference output does not match the output's shape");
             w[S_VERDICT] = k.verdict, w[S_NORM] = k.norm_err, w[S_MAX] = k.max_abs_err, w[S_RTOL] = rtol,
             w[S_ATOL] = atol, w[S_PASS] = k.pass_below, w[S_FAIL] = k.fail_above;
         }
     }
-    for (int o = 0; o < no; o++) free(want[o].data);
-    return rc;
+    return PL_OK;
 }
 
 /* A verdict's severity: PASS < MARGINAL < FAIL. */
 static int severity(double verdict) { return verdict == PL_FAIL ? 2 : verdict == PL_MARGINAL ? 1 : 0; }
 
 /* Every device's outputs against the reference; one line per output, for the worst device. */
-static int verify_mesh(const pl_kernel_def *d, const int64_t *v, const pl_mesh *mesh, mesh_run *m, pl_check *check,
-                       FILE *f, pl_report *rep)
+static int verify_mesh(const pl_kernel_def *d, const pl_mesh *mesh, mesh_run *m, pl_check *check, FILE *f,
+                       pl_report *rep)
 {
     int no = m->b[0].n_outs;
     double *s = malloc((size_t)m->n * (size_t)(no ? no : 1) * S_N * sizeof *s);
     if (!s) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the devices' checks");
     for (size_t i = 0; i < (size_t)m->n * (size_t)no * S_N; i++) s[i] = -1;
-    int rc = check_local(d, v, mesh, m, s, rep);
+    int rc = check_local(d, mesh, m, s, rep);
     if (pl_mesh_share(mesh, s, no * S_N) != PL_OK && rc == PL_OK)
         rc = sim_kdef_fail(rep, PL_EINVAL, "the devices' checks could not be shared between processes");
     for (int o = 0; o < no && rc == PL_OK; o++) {
@@ -199,13 +227,14 @@ int pl_kernel_run_mesh(const pl_kernel_def *d, const int64_t *v, const pl_mesh *
     pl_report *dreps = reps ? reps : calloc((size_t)m.n, sizeof *dreps);
     if (!dreps) return sim_kdef_fail(rep, PL_ENOMEM, "out of host memory for the devices' reports");
     rc = mesh_setup(d, v, opt, &m, rep);
+    if (rc == PL_OK && d->mesh_reference && !m.cost_only) rc = mesh_references(d, v, &mesh, &m, rep);
     if (rc == PL_OK) {
         rc = pl_mesh_call(&mesh, &m.b[0].call, m.args, m.outs, opt, mr, dreps);
         if (rc != PL_OK) sim_kdef_fail(rep, rc, mr->error[0] ? mr->error : pl_strerror(rc));
         else summarize(rep, dreps, m.n, mr);
     }
     if (rc == PL_OK && !m.cost_only) {
-        if (d->mesh_reference) rc = verify_mesh(d, v, &mesh, &m, check, f, rep);
+        if (d->mesh_reference) rc = verify_mesh(d, &mesh, &m, check, f, rep);
         else if (f)
             fprintf(f, "  verify: kernel '%s' defines no mesh_reference; outputs not checked\n", d->name);
     }
