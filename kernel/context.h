@@ -344,6 +344,15 @@ struct pl_ctx {
     kern_dma *dma;              /* copies in flight */
     int n_dma, cap_dma;
     int64_t next_dma;           /* the next copy's number */
+    /* copy descriptors made this grid step and not yet started or waited
+     * (kern_desc_*, kernel/dma.c): one left when the step ends is JAX's
+     * "AsyncCopyDescriptor was not used" (M7) */
+    struct kern_desc {
+        const void *src, *dst, *sem;
+        int arg;
+        const char *fn;
+    } desc[8];
+    int n_desc;
 
     /* warnings go to the executor's report */
     /* arg: the Ref's argument position, or -1; rule: the one the warning cites ("V3", "M7") */
@@ -525,6 +534,13 @@ void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned
 __attribute__((format(printf, 4, 5)))
 #endif
 void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...);
+/* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
+ * pltpu_make_async_remote_copy), used by a start or a wait of the same
+ * src, dst and semaphore; at the end of a grid step (kern_run) a
+ * descriptor made and never used is a finding (M7), as JAX logs one. */
+void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn);
+void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem);
+void kern_desc_step_end(pl_ctx *c);
 
 /* "refs[0] (input, VMEM f32) 'x'": a Ref for messages, with its argument
  * position, role, space, dtype and name. */

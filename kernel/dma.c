@@ -38,9 +38,37 @@ static void check_regular_spaces(pl_ctx *c, const pl_ref *src, const pl_ref *dst
                src->space == PL_SMEM ? "from" : "into");
 }
 
+/* ---- descriptors made and never used ------------------------------------------------ */
+
+void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn)
+{
+    if (c->n_desc == (int)(sizeof c->desc / sizeof c->desc[0])) return; /* a finding needs only one */
+    c->desc[c->n_desc++] = (struct kern_desc){src->data, dst->data, sem->data, dst->arg, fn};
+}
+
+void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem)
+{
+    for (int i = 0; i < c->n_desc; i++)
+        if (c->desc[i].src == src->data && c->desc[i].dst == dst->data && c->desc[i].sem == sem->data) {
+            c->desc[i] = c->desc[--c->n_desc];
+            return;
+        }
+}
+
+void kern_desc_step_end(pl_ctx *c)
+{
+    if (!c->n_desc) return;
+    const struct kern_desc *d = &c->desc[0];
+    kern_warn(c, d->arg, "M7", "%s made a copy descriptor that was never started or waited in this grid step "
+              "(JAX logs \"AsyncCopyDescriptor was not used\"): the copy it describes never happens (rule M7)%s",
+              d->fn, c->n_desc > 1 ? "; and more like it" : "");
+    c->n_desc = 0;
+}
+
 pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
 {
     if (kern_check_dma_sem(c, &sem, "pltpu_async_copy", "copy with")) check_regular_spaces(c, &src, &dst, "pltpu_async_copy");
+    kern_desc_made(c, &src, &dst, &sem, "pltpu_async_copy");
     return (pltpu_copy){.src = src, .dst = dst, .sem = sem,
                         .bytes = kern_copy_check(c, &src, &dst, "pltpu_async_copy", "rule M7")};
 }
@@ -241,6 +269,7 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     if (kern_check_dma_sem(c, &cp->sem, "pltpu_copy_start", "start a copy on"))
         check_regular_spaces(c, &cp->src, &cp->dst, "pltpu_copy_start");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
+    kern_desc_used(c, &cp->src, &cp->dst, &cp->sem);
     kern_copy_past(c, &cp->src, &cp->dst, "pltpu_copy_start");
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) /* other devices must not touch its bytes until its wait (V4) */
@@ -283,6 +312,7 @@ void pltpu_copy_wait(pl_ctx *c, const pltpu_copy *cp)
     kern_refuse_regular_wait(c, &cp->sem, "pltpu_copy_wait");
     kern_check_sem(c, &cp->sem, PL_SEM_DMA, "pltpu_copy_wait", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_wait");
+    kern_desc_used(c, &cp->src, &cp->dst, &cp->sem);
     kern_dma_take(c, &cp->sem, cp->bytes, "pltpu_copy_wait");
 }
 

@@ -139,6 +139,7 @@ static pltpu_remote_copy make_remote(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref s
     check_sems(c, &send_sem, &recv_sem, fn);
     int64_t bytes = kern_copy_check(c, &src, &dst, fn, "rules M7, M11");
     unit_of(c, device_id, core, fn);
+    kern_desc_made(c, &src, &dst, &send_sem, fn);
     return (pltpu_remote_copy){.src = src, .dst = dst, .send_sem = send_sem, .recv_sem = recv_sem,
                                .device = device_id == -1 ? c->device : device_id, .bytes = bytes, .core = core};
 }
@@ -269,6 +270,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
 {
     const char *fn = "pltpu_remote_copy_start";
     check_sems(c, &cp->send_sem, &cp->recv_sem, fn);
+    kern_desc_used(c, &cp->src, &cp->dst, &cp->send_sem);
     int64_t amount = kern_sem_amount(&cp->recv_sem, cp->bytes); /* M8: its bytes, or 1 on regular semaphores */
     int to = unit_of(c, cp->device, cp->core, fn);
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, fn);
@@ -311,6 +313,7 @@ void pltpu_remote_copy_wait_send(pl_ctx *c, const pltpu_remote_copy *cp)
     kern_refuse_regular_wait(c, &cp->send_sem, "pltpu_remote_copy_wait_send");
     kern_check_sem(c, &cp->send_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_send", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_send");
+    kern_desc_used(c, &cp->src, &cp->dst, &cp->send_sem);
     kern_dma_take(c, &cp->send_sem, cp->bytes, "pltpu_remote_copy_wait_send");
 }
 
@@ -319,6 +322,7 @@ void pltpu_remote_copy_wait_recv(pl_ctx *c, const pltpu_remote_copy *cp)
     kern_refuse_regular_wait(c, &cp->recv_sem, "pltpu_remote_copy_wait_recv");
     kern_check_sem(c, &cp->recv_sem, PL_SEM_DMA, "pltpu_remote_copy_wait_recv", "wait on");
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_remote_copy_wait_recv");
+    kern_desc_used(c, &cp->src, &cp->dst, &cp->send_sem);
     kern_dma_take(c, &cp->recv_sem, cp->bytes, "pltpu_remote_copy_wait_recv");
     if (c->mesh) { /* in time, too: until the bytes from the other device have landed */
         kern_op op = {.kind = KERN_OP_RECV_WAIT, .elems = cp->bytes, .cell = (uintptr_t)cp->recv_sem.data,

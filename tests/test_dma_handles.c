@@ -68,3 +68,40 @@ Test(dma_handles, a_remote_copy_widened_after_it_was_made_is_refused_M7)
     cr_assert_eq(run_one(wider_remote, &rep), PL_ESHAPE, "%s", rep.error);
     cr_expect(strstr(rep.error, "pltpu_remote_copy_start"), "%s", rep.error);
 }
+
+/* JAX's test_unused_dma_descriptor_error: a descriptor made and never
+ * started or waited runs, and JAX logs "AsyncCopyDescriptor was not used";
+ * here a finding citing M7. One rebuilt only to wait on is used. */
+static void made_only(pl_ctx *c, pl_ref *refs)
+{
+    (void)pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2], pl_at(c, refs[3], 0));
+}
+
+static void rebuilt_for_the_wait(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_copy cp = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2], pl_at(c, refs[3], 0));
+    pltpu_copy_start(c, &cp);
+    pltpu_copy same = pltpu_async_copy(c, pl_ds(c, refs[0], 0, 0, ROWS), refs[2], pl_at(c, refs[3], 0));
+    pltpu_copy_wait(c, &same);
+}
+
+static int unused_findings(const pl_report *rep)
+{
+    int n = 0;
+    for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
+        if (strstr(rep->findings[i].msg, "never started or waited")) {
+            cr_expect_str_eq(rep->findings[i].rule, "M7");
+            cr_expect(strstr(rep->findings[i].msg, "AsyncCopyDescriptor was not used"), "%s", rep->findings[i].msg);
+            n++;
+        }
+    return n;
+}
+
+Test(dma_handles, a_descriptor_never_started_or_waited_is_a_finding_M7)
+{
+    pl_report rep;
+    cr_assert_eq(run_one(made_only, &rep), PL_OK, "%s", rep.error);
+    cr_expect_eq(unused_findings(&rep), 1);
+    cr_assert_eq(run_one(rebuilt_for_the_wait, &rep), PL_OK, "%s", rep.error);
+    cr_expect_eq(unused_findings(&rep), 0);
+}

@@ -247,21 +247,43 @@ Test(profile, trace_labels_the_step_overhead)
     pl_options opt = {.trace_path = path, .cost_only = 1};
     pl_report rep;
     cr_assert_eq(pl_pallas_call(&call, args, &out, &opt, &rep), PL_OK, "%s", rep.error);
+    const pl_chip *chip = pl_chip_default();
     json_t *doc = th_json_file(path), *ev = json_object_get(doc, "traceEvents"), *e;
     size_t i;
-    int overheads = 0;
-    double last_end = -1;
+    int overheads = 0, prologues = 0, epilogues = 0;
+    double last_end = -1, drawn = 0, end = 0;
     json_array_foreach(ev, i, e) {
         const char *name = th_json_str(e, "name");
+        if (strcmp(th_json_str(e, "ph"), "X") == 0) {
+            double e_end = th_json_num(e, "ts") + th_json_num(e, "dur");
+            if (e_end > end) end = e_end;
+        }
+        int pro = !strcmp(name, "prologue"), epi = !strcmp(name, "epilogue: write-back waits");
+        prologues += pro, epilogues += epi;
+        if (pro || epi) drawn += th_json_num(e, "dur");
+        if (pro) cr_expect_float_eq(th_json_num(e, "dur"), chip->prologue_s * 1e6, 1e-5);
         if (strcmp(name, "step overhead (P9)") != 0) continue;
         overheads++;
+        drawn += th_json_num(e, "dur");
         cr_expect_str_eq(th_json_str(e, "ph"), "X");
         cr_expect_eq(th_json_num(e, "tid"), 0, "on the kernel's track");
-        cr_expect_float_eq(th_json_num(e, "dur"), pl_chip_default()->step_overhead_s * 1e6, 1e-5);
+        /* the last write-back's wait, the fixed cost, then a descriptor for each copy the step starts (x and
+         * y; step 0 also the first) */
+        cr_expect_geq(th_json_num(e, "dur"), chip->step_overhead_s * 1e6 - 1e-5);
+        cr_expect_leq(th_json_num(e, "dur"), (chip->step_overhead_s + 5 * chip->dma_issue_s) * 1e6 + 1e-5);
         cr_expect_geq(th_json_num(e, "ts"), last_end - 1e-6, "overheads follow each other");
         last_end = th_json_num(e, "ts") + th_json_num(e, "dur");
     }
     cr_expect_eq(overheads, rep.steps, "one overhead slice per grid step (P9)");
+    cr_expect_eq(prologues, 1);
+    cr_expect_eq(epilogues, 1, "the last write-back's wait");
+    /* the track ends when the report's time does, and draws the report's overhead but the semaphore waits
+     * before each step's kernel (one for each copy it waits for) and the write-backs' descriptors after it:
+     * those are the short gaps around each step */
+    cr_expect_float_eq(end, rep.time_s * 1e6, 1e-5);
+    double waits = (double)(rep.op[0].copies + rep.op[1].copies + rep.op[2].writebacks) * chip->dma_issue_s * 1e6;
+    cr_expect_leq(drawn, rep.overhead_s * 1e6 + 1e-5, "drew %g of %g us", drawn, rep.overhead_s * 1e6);
+    cr_expect_geq(drawn, rep.overhead_s * 1e6 - waits - 1e-5, "drew %g of %g us", drawn, rep.overhead_s * 1e6);
     json_decref(doc);
     unlink(path);
 }

@@ -161,7 +161,8 @@ static int time_prepare(sim_exec *x)
     for (int c = 0; c < x->n_cores && x->tracing; c++) {
         sim_coreline *cl = &x->lines[c];
         if (!(cl->kernel_t = malloc((size_t)(2 * cl->steps + 1) * sizeof *cl->kernel_t)) ||
-            !(cl->begin_t = malloc((size_t)(cl->steps + 1) * sizeof *cl->begin_t))) {
+            !(cl->begin_t = malloc((size_t)(cl->steps + 1) * sizeof *cl->begin_t)) ||
+            !(cl->setup_t = malloc((size_t)(cl->steps + 1) * sizeof *cl->setup_t))) {
             return sim_fail(&x->rep, PL_ENOMEM, "out of host memory for the trace");
         }
     }

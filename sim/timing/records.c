@@ -165,6 +165,7 @@ void sim_coreline_free(sim_coreline *c)
     free(c->step_point);
     free(c->kernel_t);
     free(c->begin_t);
+    free(c->setup_t);
     memset(c, 0, sizeof *c);
 }
 

@@ -101,7 +101,11 @@ typedef struct sim_coreline {
     int64_t *step_point; /* linear grid point of each step (for traces of split grids); NULL: = step */
     /* filled by sim_time_run when kernel_t is set (tracing) */
     double *kernel_t; /* 2 per step: start, end */
-    double *begin_t;  /* with kernel_t: 1 per step, when it began and its overhead (P9) started */
+    double *begin_t;  /* with kernel_t: 1 per step, when it began: its overhead (P9) started with the waits for
+                       * the last step's write-backs; [steps]: when
+                       * the epilogue began (the last write-backs landed) */
+    double *setup_t;  /* with kernel_t: 1 per step, when its overhead ended (the fixed cost and its copies'
+                       * descriptors); [steps]: when the core ended (the epilogue's semaphore waits) */
 } sim_coreline;
 
 typedef struct sim_time_result {

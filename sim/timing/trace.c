@@ -93,22 +93,34 @@ static void write_waits(FILE *f, int *first, int pid, const sim_coreline *cl)
     }
 }
 
-/* The kernel steps' track: each step with its grid point and the blocks it holds, after its fixed overhead (P9). */
+/* A slice of the core's scalar work on the steps' track, t0 to t1 in seconds. */
+static void overhead_slice(FILE *f, int pid, const char *name, double t0, double t1, const char *grid)
+{
+    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f", name, pid, us6(t0),
+            us6(t1) - us6(t0));
+    if (grid) fprintf(f, ",\"args\":{\"grid\":\"%s\"}", grid);
+    fprintf(f, "}");
+}
+
+/* The kernel steps' track: the call's prologue, each step with its grid
+ * point and the blocks it holds after its overhead (P9), and the
+ * epilogue's waits for the last write-backs: the track ends when the
+ * report's time does. */
 static void write_steps(FILE *f, int pid, const sim_plan *plan, const sim_coreline *cl, const pl_report *rep)
 {
     int64_t cursor[SIM_MAX_OPS] = {0};
     int g = plan->call->grid_rank;
+    if (rep->chip->prologue_s > 0) overhead_slice(f, pid, "prologue", 0, rep->chip->prologue_s, NULL);
     for (int64_t n = 0; n < cl->steps; n++) {
         int64_t point = cl->step_point ? cl->step_point[n] : n, idx[PL_MAX_GRID];
         sim_grid_point(g, plan->call->grid, point, idx);
         char gp[128];
         sim_format_idx(idx, g, gp, sizeof gp);
         double t0 = cl->kernel_t[2 * n], t1 = cl->kernel_t[2 * n + 1];
-        /* P9: the step's fixed overhead, from its start; a gap after it is a wait for copies */
-        if (cl->begin_t && rep->chip->step_overhead_s > 0)
-            fprintf(f, ",\n{\"name\":\"step overhead (P9)\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,"
-                       "\"dur\":%.6f,\"args\":{\"grid\":\"%s\"}}", pid, us6(cl->begin_t[n]),
-                    us6(cl->begin_t[n] + rep->chip->step_overhead_s) - us6(cl->begin_t[n]), gp);
+        /* P9: the step's fixed overhead and its copies' descriptors, from its start; a gap after it is a
+         * wait for copies */
+        if (cl->setup_t && cl->setup_t[n] > cl->begin_t[n])
+            overhead_slice(f, pid, "step overhead (P9)", cl->begin_t[n], cl->setup_t[n], gp);
         fprintf(f, ",\n{\"name\":\"step %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"grid\":\"%s\"",
                 gp, pid, us6(t0), us6(t1) - us6(t0), gp);
         for (int i = 0; i < cl->n_ops; i++) {
@@ -121,7 +133,8 @@ static void write_steps(FILE *f, int pid, const sim_plan *plan, const sim_coreli
         }
         fprintf(f, "}}");
     }
-
+    if (cl->setup_t && cl->setup_t[cl->steps] > cl->begin_t[cl->steps])
+        overhead_slice(f, pid, "epilogue: write-back waits", cl->begin_t[cl->steps], cl->setup_t[cl->steps], NULL);
 }
 
 /* The pipeline's copies and write-backs on their slots' tracks; into dl, when each block's VMEM is live. */
