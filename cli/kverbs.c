@@ -108,8 +108,12 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
         const pl_check *k = &check[o];
         fprintf(stdout, "%s{\"name\":", o ? "," : "");
         pl_json_string(stdout, rep->op[i].name);
-        fprintf(stdout, ",\"verdict\":\"%s\",\"max_abs_err\":%.9g,\"norm_err\":%.9g,\"blame\":",
-                pl_verdict_name(k->verdict), k->max_abs_err, k->norm_err < 1e300 ? k->norm_err : 1e300);
+        /* NaN or inf (a kernel that wrote NaN) is null: JSON has no such numbers */
+        fprintf(stdout, ",\"verdict\":\"%s\",\"max_abs_err\":", pl_verdict_name(k->verdict));
+        cli_json_number(stdout, k->max_abs_err);
+        fprintf(stdout, ",\"norm_err\":");
+        cli_json_number(stdout, k->norm_err < 1e300 ? k->norm_err : 1e300);
+        fprintf(stdout, ",\"blame\":");
         pl_json_string(stdout, k->blame);
         fputc('}', stdout);
         o++;

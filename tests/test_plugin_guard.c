@@ -373,3 +373,19 @@ Test(plugin_guard, a_mesh_that_changes_between_calls_is_asked_once_per_run)
     cr_assert(strstr(r.out, "\nPASS\n"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* A kernel that writes NaN: `run --json` stays JSON (NaN and inf have no
+ * JSON spelling; the errors are null), and says FAIL. */
+Test(plugin_guard, run_json_of_a_kernel_that_wrote_nan_is_valid_json)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=8", "--json");
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    json_error_t e;
+    json_t *doc = json_loads(r.out, 0, &e);
+    cr_assert(doc, "not JSON (%s at %d): %.300s", e.text, e.position, r.out);
+    cr_expect_str_eq(json_string_value(json_object_get(doc, "verdict")), "FAIL");
+    json_t *o = json_array_get(json_object_get(doc, "outputs"), 0);
+    cr_expect(json_is_null(json_object_get(o, "max_abs_err")), "%.300s", r.out);
+    json_decref(doc);
+    th_run_free(&r);
+}
