@@ -333,6 +333,19 @@ static int choose_output(const cli_cmd *cmd, const cli_kopts *o, const vstate *s
                     s->b.n_outs);
 }
 
+/* What the run's checks found (V1, V3, V4, M7, P4, ...): a verdict may PASS
+ * on these inputs while the kernel races or reads a copy before its wait,
+ * which another seed or the chip would show. */
+static void print_findings(const pl_report *rep, FILE *f)
+{
+    if (!rep->n_findings) return;
+    fprintf(f, "  the checks found (they may not show in these outputs; --strict makes them errors):\n");
+    for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
+        fprintf(f, "    %s: %s\n", rep->findings[i].rule, rep->findings[i].msg);
+    if (rep->n_findings > PL_MAX_FINDINGS)
+        fprintf(f, "    and %d more\n", rep->n_findings - PL_MAX_FINDINGS);
+}
+
 static int verify_outputs(const pl_kernel_def *d, const vstate *s, FILE *f, pl_check *checks)
 {
     int worst = PL_OK;
@@ -386,6 +399,7 @@ static int verify_mesh(const cli_cmd *cmd, const cli_kopts *o, const pl_kernel_d
             if (rep->op[i].role == PL_ROLE_OUT) names[n_outs++] = rep->op[i].name;
         char mline[PL_MSG_MAX];
         const char *marginal = st == PL_OK ? marginal_line(check, n_outs, names, mline, sizeof mline) : NULL;
+        print_findings(rep, stdout);
         fprintf(stdout, "%s\n", st == PL_OK ? (marginal ? marginal : "PASS") : "FAIL");
         rc = marginal && o->strict ? 1 : exit_for(st);
     }
@@ -420,6 +434,7 @@ int cli_verify(int argc, char **argv)
         const char *names[PL_MAX_OPERANDS];
         memset(checks, 0, sizeof checks);
         st = verify_outputs(d, s, stdout, checks);
+        if (st != PL_ESHAPE) print_findings(&s->rep, stdout);
         for (int i = 0; i < s->b.n_outs; i++) names[i] = s->b.call.out[i].name;
         char mline[PL_MSG_MAX];
         const char *marginal = st == PL_OK ? marginal_line(checks, s->b.n_outs, names, mline, sizeof mline) : NULL;

@@ -43,7 +43,7 @@ void kern_check_span(pl_ctx *c, const pl_ref *r, const char *fn)
                "must stay inside its Ref", fn, name, shape, stride);
 }
 
-void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...)
+void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const char *fmt, ...)
 {
     if (!c->warn) return;
     char point[128], msg[512];
@@ -53,7 +53,7 @@ void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + at, sizeof msg - (size_t)at, fmt, ap);
     va_end(ap);
-    c->warn(c->warn_sink, arg, rule, msg);
+    c->warn(c->warn_sink, arg, rule, what, msg);
 }
 
 /* Where view v starts inside its argument's buffer, per dimension of the
@@ -101,7 +101,7 @@ static void report_in_flight(pl_ctx *c, const kern_dma *m, const pl_ref *r, cons
              "still %s it: on a TPU %s; %s (rules M7, M8)", fn, verb, name, at, (long long)m->id, from,
              (long long)m->bytes, doing, outcome, advice);
     if (c->strict) kern_fault(c, PL_ERACE, "%s", msg);
-    kern_warn(c, r->arg, "M7", "%s", msg);
+    kern_warn(c, r->arg, "M7", KERN_WARN_DMA_INFLIGHT, "%s", msg);
 }
 
 /* A kernel op writes dst while a copy still reads its source there, or still lands in it: the copy carries
@@ -139,7 +139,7 @@ void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
                    name);
     if (!a->warned) {
         a->warned = 1;
-        kern_warn(c, dst->arg, "V3", "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
+        kern_warn(c, dst->arg, "V3", KERN_WARN_INPUT_WRITE, "%s writes into %s, an input block: the write never reaches HBM (rule V3)", fn, name);
     }
 }
 

@@ -70,6 +70,14 @@ typedef struct kern_op {
 #define KERN_MAX_DMA_IN_FLIGHT 4096
 
 /* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
+/* What a kernel-layer warning is (kern_warn): the report files each as a
+ * finding of its own kind (sim/call/checks.c). */
+typedef enum kern_warning {
+    KERN_WARN_INPUT_WRITE, /* a write into an input block (V3) */
+    KERN_WARN_DMA_INFLIGHT, /* a read or write of a copy's bytes before its wait (M7) */
+    KERN_WARN_UNUSED_COPY,  /* a copy descriptor made and never started or waited (M7) */
+} kern_warning;
+
 typedef struct kern_dma {
     pl_ref src, dst, sem;
     int64_t bytes;
@@ -355,8 +363,8 @@ struct pl_ctx {
     int n_desc;
 
     /* warnings go to the executor's report */
-    /* arg: the Ref's argument position, or -1; rule: the one the warning cites ("V3", "M7") */
-    void (*warn)(void *sink, int arg, const char *rule, const char *msg);
+    /* arg: the Ref's argument position, or -1; rule: the one the warning cites ("V3", "M7"); what: its kind */
+    void (*warn)(void *sink, int arg, const char *rule, kern_warning what, const char *msg);
     void *warn_sink;
 
     /* the op log of the current step (reset by the executor) */
@@ -481,7 +489,7 @@ typedef struct kern_setup {
     int has_collective_id;     /* the call set collective_id: the barrier semaphore may be taken (M15) */
     /* checks (V1, V3): the executor's per-argument table, or NULL when off */
     kern_arg *args;
-    void (*warn)(void *sink, int arg, const char *rule, const char *msg);
+    void (*warn)(void *sink, int arg, const char *rule, kern_warning what, const char *msg);
     void *warn_sink;
     /* a device of a mesh: its hooks (NULL: a single device), number and count */
     const kern_mesh_ops *mesh;
@@ -529,11 +537,11 @@ void kern_note_read(pl_ctx *c, const pl_ref *src, const char *fn);
  * else does. */
 void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned spare);
 
-/* A warning about argument `arg` (or -1) with the grid point, to the report, as a finding of `rule`. */
+/* A warning about argument `arg` (or -1) with the grid point, to the report, as a finding of `rule` and kind `what`. */
 #if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
+__attribute__((format(printf, 5, 6)))
 #endif
-void kern_warn(pl_ctx *c, int arg, const char *rule, const char *fmt, ...);
+void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const char *fmt, ...);
 /* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
  * pltpu_make_async_remote_copy), used by a start or a wait of the same
  * src, dst and semaphore; at the end of a grid step (kern_run) a

@@ -59,7 +59,7 @@ void kern_desc_step_end(pl_ctx *c)
 {
     if (!c->n_desc) return;
     const struct kern_desc *d = &c->desc[0];
-    kern_warn(c, d->arg, "M7", "%s made a copy descriptor that was never started or waited in this grid step "
+    kern_warn(c, d->arg, "M7", KERN_WARN_UNUSED_COPY, "%s made a copy descriptor that was never started or waited in this grid step "
               "(JAX logs \"AsyncCopyDescriptor was not used\"): the copy it describes never happens (rule M7)%s",
               d->fn, c->n_desc > 1 ? "; and more like it" : "");
     c->n_desc = 0;

@@ -91,6 +91,7 @@ static int unused_findings(const pl_report *rep)
     for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
         if (strstr(rep->findings[i].msg, "never started or waited")) {
             cr_expect_str_eq(rep->findings[i].rule, "M7");
+            cr_expect_eq(rep->findings[i].kind, PL_FIND_UNUSED_COPY);
             cr_expect(strstr(rep->findings[i].msg, "AsyncCopyDescriptor was not used"), "%s", rep->findings[i].msg);
             n++;
         }

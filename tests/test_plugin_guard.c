@@ -389,3 +389,27 @@ Test(plugin_guard, run_json_of_a_kernel_that_wrote_nan_is_valid_json)
     json_decref(doc);
     th_run_free(&r);
 }
+
+/* verify shows what the checks found even when the outputs pass: a write
+ * into an input block (V3) leaves them right on these inputs */
+Test(plugin_guard, verify_shows_the_findings_of_a_kernel_whose_outputs_pass)
+{
+    th_run r = TH_RUN("verify", hostile(), "--set", "how=9");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "the checks found") && strstr(r.out, "    V3: in0: kernel hostile at grid point (2, 1)"),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}
+
+/* run of a kernel whose output fails prints the whole report, its
+ * warnings (the NaN's explanation) and the verdicts, not one error line */
+Test(plugin_guard, run_of_a_failing_kernel_prints_the_report_and_its_findings)
+{
+    th_run r = TH_RUN("run", hostile(), "--set", "how=8");
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "hostile: grid (4, 2) = 8 steps") && strstr(r.out, "  time on v5e:"), "%s", r.out);
+    cr_expect(strstr(r.out, "  warning: out0: NaN written back to HBM"), "%s", r.out);
+    cr_expect(strstr(r.out, "\nFAIL: "), "%s", r.out);
+    th_run_free(&r);
+}

@@ -31,16 +31,18 @@ void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int
     snprintf(f->msg, sizeof f->msg, "%.*s", (int)sizeof f->msg - 1, msg); /* the first part of a long one */
 }
 
-/* Warnings from the kernel layer, by the rule they cite: a write into an input block (V3), a read or write
- * of a copy's bytes before its wait (M7). */
-void sim_kernel_warning(void *core, int arg, const char *rule, const char *msg)
+/* Warnings from the kernel layer, by kind: a write into an input block (V3), a read or write of a copy's
+ * bytes before its wait (M7), a copy descriptor never used (M7). */
+void sim_kernel_warning(void *core, int arg, const char *rule, kern_warning what, const char *msg)
 {
     sim_core *k = core;
     char named[1024];
     const sim_plan *plan = &k->x->plan;
     const sim_pipe *p = arg >= 0 && arg < plan->n_ops ? &k->pipe[arg] : NULL;
     snprintf(named, sizeof named, "%s%s%s", p ? p->op->rep->name : "", p ? ": " : "", msg);
-    pl_finding_kind kind = strcmp(rule, "M7") == 0 ? PL_FIND_DMA_INFLIGHT : PL_FIND_INPUT_WRITE;
+    pl_finding_kind kind = what == KERN_WARN_DMA_INFLIGHT ? PL_FIND_DMA_INFLIGHT
+                           : what == KERN_WARN_UNUSED_COPY ? PL_FIND_UNUSED_COPY
+                                                           : PL_FIND_INPUT_WRITE;
     sim_add_finding(&k->rep, kind, rule, p ? arg : -1, k->ctx.idx, k->ctx.grid_rank,
                     p ? p->cur : NULL, p ? p->op->rank : 0, named);
 }

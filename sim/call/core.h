@@ -76,6 +76,6 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step);
  * one block (V4). */
 int sim_checks_race(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t step);
 /* The kernel layer's warnings (V3) into k's report. */
-void sim_kernel_warning(void *core, int arg, const char *rule, const char *msg);
+void sim_kernel_warning(void *core, int arg, const char *rule, kern_warning what, const char *msg);
 
 #endif

@@ -6,7 +6,8 @@
  * point (at, 1), ends the way its parameter `how` says: 1 an invalid memory
  * access, 2 abort(), 3 exit(7), 4 pthread_exit(), 5 a stack overflow, 6 an
  * endless loop without a tilesim call, 7 2.5 s of C code without one, 8
- * (the kernel only) NaN written into its output block. Its
+ * (the kernel only) NaN written into its output block, 9 (the kernel
+ * only) its result also written into its input block (V3; right outputs). Its
  * callbacks misbehave the same way when `where` names them (1 build, 2
  * reference, 6 the index map function of x). 0 everywhere: a correct kernel.
  *
@@ -35,7 +36,7 @@
 #include "sim/kdef.h"
 
 enum { P_ROWS, P_BR, P_HOW, P_AT, P_WHERE, N_P };
-enum { HOW_NONE, HOW_SEGV, HOW_ABORT, HOW_EXIT, HOW_PTHREAD_EXIT, HOW_STACK, HOW_SPIN, HOW_BUSY, HOW_NAN };
+enum { HOW_NONE, HOW_SEGV, HOW_ABORT, HOW_EXIT, HOW_PTHREAD_EXIT, HOW_STACK, HOW_SPIN, HOW_BUSY, HOW_NAN, HOW_INPUT_WRITE };
 
 static volatile int sink;
 static volatile unsigned spins; /* unsigned: a spin may wrap it (UBSan) */
@@ -80,6 +81,7 @@ static void hostile_kernel(pl_ctx *c, pl_ref *refs)
     pl_mul(c, refs[1], refs[0], refs[0]);
     if (v[P_WHERE] == 0 && pl_program_id(c, 0) == v[P_AT] && pl_program_id(c, 1) == 1) {
         if (v[P_HOW] == HOW_NAN) pl_fill(c, refs[1], NAN);
+        if (v[P_HOW] == HOW_INPUT_WRITE) pl_copy(c, refs[0], refs[1]);
         misbehave(v[P_HOW]);
     }
 }
@@ -134,7 +136,7 @@ static const int64_t br_cands[] = {8, 16, 32};
     {                                                                                                  \
         [P_ROWS] = {.name = "rows", .def = 64, .help = "rows of x"},                                   \
         [P_BR] = {.name = "br", .def = 16, .candidates = br_cands, .n_candidates = 3, .help = "rows per block"}, \
-        [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack, 6 spin, 7 2.5 s busy, 8 NaN"}, \
+        [P_HOW] = {.name = "how", .def = 0, .help = "0 fine, 1 segv, 2 abort, 3 exit(7), 4 pthread_exit, 5 stack, 6 spin, 7 2.5 s busy, 8 NaN, 9 V3"}, \
         [P_AT] = {.name = "at", .def = 2, .help = "the grid row where it happens"},                    \
         [P_WHERE] = {.name = "where", .def = 0, .help = "0 the kernel, 1 build, 2 reference, 6 x's index map, 7 x's size negative"},        \
     }
