@@ -43,6 +43,10 @@ static void rejected(const cli_cmd *cmd, const pl_kernel_def *d, const char *lab
 {
     fflush(stdout);
     fprintf(stderr, "tilesim %s: %s %s: %s\n", cmd->name, d->name, label, rep->error);
+    /* what the checks found before the run stopped: often the first sign of the same bug */
+    for (int i = 0; i < rep->n_findings && i < PL_MAX_FINDINGS; i++)
+        if (!strstr(rep->error, rep->findings[i].msg))
+            fprintf(stderr, "  before that, %s: %s\n", rep->findings[i].rule, rep->findings[i].msg);
     if (rep->status == PL_EVMEM && rep->chip) { /* the listing XLA prints on hardware */
         fprintf(stderr, "\n");
         pl_vmem_report(rep, stderr);
