@@ -142,6 +142,7 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const pl_chip *base)
     int lrc;
     char *text = sim_text_load(in->path, "measurements", err, sizeof err, &lrc);
     if (!text) return cli_fail(cmd, "%s", err);
+    sim_out_protect(in->path, "the measurements file");
     int rc = 0, line = 0, order[N_COLS], have_header = 0;
     for (char *at = text; at && rc == 0;) {
         char *s = at, *nl = strchr(s, '\n'), *f[N_COLS + 1], *g[N_COLS];
@@ -303,7 +304,10 @@ int cli_calibrate(int argc, char **argv)
     in->path = o.pos[0];
     sim_cal_result res;
     char msg[PL_MSG_MAX];
-    if ((rc = read_input(cmd, in, base)) == 0) {
+    rc = read_input(cmd, in, base);
+    /* again, now that the rows' plugins are loaded: -o may name one of them */
+    if (!rc && o.out_file && sim_out_probe(o.out_file, why, sizeof why)) rc = cli_fail(cmd, "-o: %s", why);
+    if (rc == 0) {
         int frc = sim_calibrate(base, in->rows, in->n, fit, &res, msg, sizeof msg);
         if (frc == PL_ENOMEM) rc = 1, fprintf(stderr, "tilesim calibrate: out of host memory\n");
         else if (frc != PL_OK) rc = cli_fail(cmd, "%s: %s", in->path, msg);

@@ -298,13 +298,14 @@ int cli_kernel_options(const cli_cmd *cmd, const cli_kopts *o, pl_chip *file_chi
                 return cli_fail(cmd, "%s and %s name the same file '%s': give each its own", names[i], names[j],
                                 CLI_CUT(outs[j]));
         }
-    /* a path that cannot be written is said before the run, not after it (a missing directory) */
+    int rc = cli_select_chip(cmd, o->chip, o->chip_file, file_chip, &chip);
+    if (rc) return rc;
+    /* a path that cannot be written is said before the run, not after it (a missing directory, or an input
+     * read above: the chip file, the plugin) */
     for (int i = 0; i < 5; i++) {
         char why[512];
         if (outs[i] && sim_out_probe(outs[i], why, sizeof why)) return cli_fail(cmd, "%s: %s", names[i], why);
     }
-    int rc = cli_select_chip(cmd, o->chip, o->chip_file, file_chip, &chip);
-    if (rc) return rc;
     memset(opt, 0, sizeof *opt);
     opt->chip_spec = chip;
     opt->cost_only = o->cost_only;

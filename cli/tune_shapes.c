@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "../sim/base/common.h" /* sim_text_skip_bom */
+#include "../sim/base/outfile.h" /* sim_out_protect */
 #include "tune.h"
 
 #define SHAPES_MAX_BYTES (16 << 20)
@@ -34,6 +35,7 @@ static char *read_text(const cli_cmd *cmd, const char *path)
     if (!text) return cli_fail(cmd, "--shapes: cannot read '%s': %s", path, f ? "out of host memory" : strerror(errno)),
                NULL;
     text[got] = '\0';
+    sim_out_protect(path, "the shapes file");
     if (strlen(text) != got) {
         free(text);
         return cli_fail(cmd, "--shapes: '%s' has a NUL byte: not a text file", path), NULL;

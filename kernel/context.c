@@ -226,11 +226,9 @@ int kern_run(pl_ctx *c, pl_kernel_fn kernel, pl_ref *refs)
         c->fault = NULL;
         return c->fault_code;
     }
-    c->n_desc = 0;
     kernel(c, refs);
     kern_guard_leave(prev);
     kern_flush_scalar(c); /* element accesses after the last block op */
-    kern_desc_step_end(c);
     c->fault = NULL;
     return PL_OK;
 }

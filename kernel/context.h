@@ -544,8 +544,9 @@ __attribute__((format(printf, 5, 6)))
 void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const char *fmt, ...);
 /* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
  * pltpu_make_async_remote_copy), used by a start or a wait of the same
- * src, dst and semaphore; at the end of a grid step (kern_run) a
- * descriptor made and never used is a finding (M7), as JAX logs one. */
+ * src, dst and semaphore; at the end of a grid step (the executor calls
+ * kern_desc_step_end after kern_run) a descriptor made and never used is a
+ * finding (M7), as JAX logs one. */
 void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn);
 void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem);
 void kern_desc_step_end(pl_ctx *c);

@@ -418,3 +418,75 @@ Test(output_paths, a_stop_signal_while_writing_leaves_no_temporary_file)
         rmdir(dir);
     }
 }
+
+/* ---- an output naming an input ---------------------------------------------------- */
+
+/* Every output option, pointed at the chip file the same command reads
+ * (--chip-file @ ... --OPTION @), is refused before anything is written,
+ * and the chip file keeps its text: writing there would lose the user's
+ * input (a trace written over the chip file it was timed on). */
+Test(output_paths, no_output_replaces_the_chip_file_it_read)
+{
+    static const char *const cases[][12] = {
+        {"run", MM, "--cost-only", "--chip-file", "@", "--trace", "@"},
+        {"run", MM, "--cost-only", "--chip-file", "@", "--html", "@"},
+        {"verify", MM, "--chip-file", "@", "--heatmap", "@"},
+        {"sweep", MM, "--vary", "bm=128,256", "--chip-file", "@", "--svg", "@"},
+        {"sweep", MM, "256", "256", "256", "--chip-file", "@", "--svg", "@"},
+        {"profile", MM, "--chip-file", "@", "--roofline", "@"},
+        {"memory", MM, "--chip-file", "@", "--svg", "@"},
+        {"memory", MM, "--chip-file", "@", "--json-file", "@"},
+        {"explain", MM, "--set", "M=256", "--chip-file", "@", "--html", "@"},
+        {"tune", MM, "--shapes", "SHAPES", "--chip-file", "@", "-o", "@"},
+        {"calibrate", "MEASURED", "--chip-file", "@", "-o", "@"},
+    };
+    char dir[] = "/tmp/tilesim_inout_XXXXXX", chip[96], shapes[96];
+    cr_assert(mkdtemp(dir));
+    snprintf(chip, sizeof chip, "%s/mine.chip", dir);
+    snprintf(shapes, sizeof shapes, "%s/shapes.csv", dir);
+    write_file(shapes, "M,N,K\n256,256,256\n", 0644);
+    char measured[96];
+    snprintf(measured, sizeof measured, "%s/measured.csv", dir);
+    write_file(measured, "kernel,chip,time_us,params\nmatmul,v5e,20,M=512 N=512 K=512\n", 0644);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        write_file(chip, "base = v5e\n", 0644);
+        const char *args[16] = {0};
+        int n = 0;
+        for (; cases[c][n]; n++)
+            args[n] = !strcmp(cases[c][n], "@")          ? chip
+                      : !strcmp(cases[c][n], "SHAPES")   ? shapes
+                      : !strcmp(cases[c][n], "MEASURED") ? measured
+                                                         : cases[c][n];
+        th_run r = th_run_tilesim(args);
+        cr_expect_eq(r.status, 2, "%s %s: exit %d\n%s%s", args[0], args[n - 2], r.status, r.out, r.err);
+        cr_expect(strstr(r.err, "it is the chip file this command reads"), "%s %s: %s", args[0], args[n - 2], r.err);
+        expect_text(chip, "base = v5e\n", args[0]);
+        th_run_free(&r);
+    }
+    unlink(chip), unlink(shapes), unlink(measured), rmdir(dir);
+}
+
+/* The plugin the command loads is an input too: `run ./k.so --trace k.so`
+ * left a JSON trace where the user's shared object was. */
+Test(output_paths, no_output_replaces_the_plugin_it_loaded)
+{
+    char dir[] = "/tmp/tilesim_inout_XXXXXX", so[96], cmd[PATH_MAX + 160], plugin[PATH_MAX];
+    cr_assert(mkdtemp(dir));
+    snprintf(so, sizeof so, "%s/k.so", dir);
+    th_build_path("examples/plugin/rmsnorm.so", plugin, sizeof plugin);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", plugin, so);
+    cr_assert_eq(system(cmd), 0);
+    const char *opts[][2] = {{"run", "--trace"}, {"run", "--html"}, {"sweep", "--svg"}, {"memory", "--json-file"}};
+    for (size_t c = 0; c < sizeof opts / sizeof opts[0]; c++) {
+        int cost = !strcmp(opts[c][0], "run"); /* sweep and memory take no --cost-only */
+        const char *args[] = {opts[c][0], so, cost ? "--cost-only" : "--set", cost ? opts[c][1] : "br=8",
+                              cost ? so : opts[c][1], cost ? NULL : so, NULL};
+        th_run r = th_run_tilesim(args);
+        cr_expect_eq(r.status, 2, "%s %s: exit %d\n%s", opts[c][0], opts[c][1], r.status, r.err);
+        cr_expect(strstr(r.err, "it is the plugin this command reads"), "%s %s: %s", opts[c][0], opts[c][1], r.err);
+        th_run_free(&r);
+        snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", plugin, so);
+        cr_expect_eq(system(cmd), 0, "%s %s replaced the plugin", opts[c][0], opts[c][1]);
+    }
+    unlink(so), rmdir(dir);
+}

@@ -66,6 +66,38 @@ static char *resolve(const char *p, struct stat *st, int *exists, char *err, siz
     return NULL;
 }
 
+/* ---- inputs an output must not replace ------------------------------------------ */
+
+enum { MAX_PROTECTED = 32 };
+static struct {
+    dev_t dev;
+    ino_t ino;
+    const char *what;
+} protected_files[MAX_PROTECTED];
+static int n_protected;
+
+void sim_out_protect(const char *path, const char *what)
+{
+    struct stat st;
+    if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    for (int i = 0; i < n_protected; i++)
+        if (protected_files[i].dev == st.st_dev && protected_files[i].ino == st.st_ino) return;
+    if (n_protected == MAX_PROTECTED) return;
+    protected_files[n_protected].dev = st.st_dev;
+    protected_files[n_protected].ino = st.st_ino;
+    protected_files[n_protected++].what = what;
+}
+
+/* Is path (followed through links) an input this process read? */
+static const char *protected_input(const char *path)
+{
+    struct stat st;
+    if (!n_protected || stat(path, &st) != 0) return NULL;
+    for (int i = 0; i < n_protected; i++)
+        if (protected_files[i].dev == st.st_dev && protected_files[i].ino == st.st_ino) return protected_files[i].what;
+    return NULL;
+}
+
 /* What writing path means: *direct (a device, FIFO or socket: write it as
  * it is) or a regular file to replace (*target, *exists, *st). The checks
  * open(2) would make, made without touching anything. 0, or -1 with err. */
@@ -74,6 +106,10 @@ static int plan(const char *path, int *direct, char **target, struct stat *st, i
     *direct = 0;
     *target = NULL;
     if (!path || !path[0]) return snprintf(err, n, "cannot write '': an empty path"), -1;
+    const char *input = protected_input(path);
+    if (input)
+        return snprintf(err, n, "cannot write '%s': it is %s this command reads; writing there would replace it: "
+                        "give the output a name of its own", path, input), -1;
     if (stat(path, st) == 0 && S_ISDIR(st->st_mode))
         return snprintf(err, n, "cannot write '%s': it is a directory", path), -1;
     /* /dev/null, a FIFO, /dev/fd/N of a pipe; and /dev/stdout, /dev/fd/N or /proc/self/fd/N even when they

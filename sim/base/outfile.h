@@ -43,6 +43,14 @@ void sim_out_abort(sim_out *o);
  * for checks before a long run. 0, or -1 with err. */
 int sim_out_probe(const char *path, char *err, size_t n);
 
+/* A file this process read: a chip file, a plugin, a CSV, a model. An
+ * output that names it (the same file, by device and inode, through any
+ * link) is refused by sim_out_open and sim_out_probe, so that an output
+ * option can never replace the user's input (`--trace mine.chip`).
+ * `what` says which input it is ("the chip file"); kept, not copied.
+ * Call before the threads start. */
+void sim_out_protect(const char *path, const char *what);
+
 /* --trace-limit's value (pl_options.trace_limit_bytes): BYTES, optionally
  * with K, M, G or T (powers of 1024; "64M", "1G"), or "none" (-1: no
  * limit). 0, or -1 when s is none of these or is 0 or overflows. Here so

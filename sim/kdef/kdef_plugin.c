@@ -16,6 +16,7 @@
 
 #include "kdef_internal.h"
 #include "../../kernel/guard.h"
+#include "../base/outfile.h" /* sim_out_protect */
 
 typedef int (*plugin_fn)(int abi, const pl_kernel_def *const **defs);
 
@@ -233,6 +234,7 @@ int pl_plugin_load(const char *path, const pl_kernel_def *const **defs, char *ms
     struct stat st;
     if (stat(full, &st) != 0) return fail(msg, n, path, "cannot open it", strerror(errno));
     if (!S_ISREG(st.st_mode)) return fail(msg, n, path, "not a regular file", NULL);
+    sim_out_protect(full, "the plugin");
     dlerror();
     /* loading runs the plugin's constructors: its own code, guarded as its callbacks are */
     kern_guard_zone("plugin", path, "constructors (run as it loads)");

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "../base/common.h"
+#include "../base/outfile.h" /* sim_out_protect */
 #include "../tilesim_review.h"
 
 static const pl_model models[] = {
@@ -176,6 +177,7 @@ int pl_model_load(const char *path, pl_model *out, char *err, size_t n)
     int rc;
     char *buf = sim_text_load(path, "model", err, n, &rc);
     if (!buf) return rc;
+    sim_out_protect(path, "the model file");
     rc = pl_model_parse(buf, path, out, err, n);
     free(buf);
     return rc;

@@ -112,6 +112,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../base/outfile.h" /* sim_out_protect */
 #include "../base/sim.h" /* SIM_MAX_CORES */
 
 #define KiB 1024LL
@@ -483,6 +484,7 @@ int pl_chip_load(const char *path, pl_chip *out, char *err, size_t errlen)
     int rc;
     char *buf = sim_text_load(path, "chip", err, errlen, &rc);
     if (!buf) return rc;
+    sim_out_protect(path, "the chip file");
     rc = pl_chip_parse(buf, path, out, err, errlen);
     free(buf);
     return rc;
