@@ -32,3 +32,20 @@ Test(cli_host_memory, mesh_programs_refuse_with_exit_2)
     r = TH_RUN("run", "ring_allgather", "--rows", "1048576", "--cols", "1048576");
     expect_refused(&r, "run ring_allgather");
 }
+
+/* A cost-only walk keeps a record of every grid step: one of 2^24 steps
+ * (bm = 8: the (8, 128) minimum) needs about 2.1 GiB for them. On a host
+ * with 1 GiB to give (TILESIM_HOST_MEMORY, a cap the host check honours)
+ * it stops at its first checkpoint (step 2^20) with what it would need,
+ * exit 2, instead of growing until Linux kills it (a 2^28-step run grew
+ * past 17 GB with no output). */
+Test(cli_host_memory, a_cost_only_walk_whose_records_cannot_fit_stops_early, .timeout = 60)
+{
+    setenv("TILESIM_HOST_MEMORY", "1G", 1);
+    th_run r = TH_RUN("run", "matmul", "--set", "M=8192", "--set", "N=16384", "--set", "K=16384", "--set", "bm=8",
+                      "--set", "bn=128", "--set", "bk=128", "--cost-only");
+    cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "its 16777216 grid steps would need about 2.1 GiB") && strstr(r.err, "use larger blocks"),
+              "%s", r.err);
+    th_run_free(&r);
+}

@@ -13,10 +13,12 @@
 #define _DEFAULT_SOURCE /* _SC_AVPHYS_PAGES, _SC_PHYS_PAGES */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "outfile.h" /* sim_parse_size */
 #include "sim.h"
 
 /* A number from a file holding one ("max" or garbage: -1). */
@@ -69,6 +71,10 @@ double pl_host_memory_available(void)
     avail = min_known(avail, cgroup_room());
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) avail = min_known(avail, (double)rl.rlim_cur);
+    /* TILESIM_HOST_MEMORY=16G: a cap of the user's own (a shared machine), as a size --trace-limit takes */
+    const char *cap = getenv("TILESIM_HOST_MEMORY");
+    int64_t bytes;
+    if (cap && sim_parse_size(cap, &bytes) == 0 && bytes > 0) avail = min_known(avail, (double)bytes);
     return avail < 0 ? INFINITY : avail; /* nothing known: do not refuse */
 }
 

@@ -123,6 +123,26 @@ static void report_step(sim_core *k, int64_t step, int final)
     info->final = 0;
 }
 
+/* A walk of many steps keeps a record of each (its copies, its time): at
+ * a few checkpoints, the records so far project the whole walk's, and a
+ * walk the host cannot hold stops here with what it would need, instead
+ * of being killed part way when Linux runs out (a cost-only matmul of 2^28
+ * tiny steps grew past 17 GB). */
+#define RECORD_CHECK_FROM (1 << 20)
+static int records_fit(sim_core *k, int64_t step)
+{
+    if (step < RECORD_CHECK_FROM || (step & (step - 1)) || step * 4 > k->steps) return PL_OK;
+    double held = sim_coreline_bytes(k->line), need = held / (double)step * (double)k->steps * k->x->n_cores;
+    double avail = pl_host_memory_available();
+    if (need - held * k->x->n_cores <= avail) return PL_OK;
+    char a[32], b[32];
+    return sim_fail(&k->rep, PL_ENOMEM,
+                    "its %lld grid steps would need about %s of host memory for their records (the copies and time "
+                    "of each step; %.0f bytes a step so far), over the %s available: use larger blocks (fewer grid "
+                    "steps) or a smaller problem", (long long)k->steps, pl_format_bytes(need, a, sizeof a),
+                    held / (double)step, pl_format_bytes(avail, b, sizeof b));
+}
+
 /* The grid points of a started core; then the M10 check (unless a mesh
  * makes it later: other devices may still signal this one) and the last
  * write-backs. */
@@ -151,6 +171,7 @@ static int walk_steps(sim_core *k, int check_m10)
         report_step(k, step, 0);
         if (call->num_scalar_prefetch) sim_pipe_look_ahead(k, &it);
         if ((rc = run_kernel(k, step))) return rc;
+        if ((rc = records_fit(k, step))) return rc;
         k->rep.steps++;
         sim_grid_iter_next(&it); /* G1: last axis fastest */
     }

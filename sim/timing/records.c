@@ -122,6 +122,16 @@ int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const 
     return 0;
 }
 
+double sim_coreline_bytes(const sim_coreline *c)
+{
+    double b = (double)c->steps * (sizeof *c->step_s + (c->step_kev ? sizeof *c->step_kev : 0)) +
+               (double)c->n_kev * sizeof *c->kev + (double)c->manual.n * sizeof *c->manual.x +
+               (double)c->signals.n * sizeof *c->signals.x;
+    for (int i = 0; i < c->n_ops; i++)
+        b += (double)c->op[i].n * (double)(sizeof *c->op[i].x + (c->op[i].bidx ? (size_t)c->op[i].rank * 8 : 0));
+    return b;
+}
+
 int sim_coreline_step(sim_coreline *c, double seconds)
 {
     if (c->steps == c->cap && sim_grow((void **)&c->step_s, &c->cap, sizeof *c->step_s, 256)) return -1;

@@ -132,6 +132,10 @@ void sim_records_pool(int on);
 /* Append a transfer; returns 0, or -1 when out of host memory. */
 int sim_opline_push(sim_opline *l, int64_t step, int64_t bytes, int slot, const int64_t *bidx);
 int sim_coreline_step(sim_coreline *c, double seconds);
+/* The host bytes c's records fill (the steps, transfers and events in
+ * them, not the room reserved): what a walk's records cost so far, to
+ * project the whole walk's (sim/call/walk.c). */
+double sim_coreline_bytes(const sim_coreline *c);
 /* Append one event of step `step`'s kernel (call before sim_coreline_step for
  * that step); a step appends its events in order and ends them with
  * SIM_KEV_END. Returns 0 or -1 when out of host memory. */
