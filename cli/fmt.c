@@ -48,7 +48,8 @@ void cli_vmem_hint(const pl_report *rep, FILE *f)
     if (!rep || rep->status != PL_EVMEM || !rep->chip || rep->vmem_bytes <= 0) return;
     /* what a CLI user types to raise the limit, as the call's
      * vmem_limit_bytes would (M4); past physical VMEM nothing does */
-    long long need = (long long)((rep->vmem_bytes + (1 << 20) - 1) >> 20), phys = rep->chip->vmem_bytes >> 20;
+    long long need = (long long)(rep->vmem_bytes / (1 << 20) + (rep->vmem_bytes % (1 << 20) != 0)),
+              phys = rep->chip->vmem_bytes >> 20;
     if (rep->vmem_bytes <= rep->chip->vmem_bytes)
         fprintf(f, "\nIt fits the %lld MiB of physical VMEM of a %s TensorCore: --vmem-limit %lldM runs it as a call "
                 "that sets vmem_limit_bytes that high (rule M4).\n", phys, rep->chip->name, need);

@@ -7,6 +7,7 @@
  * fail under `make check-asan CC=clang` until the bug is fixed. */
 #include "../kernel/pltpu.h"
 #include "helpers.h"
+#include "run.h"
 
 /* ---- F1: pl_copy between integer dtypes advanced a NULL pointer ------------- */
 
@@ -121,4 +122,21 @@ Test(fuzz_regress, F8_devices_per_host_of_huge_counts_saturate)
     cr_expect_eq(pl_chip_devices_per_host(&chip), 8);
     chip.chips_per_host = 0;
     cr_expect_eq(pl_chip_devices_per_host(&chip), 1);
+}
+
+/* A block of 2^62 rows saturates the VMEM budget at 2^63 - 1 bytes; the
+ * listing XLA-style and the --vmem-limit hint then summed and rounded it
+ * past INT64_MAX (UBSan: signed overflow in vmem_report.c and fmt.c) and
+ * printed "Program vmem requirement -9223372036854251525B". */
+Test(fuzz_regress, a_saturated_vmem_budget_lists_without_overflow)
+{
+    const char *verbs[] = {"run", "memory", "profile", "explain", "verify"};
+    for (int i = 0; i < 5; i++) {
+        const char *args[] = {verbs[i], "matmul", "--set", "bm=4611686018427387904", NULL};
+        th_run r = th_run_tilesim(args);
+        cr_expect_eq(r.status, 2, "%s: exit %d: %s", verbs[i], r.status, r.err);
+        cr_expect(strstr(r.err, "VMEM budget exceeded") && !strstr(r.err, "requirement -") && !strstr(r.err, "needs -"),
+                  "%s: %s", verbs[i], r.err);
+        th_run_free(&r);
+    }
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/common.h" /* sim_sat_mul */
 #include "../tilesim_hlo.h"
 
 /* XLA's human-readable sizes: 512B, 4.00K, 31.07M, 1.50G (binary units). */
@@ -91,14 +92,14 @@ static int collect(const pl_report *r, vmem_alloc *v)
         const pl_operand_report *o = &r->op[i];
         if (o->space != PL_VMEM || o->buffers < 1) continue;
         v[n++] = (vmem_alloc){o->name, o->role == PL_ROLE_OUT ? "output block" : "input block", o->buffers,
-                              o->dtype, o->rank, o->block, o->vmem_bytes * o->buffers,
-                              o->block_bytes * o->buffers};
+                              o->dtype, o->rank, o->block, sim_sat_mul(o->vmem_bytes, o->buffers),
+                              sim_sat_mul(o->block_bytes, o->buffers)};
     }
     for (int i = 0; i < r->n_scratch; i++) {
         const pl_scratch_report *s = &r->scratch[i];
         if (s->space != PL_VMEM) continue;
         int64_t logical = (int64_t)pl_dtype_size(s->dtype);
-        for (int d = 0; d < s->rank; d++) logical *= s->shape[d];
+        for (int d = 0; d < s->rank; d++) logical = sim_sat_mul(logical, s->shape[d]);
         v[n++] = (vmem_alloc){s->name, "scratch", 1, s->dtype, s->rank, s->shape, s->bytes, logical};
     }
     /* what the kernel allocated itself, live at its peak: known only once it has run (K4); no shape kept */
@@ -115,7 +116,7 @@ int pl_vmem_report(const pl_report *r, FILE *f)
     vmem_alloc v[PL_MAX_CALL_OPERANDS + PL_MAX_SCRATCH + PL_MAX_SCOPED_PEAK];
     int n = collect(r, v);
     int64_t used = 0;
-    for (int i = 0; i < n; i++) used += v[i].padded;
+    for (int i = 0; i < n; i++) used = v[i].padded > INT64_MAX - used ? INT64_MAX : used + v[i].padded; /* saturates */
     char a[32], b[32], c[32], shape[256];
     if (used > r->vmem_limit)
         fprintf(f, "Ran out of memory in memory space vmem. Used %s of %s vmem. Exceeded vmem capacity by %s.\n",
