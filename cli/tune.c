@@ -201,6 +201,10 @@ int cli_tune(int argc, char **argv)
     }
     tune_shapes sh;
     if ((rc = tune_read_shapes(cmd, o.shapes, d, fixed, &sh))) return rc;
+    if (sh.repeats)
+        fprintf(stderr, "tilesim tune: %d row%s of %s repeat%s a shape given before (line %d repeats line %d): each "
+                "shape is tuned once, in one row\n", sh.repeats, sh.repeats == 1 ? "" : "s", o.shapes,
+                sh.repeats == 1 ? "s" : "", sh.first_repeat, sh.repeated);
     job.d = d;
     job.sh = &sh;
     plan_columns(&job, fixed, varied);

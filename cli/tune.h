@@ -25,6 +25,8 @@ typedef struct tune_shapes {
     int n;
     int64_t *values;
     int line[TUNE_MAX_SHAPES]; /* each shape's line in the file, for messages */
+    int repeats;               /* rows that repeat an earlier shape: not tuned again */
+    int first_repeat, repeated; /* the first such row's line, and the line it repeats */
 } tune_shapes;
 
 /* Read path for kernel d; fixed[p] is set for the parameters --set or

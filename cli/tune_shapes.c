@@ -103,6 +103,12 @@ static int row(const cli_cmd *cmd, const char *path, int line, char *text, const
     if (c < sh->n_cols)
         return cli_fail(cmd, "%s:%d: %d column%s where the header has %d", path, line, c, c == 1 ? "" : "s",
                         sh->n_cols);
+    /* a shape given before is tuned once: the table has one row per key (4096 copies of one shape took hours) */
+    for (int s = 0; s < sh->n; s++)
+        if (!memcmp(sh->values + (size_t)s * PL_KDEF_MAX_PARAMS, out, (size_t)sh->n_cols * sizeof *out)) {
+            if (!sh->repeats++) sh->first_repeat = line, sh->repeated = sh->line[s];
+            return 0;
+        }
     sh->line[sh->n++] = line;
     return 0;
 }

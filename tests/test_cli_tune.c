@@ -432,3 +432,22 @@ Test(tune, a_kernels_own_vmem_limit_stays_its_wall)
     th_run_free(&own), th_run_free(&phys);
     unlink(shapes);
 }
+
+/* A shape given twice is tuned once and keyed once (4096 copies of one
+ * shape took hours, one sweep each), and the merge is said. */
+Test(tune, a_repeated_shape_is_tuned_once)
+{
+    char once[64], thrice[64];
+    th_temp_file(once, "M,N,K\n512,1024,256\n256,256,256\n");
+    th_temp_file(thrice, "M,N,K\n512,1024,256\n256,256,256\n512,1024,256\n 512 ,1024,256\n");
+    th_run a = TH_RUN("tune", "matmul", "--shapes", once, "--csv");
+    th_run b = TH_RUN("tune", "matmul", "--shapes", thrice, "--csv");
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    cr_assert_eq(b.status, 0, "%s", b.err);
+    cr_expect_str_eq(a.out, b.out);
+    cr_expect(strstr(b.err, "2 rows of") && strstr(b.err, "(line 4 repeats line 2): each shape is tuned once"), "%s",
+              b.err);
+    cr_expect_eq(a.err[0], '\0', "%s", a.err);
+    th_run_free(&a), th_run_free(&b);
+    unlink(once), unlink(thrice);
+}
