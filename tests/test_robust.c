@@ -143,3 +143,19 @@ Test(robust, random_calls_never_crash, .timeout = 120)
             if (hist[c]) fprintf(stderr, "%3d %-45s %d\n", -c, pl_strerror(-c), hist[c]);
     free(in), free(out);
 }
+
+/* A call's and its operands' names reach terminals and fixed-width tables:
+ * a control byte in one (an ANSI escape, a newline from a plugin) is '?'
+ * in the report, which prints them. */
+Test(robust, control_bytes_in_names_do_not_reach_the_report)
+{
+    th_io io = th_io_2d(8, 128);
+    pl_call call = {.name = "k\nx", .kernel = th_copy_kernel, .grid_rank = 1, .grid = {1}, .n_in = 1,
+                    .in = {PL_BLOCK(PL_MAP(0, 0), 8, 128)}, .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, 0), 8, 128)}};
+    call.in[0].name = "\x1b[31mred\nrow";
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_expect_str_eq(rep.call_name, "k?x");
+    cr_expect_str_eq(rep.op[0].name, "?[31mred?row");
+    th_io_free(&io);
+}
