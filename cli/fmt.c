@@ -37,7 +37,7 @@ int cli_finish_stdout(const cli_cmd *cmd, int status)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int e = errno;
-        fprintf(stderr, "tilesim %s: cannot write the output: %s\n", cmd->name, strerror(e));
+        fprintf(stderr, "tilesim%s%s: cannot write the output: %s\n", cmd->name[0] ? " " : "", cmd->name, strerror(e));
         return CLI_EXIT_USAGE;
     }
     return status;

@@ -222,6 +222,17 @@ int cli_kparse(const cli_cmd *cmd, unsigned allowed, int argc, char **argv, cli_
         return cli_finish_stdout(cmd, 0);
     }
     if (o->csv && o->json) return cli_fail(cmd, "--csv and --json exclude each other; give one");
+    /* a parameter set twice would take the last value quietly: refused, as any other option given twice */
+    for (int i = 0; i < o->n_sets + o->n_varies; i++)
+        for (int j = i + 1; j < o->n_sets + o->n_varies; j++) {
+            const char *a = i < o->n_sets ? o->sets[i] : o->varies[i - o->n_sets];
+            const char *b = j < o->n_sets ? o->sets[j] : o->varies[j - o->n_sets];
+            size_t la = strcspn(a, "="), lb = strcspn(b, "=");
+            if (la == lb && !strncmp(a, b, la) && (strcmp(a, b) || j >= o->n_sets)) /* the same --set again is harmless */
+                return cli_fail(cmd, "%s %s and %s %s: '%.*s' given twice; give it once",
+                                i < o->n_sets ? "--set" : "--vary", CLI_CUT(a), j < o->n_sets ? "--set" : "--vary",
+                                CLI_CUT(b), (int)la, a);
+        }
     return -1;
 }
 

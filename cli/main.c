@@ -98,6 +98,10 @@ int tilesim_main(int argc, char **argv)
     if (strcmp(c, "help") == 0 || strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0) {
         if (argc > 3) return cli_fail(&tool_cmd, "help: too many arguments at '%s'", CLI_CUT(argv[3]));
         const struct verb *v = argc == 3 ? find_verb(argv[2]) : NULL;
+        if (argc == 3 && !v && !strcmp(argv[2], "help")) { /* help help: what help says, the overview */
+            overview(stdout);
+            return cli_finish_stdout(&tool_cmd, 0);
+        }
         if (argc == 3 && !v)
             return cli_fail(&tool_cmd, "help: unknown command '%s'; the commands are %s", CLI_CUT(argv[2]),
                             COMMANDS);

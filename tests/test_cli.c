@@ -372,7 +372,7 @@ Test(cli, bad_arguments_exit_2_with_a_message)
 Test(cli, help_exits_0)
 {
     const char *const helps[][3] = {{"help", NULL}, {"--help", NULL}, {"help", "sweep"}, {"sweep", "--help"},
-                                    {"explain", "-h"}};
+                                    {"explain", "-h"}, {"help", "help"}};
     for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
         th_run r = th_run_tilesim(helps[i]);
         cr_expect_eq(r.status, 0, "%s %s: exit %d", helps[i][0], helps[i][1] ? helps[i][1] : "", r.status);

@@ -169,6 +169,8 @@ Test(cli_kernels, bad_command_lines_name_what_and_exit_2)
         {{"sweep", "rmsnorm", "--vary", "br=8,8"}, "'8' appears twice"},
         {{"sweep", "rmsnorm", "--vary", "br="}, "want NAME=V1,V2"},
         {{"sweep", "rmsnorm", "--vary", "br=8", "--set", "br=16"}, "given twice"},
+        /* a parameter set twice took the last value quietly */
+        {{"run", "rmsnorm", "--set", "br=8", "--set", "br=16"}, "--set br=8 and --set br=16: 'br' given twice"},
         {{"sweep", "rmsnorm", "--csv", "--json"}, "exclude each other"},
         {{"sweep", "rmsnorm", "--heatmap", "x"}, "'--heatmap' is not an option of sweep"},
         {{"run", "rmsnorm", "--chip", "v9"}, "unknown chip 'v9'"},
