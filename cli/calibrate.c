@@ -112,9 +112,16 @@ static int parse_row(const cli_cmd *cmd, cal_input *in, int line, char **f, cons
     r->line = line;
     pl_kernel_defaults_on(r->d, base, r->v); /* the measured chip's defaults (f8e4m3 weights on v7x) */
     char *save = NULL, msg[PL_MSG_MAX];
-    for (char *a = strtok_r(f[COL_PARAMS], " \t", &save); a; a = strtok_r(NULL, " \t", &save))
+    unsigned char given[PL_KDEF_MAX_PARAMS] = {0};
+    for (char *a = strtok_r(f[COL_PARAMS], " \t", &save); a; a = strtok_r(NULL, " \t", &save)) {
         if (pl_kernel_set(r->d, r->v, a, msg, sizeof msg) != PL_OK)
             return cli_fail(cmd, "%s:%d: params: %s", in->path, line, msg);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+        int p = pl_kernel_param_index(r->d, name);
+        if (p >= 0 && given[p]++) /* the second value would win quietly */
+            return cli_fail(cmd, "%s:%d: params: '%s' given twice; give it once", in->path, line, name);
+    }
     in->n++;
     return 0;
 }

@@ -174,6 +174,8 @@ Test(calibrate, bad_rows_are_errors_naming_the_line)
         {"kernel,chip,time_us,params\n", "no measurements"},
         {"kernel,chip,time_us,params\nmatmul,v5e,10,\"M=512 N=512\n", ":2: a quoted field has no closing quote"},
         {"kernel,chip,time_us,params\nmatmul,v5e,10,\"M=512\"x\n", ":2: a quoted field has no closing quote"},
+        /* the second value won quietly */
+        {"kernel,chip,time_us,params\nmatmul,v5e,10,M=512 M=1024\n", ":2: params: 'M' given twice"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char csv[64];
