@@ -154,7 +154,8 @@ static struct kern_ds_site *ds_site(pl_ctx *c, uintptr_t site, int arg, int dim,
  * pl_ds call (call site, Ref, dimension, and its count in the step) takes
  * different starts at different grid steps: a start the same at every step
  * is a constant. Rank-1 Refs are exempt (their tiling is compact). */
-static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t start, int64_t size, uintptr_t site)
+static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t start, int64_t size, uintptr_t site,
+                               int at)
 {
     if (!c->target.chip || r->space != PL_VMEM || r->rank < 2 || dim < r->rank - 2) return;
     int rows = dim == r->rank - 2;
@@ -172,16 +173,18 @@ static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t star
     if (start % tile != 0 && s->unaligned < 0) s->unaligned = start, s->tile = tile;
     s->dynamic |= start != s->first;
     if (!s->dynamic || s->unaligned < 0) return;
-    char name[96];
+    char name[96], call[64];
     kern_ref_name(c, r, name, sizeof name);
+    if (at) snprintf(call, sizeof call, "pl_at(%lld), a row: pl_ds(%lld, 1),", (long long)start, (long long)start);
+    else snprintf(call, sizeof call, "pl_ds(%lld, %lld)", (long long)start, (long long)size);
     kern_fault(c, PL_ETILING,
-               "pl_ds(%lld, %lld) on dimension %d of %s (%s, %lld %s): this pl_ds has taken the starts %lld and "
+               "%s on dimension %d of %s (%s, %lld %s): this %s has taken the starts %lld and "
                "%lld at different grid steps, so its start is dynamic, and %lld is not a multiple of the %lld-%s tile of %s on %s: the "
                "compiler cannot prove the access aligned (XLA E2003, CompileTimeMosaicUnprovenMemoryAccessAlignment;"
                " rule T9). Keep dynamic starts on multiples of %lld and, where the compiler cannot see it, say so "
                "with pl_multiple_of(c, start, %lld); or mask a whole-tile access instead",
-               (long long)start, (long long)size, dim, name, pl_dtype_name(r->dtype), (long long)r->shape[dim],
-               rows ? "rows" : "lanes", (long long)s->first, (long long)(start != s->first ? start : s->unaligned),
+               call, dim, name, pl_dtype_name(r->dtype), (long long)r->shape[dim], rows ? "rows" : "lanes",
+               at ? "pl_at" : "pl_ds", (long long)s->first, (long long)(start != s->first ? start : s->unaligned),
                (long long)s->unaligned, (long long)s->tile, rows ? "row" : "lane", pl_dtype_name(r->dtype),
                c->target.chip, (long long)s->tile, (long long)s->tile);
 }
@@ -219,7 +222,7 @@ pl_ref pl_ds(pl_ctx *c, pl_ref r, int dim, int64_t start, int64_t size)
                    "size >= 0 (rule V2)",
                    (long long)start, (long long)size, dim, name, (long long)r.shape[dim], (long long)r.shape[dim]);
     }
-    check_ds_alignment(c, &r, dim, start, size, (uintptr_t)__builtin_return_address(0));
+    check_ds_alignment(c, &r, dim, start, size, (uintptr_t)__builtin_return_address(0), 0);
     int64_t inside = r.shape[dim] - r.past[dim] - start; /* elements of the new view inside the Ref */
     inside = inside < 0 ? 0 : inside > size ? size : inside;
     r.data = offset_data(&r, off);
@@ -239,6 +242,9 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
         kern_fault(c, PL_EBOUNDS, "pl_at(%lld) on %s of leading size %lld%s (rule V2)", (long long)i, name,
                    r.rank ? (long long)r.shape[0] : 0LL, whole_past ? ", a row past the end of the Ref" : "");
     }
+    /* On a rank-2 Ref, o_ref[j] indexes the tiled row dimension: Mosaic
+     * lowers it as o_ref[pl.ds(j, 1), :], with T9's alignment rule. */
+    if (r.rank == 2) check_ds_alignment(c, &r, 0, i, 1, (uintptr_t)__builtin_return_address(0), 1);
     r.data = offset_data(&r, i * r.stride[0]);
     memmove(r.shape, r.shape + 1, (size_t)(r.rank - 1) * sizeof *r.shape);
     memmove(r.stride, r.stride + 1, (size_t)(r.rank - 1) * sizeof *r.stride);

@@ -269,3 +269,34 @@ Test(compiler_ops, T9_a_dynamic_row_start_in_one_tile_column_passes_for_32_bit_t
     rc = run_ds_w(&k, PL_F32, "v5e", 256, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_ETILING, "8-row tile of f32 on v5e", "E2003");
 }
+
+/* o_ref[j] on a rank-2 Ref indexes its row dimension: Pallas lowers it as
+ * o_ref[pl.ds(j, 1), :], so T9 judges pl_at as it judges that pl_ds (a
+ * dynamic row of a (64, 256) f32 buffer was refused as pl_ds and passed as
+ * pl_at). A buffer one tile column wide takes any row, either way. */
+static void at_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t row = pl_program_id(c, 0) % 2 * 3; /* 0, 3, 0, 3: dynamic, off the 8-row tile */
+    pl_ref s = refs[2];
+    pl_copy(c, pl_ds(c, pl_at(c, s, row), 0, 0, 128), pl_at(c, refs[0], 0));
+    pl_copy(c, refs[1], refs[0]);
+}
+
+static int run_at(int64_t width, pl_report *rep)
+{
+    float x[16 * 128] = {0}, o[16 * 128];
+    pl_array in = PL_ARRAY(x, PL_F32, 16, 128), out = PL_ARRAY(o, PL_F32, 16, 128);
+    pl_call call = {.name = "at", .kernel = at_kernel, .grid_rank = 1, .grid = {2},
+                    .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
+                    .n_scratch = 1, .scratch = {PLTPU_VMEM(PL_F32, 64, width)}};
+    return pl_pallas_call(&call, &in, &out, NULL, rep);
+}
+
+Test(compiler_ops, T9_pl_at_of_a_dynamic_row_is_judged_as_its_pl_ds)
+{
+    pl_report rep;
+    int rc = run_at(256, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_ETILING, "pl_at(3), a row: pl_ds(3, 1), on dimension 0", "8-row tile of f32", "E2003");
+    th_expect_ok(run_at(128, &rep), &rep);
+}
