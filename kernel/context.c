@@ -152,6 +152,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->cost_only = s->cost_only;
     c->strict = s->strict;
     c->races_off = s->races_off;
+    c->parallel_axes = s->parallel_axes;
     c->oob_poison = s->oob_poison;
     c->uninit_zero = s->uninit_zero;
     c->dma_on_wait = s->dma_on_wait;

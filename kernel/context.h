@@ -76,6 +76,7 @@ typedef enum kern_warning {
     KERN_WARN_INPUT_WRITE, /* a write into an input block (V3) */
     KERN_WARN_DMA_INFLIGHT, /* a read or write of a copy's bytes before its wait (M7) */
     KERN_WARN_UNUSED_COPY,  /* a copy descriptor made and never started or waited (M7) */
+    KERN_WARN_PARALLEL_WAIT, /* a copy waited at a grid point that differs from its start's along a parallel axis (G4) */
 } kern_warning;
 
 typedef struct kern_dma {
@@ -333,6 +334,8 @@ struct pl_ctx {
     int checks;                 /* track reads, writes and poison (V1, V3) */
     int races_off;              /* checks_off: two copies into the same bytes are not refused either (V4) */
     int strict;                 /* writes into input blocks (V3) and reads of a landing copy (M7) are errors */
+    unsigned parallel_axes;     /* bit a: grid axis a is parallel (G3), for copies waited across it (G4) */
+    int chain_warned;           /* ... said once a call */
     int oob_poison;             /* reads past a Ref (pl_get, pl_load, DMA sources) give poison, not a fault (V2) */
     int uninit_zero;            /* poison is zero (V1) */
 
@@ -486,6 +489,7 @@ typedef struct kern_setup {
     int n_args;
     int cost_only, strict, oob_poison, uninit_zero, dma_on_wait;
     int races_off;             /* pl_options.checks_off: no race is rejected or reported (V4) */
+    unsigned parallel_axes;    /* bit a: grid axis a is parallel (G3) */
     int has_collective_id;     /* the call set collective_id: the barrier semaphore may be taken (M15) */
     /* checks (V1, V3): the executor's per-argument table, or NULL when off */
     kern_arg *args;

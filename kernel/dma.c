@@ -278,6 +278,30 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     if (!c->dma_on_wait) land(c, m);
 }
 
+/* G4: a copy started at one grid point and waited at another that differs
+ * along a parallel axis runs on one TensorCore only while the chip has one:
+ * a megacore chip splits that axis between its cores, and the wait there
+ * never finishes (M10). Said once a call; an error under strict. */
+static void check_parallel_wait(pl_ctx *c, const kern_dma *m, const char *fn)
+{
+    if (!c->parallel_axes || c->chain_warned) return;
+    for (int a = 0; a < c->grid_rank && a < 32; a++) {
+        if (!(c->parallel_axes >> a & 1) || m->point[a] == c->idx[a]) continue;
+        char name[96], from[128], at[128], msg[700];
+        kern_ref_name(c, &m->dst, name, sizeof name);
+        kern_format_point(m->point, c->grid_rank, from, sizeof from);
+        kern_format_point(c->idx, c->grid_rank, at, sizeof at);
+        snprintf(msg, sizeof msg, "%s: copy %lld into %s was started at grid point %s and is waited at %s; the two "
+                 "differ along axis %d, which is parallel: on a megacore chip (v4, v5p) the two points may run on "
+                 "different TensorCores and this wait would never finish (rules G4, M10). Mark axis %d arbitrary, "
+                 "or start and wait each copy at one grid point", fn, (long long)m->id, name, from, at, a, a);
+        c->chain_warned = 1;
+        if (c->strict) kern_fault(c, PL_ESEMAPHORE, "%s", msg);
+        kern_warn(c, m->dst.arg, "G4", KERN_WARN_PARALLEL_WAIT, "%s", msg);
+        return;
+    }
+}
+
 /* Take copies in flight on sem off the list, oldest first, until what they
  * add to it (their bytes, or 1 each on a regular semaphore, M8) covers
  * `need`: their data lands (on_wait mode), and the timing model waits for
@@ -292,6 +316,7 @@ static int64_t take_in_flight(pl_ctx *c, const pl_ref *sem, int64_t need, const 
             continue;
         }
         land(c, m);
+        check_parallel_wait(c, m, fn);
         covered += kern_sem_amount(&m->sem, m->bytes);
         kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = fn};
         kern_record(c, &op);

@@ -528,3 +528,27 @@ Test(dma, V4_two_copies_into_one_buffer_are_refused_unless_checks_are_off)
     cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &(pl_options){.checks_off = 1}, &rep), PL_OK, "%s", rep.error);
     th_io_free(&io);
 }
+
+/* G4: the double-buffered kernel waits at step i + 1 for what step i
+ * started. Along an arbitrary axis that is right; along a parallel one a
+ * megacore chip may run the two steps on different cores and the wait never
+ * ends, so a one-core chip says so (a finding; an error under strict). */
+Test(dma, G4_a_copy_waited_across_a_parallel_axis_is_a_finding)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(double_buffered_kernel);
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_expect_eq(rep.n_findings, 0, "an arbitrary axis: %s", rep.n_findings ? rep.findings[0].msg : "");
+    call.semantics[0] = PL_PARALLEL;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(rep.n_findings, 1);
+    cr_expect_eq(rep.findings[0].kind, PL_FIND_PARALLEL_WAIT);
+    cr_expect_str_eq(rep.findings[0].rule, "G4");
+    cr_expect(strstr(rep.findings[0].msg, "started at grid point (0) and is waited at (1)") &&
+                  strstr(rep.findings[0].msg, "axis 0, which is parallel"),
+              "%s", rep.findings[0].msg);
+    pl_options strict = {.strict = 1};
+    cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ESEMAPHORE, "%s", rep.error);
+    th_io_free(&io);
+}

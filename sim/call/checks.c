@@ -42,6 +42,7 @@ void sim_kernel_warning(void *core, int arg, const char *rule, kern_warning what
     snprintf(named, sizeof named, "%s%s%s", p ? p->op->rep->name : "", p ? ": " : "", msg);
     pl_finding_kind kind = what == KERN_WARN_DMA_INFLIGHT ? PL_FIND_DMA_INFLIGHT
                            : what == KERN_WARN_UNUSED_COPY ? PL_FIND_UNUSED_COPY
+                           : what == KERN_WARN_PARALLEL_WAIT ? PL_FIND_PARALLEL_WAIT
                                                            : PL_FIND_INPUT_WRITE;
     sim_add_finding(&k->rep, kind, rule, p ? arg : -1, k->ctx.idx, k->ctx.grid_rank,
                     p ? p->cur : NULL, p ? p->op->rank : 0, named);

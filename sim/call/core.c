@@ -82,6 +82,15 @@ static int alloc_buffers(sim_core *k)
     return PL_OK;
 }
 
+/* Bit a set where grid axis a is parallel (G3): copies waited across one are said (G4, kernel/dma.c). */
+static unsigned parallel_axes(const pl_call *call)
+{
+    unsigned m = 0;
+    for (int a = 0; a < call->grid_rank && a < 32; a++)
+        if (call->semantics[a] == PL_PARALLEL) m |= 1u << a;
+    return m;
+}
+
 /* The kernel's context: names for messages (M3), options, the checks' table. */
 static void init_context(sim_core *k)
 {
@@ -104,7 +113,7 @@ static void init_context(sim_core *k)
                     .kernel_name = x->rep.call_name, .n_prefetch = call->num_scalar_prefetch, .n_in = call->n_in,
                     .n_out = call->n_out, .n_scratch = call->n_scratch, .arg_name = names, .n_args = k->n_refs,
                     .cost_only = x->cost_only, .strict = x->strict, .oob_poison = x->oob_poison,
-                    .races_off = !x->checks,
+                    .races_off = !x->checks, .parallel_axes = parallel_axes(call),
                     .uninit_zero = x->uninit == PL_UNINIT_ZERO, .dma_on_wait = x->dma_on_wait,
                     .has_collective_id = call->has_collective_id,
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
