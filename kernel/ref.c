@@ -185,7 +185,8 @@ static void check_ds_alignment(pl_ctx *c, const pl_ref *r, int dim, int64_t star
                "with pl_multiple_of(c, start, %lld); or mask a whole-tile access instead",
                call, dim, name, pl_dtype_name(r->dtype), (long long)r->shape[dim], rows ? "rows" : "lanes",
                at ? "pl_at" : "pl_ds", (long long)s->first, (long long)(start != s->first ? start : s->unaligned),
-               (long long)s->unaligned, (long long)s->tile, rows ? "row" : "lane", pl_dtype_name(r->dtype),
+               (long long)(start % s->tile ? start : s->unaligned), (long long)s->tile, rows ? "row" : "lane",
+               pl_dtype_name(r->dtype),
                c->target.chip, (long long)s->tile, (long long)s->tile);
 }
 

@@ -198,7 +198,7 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
         if (k->ctx.oob_read[0]) cause = "a read outside a Ref: ", because = k->ctx.oob_read;
         else if (k->ctx.uninit_read[0] && k->ctx.uninit_core)
             cause = "scratch this core never initialized: ", because = k->ctx.uninit_read;
-        else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed: ", because = k->ctx.uninit_read;
+        else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed (or a running max or sum never set to its start): ", because = k->ctx.uninit_read;
         else if (k->ctx.out_read[0]) cause = "an output block read before it was written: ", because = k->ctx.out_read;
         else if (k->ctx.padding_read[0]) cause = "a read of edge-block padding: ", because = k->ctx.padding_read;
         else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))

@@ -78,9 +78,9 @@ int sim_check_map_range(const sim_plan *plan, const sim_operand *op, pl_report *
         sim_format_idx(bidx, op->rank, got, sizeof got);
         return sim_fail(rep, PL_EINDEXMAP,
                         "%s: at grid point %s the index map returns block index %s; dimension %d must be in "
-                        "0..%lld (%lld elements in blocks of %lld): the grid is larger than the array (rule B7)",
+                        "0..%lld (%lld element%s in blocks of %lld): the grid is larger than the array (rule B7)",
                         op->rep->name, point, got, d, (long long)op->nblocks[d] - 1, (long long)op->arr->shape[d],
-                        (long long)op->block[d]);
+                        op->arr->shape[d] == 1 ? "" : "s", (long long)op->block[d]);
     }
     return PL_OK;
 }
@@ -170,8 +170,8 @@ int sim_map_eval(const sim_plan *plan, const sim_operand *op, const int64_t *idx
             snprintf(why, sizeof why, "an element offset into %lld elements padded by %lld before, for a block of "
                      "%lld (rule B5)", (long long)op->arr->shape[d], (long long)op->pad_lo[d], (long long)op->block[d]);
         else
-            snprintf(why, sizeof why, "%lld elements in blocks of %lld", (long long)op->arr->shape[d],
-                     (long long)op->block[d]);
+            snprintf(why, sizeof why, "%lld element%s in blocks of %lld", (long long)op->arr->shape[d],
+                     op->arr->shape[d] == 1 ? "" : "s", (long long)op->block[d]);
         snprintf(err, errlen,
                  "%s: at grid point %s the index map returned block index %s; dimension %d must be in 0..%lld (%s) "
                  "(rule B7)",

@@ -31,7 +31,11 @@ static void format_shape(const int64_t *s, int rank, char *buf, size_t n)
 void sim_report_ideal_line(const pl_report *r, FILE *f)
 {
     char b[32], t[32];
-    if (r->ideal_s > 0) /* a definition's .flops and .bytes */
+    if (r->ideal_s > 0 && r->ideal_flops <= 0) /* .bytes alone: no FLOP count to state */
+        fprintf(f, "  ideal: %s (the kernel's .bytes; it gives no .flops) take %s on %s; efficiency %.1f%%\n",
+                pl_format_bytes(r->ideal_bytes, b, sizeof b), pl_format_time(r->ideal_s, t, sizeof t), r->chip->name,
+                100 * r->efficiency);
+    else if (r->ideal_s > 0) /* a definition's .flops and .bytes */
         fprintf(f, "  ideal: %.4g FLOPs and %s (the kernel's .flops, .bytes) take %s on %s; efficiency %.1f%%\n",
                 r->ideal_flops, pl_format_bytes(r->ideal_bytes, b, sizeof b), pl_format_time(r->ideal_s, t, sizeof t),
                 r->chip->name, 100 * r->efficiency);
