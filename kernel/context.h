@@ -551,6 +551,10 @@ void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const ch
  * src, dst and semaphore; at the end of a grid step (the executor calls
  * kern_desc_step_end after kern_run) a descriptor made and never used is a
  * finding (M7), as JAX logs one. */
+/* M16: the copies in flight whose DMA semaphore is the call's output
+ * operand `arg` are the call's result, for a later call to wait on: they
+ * land and leave the list (not M10's "never waited"). Returns how many. */
+int kern_dma_hand_over(pl_ctx *c, int arg);
 void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn);
 void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem);
 void kern_desc_step_end(pl_ctx *c);

@@ -302,6 +302,23 @@ static void check_parallel_wait(pl_ctx *c, const kern_dma *m, const char *fn)
     }
 }
 
+int kern_dma_hand_over(pl_ctx *c, int arg)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_dma;) {
+        kern_dma *m = &c->dma[i];
+        if (m->sem.arg != arg) {
+            i++;
+            continue;
+        }
+        land(c, m); /* on_wait mode: its data moves now; its bytes are on the semaphore either way */
+        memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
+        c->n_dma--;
+        n++;
+    }
+    return n;
+}
+
 /* Take copies in flight on sem off the list, oldest first, until what they
  * add to it (their bytes, or 1 each on a regular semaphore, M8) covers
  * `need`: their data lands (on_wait mode), and the timing model waits for

@@ -59,6 +59,7 @@ const char *pl_memspace_name(pl_memspace s)
     case PL_SMEM: return "SMEM";
     case PL_ANY: return "ANY";
     case PL_SEMAPHORE: return "SEMAPHORE";
+    case PL_SEMAPHORE_DMA: return "SEMAPHORE (DMA)";
     }
     return "?";
 }

@@ -147,6 +147,8 @@ typedef enum pl_memspace {
     PL_SMEM,      /* scalar memory: 32-bit scalars (M1) */
     PL_ANY,       /* left in HBM, reachable only by DMA (T5) */
     PL_SEMAPHORE, /* semaphores (M9) */
+    PL_SEMAPHORE_DMA, /* a call's operand only: an int32 array of DMA semaphores' counts (M16), as JAX's
+                       * memory_space=pltpu.SEMAPHORE with out_shape pltpu.SemaphoreType.DMA */
 } pl_memspace;
 
 const char *pl_memspace_name(pl_memspace s);

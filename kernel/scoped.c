@@ -171,8 +171,11 @@ void pltpu_sync_copy(pl_ctx *c, pl_ref src, pl_ref dst)
 int kern_scratch_rules(const pl_scratch *s, const char *who, char *msg, size_t n)
 {
     if (s->space != PL_VMEM && s->space != PL_SMEM && s->space != PL_SEMAPHORE)
-        return snprintf(msg, n, "%s: scratch cannot live in memory space %s (rule M2)", who,
-                        pl_memspace_name(s->space)), PL_EINVAL;
+        return snprintf(msg, n, "%s: scratch cannot live in memory space %s (rule M2)%s", who,
+                        pl_memspace_name(s->space),
+                        s->space == PL_SEMAPHORE_DMA ? "; DMA semaphore scratch is PL_SEMAPHORE with .sem_kind = "
+                                                       "PL_SEM_DMA (PLTPU_SEMAPHORE_DMA(n)); PL_SEMAPHORE_DMA is for a "
+                                                       "call's operands (M16)" : ""), PL_EINVAL;
     if (s->space == PL_SEMAPHORE && (s->dtype != PL_I32 || s->rank < 0 || s->rank > PL_MAX_RANK ||
                                      (s->sem_kind != PL_SEM_REGULAR && s->sem_kind != PL_SEM_DMA)))
         return snprintf(msg, n, "%s: declare semaphore scratch with PLTPU_SEMAPHORE(n) or PLTPU_SEMAPHORE_DMA(n), "

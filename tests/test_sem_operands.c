@@ -191,3 +191,73 @@ Test(sem_operands, M16_each_semaphore_of_an_operand_array_keeps_its_own_count)
     use.in[0].space = PL_SEMAPHORE;
     th_expect_ok(pl_pallas_call(&use, &in, NULL, NULL, &rep), &rep);
 }
+
+/* ---- DMA semaphores as operands: a copy one call starts and the next waits ---------- */
+
+/* JAX's test_output_dma_semaphore_ref (tpu_pallas_test.py) and the async
+ * pattern of tpu_pallas_async_test.py: call 1 starts a copy whose DMA
+ * semaphore it returns (memory_space=SEMAPHORE, out_shape
+ * SemaphoreType.DMA) and ends with the copy in flight; call 2 takes the
+ * semaphore and the destination (aliased to its output) and waits. */
+static void start_only(pl_ctx *c, pl_ref *refs) /* x (ANY) | y (ANY), sem (DMA) */
+{
+    pltpu_copy cp = pltpu_async_copy(c, refs[0], refs[1], refs[2]);
+    pltpu_copy_start(c, &cp);
+}
+
+static void wait_only(pl_ctx *c, pl_ref *refs) /* x, y, sem | y (aliased) */
+{
+    pltpu_copy cp = pltpu_async_copy(c, refs[0], refs[1], refs[2]);
+    pltpu_copy_wait(c, &cp);
+}
+
+static int start_then_wait(const char *chip, int dma_mode, float *x, float *y, int32_t *sem, pl_report *rep)
+{
+    pl_options opt = {.chip = chip, .dma_mode = dma_mode};
+    pl_call a = {.name = "start", .kernel = start_only, .n_in = 1, .in = {{.space = PL_ANY}},
+                 .n_out = 2, .out = {{.space = PL_ANY}, {.space = PL_SEMAPHORE_DMA}}};
+    pl_array in = PL_ARRAY(x, PL_F32, 8, 128);
+    pl_array outs[2] = {PL_ARRAY(y, PL_F32, 8, 128), {.data = sem, .dtype = PL_I32, .rank = 0}};
+    int rc = pl_pallas_call(&a, &in, outs, &opt, rep);
+    if (rc != PL_OK) return rc;
+    cr_expect_eq(*sem, 8 * 128 * 4, "the semaphore holds the copy's bytes when the first call returns (M8)");
+    pl_call b = {.name = "wait", .kernel = wait_only, .n_in = 3,
+                 .in = {{.space = PL_ANY}, {.space = PL_ANY}, {.space = PL_SEMAPHORE_DMA}},
+                 .n_out = 1, .out = {{.space = PL_ANY}}, .n_alias = 1, .alias = {{.in = 1, .out = 0}}};
+    pl_array ins[3] = {in, PL_ARRAY(y, PL_F32, 8, 128), {.data = sem, .dtype = PL_I32, .rank = 0}};
+    pl_array o = PL_ARRAY(y, PL_F32, 8, 128);
+    return pl_pallas_call(&b, ins, &o, &opt, rep);
+}
+
+Test(sem_operands, M16_a_copy_one_call_starts_the_next_call_waits)
+{
+    const char *chips[] = {"v5e", "v6e"};
+    for (int k = 0; k < 2; k++)
+        for (int mode = PL_DMA_EAGER; mode <= PL_DMA_ON_WAIT; mode++) {
+            float x[1024], y[1024];
+            int32_t sem = 0;
+            for (int i = 0; i < 1024; i++) x[i] = (float)i, y[i] = -1;
+            pl_report rep;
+            int rc = start_then_wait(chips[k], mode, x, y, &sem, &rep);
+            cr_expect_eq(rc, PL_OK, "%s, mode %d: %s", chips[k], mode, rep.error);
+            cr_expect_eq(memcmp(x, y, sizeof x), 0, "%s, mode %d: the copy landed", chips[k], mode);
+        }
+}
+
+/* A regular semaphore output is still no DMA semaphore: the copy that
+ * signals it is refused where DMAs signal DMA semaphores only (v5e, M8),
+ * and where they may signal a regular one (v6e) it is M10's copy never
+ * waited, as before. */
+Test(sem_operands, M16_a_copy_left_on_a_regular_semaphore_output_is_not_handed_over)
+{
+    float x[1024] = {0}, y[1024];
+    int32_t sem = 0;
+    pl_options opt = {.chip = "v6e"};
+    pl_call a = {.name = "start", .kernel = start_only, .n_in = 1, .in = {{.space = PL_ANY}},
+                 .n_out = 2, .out = {{.space = PL_ANY}, {.space = PL_SEMAPHORE}}};
+    pl_array in = PL_ARRAY(x, PL_F32, 8, 128);
+    pl_array outs[2] = {PL_ARRAY(y, PL_F32, 8, 128), {.data = &sem, .dtype = PL_I32, .rank = 0}};
+    pl_report rep;
+    cr_expect_eq(pl_pallas_call(&a, &in, outs, &opt, &rep), PL_ESEMAPHORE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "was never waited"), "%s", rep.error);
+}

@@ -39,6 +39,7 @@ typedef struct sim_operand {
     int64_t pad_lo[PL_MAX_RANK];   /* B5 padding before the array */
     int aliased;                   /* output sharing an input's HBM buffer (M6); input: read from it */
     int revisit_any;               /* output: RevisitMode.ANY, a revisited block is fetched back (P5) */
+    int sem_dma;                   /* space SEMAPHORE: DMA semaphores (PL_SEMAPHORE_DMA, M16), else regular */
     pl_array shared;               /* M6: the buffer both sides use */
     int64_t nblocks[PL_MAX_RANK];  /* legal block indices per dim (B7) */
     pl_index_map map;              /* fn or declarative; zero map when n == 0 */

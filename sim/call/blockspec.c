@@ -136,8 +136,9 @@ static int check_space(sim_operand *op, const pl_block_spec *s, pl_report *rep)
     if (s->space == PL_SEMAPHORE) { /* semaphores another call made or takes next (M16) */
         if (op->role == PL_ROLE_PREFETCH || a->dtype != PL_I32 || op->revisit_any)
             return sim_fail(rep, op->role == PL_ROLE_PREFETCH || op->revisit_any ? PL_EINVAL : PL_EDTYPE,
-                            "%s: a semaphore operand is an input or output int32 array of counts, one per regular "
-                            "semaphore (pltpu.SemaphoreType.REGULAR), whole, with no revisit mode; this one is %s "
+                            "%s: a semaphore operand is an input or output int32 array of counts, one per semaphore "
+                            "(PL_SEMAPHORE: pltpu.SemaphoreType.REGULAR; PL_SEMAPHORE_DMA: .DMA), whole, with no "
+                            "revisit mode; this one is %s "
                             "(rule M16)", op->rep->name,
                             op->role == PL_ROLE_PREFETCH ? "a scalar-prefetch argument"
                             : op->revisit_any ? "revisited" : pl_dtype_name(a->dtype));
@@ -317,9 +318,14 @@ static void report_operand(const sim_plan *plan, const sim_operand *op, pl_repor
         sim_warn_padding(rep, or->name, "block", eb, a->rank, t, plan->chip, or->vmem_bytes, or->block_bytes);
 }
 
-int sim_plan_operand(const sim_plan *plan, sim_operand *op, const pl_block_spec *s, pl_report *rep)
+int sim_plan_operand(const sim_plan *plan, sim_operand *op, const pl_block_spec *spec, pl_report *rep)
 {
     const pl_array *a = op->arr;
+    /* M16: DMA semaphores are semaphores of another kind; from here on both are PL_SEMAPHORE */
+    pl_block_spec dma_sems, *s = &dma_sems;
+    dma_sems = *spec;
+    op->sem_dma = spec->space == PL_SEMAPHORE_DMA;
+    if (op->sem_dma) dma_sems.space = PL_SEMAPHORE;
     char blk[128], shp[128];
     format_block(s, blk, sizeof blk);
     sim_format_idx(a->shape, a->rank, shp, sizeof shp);

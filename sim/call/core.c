@@ -42,7 +42,7 @@ static void sem_operand(sim_core *k, const sim_operand *op, sim_pipe *pipe)
     int64_t *cell = (int64_t *)(void *)pipe->slots, stride = KERN_SEM_STRIDE;
     r->data = cell;
     r->readonly = 0;
-    r->sem_kind = PL_SEM_REGULAR;
+    r->sem_kind = op->sem_dma ? PL_SEM_DMA : PL_SEM_REGULAR;
     for (int d = r->rank - 1; d >= 0; d--) r->stride[d] = stride, stride *= r->shape[d];
     const int32_t *from = op->role == PL_ROLE_IN ? op->arr->data : NULL;
     for (int64_t i = 0; from && i < op->block_elems; i++) cell[i] = from[i]; /* a Ref's stride of

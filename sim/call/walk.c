@@ -70,8 +70,12 @@ static int run_kernel(sim_core *k, int64_t step)
  * waited and every semaphore must be back at zero. */
 static int check_semaphores(sim_core *k)
 {
-    const pl_ctx *c = &k->ctx;
+    pl_ctx *c = &k->ctx;
     char name[96], point[128], core[224] = "";
+    for (int i = 0; i < k->x->plan.n_ops; i++) { /* M16: copies on a DMA semaphore the call returns */
+        const sim_operand *op = &k->x->plan.ops[i];
+        if (op->space == PL_SEMAPHORE && op->sem_dma && op->role == PL_ROLE_OUT) kern_dma_hand_over(c, op->arg);
+    }
     if (k->x->n_cores > 1) /* megacore: a copy started where one core runs and waited where the other does */
         snprintf(core, sizeof core, "; it ran on core %d of %d, and each core walks its own part of the grid "
                  "(rule G4): wait for a copy or signal at a point the core that made it runs", k->index, k->x->n_cores);
