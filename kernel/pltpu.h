@@ -107,6 +107,12 @@ int64_t pltpu_axis_size(pl_ctx *c, const char *axis);
  * unknown axis or a coordinate off the mesh is PL_EINVAL. */
 int pltpu_device_at(pl_ctx *c, const int64_t *coords);
 int pltpu_device_along(pl_ctx *c, const char *axis, int64_t index);
+/* Joint axes, as JAX takes a tuple of axis names: lax.axis_index(("x", "y"))
+ * is this device's position over x and y together, row-major in the order
+ * given (x * size(y) + y); device_id={("x", "y"): k} is the device at that
+ * joint position k, its other axes this device's own. n names, 1 to 8. */
+int64_t pltpu_axis_index_joint(pl_ctx *c, const char *const *axes, int n);
+int pltpu_device_along_joint(pl_ctx *c, const char *const *axes, int n, int64_t index);
 
 typedef struct pltpu_remote_copy {
     pl_ref src, dst;        /* same shape and dtype; dst names a Ref of device `device` */

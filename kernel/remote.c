@@ -74,6 +74,49 @@ int pltpu_device_at(pl_ctx *c, const int64_t *coords)
     return device_at(c, coords, NULL, 0, "pltpu_device_at");
 }
 
+/* The joint size of axes[0..n) into *size, each checked (a name twice is refused: it is no mesh position). */
+static void joint_axes(pl_ctx *c, const char *const *axes, int n, int64_t *size, const char *fn)
+{
+    if (!axes || n < 1 || n > 8) kern_fault(c, PL_EINVAL, "%s: %d axis names; give 1 to 8", fn, n);
+    *size = 1;
+    for (int a = 0; a < n; a++) {
+        int64_t s = 0;
+        axis_of(c, axes[a], &s, fn);
+        for (int b = 0; b < a; b++)
+            if (!strcmp(axes[a], axes[b])) kern_fault(c, PL_EINVAL, "%s: axis \"%s\" is named twice", fn, axes[a]);
+        *size *= s;
+    }
+}
+
+int64_t pltpu_axis_index_joint(pl_ctx *c, const char *const *axes, int n)
+{
+    int64_t size, flat = 0;
+    joint_axes(c, axes, n, &size, "pltpu_axis_index_joint");
+    for (int a = 0; a < n; a++) {
+        int64_t s = 0, i = axis_of(c, axes[a], &s, "pltpu_axis_index_joint");
+        flat = flat * s + i;
+    }
+    return flat;
+}
+
+int pltpu_device_along_joint(pl_ctx *c, const char *const *axes, int n, int64_t index)
+{
+    int64_t size;
+    joint_axes(c, axes, n, &size, "pltpu_device_along_joint");
+    if (index < 0 || index >= size)
+        kern_fault(c, PL_EINVAL, "pltpu_device_along_joint(..., %lld): the joint position is off the %lld devices "
+                   "of those axes (rules M11, M12)", (long long)index, (long long)size);
+    int d = c->device;
+    for (int a = n - 1; a >= 0; a--) { /* row-major: the last axis varies fastest */
+        int64_t s = 0;
+        int unused;
+        axis_of(c, axes[a], &s, "pltpu_device_along_joint");
+        d = c->mesh->device_at(c->mesh_run, d, NULL, axes[a], index % s, &unused);
+        index /= s;
+    }
+    return d;
+}
+
 int pltpu_device_along(pl_ctx *c, const char *axis, int64_t index)
 {
     if (!axis) axis_of(c, NULL, &(int64_t){0}, "pltpu_device_along");

@@ -66,3 +66,36 @@ Test(mesh_device_ids, an_unknown_axis_or_a_coordinate_off_the_mesh_is_EINVAL)
         mh_free(&r);
     }
 }
+
+/* JAX's test_device_id_as_axis_dict with joint_axis=True: on a (z=2, x=2,
+ * y=2) mesh, lax.axis_index(("x", "y")) is x * 2 + y, and device_id=
+ * {("x", "y"): k} the device at that joint position with z kept. Each
+ * device copies to the device one joint position on (k + 1) % 4 in its own
+ * z plane; each holds the x of the one before it. */
+static void joint_shift(pl_ctx *c, pl_ref *refs)
+{
+    static const char *const xy[] = {"x", "y"};
+    int64_t k = pltpu_axis_index_joint(c, xy, 2);
+    int to = pltpu_device_along_joint(c, xy, 2, (k + 1) % 4);
+    pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[0], refs[1], pl_at(c, refs[2], 0),
+                                                        pl_at(c, refs[2], 1), to);
+    pltpu_remote_copy_start(c, &cp);
+    pltpu_remote_copy_wait(c, &cp);
+}
+
+Test(mesh_device_ids, jax_joint_axis_index_and_device_id)
+{
+    mh_run r;
+    mh_alloc(&r, "z=2,x=2,y=2", 8, 128, 8, 128);
+    pl_call call = {.name = "joint", .kernel = joint_shift, .n_in = 1, .n_out = 1, .n_scratch = 1,
+                    .scratch = {PLTPU_SEMAPHORE_DMA(2)}};
+    call.in[0].space = call.out[0].space = PL_ANY;
+    mh_call(&r, &call, NULL);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    for (int d = 0; d < 8; d++) {
+        int z = d / 4, k = d % 4, from = z * 4 + (k + 3) % 4;
+        for (int i = 0; i < 1024; i++)
+            cr_assert_eq(r.o[d * 1024 + i], r.x[from * 1024 + i], "device %d holds device %d's x", d, from);
+    }
+    mh_free(&r);
+}
