@@ -85,6 +85,9 @@ static void print_legality(const pl_report *r, FILE *f)
         const pl_operand_report *o = &r->op[i];
         if (!o->tile_rows) continue;
         fprintf(f, "%s%s %s in (%d, 128) tiles", sep, o->name, pl_dtype_name(o->dtype), o->tile_rows);
+        /* a short array's HBM tile; its VMEM buffer takes whole tiles of the dtype (T6, warned below) */
+        int full = r->chip ? pl_chip_tile_rows(r->chip, o->dtype, (int64_t)1 << 40) : 0;
+        if (full > o->tile_rows) fprintf(f, " in HBM, (%d, 128) in VMEM", full);
         sep = ", ";
     }
     fputc('\n', f);
