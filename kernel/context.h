@@ -86,6 +86,7 @@ typedef struct kern_dma {
     int64_t point[PL_MAX_GRID]; /* the grid point that started it */
     uint8_t moved;              /* its data has been copied (at start, or at a wait in on_wait mode) */
     uint8_t remote;             /* to another device of a mesh: dst is there (kernel/remote.c) */
+    int to;                     /* the unit whose memory dst is (this one's for a local copy) */
     uint8_t nomove;             /* a race on a mesh: the call fails at its end, and the data does not move */
     uint8_t read_early;         /* a vector op read its destination before the wait: reported once (M7) */
     uint8_t written_early;      /* a kernel op wrote its source or destination before the wait: once (M7) */
@@ -129,9 +130,11 @@ int kern_sem_add_held(pl_ctx *c, int64_t *cell, int owner, int64_t n);
 void kern_dma_move(const pl_ref *dst, const pl_ref *src);
 /* the same under the mesh's lock when this device's cores share its HBM (M13) */
 void kern_dma_move_shared(pl_ctx *c, const pl_ref *dst, const pl_ref *src);
-/* remote: dst is another core's or device's (M11, M13); hops: the ICI links to its device, 0 on this one */
+/* to: the unit (device x cores + core) whose memory dst is, -1 this one's;
+ * another's is a remote copy (M11, M13), compared for races (V4) only with
+ * copies into that unit; hops: the ICI links to its device, 0 on this one */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
-                        int remote, int hops, const char *fn);
+                        int to, int hops, const char *fn);
 void kern_dma_take(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn);
 /* A read of src by op fn while a copy of this core that writes src's bytes
  * is in flight (started, not waited): a warning naming the copy (M7, M8). */

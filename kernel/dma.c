@@ -204,8 +204,10 @@ static void land(pl_ctx *c, kern_dma *m)
  * copies in flight (and the op log, at its start); remote: dst is on another
  * device (kernel/remote.c), where only its own copies are compared (V4). */
 kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, int64_t bytes,
-                        int remote, int hops, const char *fn)
+                        int to, int hops, const char *fn)
 {
+    if (to < 0) to = c->unit;
+    int remote = to != c->unit;
     if (c->n_dma >= KERN_MAX_DMA_IN_FLIGHT) {
         char first[128];
         kern_format_point(c->dma[0].point, c->grid_rank, first, sizeof first);
@@ -216,7 +218,8 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
                    fn, KERN_MAX_DMA_IN_FLIGHT, first);
     }
     for (int i = 0; i < c->n_dma && !c->races_off; i++) { /* checks_off: no race is refused (V4) */
-        if (!c->dma[i].remote != !remote || !kern_views_overlap(&c->dma[i].dst, dst)) continue;
+        /* only copies into one unit's memory can race: a cost-only mesh gives every device the same addresses */
+        if (c->dma[i].to != to || !kern_views_overlap(&c->dma[i].dst, dst)) continue;
         char name[96], then[128];
         kern_ref_name(c, dst, name, sizeof name);
         kern_format_point(c->dma[i].point, c->grid_rank, then, sizeof then);
@@ -238,7 +241,7 @@ kern_dma *kern_dma_push(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const p
     }
     kern_dma *m = &c->dma[c->n_dma++];
     *m = (kern_dma){.src = *src, .dst = *dst, .sem = *sem, .bytes = bytes, .id = c->next_dma++,
-                    .remote = (uint8_t)(remote != 0)};
+                    .remote = (uint8_t)(remote != 0), .to = to};
     memcpy(m->point, c->idx, sizeof m->point);
     kern_op op = {.kind = KERN_OP_DMA_START, .dtype = (uint8_t)src->dtype, .elems = bytes, .dma = m->id,
                   .regular = sem->sem_kind == PL_SEM_REGULAR,
@@ -271,7 +274,7 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     kern_copy_handle(c, &cp->src, &cp->dst, cp->bytes, "pltpu_copy_start"); /* a handle is a value the kernel may change */
     kern_desc_used(c, &cp->src, &cp->dst, &cp->sem);
     kern_copy_past(c, &cp->src, &cp->dst, "pltpu_copy_start");
-    kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, 0, 0, "pltpu_copy_start");
+    kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, -1, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) /* other devices must not touch its bytes until its wait (V4) */
         m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->unit, &cp->src, &cp->dst,
                                                   (const int64_t *)cp->sem.data, cp->bytes, kern_point(c)) != 0);

@@ -333,7 +333,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->unit, to);
     /* a copy to another slice is its own row of the op profile: the Megascale view's DCN traffic (M14) */
     const char *row = hops && c->mesh->dcn(c->mesh_run, c->unit, to) ? "pltpu_remote_copy_start (DCN)" : fn;
-    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, to != c->unit, hops, row);
+    kern_dma *m = kern_dma_push(c, &cp->src, &dst, &cp->send_sem, cp->bytes, to, hops, row);
     if (c->mesh) { /* the timing model credits the receiving semaphore there when the transfer ends */
         c->ops[c->n_ops - 1].n = cp->device;
         c->ops[c->n_ops - 1].cell = (uintptr_t)recv.data;
