@@ -277,7 +277,8 @@ void pltpu_copy_start(pl_ctx *c, const pltpu_copy *cp)
     kern_dma *m = kern_dma_push(c, &cp->src, &cp->dst, &cp->sem, cp->bytes, -1, 0, "pltpu_copy_start");
     if (c->mesh && pl_size(cp->src) > 0) /* other devices must not touch its bytes until its wait (V4) */
         m->nomove = (uint8_t)(c->mesh->local_copy(c->mesh_run, c->unit, &cp->src, &cp->dst,
-                                                  (const int64_t *)cp->sem.data, cp->bytes, kern_point(c)) != 0);
+                                                  (const int64_t *)cp->sem.data, kern_sem_amount(&cp->sem, cp->bytes),
+                                                  kern_point(c)) != 0); /* what its wait takes: bytes, or 1 (M8) */
     if (!c->dma_on_wait) land(c, m);
 }
 

@@ -300,13 +300,16 @@ static void *scoped_buf_there(pl_ctx *c, const pl_ref *r, int unit, const pl_ref
 /* V4 on the other device: 1 when this copy races with an earlier copy or a
  * local copy there (recorded by the mesh for the end of the call): its data
  * must not move. */
-static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, int unit, const pltpu_remote_copy *cp)
+static int races_there(pl_ctx *c, const pl_ref *dst, const pl_ref *recv, int unit, const pltpu_remote_copy *cp,
+                       int64_t amount)
 {
     if (!c->mesh || pl_size(*dst) == 0) return 0;
     uintptr_t lo, hi;
     kern_ref_span(dst, &lo, &hi);
-    return c->mesh->incoming(c->mesh_run, c->unit, unit, cp->dst.arg, lo, hi, (const int64_t *)recv->data,
-                             cp->bytes, kern_point(c)) != 0;
+    /* amount: what the copy adds to its receive semaphore (its bytes, or 1 on a regular one, M8), which is
+     * what the receiver's waits take off it (they were matched against bytes: a regular one never received) */
+    return c->mesh->incoming(c->mesh_run, c->unit, unit, cp->dst.arg, lo, hi, (const int64_t *)recv->data, amount,
+                             kern_point(c)) != 0;
 }
 
 void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
@@ -329,7 +332,7 @@ void pltpu_remote_copy_start(pl_ctx *c, const pltpu_remote_copy *cp)
     else recv = there(c, &cp->recv_sem, to, "receive semaphore", fn);
     int away = c->mesh && c->mesh->away(c->mesh_run, to);
     /* away: the other process looks; a scoped buffer is not tracked (no call argument names it) */
-    int raced = away || scoped_dst ? 0 : races_there(c, &dst, &recv, to, cp);
+    int raced = away || scoped_dst ? 0 : races_there(c, &dst, &recv, to, cp, amount);
     int hops = cp->device == c->device || !c->mesh ? 0 : c->mesh->hops(c->mesh_run, c->unit, to);
     /* a copy to another slice is its own row of the op profile: the Megascale view's DCN traffic (M14) */
     const char *row = hops && c->mesh->dcn(c->mesh_run, c->unit, to) ? "pltpu_remote_copy_start (DCN)" : fn;

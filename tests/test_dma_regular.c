@@ -188,3 +188,32 @@ Test(dma_regular, a_remote_copy_wants_both_semaphores_of_one_kind)
     cr_expect(strstr(r.mr.error, "must be of one kind") && strstr(r.mr.error, "same type"), "%s", r.mr.error);
     mh_free(&r);
 }
+
+/* The receiver reads what landed after its wait on the regular semaphore
+ * (semaphore_wait(recv, 1), as M8 has it): ordered, no race. The wait took
+ * 1 off the semaphore and the race check matched it against the copy's
+ * bytes, so the copy stayed unreceived and the read was called a race. */
+static void remote_then_read(pl_ctx *c, pl_ref *refs)
+{
+    remote_kernel(c, refs);
+    pl_add_scalar(c, refs[1], refs[1], 1.0);
+}
+
+Test(dma_regular, what_a_remote_copy_on_a_regular_semaphore_landed_is_read_after_its_wait)
+{
+    mh_run r;
+    pl_call call = {
+        .name = "regular_then_read", .kernel = remote_then_read, .grid_rank = 1, .grid = {1},
+        .n_in = 1, .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+        .n_scratch = 2, .scratch = {PLTPU_SEMAPHORE(2), PLTPU_SEMAPHORE_DMA(1)},
+    };
+    mh_alloc(&r, "ring:4", 8, 128, 8, 128);
+    pl_options opt = {.chip = "v6e", .strict = 1};
+    mh_call(&r, &call, &opt);
+    cr_assert_eq(r.rc, PL_OK, "%s", r.mr.error);
+    for (int d = 0; d < r.n; d++)
+        for (int i = 0; i < 8 * 128; i++)
+            cr_assert_eq(r.o[d * r.o_elems + i], (float)(((d + 3) % 4) * 10000 + i) + 1, "device %d element %d", d, i);
+    mh_free(&r);
+}
