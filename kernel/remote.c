@@ -249,6 +249,10 @@ static int64_t *scoped_sem_there(pl_ctx *c, const pl_ref *sem, int unit, int64_t
         }
         return cell;
     }
+    if (!peer && sem->data == (void *)kern_barrier_cell(c) && c->mesh)
+        kern_fault(c, PL_ESPACE, "%s: the barrier semaphore (pltpu_get_barrier_semaphore) on %s, which runs in another "
+                   "process (Open MPI): the barrier reaches only the devices of this process (rule M15); run the "
+                   "mesh in one process, or hand the devices of other ranks a semaphore scratch to signal", fn, who);
     if (!peer)
         snprintf(why, sizeof why, "%s %s", who, c->mesh ? "runs in another process (Open MPI), which "
                  "run_scoped semaphores do not reach: give the call a semaphore scratch for it"
