@@ -452,6 +452,7 @@ typedef enum pl_finding_kind {
     PL_FIND_DMA_INFLIGHT, /* a kernel op read or wrote bytes of a copy still in flight before its wait (M7) */
     PL_FIND_UNUSED_COPY,  /* a copy descriptor made and never started or waited: the copy never happens (M7) */
     PL_FIND_PARALLEL_WAIT, /* a copy started at one grid point and waited at another across a parallel axis (G4) */
+    PL_FIND_NO_HANDSHAKE, /* a remote copy into a device's VMEM before anything from it arrived: no barrier (M15) */
 } pl_finding_kind;
 
 /* One run_scoped allocation live at the kernel's scoped VMEM peak (K4): what made it ("pl_run_scoped:

@@ -307,7 +307,9 @@ void sim_mesh_race_added(sim_mesh_race *r, int device, int owner, const void *ce
     }
     /* the owner's own add: its wait would join a past clock of its own, which
      * its clock already covers (a send semaphore, a local copy's) */
-    if (device != owner && r->dirty[device]) tick(r, device); /* the add carries the accesses before it */
+    /* the add carries the accesses before it; a device's first add is an event of its own even with none
+     * (a handshake's signal: the receiver then knows it has entered the kernel, M15) */
+    if (device != owner && (r->dirty[device] || !row_of(r, device)[device])) tick(r, device);
     snap *c = device == owner ? NULL : snapshot(r, device);
     if (!c && device != owner) return;
     s->q[s->n++] = (sem_add){amount, c};
@@ -533,6 +535,11 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
             record(r, &r->land[device], device, &(landed){.lo = span[2 * side], .hi = span[2 * side + 1], .from = device,
                                         .local = 1 + side, .epoch = epoch, .recv = sem, .unreceived = bytes}, point);
     return raced;
+}
+
+int sim_mesh_race_heard(const sim_mesh_race *r, int from, int to)
+{
+    return r && r->clock[(size_t)from * (size_t)r->n + (size_t)to] > 0;
 }
 
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,

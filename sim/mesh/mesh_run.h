@@ -51,6 +51,7 @@ typedef struct mesh_dev {
     uintptr_t seen[SIM_MESH_SEEN][2];
     unsigned char seen_write[SIM_MESH_SEEN];
     int n_seen;
+    int no_handshake;       /* it copied into another device's VMEM before hearing from it: said once (M15) */
 } mesh_dev;
 
 struct sim_mesh_mpi;
