@@ -26,7 +26,8 @@ static void permute_kernel(pl_ctx *c, pl_ref *refs)
     pltpu_remote_copy_wait_recv(c, &cp);
 }
 
-static void permute_on(const char *mesh, const char *chip)
+/* x's VMEM block into the right neighbour's VMEM output block; scratch: send and receive, and ready (M15) */
+static pl_call permute_call(void)
 {
     pl_call call = {
         .name = "right_permute", .kernel = permute_kernel, .grid_rank = 1, .grid = {1},
@@ -34,6 +35,12 @@ static void permute_on(const char *mesh, const char *chip)
         .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
         .n_scratch = 2, .scratch = {PLTPU_SEMAPHORE_DMA(2), PLTPU_SEMAPHORE(1)},
     };
+    return call;
+}
+
+static void permute_on(const char *mesh, const char *chip)
+{
+    pl_call call = permute_call();
     mh_run r;
     g_handshake = 1;
     mh_alloc(&r, mesh, 8, 128, 8, 128);
@@ -60,12 +67,7 @@ Test(mesh_vmem, right_permute_into_the_neighbours_vmem_output_on_a_ring_of_4) { 
 Test(mesh_vmem, a_copy_into_a_neighbours_vmem_block_before_a_handshake_is_a_finding)
 {
     g_handshake = 0;
-    pl_call call = {
-        .name = "right_permute", .kernel = permute_kernel, .grid_rank = 1, .grid = {1},
-        .n_in = 1, .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
-        .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
-        .n_scratch = 2, .scratch = {PLTPU_SEMAPHORE_DMA(2), PLTPU_SEMAPHORE(1)},
-    };
+    pl_call call = permute_call();
     mh_run r;
     mh_alloc(&r, "ring:4", 8, 128, 8, 128);
     mh_call(&r, &call, NULL);
