@@ -128,6 +128,24 @@ static void run_json(const pl_kernel_def *d, const char *label, const pl_report 
     fprintf(stdout, "}\n");
 }
 
+/* What the checks found on the devices of a mesh (their reports'
+ * findings: M7, M15, V3, ...), which the mesh's report does not list: at
+ * most 8 lines, then how many more. */
+static void mesh_findings(const mesh_out *mo, FILE *f)
+{
+    int n = pl_mesh_devices(&mo->mesh), shown = 0, more = 0;
+    for (int d = 0; mo->reps && d < n; d++)
+        for (int i = 0; i < mo->reps[d].n_findings; i++) {
+            if (shown == 8 || i >= PL_MAX_FINDINGS) {
+                more++;
+                continue;
+            }
+            if (!shown++) fprintf(f, "the checks found:\n");
+            fprintf(f, "  device %d, %s: %s\n", d, mo->reps[d].findings[i].rule, mo->reps[d].findings[i].msg);
+        }
+    if (more) fprintf(f, "  and %d more\n", more);
+}
+
 /* `run ring_allreduce --devices 8` is the program; with an option only
  * the definitions take (--set, --html, --json, --strict, --vmem-report) it
  * is the mesh kernel definition of the same name (examples/kernels/mesh_defs.c). */
@@ -234,7 +252,7 @@ int cli_run(int argc, char **argv)
         if (d->mesh) snprintf(mesh_name, sizeof mesh_name, ", %s", pl_mesh_format(&mo.mesh, shape, sizeof shape));
         fprintf(stdout, "run: %s %s on %s%s%s\n\n", d->name, label, opt.chip_spec->name, mesh_name,
                 opt.cost_only ? " (cost only: no data, outputs not checked)" : "");
-        if (d->mesh) pl_mesh_report_print(&mo.mr, mo.reps, stdout), ex_mesh_ranks_line(&mo.mr);
+        if (d->mesh) pl_mesh_report_print(&mo.mr, mo.reps, stdout), ex_mesh_ranks_line(&mo.mr), mesh_findings(&mo, stdout);
         else pl_report_print(rep, stdout);
         if (o.vmem_report) fprintf(stdout, "\n"), pl_vmem_report(rep, stdout);
         if (vlen) fprintf(stdout, "\nreference check (V5):\n%s", verdicts);

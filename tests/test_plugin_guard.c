@@ -413,3 +413,16 @@ Test(plugin_guard, run_of_a_failing_kernel_prints_the_report_and_its_findings)
     cr_expect(strstr(r.out, "\nFAIL: "), "%s", r.out);
     th_run_free(&r);
 }
+
+/* run of a mesh kernel lists what the checks found on its devices (the
+ * mesh's report has no line for them): hostile_mesh squares its input block
+ * in place (V3) and copies into its neighbour's VMEM block with no
+ * handshake (M15) on every device; its outputs still pass. At most 8 lines. */
+Test(plugin_guard, run_of_a_mesh_kernel_lists_its_devices_findings)
+{
+    th_run r = run_hostile_mesh("how=0", "where=0");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "the checks found:\n  device 0, V3: ") && strstr(r.out, "  device 3, M15: ") &&
+                  strstr(r.out, "\nPASS\n"), "%s", r.out);
+    th_run_free(&r);
+}

@@ -164,6 +164,8 @@ static void mesh_kernel(pl_ctx *c, pl_ref *refs)
     pltpu_remote_copy cp = pltpu_make_async_remote_copy(c, refs[0], refs[1], pl_at(c, refs[2], 0),
                                                         pl_at(c, refs[2], 1), (me + 1) % n);
     pltpu_remote_copy_start(c, &cp);
+    if (v[M_WHERE] == 0 && me == v[M_AT] && v[M_HOW] == HOW_INPUT_WRITE) /* a store into the copy's source before */
+        pl_add_scalar(c, refs[0], refs[0], 0.0);                         /* its wait_send (M7): the same values */
     pltpu_remote_copy_wait(c, &cp);
 }
 
