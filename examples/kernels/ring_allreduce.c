@@ -51,6 +51,11 @@ static void rs_step(pl_ctx *c, pl_ref *refs, int64_t s, int single)
     int64_t h = refs[R_SBUF].shape[1];
     pltpu_remote_copy cp[2];
     pltpu_copy ld[2];
+    /* M15: a neighbour copies into my recv_buf only once it knows I am in the kernel. The entry handshake is
+     * the first capacity signal: the slot is free (each way, all signals before any wait) */
+    for (int dir = RIGHT; dir < dirs && s == 0; dir++)
+        pltpu_semaphore_signal_device(c, pl_at(c, refs[R_CAP_SEMS], dir), 1, wrap(me - toward(dir), n));
+    for (int dir = RIGHT; dir < dirs && s == 0; dir++) pltpu_semaphore_wait(c, pl_at(c, refs[R_CAP_SEMS], dir), 1);
     for (int dir = RIGHT; dir < dirs; dir++) {
         int step = toward(dir);
         pl_ref sbuf = pl_at(c, refs[R_SBUF], dir), local = pl_at(c, refs[R_LOCAL_SEMS], dir);
