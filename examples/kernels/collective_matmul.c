@@ -24,6 +24,16 @@ static void local_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)
     pltpu_copy_wait(c, &cp);
 }
 
+/* M15: my left neighbour copies into my x_buf only once it knows I am in
+ * the kernel; I wait for my right neighbour's word before copying into its */
+static void entry_handshake(pl_ctx *c, pl_ref *refs)
+{
+    int me = pltpu_device_id(c), n = pltpu_num_devices(c);
+    pl_ref ready = pl_at(c, refs[R_CAP_SEM], 0);
+    pltpu_semaphore_signal_device(c, ready, 1, wrap(me - 1, n));
+    pltpu_semaphore_wait(c, ready, 1);
+}
+
 void cm_overlapped_kernel(pl_ctx *c, pl_ref *refs)
 {
     const cm_params *p = pl_kernel_user(c);
@@ -32,6 +42,7 @@ void cm_overlapped_kernel(pl_ctx *c, pl_ref *refs)
     int me = pltpu_device_id(c), n = pltpu_num_devices(c), slot = (int)(s % 2), next = 1 - slot;
     pl_ref cur = pl_at(c, refs[R_BUF], slot);
     if (s == 0) local_copy(c, refs[R_X], cur, pl_at(c, refs[R_LOCAL_SEM], 0)); /* my own block first */
+    if (s == 0) entry_handshake(c, refs);
     pltpu_remote_copy cp;
     int sends = s < n - 1; /* the last block received goes no further */
     if (sends) {
@@ -60,6 +71,7 @@ void cm_gather_first_kernel(pl_ctx *c, pl_ref *refs)
         return;
     }
     if (s == 0) local_copy(c, refs[R_X], pl_ds(c, all, 0, me * m, m), pl_at(c, refs[R_LOCAL_SEM], 0));
+    if (s == 0) entry_handshake(c, refs);
     /* the ring all-gather of ring_allgather.c, into VMEM: every slot is
      * written once, so one receive semaphore per step is all it needs */
     pl_ref blk = pl_ds(c, all, 0, wrap(me - s, n) * m, m);
@@ -100,7 +112,7 @@ void cm_call(pl_call *call, const cm_shape *s, cm_version v, const cm_params *p)
         .in = {{.space = PL_ANY, .name = "x"}, {.map = {0}, .buffers = 1, .name = "w"}},
         .n_out = 1,
         .out = {{.map = {0}, .buffers = 1, .name = "out"}},
-        .n_scratch = over ? 5 : 4,
+        .n_scratch = 5, /* the last, a regular semaphore: the entry handshake (M15), and M12's capacity */
         .scratch = {over ? PLTPU_VMEM(PL_F32, 2, m, s->k) : PLTPU_VMEM(PL_F32, n * m, s->k), PLTPU_SEMAPHORE_DMA(1),
                     PLTPU_SEMAPHORE_DMA(1), PLTPU_SEMAPHORE_DMA(over ? 2 : n - 1), PLTPU_SEMAPHORE(1)},
     };
