@@ -185,12 +185,15 @@ static int read_input(const cli_cmd *cmd, cal_input *in, const pl_chip *base)
 /* ---- figures, printing, the chip file ---------------------------------------------------- */
 
 /* --fit LIST into fit[]; default: every figure the base chip has (not 0),
- * each kept at the base's value if the rows cannot determine it (2). */
+ * and every fixed cost even at 0 (v6e's and v7x's step overhead: a chip
+ * of yours may have one), each kept at the base's value if the rows cannot
+ * determine it (2). A rate at 0 is a part the chip lacks (no ICI links). */
 static int fit_list(const cli_cmd *cmd, const char *list, const pl_chip *base, int *fit)
 {
     for (int j = 0; j < SIM_CAL_NPARAMS; j++) {
         double v = *(const double *)((const char *)base + sim_cal_params[j].offset);
-        fit[j] = !list && v > 0 ? 2 : 0;
+        int fixed_cost = sim_cal_params[j].lo <= 0.01; /* the latencies and overheads: bounds of 1/100 to 100x */
+        fit[j] = !list && (v > 0 || fixed_cost) ? 2 : 0;
     }
     if (!list) return 0;
     char buf[1024];

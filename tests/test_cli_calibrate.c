@@ -335,3 +335,23 @@ Test(calibrate, quoted_fields_are_read_as_a_spreadsheet_writes_them)
     th_run_free(&a), th_run_free(&b);
     unlink(plain), unlink(quoted);
 }
+
+/* v6e has no fixed step cost (0, OpenXLA's model); a chip of yours may.
+ * The default fit takes the fixed costs at 0 too: it recovers a 0.3 us
+ * step and a slower HBM without --fit, where it had left the step out and
+ * bent the MXU peak past v6e's to make up for it. */
+Test(calibrate, the_default_fit_recovers_a_step_cost_the_base_has_at_zero)
+{
+    char csv[64], truth[64], out[64];
+    measure_chip(csv, truth, N_CONFIGS, "base = v6e\nname = truth\nstep_overhead_us = 0.3\nhbm_gbps = 1200\n", "v6e");
+    th_temp_file(out, "");
+    th_run r = TH_RUN("calibrate", csv, "--chip", "v6e", "-o", out);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *text = th_read_file(out);
+    double step = chip_value(text, "step_overhead_us"), hbm = chip_value(text, "hbm_gbps");
+    cr_expect(fabs(step / 0.3 - 1) < 0.05, "step_overhead_us %g\n%s", step, r.out);
+    cr_expect(fabs(hbm / 1200 - 1) < 0.05, "hbm_gbps %g\n%s", hbm, r.out);
+    free(text);
+    th_run_free(&r);
+    unlink(csv), unlink(truth), unlink(out);
+}
