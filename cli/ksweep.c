@@ -236,7 +236,10 @@ int cli_ksweep(int argc, char **argv)
         if (rc == PL_OK) {
             int legal = 0;
             for (int i = 0; i < n; i++) legal += reps[i].status == PL_OK;
-            advise_best(d, values, &opt, n, reps);
+            /* the neighbours tried at the limit the rows had: raised as far as the chip's VMEM when not pinned */
+            pl_options aopt = opt;
+            if (so.vmem_limit_auto && opt.chip_spec) aopt.vmem_limit_bytes = opt.chip_spec->vmem_bytes;
+            advise_best(d, values, &aopt, n, reps);
             char said[256];
             cli_kept_text(d, kept, values, "compare with --vary", said, sizeof said);
             print_all(&o, d, opt.chip_spec, n, reps, (const char *const *)labels, said);

@@ -76,8 +76,8 @@ static void edge_note(const tune_job *job, FILE *f)
         int rows = 0;
         for (int i = 0; i < job->sh->n; i++) rows += job->rows[i].legal && (job->rows[i].edge >> p & 1u);
         if (rows)
-            fprintf(f, "  %s: the best of %d shape%s is the largest %s tried, and twice it is faster still "
-                       "(simulated): --vary %s=... to search past it\n", job->d->params[p].name, rows,
+            fprintf(f, "  %s: the best of %d shape%s is the largest %s tried, and twice it is 1%% faster or "
+                       "more (simulated): --vary %s=... to search past it\n", job->d->params[p].name, rows,
                     rows == 1 ? "" : "s", job->d->params[p].name, job->d->params[p].name);
     }
 }

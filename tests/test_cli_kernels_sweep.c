@@ -344,3 +344,21 @@ Test(cli_kernels, run_and_verify_take_check_dma_modes)
     cr_expect(strstr(r.out, "--check-dma-modes"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* The sweep's advice tries the best row's neighbours at the limit its rows
+ * get (raised to the chip's VMEM when --vmem-limit pins none): bm=2048
+ * needs more than v5e's 16 MiB default and is the faster; it was tried at
+ * the default, refused, and the advice said no neighbour was faster. */
+Test(cli_kernels, the_sweeps_advice_tries_neighbours_at_the_raised_limit)
+{
+    th_run r = TH_RUN("sweep", "matmul", "--set", "M=8192", "--set", "N=8192", "--set", "K=8192", "--set", "dtype=bf16",
+                      "--vary", "bm=1024", "--vary", "bn=1024", "--vary", "bk=1024");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "simulated: bm=2048: "), "%s", r.out);
+    th_run_free(&r);
+    r = TH_RUN("sweep", "matmul", "--set", "M=8192", "--set", "N=8192", "--set", "K=8192", "--set", "dtype=bf16",
+               "--vary", "bm=1024", "--vary", "bn=1024", "--vary", "bk=1024", "--vmem-limit", "16M");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "simulated: no bm, bn or bk twice or half as large is 1% faster or more"), "%s", r.out);
+    th_run_free(&r);
+}

@@ -88,6 +88,7 @@ int pl_kernel_advise(const pl_kernel_def *d, const int64_t *v, const pl_options 
     }
     names_of(d, tried, names, sizeof names);
     if (names[0])
-        snprintf(rep->bound_msg + used, room, "; simulated: no %s twice or half as large is faster", names);
+        snprintf(rep->bound_msg + used, room, "; simulated: no %s twice or half as large is 1%% faster or more",
+                 names);
     return 0;
 }
