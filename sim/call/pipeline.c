@@ -233,19 +233,34 @@ int sim_pipe_advance(sim_core *k, sim_pipe *p, const int64_t *idx, int64_t step)
     return take_block(k, p, bidx, step, fetch, so);
 }
 
+void sim_pipe_sem_zero(const sim_operand *op)
+{
+    if (op->space == PL_SEMAPHORE && op->sem_dma && op->role == PL_ROLE_OUT && op->arr->data)
+        memset(op->arr->data, 0, (size_t)op->block_elems * sizeof(int32_t));
+}
+
+void sim_pipe_sem_out(sim_core *k, sim_pipe *p)
+{
+    const sim_operand *op = p->op;
+    if (op->space != PL_SEMAPHORE || op->role != PL_ROLE_OUT || !op->arr->data || !p->slots) return;
+    if (!op->sem_dma && k->index != 0) return; /* regular ones: core 0's counts */
+    int32_t *to = op->arr->data;
+    const int64_t *cell = (const int64_t *)(const void *)p->slots;
+    for (int64_t i = 0; i < op->block_elems; i++) {
+        int64_t v = cell[i];
+        if (op->sem_dma) { /* the bytes every core's copies landed (zeroed before the walk: sim_pipe_sem_zero) */
+            int32_t was = __atomic_load_n(&to[i], __ATOMIC_RELAXED), sum;
+            do sum = (int64_t)was + v > INT32_MAX ? INT32_MAX : (int32_t)((int64_t)was + v);
+            while (!__atomic_compare_exchange_n(&to[i], &was, sum, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        } else to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+    }
+}
+
 int sim_pipe_drain(sim_core *k, sim_pipe *p, int64_t steps)
 {
     const sim_operand *op = p->op;
     pl_step_operand *so = k->x->info ? &k->x->info->op[op->arg] : NULL;
     if (so) memset(so, 0, sizeof *so);
-    if (op->space == PL_SEMAPHORE && op->role == PL_ROLE_OUT && k->index == 0 && op->arr->data) {
-        int32_t *to = op->arr->data; /* M16: the counts the kernel leaves, core 0's */
-        const int64_t *cell = (const int64_t *)(const void *)p->slots;
-        for (int64_t i = 0; i < op->block_elems; i++) {
-            int64_t v = cell[i];
-            to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
-        }
-    }
     if (!op->pipelined || op->role != PL_ROLE_OUT || !p->have_block) return PL_OK;
     int64_t before = p->tally->bytes_out;
     int rc = write_back(k, p, steps - 1);

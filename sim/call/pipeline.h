@@ -62,6 +62,12 @@ void sim_pipe_look_ahead(struct sim_core *k, const sim_grid_iter *at);
 /* After the core's last step (`steps` of them): an output writes its last
  * block back (P3). */
 int sim_pipe_drain(struct sim_core *k, sim_pipe *p, int64_t steps);
+/* M16: a semaphore output's counts into its array once the core is done (a
+ * mesh: once every device is, as others may still signal it): a regular
+ * one's are core 0's; a DMA one's, the bytes all cores landed, summed
+ * (saturating at INT32_MAX), its array zeroed by sim_pipe_sem_zero first. */
+void sim_pipe_sem_out(struct sim_core *k, sim_pipe *p);
+void sim_pipe_sem_zero(const sim_operand *op);
 /* The buffer slot now current. */
 char *sim_pipe_buffer(const sim_pipe *p);
 

@@ -180,6 +180,7 @@ static int walk_steps(sim_core *k, int check_m10)
         sim_grid_iter_next(&it); /* G1: last axis fastest */
     }
     if (check_m10 && (rc = check_semaphores(k))) return rc;
+    for (int i = 0; i < n_ops && check_m10; i++) sim_pipe_sem_out(k, &k->pipe[i]); /* a mesh's: at its end */
     for (int i = 0; i < n_ops; i++)
         if ((rc = sim_pipe_drain(k, &k->pipe[i], k->steps))) return rc;
     report_step(k, k->steps, 1);
@@ -216,6 +217,7 @@ static int init_lines(sim_exec *x)
 int sim_walk_device_start(sim_exec *x)
 {
     if (init_lines(x)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
+    for (int i = 0; i < x->plan.n_ops; i++) sim_pipe_sem_zero(&x->plan.ops[i]);
     for (int c = 0; c < x->n_cores; c++) {
         sim_core *k = x->cores[c] = sim_core_new(x, c, &x->rep);
         if (!k) return x->rep.status;
@@ -240,6 +242,8 @@ int sim_walk_device_end(sim_exec *x)
         sim_core *k = x->cores[c];
         if (!k) break;
         if (!k->rep.status) check_semaphores(k);
+        /* M16: every device is done, so no other can signal its semaphore outputs any more */
+        for (int i = 0; i < x->plan.n_ops && !k->rep.status; i++) sim_pipe_sem_out(k, &k->pipe[i]);
         sim_core_free_buffers(k);
     }
     for (int c = 0; c < x->n_cores && x->cores[c]; c++) {
@@ -397,6 +401,7 @@ static int64_t core_steps(const sim_exec *x, int c)
 
 int sim_walk(sim_exec *x)
 {
+    for (int i = 0; i < x->plan.n_ops; i++) sim_pipe_sem_zero(&x->plan.ops[i]);
     for (int c = 1; c < x->n_cores; c++) x->step_base[c] = x->step_base[c - 1] + core_steps(x, c - 1);
     if (init_lines(x)) return sim_fail(&x->rep, PL_ENOMEM, "out of host memory");
     int threads = host_threads(x), again = 0;
