@@ -1,6 +1,8 @@
 /* cli/args.c: strict parsing of the command line (getopt_long underneath):
  * options, whole numbers, lists, dtypes. Every failure prints what was wrong and where, through
  * cli_fail, and returns CLI_EXIT_USAGE. */
+#define _DEFAULT_SOURCE /* realpath */
+#include <limits.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -126,10 +128,32 @@ const char *cli_opt(const cli_args *a, const cli_optspec *specs, int nspecs, con
     return k < 0 ? NULL : a->val[k];
 }
 
+/* A path not there yet as its directory's real path and its last name
+ * ("d/../new" and "./new" are one new file); "" when the directory is not. */
+static void new_path(const char *p, char *out, size_t n)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - p) + (slash == p) : 1, slash ? p : ".");
+    if (!realpath(dir, real)) {
+        out[0] = '\0';
+        return;
+    }
+    snprintf(out, n, "%s/%s", real, name);
+}
+
 int cli_same_file(const char *a, const char *b)
 {
+    if (!a || !b) return 0;
+    if (!strcmp(a, b)) return 1;
     struct stat sa, sb;
-    return a && b && (!strcmp(a, b) || (!stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino));
+    int ha = !stat(a, &sa), hb = !stat(b, &sb);
+    if (ha && hb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ha || hb) return 0; /* one is there, the other not yet */
+    char pa[PATH_MAX + 256], pb[PATH_MAX + 256];
+    new_path(a, pa, sizeof pa);
+    new_path(b, pb, sizeof pb);
+    return pa[0] && !strcmp(pa, pb);
 }
 
 const char *cli_cut(const char *s, char *buf, size_t n)

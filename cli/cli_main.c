@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../sim/base/outfile.h" /* sim_parse_size */
 #include "cli.h"
 #include "rank_watchdog.h"
 
@@ -38,6 +39,16 @@ static int stall_watch(const char *prog, int speak)
         }
     }
     pl_guard_stalls(seconds, "; TILESIM_KERNEL_TIMEOUT=S waits S seconds, 0 for ever");
+    /* TILESIM_HOST_MEMORY caps the host memory runs may take (sim/base/host.c): a value it cannot read would
+     * leave no cap, silently */
+    const char *cap = getenv("TILESIM_HOST_MEMORY");
+    int64_t bytes;
+    if (cap && (sim_parse_size(cap, &bytes) || bytes <= 0)) {
+        if (speak)
+            fprintf(stderr, "%s: TILESIM_HOST_MEMORY='%s': give the host memory runs may take, in bytes or with K, "
+                    "M, G or T (powers of 1024): 16G, 512M\n", prog, cap);
+        return 2;
+    }
     return 0;
 }
 

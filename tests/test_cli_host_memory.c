@@ -49,3 +49,21 @@ Test(cli_host_memory, a_cost_only_walk_whose_records_cannot_fit_stops_early, .ti
               "%s", r.err);
     th_run_free(&r);
 }
+
+/* A TILESIM_HOST_MEMORY tilesim cannot read would leave no cap, silently:
+ * it is refused, exit 2, naming the variable. */
+Test(cli_host_memory, a_host_memory_cap_that_is_no_size_is_refused)
+{
+    const char *bad[] = {"100 M", "0.1G", "-100M", "0", "abc", "none"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("TILESIM_HOST_MEMORY", bad[i], 1);
+        th_run r = TH_RUN("chips");
+        cr_expect_eq(r.status, 2, "'%s': exit %d", bad[i], r.status);
+        cr_expect(strstr(r.err, "TILESIM_HOST_MEMORY="), "'%s': %s", bad[i], r.err);
+        th_run_free(&r);
+    }
+    setenv("TILESIM_HOST_MEMORY", "64G", 1);
+    th_run r = TH_RUN("chips");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    th_run_free(&r);
+}

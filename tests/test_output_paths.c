@@ -490,3 +490,55 @@ Test(output_paths, no_output_replaces_the_plugin_it_loaded)
     }
     unlink(so), rmdir(dir);
 }
+
+/* However many plugins a measurements file names, none may be calibrate's
+ * -o: the inputs were remembered up to 32, and the 33rd and later were
+ * replaced by the chip file. */
+Test(output_paths, calibrate_keeps_the_40th_plugin_its_rows_name)
+{
+    char dir[] = "/tmp/tilesim_inout_XXXXXX", plugin[PATH_MAX], path[160], cmd[PATH_MAX + 200];
+    cr_assert(mkdtemp(dir));
+    th_build_path("examples/plugin/rmsnorm.so", plugin, sizeof plugin);
+    char *csv = malloc(16384);
+    cr_assert(csv);
+    int at = snprintf(csv, 16384, "kernel,chip,time_us,params\n");
+    for (int i = 0; i < 40; i++) {
+        snprintf(path, sizeof path, "%s/k%d.so", dir, i);
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s'", plugin, path);
+        cr_assert_eq(system(cmd), 0);
+        at += snprintf(csv + at, (size_t)(16384 - at), "%s,v5e,%d,br=%d\n", path, 20 + i, i % 2 ? 128 : 256);
+    }
+    char measured[160];
+    snprintf(measured, sizeof measured, "%s/m.csv", dir);
+    write_file(measured, csv, 0644);
+    free(csv);
+    snprintf(path, sizeof path, "%s/k39.so", dir);
+    const char *args[] = {"calibrate", measured, "--chip", "v5e", "-o", path, NULL};
+    th_run r = th_run_tilesim(args);
+    cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "it is the plugin this command reads"), "%s", r.err);
+    th_run_free(&r);
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", plugin, path);
+    cr_expect_eq(system(cmd), 0, "k39.so was replaced");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Two outputs naming one file not there yet, spelled two ways: the second
+ * would replace the first (the inode check needs an existing file). */
+Test(output_paths, two_outputs_naming_one_new_file_two_ways_are_refused)
+{
+    char dir[] = "/tmp/tilesim_inout_XXXXXX", a[96], b[96], sub[96];
+    cr_assert(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(a, sizeof a, "%s/new", dir);
+    snprintf(b, sizeof b, "%s/d/../new", dir);
+    const char *args[] = {"run", "matmul", "--cost-only", "--trace", a, "--html", b, NULL};
+    th_run r = th_run_tilesim(args);
+    cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "--trace and --html name the same file"), "%s", r.err);
+    th_run_free(&r);
+    cr_expect_neq(access(a, F_OK), 0, "nothing written");
+    rmdir(sub), rmdir(dir);
+}

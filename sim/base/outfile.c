@@ -68,13 +68,13 @@ static char *resolve(const char *p, struct stat *st, int *exists, char *err, siz
 
 /* ---- inputs an output must not replace ------------------------------------------ */
 
-enum { MAX_PROTECTED = 32 };
-static struct {
+/* every input read, however many (a measurements file may name hundreds of plugins) */
+static struct protected_file {
     dev_t dev;
     ino_t ino;
     const char *what;
-} protected_files[MAX_PROTECTED];
-static int n_protected;
+} *protected_files;
+static int n_protected, cap_protected;
 
 void sim_out_protect(const char *path, const char *what)
 {
@@ -82,7 +82,12 @@ void sim_out_protect(const char *path, const char *what)
     if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return;
     for (int i = 0; i < n_protected; i++)
         if (protected_files[i].dev == st.st_dev && protected_files[i].ino == st.st_ino) return;
-    if (n_protected == MAX_PROTECTED) return;
+    if (n_protected == cap_protected) {
+        int cap = cap_protected ? 2 * cap_protected : 16;
+        struct protected_file *grown = realloc(protected_files, (size_t)cap * sizeof *grown);
+        if (!grown) return; /* out of memory: the output's own checks still stand */
+        protected_files = grown, cap_protected = cap;
+    }
     protected_files[n_protected].dev = st.st_dev;
     protected_files[n_protected].ino = st.st_ino;
     protected_files[n_protected++].what = what;

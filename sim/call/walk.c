@@ -128,23 +128,28 @@ static void report_step(sim_core *k, int64_t step, int final)
 }
 
 /* A walk of many steps keeps a record of each (its copies, its time): at
- * a few checkpoints, the records so far project the whole walk's, and a
- * walk the host cannot hold stops here with what it would need, instead
- * of being killed part way when Linux runs out (a cost-only matmul of 2^28
- * tiny steps grew past 17 GB). */
-#define RECORD_CHECK_FROM (1 << 20)
+ * checkpoints (powers of two from 2^16 steps), the records so far project
+ * the whole walk's, over every core of the device and every device of a
+ * mesh (they walk alike), and a walk the host cannot hold stops here with
+ * what it would need, instead of being killed part way when Linux runs out
+ * (a cost-only matmul of 2^28 tiny steps grew past 17 GB). A projection
+ * from the first steps may overshoot (they copy, later ones revisit): it
+ * stops a walk only once what is held is an eighth of what the host has. */
+#define RECORD_CHECK_FROM (1 << 16)
 static int records_fit(sim_core *k, int64_t step)
 {
-    if (step < RECORD_CHECK_FROM || (step & (step - 1)) || step * 4 > k->steps) return PL_OK;
-    double held = sim_coreline_bytes(k->line), need = held / (double)step * (double)k->steps * k->x->n_cores;
+    if (step < RECORD_CHECK_FROM || (step & (step - 1)) || step * 2 > k->steps) return PL_OK;
+    double walkers = (double)k->x->n_cores * (k->x->mesh.n_devices > 1 ? k->x->mesh.n_devices : 1);
+    double held = sim_coreline_bytes(k->line) * walkers, need = held / (double)step * (double)k->steps;
     double avail = pl_host_memory_available();
-    if (need - held * k->x->n_cores <= avail) return PL_OK;
+    if (need - held <= avail || held * 8 < avail) return PL_OK;
     char a[32], b[32];
     return sim_fail(&k->rep, PL_ENOMEM,
-                    "its %lld grid steps would need about %s of host memory for their records (the copies and time "
-                    "of each step; %.0f bytes a step so far), over the %s available: use larger blocks (fewer grid "
-                    "steps) or a smaller problem", (long long)k->steps, pl_format_bytes(need, a, sizeof a),
-                    held / (double)step, pl_format_bytes(avail, b, sizeof b));
+                    "%s: its %lld grid steps%s would need about %s of host memory for their records (the copies and "
+                    "time of each step; %.0f bytes a step so far), over the %s available: use larger blocks (fewer "
+                    "grid steps) or a smaller problem", k->x->rep.call_name, (long long)k->steps,
+                    walkers > 1 ? " on each core or device" : "", pl_format_bytes(need, a, sizeof a),
+                    held / walkers / (double)step, pl_format_bytes(avail, b, sizeof b));
 }
 
 /* The grid points of a started core; then the M10 check (unless a mesh
