@@ -122,6 +122,26 @@ static void check_write_in_flight(pl_ctx *c, const pl_ref *dst, const char *fn)
     }
 }
 
+int kern_dma_refill_conflict(pl_ctx *c, const pl_ref *block, char *msg, size_t n)
+{
+    for (int i = 0; i < c->n_dma; i++) {
+        kern_dma *m = &c->dma[i];
+        int src = kern_views_overlap(&m->src, block), lands = !m->remote && kern_views_overlap(&m->dst, block);
+        if (m->written_early || (!src && !lands)) continue;
+        m->written_early = 1;
+        char name[96], from[128];
+        kern_ref_name(c, block, name, sizeof name);
+        kern_format_point(m->point, c->grid_rank, from, sizeof from);
+        snprintf(msg, n, "the pipeline copies the next block into the buffer of %s while copy %lld (started at grid "
+                 "point %s, %lld bytes) is still %s it: on a TPU the copy carries that block's values, or its "
+                 "bytes and the block's land in either order; wait for the copy before the step whose block "
+                 "takes that buffer (rules M7, P1)", name, (long long)m->id, from, (long long)m->bytes,
+                 src ? "reading" : "writing");
+        return 1;
+    }
+    return 0;
+}
+
 void kern_note_write(pl_ctx *c, const pl_ref *dst, const char *fn)
 {
     if (c->n_dma) check_write_in_flight(c, dst, fn);

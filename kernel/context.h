@@ -549,6 +549,10 @@ void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned
 __attribute__((format(printf, 5, 6)))
 #endif
 void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const char *fmt, ...);
+/* M7: the pipeline is about to copy a new block into `block` (an input's
+ * buffer): 1 with msg when a copy in flight still reads or writes those
+ * bytes (said once a copy). The executor reports it, outside the kernel. */
+int kern_dma_refill_conflict(pl_ctx *c, const pl_ref *block, char *msg, size_t n);
 /* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
  * pltpu_make_async_remote_copy), used by a start or a wait of the same
  * src, dst and semaphore; at the end of a grid step (the executor calls

@@ -552,3 +552,34 @@ Test(dma, G4_a_copy_waited_across_a_parallel_axis_is_a_finding)
     cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ESEMAPHORE, "%s", rep.error);
     th_io_free(&io);
 }
+
+/* M7, P1: a copy from the input block's buffer started at step 0 and
+ * waited at step 2, when the pipeline has refilled that buffer (two
+ * buffers, grid 3): on a TPU the copy races the refill. A finding; an
+ * error under strict (in on_wait mode the copy even carried block 2). */
+static void copy_block_late(pl_ctx *c, pl_ref *refs) /* x block | o block, buf (VMEM), sem (DMA) */
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = pltpu_async_copy(c, refs[0], refs[2], pl_at(c, refs[3], 0));
+    if (i == 0) pltpu_copy_start(c, &cp);
+    if (i == 2) pltpu_copy_wait(c, &cp);
+    pl_copy(c, refs[1], refs[0]);
+}
+
+Test(dma, M7_a_copy_from_an_input_buffer_the_pipeline_refills_is_a_finding)
+{
+    th_io io = th_io_2d(3 * ROWS, COLS);
+    pl_call call = {.name = "late", .kernel = copy_block_late, .grid_rank = 1, .grid = {3},
+                    .n_in = 1, .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), ROWS, COLS)},
+                    .n_scratch = 2, .scratch = {PLTPU_VMEM(PL_F32, ROWS, COLS), PLTPU_SEMAPHORE_DMA(1)}};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_OK, "%s", rep.error);
+    int found = 0;
+    for (int i = 0; i < rep.n_findings && i < PL_MAX_FINDINGS; i++)
+        found |= strstr(rep.findings[i].msg, "the pipeline copies the next block into the buffer of") != NULL;
+    cr_expect(found, "no finding for the refilled buffer (%d findings)", rep.n_findings);
+    pl_options strict = {.strict = 1};
+    cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ERACE, "%s", rep.error);
+    th_io_free(&io);
+}
