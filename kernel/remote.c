@@ -23,13 +23,23 @@
 int pltpu_device_id(pl_ctx *c) { return c->device; }
 int pltpu_num_devices(pl_ctx *c) { return c->n_devices; }
 
+/* An axis name for a message: its first 40 bytes, a control byte as '?' (a kernel's string, not checked) */
+static const char *shown(const char *s, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < n && i < 40; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    buf[i] = '\0';
+    return buf;
+}
+
 static int64_t axis_of(pl_ctx *c, const char *axis, int64_t *size, const char *fn)
 {
     int64_t v = -1;
     if (axis && c->mesh) v = c->mesh->axis_index(c->mesh_run, c->device, axis, size);
+    char name[48];
     if (v < 0)
         kern_fault(c, PL_EINVAL, "%s(%s%s%s): the mesh has no axis of that name%s", fn, axis ? "\"" : "",
-                   axis ? axis : "NULL", axis ? "\"" : "",
+                   axis ? shown(axis, name, sizeof name) : "NULL", axis ? "\"" : "",
                    c->mesh ? "" : " (this call runs on one device, not on a mesh: pl_mesh_call)");
     return v;
 }
@@ -77,13 +87,17 @@ int pltpu_device_at(pl_ctx *c, const int64_t *coords)
 /* The joint size of axes[0..n) into *size, each checked (a name twice is refused: it is no mesh position). */
 static void joint_axes(pl_ctx *c, const char *const *axes, int n, int64_t *size, const char *fn)
 {
-    if (!axes || n < 1 || n > 8) kern_fault(c, PL_EINVAL, "%s: %d axis names; give 1 to 8", fn, n);
+    if (!axes) kern_fault(c, PL_EINVAL, "%s: the array of axis names is NULL", fn);
+    if (n < 1 || n > 8) kern_fault(c, PL_EINVAL, "%s: %d axis names; give 1 to 8", fn, n);
     *size = 1;
     for (int a = 0; a < n; a++) {
         int64_t s = 0;
         axis_of(c, axes[a], &s, fn);
         for (int b = 0; b < a; b++)
-            if (!strcmp(axes[a], axes[b])) kern_fault(c, PL_EINVAL, "%s: axis \"%s\" is named twice", fn, axes[a]);
+            if (!strcmp(axes[a], axes[b])) {
+                char name[48];
+                kern_fault(c, PL_EINVAL, "%s: axis \"%s\" is named twice", fn, shown(axes[a], name, sizeof name));
+            }
         *size *= s;
     }
 }
