@@ -10,7 +10,7 @@ enum {
     R_X, R_O,
     R_SUM1, R_SLOTS1, R_OWN1, /* phase 1: the running sum (h1), a receive slot a step, my x's chunk */
     R_SUM2, R_SLOTS2,         /* phase 2: the same for pieces (h2); my own pieces are in R_SUM1 */
-    R_LOCAL, R_SEND, R_RECV1, R_RECV2, R_GATHER3, R_GATHER4
+    R_LOCAL, R_SEND, R_RECV1, R_RECV2, R_GATHER3, R_GATHER4, R_READY
 };
 
 /* One ring: its members are base + k stride for k < size; me is k. */
@@ -68,6 +68,12 @@ void ha_kernel(pl_ctx *c, pl_ref *refs)
     ring in_slice = {me / p * p, 1, p, me % p}, across = {me % p, p, n_s, me / p};
     pl_ref sum1 = refs[R_SUM1], sum2 = refs[R_SUM2];
     int64_t a = p - 1, b = a + n_s - 1, g = b + n_s - 1; /* where phases 2, 3 and 4 begin */
+    if (step == 0) { /* M15: each ring's left neighbour copies into my slots only once it knows I am here */
+        pl_ref ready = pl_at(c, refs[R_READY], 0);
+        if (p > 1) pltpu_semaphore_signal_device(c, ready, 1, member(&in_slice, in_slice.me - 1));
+        if (n_s > 1) pltpu_semaphore_signal_device(c, ready, 1, member(&across, across.me - 1));
+        pltpu_semaphore_wait(c, ready, (p > 1) + (n_s > 1));
+    }
     if (step < a) { /* 1: ICI */
         rs_step(c, refs, &in_slice, (int)step, refs[R_X], sum1, refs[R_SLOTS1], refs[R_RECV1], h1);
         if (step == a - 1 && n_s == 1) /* one slice: chunk me % p is whole */
@@ -122,15 +128,15 @@ void ha_call(pl_call *call, const ha_shape *s)
         .in = {{.space = PL_ANY, .name = "x"}},
         .n_out = 1,
         .out = {{.space = PL_ANY, .name = "o"}},
-        .n_scratch = 11,
+        .n_scratch = 12,
         .scratch = {PLTPU_VMEM(PL_F32, h1, s->cols), PLTPU_VMEM(PL_F32, k1, h1, s->cols),
                     PLTPU_VMEM(PL_F32, h1, s->cols), PLTPU_VMEM(PL_F32, h2, s->cols),
                     PLTPU_VMEM(PL_F32, k2, h2, s->cols), PLTPU_SEMAPHORE_DMA(1), PLTPU_SEMAPHORE_DMA(2),
                     PLTPU_SEMAPHORE_DMA(k1), PLTPU_SEMAPHORE_DMA(k2), PLTPU_SEMAPHORE_DMA(k2),
-                    PLTPU_SEMAPHORE_DMA(k1)},
+                    PLTPU_SEMAPHORE_DMA(k1), PLTPU_SEMAPHORE(1)},
     };
     static const char *names[] = {"slice_sum", "slice_slots", "x_chunk", "piece_sum", "piece_slots", "local_sems",
                                   "send_sems", "slice_recv_sems", "dcn_recv_sems", "dcn_gather_sems",
-                                  "slice_gather_sems"};
+                                  "slice_gather_sems", "ready_sem"};
     for (int i = 0; i < call->n_scratch; i++) call->scratch[i].name = names[i];
 }

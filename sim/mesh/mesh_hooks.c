@@ -265,19 +265,23 @@ void sim_mesh_landed(sim_exec *x, int arg, uintptr_t offset)
     __atomic_add_fetch(&x->remote_written[arg][slot], 1, __ATOMIC_RELEASE);
 }
 
-/* M15: a copy into another device's pipelined VMEM block (an input's or
- * output's buffer, JAX's basic_remote_vmem_dma) before anything of that
- * device has reached this one in this call: on a TPU that device may not
- * have entered the kernel yet, its VMEM still the previous kernel's; JAX's
- * tests and distributed guide handshake first. A finding on the sender,
- * once; not in cost-only runs (their race events are queued) nor across
- * ranks. VMEM scratch is not checked (the built-in ring kernels copy into
- * it with no entry handshake; docs/PALLAS.md M15). */
+/* M15: a copy into another device's VMEM (a pipelined block, an input's or
+ * output's buffer, as JAX's basic_remote_vmem_dma; or VMEM scratch) before
+ * anything of that device has reached this one in this call: on a TPU that
+ * device may not have entered the kernel yet, its VMEM still the previous
+ * kernel's; JAX's tests and distributed guide handshake first. A finding on
+ * the sender, once; not in cost-only runs (their race events are queued)
+ * nor across ranks. */
 static void no_handshake(mesh_run *r, int from, int to, int arg, const char *point)
 {
-    if (from == to || r->dev[from].no_handshake || !r->race || r->race_q || r->ranks > 1) return;
+    /* the cores of one device enter the kernel together (M13): only other devices need the handshake */
+    if (r->dev[from].device == r->dev[to].device || r->dev[from].no_handshake || !r->race || r->race_q ||
+        r->ranks > 1)
+        return;
     const sim_plan *p = &r->dev[to].x->plan;
-    int vmem = arg >= 0 && arg < p->n_ops && p->ops[arg].space == PL_VMEM && p->ops[arg].pipelined;
+    int s = arg - p->n_ops;
+    int vmem = arg >= 0 && arg < p->n_ops ? p->ops[arg].space == PL_VMEM && p->ops[arg].pipelined
+                                          : s >= 0 && s < p->call->n_scratch && p->call->scratch[s].space == PL_VMEM;
     pthread_mutex_lock(&r->lock);
     int heard = !vmem || sim_mesh_race_heard(r->race, from, to);
     if (!heard) {
@@ -289,9 +293,9 @@ static void no_handshake(mesh_run *r, int from, int to, int arg, const char *poi
                  "anything of device %d has reached it in this call: on a TPU device %d may not have entered the "
                  "kernel yet and its VMEM may still hold the previous kernel's data; handshake first, as JAX's "
                  "distributed guide does (each signals the barrier semaphore, pltpu_get_barrier_semaphore, on the "
-                 "other and waits for its signal; rule M15)", dev_from, point, p->ops[arg].rep->name, dev_to, dev_to,
-                 dev_to);
-        sim_add_finding(&x->rep, PL_FIND_NO_HANDSHAKE, "M15", arg, NULL, 0, NULL, 0, msg);
+                 "other and waits for its signal; rule M15)", dev_from, point,
+                 arg < p->n_ops ? p->ops[arg].rep->name : r->dev[to].x->rep.scratch[s].name, dev_to, dev_to, dev_to);
+        sim_add_finding(&x->rep, PL_FIND_NO_HANDSHAKE, "M15", arg < p->n_ops ? arg : -1, NULL, 0, NULL, 0, msg);
     }
     pthread_mutex_unlock(&r->lock);
 }
