@@ -583,3 +583,28 @@ Test(dma, M7_a_copy_from_an_input_buffer_the_pipeline_refills_is_a_finding)
     cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &strict, &rep), PL_ERACE, "%s", rep.error);
     th_io_free(&io);
 }
+
+/* A wait whose descriptor is half the copy's size leaves half the bytes on
+ * the DMA semaphore: M10 at the end, saying how that happens (the count is
+ * in bytes, the two sides' descriptors differ). */
+static void half_wait_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int64_t i = pl_program_id(c, 0);
+    pltpu_copy cp = page(c, refs, i, 0);
+    pltpu_copy_start(c, &cp);
+    pl_ref half_buf = pl_ds(c, pl_at(c, refs[2], 0), 0, 0, ROWS / 2);
+    pltpu_copy half = pltpu_async_copy(c, pl_ds(c, refs[0], 0, i * ROWS, ROWS / 2), half_buf, pl_at(c, refs[3], 0));
+    pltpu_copy_wait(c, &half);
+    pl_copy(c, refs[1], pl_at(c, refs[2], 0));
+}
+
+Test(dma, M10_bytes_left_by_a_smaller_wait_are_explained)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(half_wait_kernel);
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_ESEMAPHORE, "%s", rep.error);
+    cr_expect(strstr(rep.error, "holds") && strstr(rep.error, "a wait's descriptor was smaller than the copies"),
+              "%s", rep.error);
+    th_io_free(&io);
+}

@@ -97,8 +97,14 @@ static int check_semaphores(sim_core *k)
             if (v[j] != 0)
                 return sim_fail(&k->rep, PL_ESEMAPHORE,
                                 "semaphore %lld of %s (refs[%d]) holds %lld when the kernel ends; every signal "
-                                "needs its wait (rule M10)%s",
-                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j], core);
+                                "needs its wait (rule M10)%s%s",
+                                (long long)j, x->rep.scratch[i].name, x->plan.n_ops + i, (long long)v[j],
+                                call->scratch[i].sem_kind == PL_SEM_DMA && v[j] > 0
+                                    ? "; a DMA semaphore counts bytes (M8): bytes left over mean a wait's descriptor "
+                                      "was smaller than the copies that landed on it (a receiver's slice of the "
+                                      "sender's block, say): make both sides' descriptors the same size"
+                                    : "",
+                                core);
     }
     const int64_t *barrier = kern_barrier_cell(&k->ctx);
     if (*barrier != 0)
