@@ -69,7 +69,6 @@ typedef struct kern_op {
  * in tests/fuzz/FINDINGS.md). Real kernels keep a handful in flight. */
 #define KERN_MAX_DMA_IN_FLIGHT 4096
 
-/* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
 /* What a kernel-layer warning is (kern_warn): the report files each as a
  * finding of its own kind (sim/call/checks.c). */
 typedef enum kern_warning {
@@ -79,6 +78,7 @@ typedef enum kern_warning {
     KERN_WARN_PARALLEL_WAIT, /* a copy waited at a grid point that differs from its start's along a parallel axis (G4) */
 } kern_warning;
 
+/* A copy started by pltpu_copy_start and not yet waited (kernel/dma.c). */
 typedef struct kern_dma {
     pl_ref src, dst, sem;
     int64_t bytes;
@@ -553,15 +553,15 @@ void kern_warn(pl_ctx *c, int arg, const char *rule, kern_warning what, const ch
  * buffer): 1 with msg when a copy in flight still reads or writes those
  * bytes (said once a copy). The executor reports it, outside the kernel. */
 int kern_dma_refill_conflict(pl_ctx *c, const pl_ref *block, char *msg, size_t n);
-/* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
- * pltpu_make_async_remote_copy), used by a start or a wait of the same
- * src, dst and semaphore; at the end of a grid step (the executor calls
- * kern_desc_step_end after kern_run) a descriptor made and never used is a
- * finding (M7), as JAX logs one. */
 /* M16: the copies in flight whose DMA semaphore is the call's output
  * operand `arg` are the call's result, for a later call to wait on: they
  * land and leave the list (not M10's "never waited"). Returns how many. */
 int kern_dma_hand_over(pl_ctx *c, int arg);
+/* Copy descriptors (kernel/dma.c): made by fn (pltpu_async_copy,
+ * pltpu_make_async_remote_copy), used by a start or a wait of the same
+ * src, dst and semaphore; at the end of a grid step (the executor calls
+ * kern_desc_step_end after kern_run, when n_desc) a descriptor made and
+ * never used is a finding (M7), as JAX logs one. */
 void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn);
 void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem);
 void kern_desc_step_end(pl_ctx *c);

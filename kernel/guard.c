@@ -96,6 +96,18 @@ size_t kern_append(char *buf, size_t n, size_t at, const char *s)
     return at;
 }
 
+char *kern_copy_name(char *buf, size_t n, const char *name)
+{
+    if (!n) return buf;
+    size_t i = 0;
+    for (; name && name[i] && i + 1 < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        buf[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
 size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v)
 {
     char d[24];

@@ -81,6 +81,11 @@ static inline void kern_beat(void)
  * report's messages, and messages built on hot paths (a mesh names the
  * point of every copy it makes). */
 size_t kern_append(char *buf, size_t n, size_t at, const char *s);
+/* A name a kernel or plugin gave (a call's, an operand's, an axis's) into
+ * buf of n bytes, a control byte (below 0x20, or 0x7f) as '?': names reach
+ * terminals and fixed-width tables, where an escape sequence or a newline
+ * would act or break the layout. Returns buf. */
+char *kern_copy_name(char *buf, size_t n, const char *name);
 size_t kern_append_int(char *buf, size_t n, size_t at, int64_t v);
 
 #endif

@@ -23,23 +23,14 @@
 int pltpu_device_id(pl_ctx *c) { return c->device; }
 int pltpu_num_devices(pl_ctx *c) { return c->n_devices; }
 
-/* An axis name for a message: its first 40 bytes, a control byte as '?' (a kernel's string, not checked) */
-static const char *shown(const char *s, char *buf, size_t n)
-{
-    size_t i = 0;
-    for (; s[i] && i + 1 < n && i < 40; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-    buf[i] = '\0';
-    return buf;
-}
-
 static int64_t axis_of(pl_ctx *c, const char *axis, int64_t *size, const char *fn)
 {
     int64_t v = -1;
     if (axis && c->mesh) v = c->mesh->axis_index(c->mesh_run, c->device, axis, size);
-    char name[48];
+    char name[41]; /* an axis name for a message: its first 40 bytes (a kernel's string) */
     if (v < 0)
         kern_fault(c, PL_EINVAL, "%s(%s%s%s): the mesh has no axis of that name%s", fn, axis ? "\"" : "",
-                   axis ? shown(axis, name, sizeof name) : "NULL", axis ? "\"" : "",
+                   axis ? kern_copy_name(name, sizeof name, axis) : "NULL", axis ? "\"" : "",
                    c->mesh ? "" : " (this call runs on one device, not on a mesh: pl_mesh_call)");
     return v;
 }
@@ -95,8 +86,8 @@ static void joint_axes(pl_ctx *c, const char *const *axes, int n, int64_t *size,
         axis_of(c, axes[a], &s, fn);
         for (int b = 0; b < a; b++)
             if (!strcmp(axes[a], axes[b])) {
-                char name[48];
-                kern_fault(c, PL_EINVAL, "%s: axis \"%s\" is named twice", fn, shown(axes[a], name, sizeof name));
+                char name[41];
+                kern_fault(c, PL_EINVAL, "%s: axis \"%s\" is named twice", fn, kern_copy_name(name, sizeof name, axes[a]));
             }
         *size *= s;
     }

@@ -61,6 +61,16 @@ static void double_buffered_kernel(pl_ctx *c, pl_ref *refs)
     pl_copy(c, refs[1], pl_at(c, refs[2], slot));
 }
 
+/* The paging call of kernel, on fresh arrays: its return code. */
+static int run_paging(pl_kernel_fn kernel, const pl_options *opt, pl_report *rep)
+{
+    th_io io = th_io_2d(ROWS * STEPS, COLS);
+    pl_call call = paging_call(kernel);
+    int rc = pl_pallas_call(&call, &io.a, &io.o, opt, rep);
+    th_io_free(&io);
+    return rc;
+}
+
 static void run_ok(pl_kernel_fn kernel, const pl_options *opt, pl_report *rep)
 {
     th_io io = th_io_2d(ROWS * STEPS, COLS);
@@ -520,13 +530,10 @@ static void two_copies_kernel(pl_ctx *c, pl_ref *refs)
 
 Test(dma, V4_two_copies_into_one_buffer_are_refused_unless_checks_are_off)
 {
-    th_io io = th_io_2d(ROWS * STEPS, COLS);
-    pl_call call = paging_call(two_copies_kernel);
     pl_report rep;
-    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_ERACE, "%s", rep.error);
+    cr_assert_eq(run_paging(two_copies_kernel, NULL, &rep), PL_ERACE, "%s", rep.error);
     cr_expect(strstr(rep.error, "still writing") && strstr(rep.error, "V4"), "%s", rep.error);
-    cr_expect_eq(pl_pallas_call(&call, &io.a, &io.o, &(pl_options){.checks_off = 1}, &rep), PL_OK, "%s", rep.error);
-    th_io_free(&io);
+    cr_expect_eq(run_paging(two_copies_kernel, &(pl_options){.checks_off = 1}, &rep), PL_OK, "%s", rep.error);
 }
 
 /* G4: the double-buffered kernel waits at step i + 1 for what step i
@@ -600,11 +607,8 @@ static void half_wait_kernel(pl_ctx *c, pl_ref *refs)
 
 Test(dma, M10_bytes_left_by_a_smaller_wait_are_explained)
 {
-    th_io io = th_io_2d(ROWS * STEPS, COLS);
-    pl_call call = paging_call(half_wait_kernel);
     pl_report rep;
-    cr_assert_eq(pl_pallas_call(&call, &io.a, &io.o, NULL, &rep), PL_ESEMAPHORE, "%s", rep.error);
+    cr_assert_eq(run_paging(half_wait_kernel, NULL, &rep), PL_ESEMAPHORE, "%s", rep.error);
     cr_expect(strstr(rep.error, "holds") && strstr(rep.error, "a wait's descriptor was smaller than the copies"),
               "%s", rep.error);
-    th_io_free(&io);
 }

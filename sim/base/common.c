@@ -170,17 +170,6 @@ void sim_text_skip_bom(char *text, size_t len)
     if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) memmove(text, text + 3, len - 2); /* with the NUL */
 }
 
-void sim_copy_name(char *dst, size_t n, const char *src)
-{
-    if (!n) return;
-    size_t i = 0;
-    for (; src && src[i] && i + 1 < n; i++) {
-        unsigned char ch = (unsigned char)src[i];
-        dst[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    dst[i] = '\0';
-}
-
 char *sim_text_load(const char *path, const char *kind, char *err, size_t n, int *rc)
 {
     enum { MAX = (1 << 16) - 1 };

@@ -42,12 +42,6 @@ void sim_warn(pl_report *rep, const char *fmt, ...)
 /* "(1, 2, 3)": a grid point or block index, as messages print it. */
 void sim_format_idx(const int64_t *idx, int rank, char *buf, size_t n);
 
-/* A user's name (a call's, an operand's) into a report's buffer of n
- * bytes, a control byte (below 0x20, or 0x7f) as '?': names reach
- * terminals and fixed-width tables, where an escape sequence or a newline
- * from a plugin would act or break the layout. */
-void sim_copy_name(char *dst, size_t n, const char *src);
-
 /* a * b, or INT64_MAX where it would overflow: sizes saturate, never wrap. */
 int64_t sim_sat_mul(int64_t a, int64_t b);
 

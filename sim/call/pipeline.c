@@ -169,10 +169,12 @@ static int take_block(sim_core *k, sim_pipe *p, const int64_t *bidx, int64_t ste
     char *buf = sim_pipe_buffer(p);
     k->refs[op->arg].data = k->kernel_refs[op->arg].data = buf; /* the kernel's copy is already taken (walk.c) */
     if (op->role == PL_ROLE_IN) {
-        char why[PL_MSG_MAX];
-        if (k->ctx.n_dma && kern_dma_refill_conflict(&k->ctx, &k->refs[op->arg], why, sizeof why)) {
-            if (k->x->strict) return sim_fail(&k->rep, PL_ERACE, "%s", why);
-            kern_warn(&k->ctx, op->arg, "M7", KERN_WARN_DMA_INFLIGHT, "%s", why);
+        if (k->ctx.n_dma) { /* M7, P1: a manual copy still on the buffer this block is about to fill */
+            char why[PL_MSG_MAX];
+            if (kern_dma_refill_conflict(&k->ctx, &k->refs[op->arg], why, sizeof why)) {
+                if (k->x->strict) return sim_fail(&k->rep, PL_ERACE, "%s", why);
+                kern_warn(&k->ctx, op->arg, "M7", KERN_WARN_DMA_INFLIGHT, "%s", why);
+            }
         }
         int64_t bytes = copy_in(k, p);
         p->tally->copies++;

@@ -181,7 +181,7 @@ static int plan_scratch(sim_plan *plan, const pl_call *call, pl_report *rep)
     for (int i = 0; i < call->n_scratch; i++) {
         const pl_scratch *s = &call->scratch[i];
         pl_scratch_report *sr = &rep->scratch[rep->n_scratch++];
-        if (s->name) sim_copy_name(sr->name, sizeof sr->name, s->name);
+        if (s->name) kern_copy_name(sr->name, sizeof sr->name, s->name);
         else snprintf(sr->name, sizeof sr->name, "scratch%d", i);
         sr->space = s->space;
         sr->dtype = s->dtype;
@@ -264,7 +264,7 @@ static int plan_blocked(sim_plan *plan, const pl_call *call, const pl_array *arg
             op->role = or->role = (pl_role)role;
             op->index = i;
             op->arr = role == PL_ROLE_IN ? &args[call->num_scalar_prefetch + i] : &outs[i];
-            if (s->name) sim_copy_name(or->name, sizeof or->name, s->name);
+            if (s->name) kern_copy_name(or->name, sizeof or->name, s->name);
             else snprintf(or->name, sizeof or->name, "%s%d", role == PL_ROLE_IN ? "in" : "out", i);
             int rc = check_array(op->arr, or->name, plan->cost_only, rep);
             if (!rc) rc = check_addressable(op->arr, or->name, rep);
@@ -285,7 +285,7 @@ int sim_plan_call(const pl_call *call, const pl_array *args, const pl_array *out
     plan->checks = !(opt && opt->checks_off);
     plan->strict = opt && opt->strict;
     plan->vmem_limit = opt ? opt->vmem_limit_bytes : 0;
-    sim_copy_name(rep->call_name, sizeof rep->call_name, call && call->name ? call->name : "kernel");
+    kern_copy_name(rep->call_name, sizeof rep->call_name, call && call->name ? call->name : "kernel");
     int rc = check_call_shape(call, args, outs, rep);
     if (!rc) rc = plan_chip(plan, opt, rep);
     if (rc) return rc;

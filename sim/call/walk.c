@@ -58,7 +58,7 @@ static int run_kernel(sim_core *k, int64_t step)
 {
     int rc = kern_run(&k->ctx, k->x->plan.call->kernel, k->kernel_refs);
     if (rc) return sim_fail(&k->rep, rc, "%s", kern_fault_text(&k->ctx));
-    kern_desc_step_end(&k->ctx); /* a copy descriptor made this step and never used (M7) */
+    if (k->ctx.n_desc) kern_desc_step_end(&k->ctx); /* a copy descriptor made this step and never used (M7) */
     int n;
     const kern_op *ops = kern_step_ops(&k->ctx, &n);
     if (sim_record_step(k->line, k->memo, k->x->plan.chip, step, k->first_copy, ops, n, &k->rep, k->dot_flops))

@@ -282,8 +282,9 @@ static void no_handshake(mesh_run *r, int from, int to, int arg, const char *poi
     int s = arg - p->n_ops;
     int vmem = arg >= 0 && arg < p->n_ops ? p->ops[arg].space == PL_VMEM && p->ops[arg].pipelined
                                           : s >= 0 && s < p->call->n_scratch && p->call->scratch[s].space == PL_VMEM;
+    if (!vmem) return;
     pthread_mutex_lock(&r->lock);
-    int heard = !vmem || sim_mesh_race_heard(r->race, from, to);
+    int heard = sim_mesh_race_heard(r->race, from, to);
     if (!heard) {
         r->dev[from].no_handshake = 1;
         sim_exec *x = r->dev[from].x;

@@ -73,6 +73,9 @@ typedef struct sim_mesh_conflict {
     sim_mesh_event a, b;
 } sim_mesh_conflict;
 
+/* Has device `from` heard from device `to` in this call: is some event of
+ * `to` (a signal, a copy it sent) ordered before from's now? (M15) */
+int sim_mesh_race_heard(const sim_mesh_race *r, int from, int to);
 /* A local copy on `device` reads bytes [span[0], span[1]) and writes
  * [span[2], span[3]) (an empty range: not tracked) until a wait takes its
  * `bytes` off its semaphore sem. 1 when it races with a copy that landed
@@ -83,9 +86,6 @@ int sim_mesh_race_local(sim_mesh_race *r, int device, const uintptr_t *span, con
  * counted on its semaphore `recv` there, started at grid point `point`. 1
  * when it races with an earlier copy or a local copy there: recorded, and
  * its data must not move. */
-/* Has device `from` heard from device `to` in this call: is some event of
- * `to` (a signal, a copy it sent) ordered before from's now? (M15) */
-int sim_mesh_race_heard(const sim_mesh_race *r, int from, int to);
 int sim_mesh_race_copy(sim_mesh_race *r, int from, int to, uintptr_t lo, uintptr_t hi, const void *recv,
                        int64_t bytes, const char *point);
 /* The kernel of `device` loads (write 0) or stores (write 1) bytes [lo,

@@ -220,10 +220,9 @@ static inline __attribute__((always_inline)) int core_act(core_state *c, dma_eng
     case PH_BEGIN: { /* the last step's write-back waits first, then the step: one event */
         double waits = (double)c->waited * chip->dma_issue_s;
         c->waited = 0;
-        if (cl->begin_t) cl->begin_t[c->n] = now;
         if ((issued = issue_copies(c, d, waits)) < 0) return -1;
         busy(c, now, waits + chip->step_overhead_s + (double)issued * chip->dma_issue_s);
-        if (cl->setup_t) cl->setup_t[c->n] = c->wake;
+        if (cl->begin_t) cl->begin_t[c->n] = now, cl->setup_t[c->n] = c->wake; /* allocated together (tracing) */
         c->phase = PH_WAIT_COPIES;
         return 1;
     }
@@ -261,7 +260,7 @@ static inline __attribute__((always_inline)) int core_act(core_state *c, dma_eng
     case PH_EPILOGUE:
         if (!all_done(c, 1, INT64_MAX)) return 0;
         pay_waits(c, chip, now);
-        if (cl->setup_t) cl->begin_t[cl->steps] = now, cl->setup_t[cl->steps] = c->wake;
+        if (cl->begin_t) cl->begin_t[cl->steps] = now, cl->setup_t[cl->steps] = c->wake;
         c->phase = PH_END;
         return 1;
     case PH_END: c->phase = PH_DONE; return 1;
