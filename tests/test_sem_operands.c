@@ -317,3 +317,25 @@ Test(sem_operands, M16_a_dma_semaphore_output_counts_every_cores_copies)
     cr_expect_eq(sem, 2 * 8 * 128 * 4, "both cores' copies, in bytes");
     cr_expect_eq(memcmp(x, y, sizeof x), 0);
 }
+
+/* A count past int32 (the semaphore array's dtype, as Pallas's) cannot be
+ * handed back: the output holds INT32_MAX and the report says why, rather
+ * than a wrong count passing silently. */
+static void signal_past_int32(pl_ctx *c, pl_ref *refs)
+{
+    pltpu_semaphore_signal(c, refs[0], 2147483647);
+    pltpu_semaphore_signal(c, refs[0], 2);
+}
+
+Test(sem_operands, M16_a_count_past_int32_is_clipped_and_said)
+{
+    int32_t sem = 5;
+    pl_call make = {.name = "big", .kernel = signal_past_int32, .n_out = 1};
+    make.out[0].space = PL_SEMAPHORE;
+    pl_array o = {.data = &sem, .dtype = PL_I32, .rank = 0};
+    pl_report rep;
+    th_expect_ok(pl_pallas_call(&make, NULL, &o, NULL, &rep), &rep);
+    cr_expect_eq(sem, 2147483647);
+    cr_expect(strstr(rep.warnings, "reached 2147483649") && strstr(rep.warnings, "M16"),
+              "a warning names the count and M16: %s", rep.warnings);
+}

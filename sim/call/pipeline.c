@@ -253,14 +253,20 @@ void sim_pipe_sem_out(sim_core *k, sim_pipe *p)
     if (!op->sem_dma && k->index != 0) return; /* regular ones: core 0's counts */
     int32_t *to = op->arr->data;
     const int64_t *cell = (const int64_t *)(const void *)p->slots;
+    int64_t clipped = -1, reached = 0;
     for (int64_t i = 0; i < op->block_elems; i++) {
-        int64_t v = cell[i];
+        int64_t v = cell[i], want;
         if (op->sem_dma) { /* the bytes every core's copies landed (zeroed before the walk: sim_pipe_sem_zero) */
             int32_t was = __atomic_load_n(&to[i], __ATOMIC_RELAXED), sum;
-            do sum = (int64_t)was + v > INT32_MAX ? INT32_MAX : (int32_t)((int64_t)was + v);
+            do want = (int64_t)was + v, sum = want > INT32_MAX ? INT32_MAX : (int32_t)want;
             while (!__atomic_compare_exchange_n(&to[i], &was, sum, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-        } else to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+        } else want = v, to[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+        if ((want > INT32_MAX || want < INT32_MIN) && clipped < 0) clipped = i, reached = want;
     }
+    if (clipped >= 0) /* the array is int32, as Pallas's: say so rather than hand back a wrong count silently */
+        sim_warn(&k->rep, "%s: semaphore %lld's count reached %lld, past what its int32 element holds; the output "
+                 "holds %d (rule M16)", op->rep->name, (long long)clipped, (long long)reached,
+                 reached > 0 ? INT32_MAX : INT32_MIN);
 }
 
 int sim_pipe_drain(sim_core *k, sim_pipe *p, int64_t steps)
