@@ -261,10 +261,11 @@ pl_ref pl_at(pl_ctx *c, pl_ref r, int64_t i)
 double kern_poison_value(const pl_ctx *c, pl_dtype t)
 {
     if (c->uninit_zero) return 0;
-    switch (t) { /* integers: the dtype's minimum, as JAX's TPU interpret mode fills them (V1) */
-    case PL_I32: return INT32_MIN;
-    case PL_I16: return INT16_MIN;
-    case PL_I8: return INT8_MIN;
+    switch (t) { /* integers: the dtype's maximum, as JAX's TPU interpret mode fills them
+                  * (its get_uninitialized_value: iinfo(dtype).max; V1) */
+    case PL_I32: return INT32_MAX;
+    case PL_I16: return INT16_MAX;
+    case PL_I8: return INT8_MAX;
     default: return (double)NAN;
     }
 }

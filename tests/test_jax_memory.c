@@ -164,7 +164,7 @@ Test(jax_memory, M5_narrow_prefetch_sign_extends)
     }
 }
 
-/* PL_I16 is a dtype like the others: named, parsed, 2 bytes, poison INT16_MIN. */
+/* PL_I16 is a dtype like the others: named, parsed, 2 bytes, poison INT16_MAX. */
 Test(jax_memory, M5_i16_is_a_dtype)
 {
     pl_dtype t;
@@ -183,13 +183,13 @@ Test(jax_memory, M5_i16_is_a_dtype)
 }
 
 /* PL_I16 everywhere a dtype goes: a copy call in blocks, an edge block whose
- * overhang is poison INT16_MIN (V1, B6: the dtype's minimum, as JAX's TPU
+ * overhang is poison INT16_MAX (V1, B6: the dtype's maximum, as JAX's TPU
  * interpret mode fills integer buffers), read through pl_get. */
 static void i16_edge_kernel(pl_ctx *c, pl_ref *refs)
 {
     pl_copy(c, refs[1], refs[0]);
     if (pl_program_id(c, 0) == 1) /* rows 16..31 of a 24-row array: row 8 of the block is overhang */
-        pl_set_at(c, refs[1], pl_get_at(c, refs[0], 8, 0) == INT16_MIN ? 1 : 0, 0, 0);
+        pl_set_at(c, refs[1], pl_get_at(c, refs[0], 8, 0) == INT16_MAX ? 1 : 0, 0, 0);
 }
 
 Test(jax_memory, M5_i16_blocks_copy_and_poison_their_overhang)
@@ -202,7 +202,7 @@ Test(jax_memory, M5_i16_blocks_copy_and_poison_their_overhang)
     pl_array a = PL_ARRAY(x, PL_I16, M, N), o = PL_ARRAY(y, PL_I16, M, N);
     pl_report rep;
     th_expect_ok(pl_pallas_call(&call, &a, &o, NULL, &rep), &rep);
-    cr_assert_eq(y[16 * N], 1, "the overhang of an i16 edge block reads INT16_MIN (V1)");
+    cr_assert_eq(y[16 * N], 1, "the overhang of an i16 edge block reads INT16_MAX (V1)");
     for (int i = 0; i < M * N; i++)
         if (i != 16 * N) cr_assert_eq(y[i], x[i], "y[%d] = %d, want %d", i, y[i], x[i]);
 }

@@ -59,7 +59,7 @@ Test(pipeline, M2_scratch_persists_and_starts_poisoned)
     run_ok(&call, args, &out, NULL, &rep);
     cr_assert_eq(u.vmem_not_nan, 0, "%lld VMEM scratch elements were not NaN at the first step",
                  (long long)u.vmem_not_nan);
-    cr_assert_eq(u.smem_first, INT32_MIN, "SMEM i32 scratch started as %lld, want INT32_MIN (rule V1, as JAX)",
+    cr_assert_eq(u.smem_first, INT32_MAX, "SMEM i32 scratch started as %lld, want INT32_MAX (rule V1, as JAX)",
                  (long long)u.smem_first);
     cr_assert_eq(u.smem_final, 6, "SMEM counter = %lld after 6 steps", (long long)u.smem_final);
     for (int s = 1; s < 6; s++) cr_expect_eq(u.acc_data[s], u.acc_data[0], "scratch moved at step %d", s);
@@ -145,8 +145,8 @@ static void v1_run(pl_uninit uninit)
                 cr_assert(isnan(pl_load_elem((char *)mem[t] + (size_t)e * es, dts[t])), "%s HBM element %d: %g", n,
                           e, pl_load_elem((char *)mem[t] + (size_t)e * es, dts[t]));
         } else {
-            /* integers: the dtype's minimum, as JAX's TPU interpret mode fills them (V1) */
-            double max = dts[t] == PL_I32 ? (double)INT32_MIN : (double)INT8_MIN;
+            /* integers: the dtype's maximum, as JAX's TPU interpret mode fills them (V1) */
+            double max = dts[t] == PL_I32 ? (double)INT32_MAX : (double)INT8_MAX;
             cr_expect_eq(u.out_first[t], max, "%s output at entry: %g, want %g", n, u.out_first[t], max);
             cr_expect_eq(u.out_last[t], max, "%s output at entry: %g, want %g", n, u.out_last[t], max);
             cr_expect_eq(u.scr[t], max, "%s scratch at entry: %g, want %g", n, u.scr[t], max);

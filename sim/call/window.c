@@ -84,9 +84,9 @@ void sim_poison(void *p, pl_dtype t, int64_t n, pl_uninit uninit)
     }
     uint32_t f32 = 0x7fc00000u;
     uint16_t bf16 = 0x7fc0u, f16 = 0x7e00u;
-    int32_t i32 = INT32_MIN; /* integers: the dtype's minimum, as JAX's TPU interpret mode fills them (V1) */
-    int16_t i16 = INT16_MIN;
-    int8_t i8 = INT8_MIN;
+    int32_t i32 = INT32_MAX; /* integers: the dtype's maximum, as JAX's TPU interpret mode fills them (V1) */
+    int16_t i16 = INT16_MAX;
+    int8_t i8 = INT8_MAX;
     uint8_t f8 = 0x7f; /* a NaN in both e4m3fn and e5m2 */
     const void *one = t == PL_F32 ? (const void *)&f32 : t == PL_BF16 ? (const void *)&bf16
                     : t == PL_F16 ? (const void *)&f16 : t == PL_I32 ? (const void *)&i32
