@@ -175,3 +175,51 @@ Test(pipeline, V1_bf16_poison_is_nan_bits)
         cr_assert((o[e] & 0x7f80) == 0x7f80 && (o[e] & 0x7f) != 0, "bf16 element %d = 0x%04x is not a NaN", e, o[e]);
     free(o);
 }
+
+/* ---- V1 for integers: the poison value reaches HBM after an uninitialized read ------- */
+
+/* An integer has no NaN, so its poison (the dtype's maximum) reaching HBM
+ * is a finding once the kernel read uninitialized memory: a running index
+ * never set to its start (JAX's argmax shape), copied out. A kernel that
+ * writes INT32_MAX itself reads nothing uninitialized: no finding. */
+static void int_uninit_kernel(pl_ctx *c, pl_ref *refs)
+{
+    if (*(const int *)pl_kernel_user(c)) pl_fill(c, refs[2], 7); /* the fix: the start value */
+    pl_copy(c, refs[1], refs[2]);
+    (void)refs[0];
+}
+
+static void int_max_kernel(pl_ctx *c, pl_ref *refs)
+{
+    pl_fill(c, refs[1], 2147483647.0);
+    (void)refs[0];
+}
+
+static int int_poison_call(pl_kernel_fn fn, int init, int strict, int32_t *y, pl_report *rep)
+{
+    static int32_t x[8 * 128];
+    pl_call call = {.name = "int_poison", .kernel = fn, .user = &init, .n_in = 1, .n_out = 1,
+                    .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)},
+                    .n_scratch = 1, .scratch = {PLTPU_VMEM(PL_I32, 8, 128)}};
+    pl_array a = PL_ARRAY(x, PL_I32, 8, 128), o = PL_ARRAY(y, PL_I32, 8, 128);
+    pl_options opt = {.strict = strict};
+    return pl_pallas_call(&call, &a, &o, &opt, rep);
+}
+
+Test(pipeline_poison, V1_integer_poison_reaching_hbm_after_an_uninitialized_read_is_a_finding)
+{
+    int32_t y[8 * 128];
+    pl_report rep;
+    cr_assert_eq(int_poison_call(int_uninit_kernel, 0, 0, y, &rep), PL_OK, "%s", rep.error);
+    cr_assert_eq(y[0], INT32_MAX, "the poison reached HBM");
+    cr_assert_geq(rep.n_findings, 1);
+    cr_expect_eq(rep.findings[0].kind, PL_FIND_POISON);
+    cr_expect_str_eq(rep.findings[0].rule, "V1");
+    cr_expect(strstr(rep.findings[0].msg, "poison value 2147483647") && strstr(rep.findings[0].msg, "scratch"),
+              "%s", rep.findings[0].msg);
+    cr_expect_eq(int_poison_call(int_uninit_kernel, 0, 1, y, &rep), PL_EPOISON, "strict: an error");
+    cr_assert_eq(int_poison_call(int_uninit_kernel, 1, 1, y, &rep), PL_OK, "initialized: %s", rep.error);
+    cr_expect_eq(rep.n_findings, 0);
+    cr_assert_eq(int_poison_call(int_max_kernel, 0, 1, y, &rep), PL_OK, "INT32_MAX computed: %s", rep.error);
+    cr_expect_eq(rep.n_findings, 0, "a value the kernel wrote is not poison");
+}

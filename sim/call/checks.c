@@ -92,6 +92,11 @@ static int is_nan_bits(const char *p, pl_dtype t)
     case PL_F16: memcpy(&h, p, 2); return (h & 0x7fffu) > 0x7c00u;
     case PL_F8E4M3: return (*(const uint8_t *)p & 0x7fu) == 0x7fu; /* e4m3fn: S.1111.111 only */
     case PL_F8E5M2: return (*(const uint8_t *)p & 0x7fu) > 0x7cu;  /* exponent all ones, mantissa not 0 */
+    /* integers: the poison value (V1), which a kernel may also compute; asked only where the kernel read
+     * uninitialized memory (sim_checks_writeback) */
+    case PL_I32: { int32_t i; memcpy(&i, p, 4); return i == INT32_MAX; }
+    case PL_I16: { int16_t i; memcpy(&i, p, 2); return i == INT16_MAX; }
+    case PL_I8: return *(const int8_t *)p == INT8_MAX;
     default: return 0;
     }
 }
@@ -135,9 +140,10 @@ static int find_nan(const sim_operand *op, const sim_window *w, const char *buf,
         const char *row = buf + (size_t)off * es;
         int64_t n = rank ? count[rank - 1] : 1;
         /* a branch-free pass first (it vectorizes); the position only when needed */
-        uint32_t any = es == 4 ? any_nan_f32((const uint32_t *)row, n)
-                       : es == 2 ? any_nan_16((const uint16_t *)row, n, op->arr->dtype)
-                                 : 1; /* 8-bit floats: element by element below (16-bit reads ran past the row) */
+        int fl = pl_dtype_is_float(op->arr->dtype);
+        uint32_t any = fl && es == 4 ? any_nan_f32((const uint32_t *)row, n)
+                       : fl && es == 2 ? any_nan_16((const uint16_t *)row, n, op->arr->dtype)
+                                       : 1; /* 8-bit floats, integers: element by element below */
         if (any)
             for (int64_t i = 0; i < n; i++)
                 if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {
@@ -177,12 +183,17 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
     /* filled by another device's remote copy (M11) while this block was here counts as written */
     int unwritten = !a->written &&
                     __atomic_load_n(&x->remote_written[op->arg][sim_remote_slot(p)], __ATOMIC_ACQUIRE) == p->remote_seen;
-    if (!unwritten && !(pl_dtype_is_float(op->arr->dtype) && find_nan(op, &p->win, k->refs[op->arg].data, pos)))
+    /* an integer has no NaN: its poison (the dtype's maximum) is a finding only once the kernel has read
+     * uninitialized memory, as a kernel may compute that value itself */
+    const pl_ctx *cx = &k->ctx;
+    int fl = pl_dtype_is_float(op->arr->dtype), ints = !fl && x->uninit == PL_UNINIT_NAN &&
+        (cx->uninit_read[0] || cx->out_read[0] || cx->oob_read[0] || cx->padding_read[0]);
+    if (!unwritten && !((fl || ints) && find_nan(op, &p->win, k->refs[op->arg].data, pos)))
         return PL_OK; /* the common case: nothing to say, nothing formatted */
 
     const pl_call *call = x->plan.call;
     int64_t point[PL_MAX_GRID];
-    char where[128], blk[128], at[128], msg[1400]; /* findings keep the first 1023 bytes */
+    char where[128], blk[128], at[128], msg[1600]; /* findings keep the first 1023 bytes */
     sim_point_of_step(x, last_step, point);
     sim_format_idx(point, call->grid_rank, where, sizeof where);
     sim_format_idx(p->cur, op->rank, blk, sizeof blk);
@@ -204,10 +215,15 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
         else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))
             cause = "part of the block left unwritten (rule P4), or a NaN computed by the kernel";
         else cause = "NaN already in the inputs, or computed by the kernel";
+        char what[96];
+        if (fl) snprintf(what, sizeof what, "NaN");
+        else snprintf(what, sizeof what, "%s's poison value %ld (uninitialized integers read as the dtype's maximum)",
+                      pl_dtype_name(op->arr->dtype),
+                      op->arr->dtype == PL_I32 ? (long)INT32_MAX : op->arr->dtype == PL_I16 ? (long)INT16_MAX : (long)INT8_MAX);
         snprintf(msg, sizeof msg,
-                 "%s: NaN written back to HBM at element %s of block %s, after grid point %s (rule V1); likely "
+                 "%s: %s written back to HBM at element %s of block %s, after grid point %s (rule V1); likely "
                  "cause: %s%s",
-                 op->rep->name, at, blk, where, cause, because);
+                 op->rep->name, what, at, blk, where, cause, because);
     }
     sim_add_finding(&k->rep, unwritten ? PL_FIND_UNWRITTEN : PL_FIND_POISON, unwritten ? "P4" : "V1", op->arg, point,
                     call->grid_rank, p->cur, op->rank, msg);
