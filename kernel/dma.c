@@ -330,6 +330,7 @@ int kern_dma_hand_over(pl_ctx *c, int arg)
 static int64_t take_in_flight(pl_ctx *c, const pl_ref *sem, int64_t need, const char *fn)
 {
     int64_t covered = 0;
+    int waits = 0;
     for (int i = 0; i < c->n_dma && covered < need;) {
         kern_dma *m = &c->dma[i];
         if (m->sem.data != sem->data) {
@@ -339,7 +340,8 @@ static int64_t take_in_flight(pl_ctx *c, const pl_ref *sem, int64_t need, const 
         land(c, m);
         check_parallel_wait(c, m, fn);
         covered += kern_sem_amount(&m->sem, m->bytes);
-        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .name = fn};
+        /* m: the same wait as the copy before (one semaphore read for all it covers, dma_issue_us once) */
+        kern_op op = {.kind = KERN_OP_DMA_WAIT, .elems = m->bytes, .dma = m->id, .m = waits++ > 0, .name = fn};
         kern_record(c, &op);
         memmove(m, m + 1, (size_t)(c->n_dma - i - 1) * sizeof *m);
         c->n_dma--;

@@ -2,6 +2,7 @@
  * overhead (issue 22): the DMA's efficiency on short strided rows, the
  * descriptor issue and semaphore wait of each copy, the MXU's fill and
  * drain per pl_dot, and the shift of the matmul ranking they cause. */
+#include "../kernel/pltpu.h"
 #include "../sim/timing/timing.h"
 #include "helpers.h"
 #include "test_timing_helpers.h"
@@ -53,6 +54,46 @@ Test(step_cost, a_step_that_issues_more_copies_costs_more)
     double extra = 1000 * 2 * v5e->dma_issue_s;
     cr_assert_gt(v5e->dma_issue_s, 0);
     assert_near(two.time_s - one.time_s, extra, 0.25, "the add's second input, 1000 steps");
+}
+
+/* 64 row copies from HBM into the output block on one DMA semaphore, then
+ * either a wait for each or one wait whose descriptor covers them all
+ * (JAX's paged attention waits so): a semaphore wait reads the semaphore
+ * once however many copies it covers, so the second saves 63 waits. */
+static void rows_kernel(pl_ctx *c, pl_ref *refs)
+{
+    int one = *(const int *)pl_kernel_user(c);
+    pl_ref sem = pl_at(c, refs[2], 0);
+    pltpu_copy cp[64];
+    for (int r = 0; r < 64; r++) {
+        cp[r] = pltpu_async_copy(c, pl_ds(c, refs[0], 0, r, 1), pl_ds(c, refs[1], 0, r, 1), sem);
+        pltpu_copy_start(c, &cp[r]);
+    }
+    if (one) {
+        pltpu_copy all = pltpu_async_copy(c, refs[0], refs[1], sem);
+        pltpu_copy_wait(c, &all);
+    } else
+        for (int r = 0; r < 64; r++) pltpu_copy_wait(c, &cp[r]);
+}
+
+static double rows_overhead(int one)
+{
+    pl_call call = {.name = "rows", .kernel = rows_kernel, .user = &one, .n_in = 1, .in = {{.space = PL_ANY}},
+                    .n_out = 1, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 64, 128)},
+                    .n_scratch = 1, .scratch = {PLTPU_SEMAPHORE_DMA(1)}};
+    pl_array in = PL_ARRAY(NULL, PL_F32, 64, 128), out = PL_ARRAY(NULL, PL_F32, 64, 128);
+    pl_options opt = {.chip = "v5e", .cost_only = 1};
+    pl_report r;
+    th_expect_ok(pl_pallas_call(&call, &in, &out, &opt, &r), &r);
+    cr_assert_eq(r.dma_copies, 64);
+    return r.overhead_s;
+}
+
+Test(step_cost, one_wait_for_many_copies_reads_the_semaphore_once)
+{
+    const pl_chip *v5e = pl_chip_find("v5e");
+    double each = rows_overhead(0), once = rows_overhead(1); /* the core's overhead: some waits overlap the copies */
+    assert_near(each - once, 63 * v5e->dma_issue_s, 0.05, "63 semaphore waits fewer");
 }
 
 static void dots_kernel(pl_ctx *c, pl_ref *refs)

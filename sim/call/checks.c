@@ -305,8 +305,9 @@ int sim_race(const sim_plan *plan, pl_report *rep, const sim_operand *op, const 
         snprintf(where, sizeof where, "%s has one TensorCore, so they run in order and give the sequential answer, "
                  "but on megacore chips (v4, v5p) they would race and one result is lost", chip->name);
     snprintf(msg, sizeof msg, "%s: grid points %s and %s differ in axis %d, which is parallel, yet both write output "
-             "block %s%s: %s (rules V4, G3); mark axis %d arbitrary if it is a reduction",
-             op->rep->name, s0, s1, axis, sb, why, where, axis);
+             "block %s%s: %s (rules V4, G3); mark axis %d arbitrary if it is a reduction, or else make %s's "
+             "index map follow axis %d, so that each point of it writes its own block",
+             op->rep->name, s0, s1, axis, sb, why, where, axis, op->rep->name, axis);
     if (chip->cores_per_device > 1 || plan->strict) return sim_fail(rep, PL_ERACE, "%s", msg);
     sim_add_finding(rep, PL_FIND_RACE, "V4", op->arg, p1, g, blk, op->rank, msg);
     return PL_OK;

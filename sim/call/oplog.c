@@ -233,7 +233,7 @@ int sim_record_step(sim_coreline *cl, sim_op_memo *memo, const pl_chip *chip, in
             x->prof_row = (uint8_t)mm->prof_row;
         }
         sim_kevent e = {.kind = o->kind == KERN_OP_DMA_START ? SIM_KEV_START : SIM_KEV_WAIT,
-                        .xfer = o->dma - first_copy};
+                        .joined = o->kind == KERN_OP_DMA_WAIT && o->m, .xfer = o->dma - first_copy};
         if (push_event(cl, step, &segment, e)) return -1;
     }
     if (events && push_event(cl, step, &segment, (sim_kevent){.kind = SIM_KEV_END})) return -1;

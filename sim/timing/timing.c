@@ -154,7 +154,7 @@ static int core_event(core_state *c, dma_engine *d, const pl_chip *chip, double 
     case SIM_KEV_WAIT:
         if (!cl->manual.x[e->xfer].done) return 0;
         e->t1 = now;
-        busy(c, now, chip->dma_issue_s);
+        busy(c, now, e->joined ? 0 : chip->dma_issue_s); /* one wait covering several copies reads once */
         break;
     case SIM_KEV_TAKE: /* a mesh: until what another device sends or signals has arrived */
         if (!c->credits || !sim_credit_take(c->credits, c->device, e->cell, e->amount)) return 0;

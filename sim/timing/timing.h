@@ -73,6 +73,7 @@ typedef enum sim_kevent_kind {
  * kind uses together share their bytes. */
 typedef struct sim_kevent {
     uint8_t kind;     /* sim_kevent_kind */
+    uint8_t joined;   /* WAIT: the same semaphore wait as the event before (its read is paid once) */
     int32_t device;   /* SIGNAL */
     union {
         int64_t xfer;     /* START, WAIT: index into the core's manual line; SEND: into its signals */
