@@ -211,7 +211,13 @@ void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned
             c->padding_spare = harmless;
             kern_ref_name(c, src, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-            if (a->vlo[d] == 0)
+            if (a->vhi[d] <= a->vlo[d]) /* nothing of it inside: a block past the end, read as poison (B7) */
+                snprintf(c->padding_read, sizeof c->padding_read,
+                         "%s read %s at grid point %s, a block that lies wholly past the array's end along "
+                         "dimension %d: its index map selected a block out of range, which out-of-bounds reads as "
+                         "poison let run (rule B7)",
+                         fn, name, point, d);
+            else if (a->vlo[d] == 0)
                 snprintf(c->padding_read, sizeof c->padding_read,
                          "%s read %s at grid point %s up to index %lld of dimension %d, but only %lld elements there "
                          "are inside the array: the rest of an edge block is garbage (rule B6)",

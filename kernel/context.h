@@ -589,6 +589,11 @@ static inline void kern_check_arg(pl_ctx *c, const pl_ref *r, const char *fn)
 __attribute__((noreturn))
 #endif
 void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn);
+/* The same with the fix the message ends with (a copy cannot take a mask). */
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void kern_past_ref_fix(pl_ctx *c, const pl_ref *r, const char *fn, const char *fix);
 /* Does view r run past its Ref along some dimension (pl_ds past the end)? */
 static inline int kern_is_past(const pl_ref *r)
 {

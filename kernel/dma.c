@@ -98,13 +98,15 @@ void kern_copy_past(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const char 
 {
     char what[160];
     if (kern_is_past(src) && !c->oob_poison) {
-        snprintf(what, sizeof what, "%s from a source (reads past the end are poison only under oob_reads = poison)",
-                 fn);
-        kern_past_ref(c, src, what);
+        snprintf(what, sizeof what, "%s from a source", fn);
+        kern_past_ref_fix(c, src, what, "a copy has no mask; end the slice at the Ref's edge, or run with "
+                          "out-of-bounds reads as poison (pl_options.oob_reads = PL_OOB_POISON), "
+                          "as JAX's interpret mode reads them with out_of_bounds_reads = \"uninitialized\"");
     }
     if (kern_is_past(dst)) {
         snprintf(what, sizeof what, "%s into a destination", fn);
-        kern_past_ref(c, dst, what);
+        kern_past_ref_fix(c, dst, what, "a copy has no mask and a write past the end is always an error; end the "
+                          "slice at the Ref's edge");
     }
 }
 

@@ -59,13 +59,19 @@ int64_t pl_size(pl_ref r)
 
 void kern_past_ref(pl_ctx *c, const pl_ref *r, const char *fn)
 {
+    kern_past_ref_fix(c, r, fn, "only pl_load and pl_store, with a mask that excludes them, touch such a view "
+                      "(rule V6)");
+}
+
+void kern_past_ref_fix(pl_ctx *c, const pl_ref *r, const char *fn, const char *fix)
+{
     char name[96];
     int d = 0;
     while (d + 1 < PL_MAX_RANK && r->past[d] == 0) d++;
     kern_ref_name(c, r, name, sizeof name);
     kern_fault(c, PL_EBOUNDS, "%s on a view of %s whose last %lld element%s of dimension %d lie past the Ref (a "
-               "pl_ds range past the end, rule V2): only pl_load and pl_store, with a mask that excludes them, "
-               "touch such a view (rule V6)", fn, name, (long long)r->past[d], r->past[d] == 1 ? "" : "s", d);
+               "pl_ds range past the end, rule V2): %s", fn, name, (long long)r->past[d], r->past[d] == 1 ? "" : "s",
+               d, fix);
 }
 
 int kern_tile_rows(const kern_target *t, int bits, int64_t rows)

@@ -125,11 +125,11 @@ static void report_race(mesh_run *r)
                            : "wait for the local copy, then let the other device know";
     char wa[48], wb[48], won[48];
     sim_fail(&r->dev[a->device].x->rep, PL_ERACE,
-             "kernel %s: %s's %s (started at grid point %s) and %s's %s (started at grid point %s) touch the same "
-             "bytes of '%s' of %s with nothing ordering them: %s (rules V4, M11)",
-             x->rep.call_name, sim_mesh_unit_name(r, a->device, wa, sizeof wa), what_of(a->kind), a->point,
-             sim_mesh_unit_name(r, b->device, wb, sizeof wb), what_of(b->kind), b->point, name,
-             sim_mesh_unit_name(r, race->on, won, sizeof won), hint);
+             "kernel %s: the same bytes of '%s' of %s are touched by %s's %s (started at grid point %s) and by "
+             "%s's %s (started at grid point %s), with nothing ordering the two: %s (rules V4, M11)",
+             x->rep.call_name, name, sim_mesh_unit_name(r, race->on, won, sizeof won),
+             sim_mesh_unit_name(r, a->device, wa, sizeof wa), what_of(a->kind), a->point,
+             sim_mesh_unit_name(r, b->device, wb, sizeof wb), what_of(b->kind), b->point, hint);
 }
 
 /* Every device of this process at once (and, across processes, those of
