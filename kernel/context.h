@@ -653,6 +653,11 @@ int64_t kern_value_read(pl_ctx *c, const pl_ref *r, int64_t bytes);
 int64_t kern_value_write(pl_ctx *c, const pl_ref *r, int64_t bytes);
 /* A value: no operand's (what values.h hands out); inline, since every op
  * asks for each operand at every step of a sweep. */
+/* The core's arena for values (kernel/values.c), emptied, with room for
+ * `bytes`; and the next value in it, unchecked (the built-ins', which
+ * reserve what they take). */
+struct kern_arena *kern_values_begin(pl_ctx *c, size_t bytes);
+pl_ref kern_arena_value(struct kern_arena *a, pl_dtype t, int64_t rows, int64_t cols);
 static inline int kern_is_value(const pl_ref *r) { return r->arg < 0 && r->role == PL_ROLE_NONE && r->space == PL_VMEM; }
 /* Bytes of the elements r views (what an op reads or writes of it). */
 static inline int64_t kern_ref_bytes(const pl_ref *r) { return pl_size(*r) * (int64_t)kern_dtype_size(r->dtype); }

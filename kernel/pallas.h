@@ -194,6 +194,28 @@ int64_t pl_program_id(const pl_ctx *c, int axis);   /* faults on a bad axis */
 int64_t pl_num_programs(const pl_ctx *c, int axis); /* faults on a bad axis */
 void *pl_kernel_user(const pl_ctx *c);              /* pl_call.user: shared by all grid points and cores */
 
+/* Values: the arrays a Pallas kernel names as Python variables (t =
+ * x_ref[...] * 2, s = jnp.dot(...)). Mosaic keeps them in vector registers
+ * and its own internal scratch, not in a VMEM buffer of the call, so they
+ * count against no scoped limit (M4). Block ops take Refs, so a value is a
+ * Ref over host memory that belongs to no operand and no scratch: the ops
+ * on it are counted (VPU, MXU) as on any Ref, and an op that reads the value
+ * the op before it wrote moves no VMEM bytes for it. Declare as scratch
+ * only what outlives a grid point (an accumulator, a running max) or what a
+ * copy lands in. At each grid point reserve the sum of the values it takes,
+ * then take them; their contents are what the last grid point left, so
+ * write before reading:
+ *
+ *     pl_values_begin(c, pl_value_bytes(PL_F32, bm, bn));
+ *     pl_ref t = pl_value(c, PL_F32, bm, bn);   // t = x_ref[...] * 2
+ *     pl_mul_scalar(c, t, x, 2.0);
+ *     pl_add(c, o, t, y);                       // o_ref[...] = t + y_ref[...]
+ *
+ * A value taken past what pl_values_begin reserved is PL_EINVAL. */
+size_t pl_value_bytes(pl_dtype t, int64_t rows, int64_t cols); /* what one (rows, cols) value takes */
+void pl_values_begin(pl_ctx *c, size_t bytes);
+pl_ref pl_value(pl_ctx *c, pl_dtype t, int64_t rows, int64_t cols);
+
 /* ---- views: never copy ----------------------------------------------------- */
 
 /* ref[..., start:start+size, ...] along dimension dim (pl.ds). The range may

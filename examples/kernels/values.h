@@ -1,4 +1,5 @@
-/* examples/kernels/values.h: the arrays a kernel holds as jnp values.
+/* examples/kernels/values.h: the arrays a kernel holds as jnp values (the
+ * built-ins' names for pl_value, kernel/pallas.h).
  *
  * Pallas code names intermediate arrays as Python variables (x_q =
  * quantize(x_ref[...]), acc = jnp.dot(...)); Mosaic keeps them in vector
