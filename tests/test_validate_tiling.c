@@ -22,7 +22,7 @@ Test(validate, T1_last_dim_not_multiple_of_128)
     pl_report rep;
     int rc = check_input(F32_16x256, PL_BLOCK(PL_MAP(0, 1), 8, 64), NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in0", "(8, 64)", "(16, 256)", "last block dimension 64",
-                    "multiple of 128", "rule T1");
+                    "multiple of 128", "rule T1", "128 would do, or the whole dimension");
 }
 
 Test(validate, T1_last_dim_multiple_of_128_is_legal)
@@ -54,7 +54,9 @@ Test(validate, T1_second_last_dim_not_multiple_of_8)
     pl_report rep;
     int rc = check_input(F32_16x256, PL_BLOCK(PL_MAP(0, 1), 4, 128), NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in0", "(4, 128)", "(16, 256)", "second-last block dimension 4",
-                    "multiple of 8", "rule T1");
+                    "multiple of 8", "rule T1", "8 would do, or the whole dimension");
+    rc = check_input(PL_ARRAY(NULL, PL_F32, 64, 256), PL_BLOCK(PL_MAP(0, 1), 20, 128), NULL, &rep);
+    TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "second-last block dimension 20", "16 or 24 would do, or 64");
 }
 
 Test(validate, T1_second_last_dim_equal_to_array_dim_is_legal)
@@ -88,7 +90,7 @@ Test(validate, T1_squeezed_second_last_dim_counts_as_1)
     int rc = check_input(PL_ARRAY(NULL, PL_F32, 16, 4, 256), PL_BLOCK(PL_MAP(0, 1, 2), 8, PL_SQUEEZED, 128),
                          NULL, &rep);
     TH_EXPECT_ERROR(rc, rep, PL_EBLOCKSHAPE, "in0", "(8, squeezed, 128)", "(16, 4, 256)",
-                    "second-last block dimension 1 (squeezed)", "rule T1");
+                    "second-last block dimension 1 (squeezed)", "rule T1", "a unit dimension", "pltpu_async_copy");
 }
 
 Test(validate, T1_squeezed_dim_over_array_dim_1_is_legal)

@@ -75,6 +75,24 @@ static int check_memory_tiling(const sim_plan *plan, const sim_operand *op, cons
 
 /* T1 / T2: the (8,128) rule on a VMEM (or partial SMEM) block; blk and shp
  * are the block and array shapes as messages print them; then T8. */
+/* T1's way out for one of the last two dims: the legal sizes nearest b (a
+ * multiple of m, or the array's whole dim), or, for a squeezed dim (one
+ * row a grid point: a gather), a unit dimension or a copy of its own. */
+static void nearest_legal(int64_t b, int64_t m, int64_t whole, int squeezed, char *buf, size_t n)
+{
+    if (squeezed) {
+        snprintf(buf, n, "; to take one row a grid point, give the array a unit dimension (rows, 1, cols) with "
+                 "block (squeezed, 1, cols), or copy the row from an ANY operand (pltpu_async_copy)");
+        return;
+    }
+    int64_t lo = b / m * m, hi = lo + m;
+    if (lo > 0 && hi < whole) snprintf(buf, n, "; %lld or %lld would do, or %lld", (long long)lo, (long long)hi,
+                                       (long long)whole);
+    else if (lo > 0) snprintf(buf, n, "; %lld would do, or %lld", (long long)lo, (long long)whole);
+    else snprintf(buf, n, "; %lld would do%s", (long long)(hi < whole ? hi : whole),
+                  hi < whole ? ", or the whole dimension" : "");
+}
+
 static int check_tiling(const sim_plan *plan, const sim_operand *op, const char *blk, const char *shp,
                         pl_report *rep)
 {
@@ -93,18 +111,23 @@ static int check_tiling(const sim_plan *plan, const sim_operand *op, const char 
                         (long long)min);
     }
     int64_t last = eb[r - 1], second = eb[r - 2];
-    if (last % 128 != 0 && last != es[r - 1])
+    char near[200];
+    if (last % 128 != 0 && last != es[r - 1]) {
+        nearest_legal(last, 128, es[r - 1], op->squeezed[r - 1], near, sizeof near);
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block %s of array %s: the last block dimension %lld%s%s must be a multiple of 128 "
-                        "or equal the array's last dimension %lld (rule T1, the (8,128) rule)",
+                        "or equal the array's last dimension %lld (rule T1, the (8,128) rule)%s",
                         op->rep->name, blk, shp, (long long)last, unit, op->squeezed[r - 1] ? " (squeezed)" : "",
-                        (long long)es[r - 1]);
-    if (second % 8 != 0 && second != a->shape[r - 2])
+                        (long long)es[r - 1], near);
+    }
+    if (second % 8 != 0 && second != a->shape[r - 2]) {
+        nearest_legal(second, 8, a->shape[r - 2], op->squeezed[r - 2], near, sizeof near);
         return sim_fail(rep, PL_EBLOCKSHAPE,
                         "%s: block %s of array %s: the second-last block dimension %lld%s must be a multiple "
-                        "of 8 or equal the array's second-last dimension %lld (rule T1, the (8,128) rule)",
+                        "of 8 or equal the array's second-last dimension %lld (rule T1, the (8,128) rule)%s",
                         op->rep->name, blk, shp, (long long)second, op->squeezed[r - 2] ? " (squeezed)" : "",
-                        (long long)a->shape[r - 2]);
+                        (long long)a->shape[r - 2], near);
+    }
     return check_memory_tiling(plan, op, blk, shp, rep);
 }
 
