@@ -386,6 +386,7 @@ static int verify_outputs(const pl_kernel_def *d, const vstate *s, FILE *f, pl_c
                 k.n_nan ? ", NaN/inf mismatch" : "", pl_verdict_name(k.verdict));
         if (k.verdict != PL_PASS && pl_check_blame(&s->b.call, o, &s->b.outs[o], elem, k.blame, sizeof k.blame) == PL_OK)
             fprintf(f, "    the worst element is in %s\n", k.blame);
+        sim_kdef_rounding_hint(f, o, s->b.outs[o].dtype, &k, rtol);
         if (k.verdict == PL_FAIL) worst = PL_EVERIFY;
         checks[o] = k;
     }

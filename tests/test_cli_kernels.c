@@ -393,6 +393,7 @@ Test(cli_kernels, a_dot_output_is_checked_by_its_normalised_error)
     th_run_free(&r);
     r = TH_RUN("verify", so, "--set", "dotcheck=0"); /* the f32 tolerance: what the user met */
     cr_expect(strstr(r.out, "of the tolerance"), "%s", r.out);
+    cr_expect(strstr(r.out, "pl_want_tolerance(&want[0]"), "a FAIL near the tolerance says how to set it: %s", r.out);
     cr_expect_eq(r.status, 1, "the correct dot FAILs at the f32 tolerance, as the user found: %s", r.out);
     cr_log_info("the same dot at the f32 tolerance: %s", strstr(r.out, "output 0") ? strstr(r.out, "output 0") : r.out);
     th_run_free(&r);

@@ -104,4 +104,15 @@ void sim_kdef_verdict_line(FILE *f, const pl_kernel_build *b, int o, const pl_ch
     if (k->n_nan) fprintf(f, ", %lld NaN/inf", (long long)k->n_nan);
     fprintf(f, "  %s\n", pl_verdict_name(k->verdict));
     if (k->blame[0]) fprintf(f, "    the worst element is in %s\n", k->blame);
+    sim_kdef_rounding_hint(f, o, a->dtype, k, rtol);
+}
+
+void sim_kdef_rounding_hint(FILE *f, int o, pl_dtype t, const pl_check *k, double rtol)
+{
+    /* a few times the tolerance with no NaN is what rounding looks like after a long contraction with an
+     * epilogue (bias, activation) that pl_want_dot does not fit: say how to tell the reference so */
+    if (f && k->verdict == PL_FAIL && rtol >= 0 && !k->n_nan && k->norm_err < 10 && pl_dtype_is_float(t))
+        fprintf(f, "    within 10x of the tolerance and no NaN: if that is rounding (a long contraction, then an "
+                "epilogue), the reference can set this output's tolerance: pl_want_tolerance(&want[%d], rtol, "
+                "atol), or pl_want_dot for a plain dot; a wrong kernel errs by far more\n", o);
 }

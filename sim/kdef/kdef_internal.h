@@ -76,6 +76,8 @@ double sim_kdef_host_bytes(const pl_kernel_build *b, int cost_only, int with_wan
 int sim_kdef_allocate(pl_kernel_build *b, int cost_only, unsigned char *owned);
 void sim_kdef_release(pl_kernel_build *b, const unsigned char *owned);
 void sim_kdef_unravel(const pl_array *a, int64_t row, int64_t col, int64_t *elem);
+/* Under a FAIL within 10x of the tolerance with no NaN: how the reference sets the output's tolerance. */
+void sim_kdef_rounding_hint(FILE *f, int o, pl_dtype t, const pl_check *k, double rtol);
 void sim_kdef_verdict_line(FILE *f, const pl_kernel_build *b, int o, const pl_check *k, double rtol, double atol,
                            const char *where);
 
