@@ -36,7 +36,8 @@ typedef struct kern_op {
     uint8_t kind;   /* kern_op_kind */
     uint8_t dtype;  /* pl_dtype of the inputs (dot) or of the destination */
     uint8_t regular; /* a DMA start: its semaphores are regular ones, each signalled by 1 when it ends (M8) */
-    int64_t m, n, k;  /* dot: the matmul's dimensions; DMA start: m = 1 if the copy touches HBM; DMA wait: m = 1
+    int64_t m, n, k;  /* dot: the matmul's dimensions; VPU op: m = the register slots of its destination
+                         (kern_vreg_slots); DMA start: m = 1 if the copy touches HBM; DMA wait: m = 1
                          if the wait before it covers this copy too (one semaphore wait for several copies) */
     int64_t elems;    /* VPU / copy: elements produced */
     double flops;     /* 2mnk for a dot, elems for an elementwise op */

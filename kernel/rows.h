@@ -128,13 +128,26 @@ static inline void check_broadcast(pl_ctx *c, const pl_ref *src, const pl_ref *d
 
 /* ---- cost ------------------------------------------------------------------- */
 
+/* The element slots of the vector registers an array of r's shape fills:
+ * its last two dims padded to (8, 128) tiles (a (128, 1) column fills 16
+ * registers, one lane of each used), a rank-1 array packed 1024 to one. */
+static inline int64_t kern_vreg_slots(const pl_ref *r)
+{
+    if (r->rank <= 1) return r->rank ? (r->shape[0] + 1023) / 1024 * 1024 : 1024;
+    int64_t lead = 1, rows = r->shape[r->rank - 2], cols = r->shape[r->rank - 1];
+    for (int d = 0; d < r->rank - 2; d++) lead *= r->shape[d];
+    return lead * ((rows + 7) / 8 * 8) * ((cols + 127) / 128 * 128);
+}
+
 /* An op `fn` that produced every element of dst, at flops_per_elem each,
- * after reading in_bytes (kern_vmem_read of its sources). */
+ * after reading in_bytes (kern_vmem_read of its sources). The VPU works on
+ * whole registers: m, the slots dst's registers hold, prices it
+ * (sim/call/oplog.c). */
 static inline void record_vpu(pl_ctx *c, kern_op_kind kind, const pl_ref *dst, double flops_per_elem, const char *fn,
                               int64_t in_bytes)
 {
     kern_op op = {.kind = (uint8_t)kind, .dtype = (uint8_t)dst->dtype, .elems = pl_size(*dst), .name = fn,
-                  .vmem = in_bytes + kern_vmem_write(c, dst)}; /* in_bytes: the reads, made first */
+                  .m = kern_vreg_slots(dst), .vmem = in_bytes + kern_vmem_write(c, dst)}; /* in_bytes: the reads */
     op.flops = flops_per_elem * (double)op.elems;
     kern_record(c, &op);
 }

@@ -22,12 +22,12 @@
 /* The CSV in the source tree. __FILE__ is relative to the tree's root
  * (the Makefile compiles tests/...), where make test runs the suite, as the
  * tests that run build/tilesim do. */
-static FILE *open_rows(void)
+static FILE *open_rows(const char *name)
 {
     char path[512];
     const char *slash = strrchr(__FILE__, '/');
     int dir = slash ? (int)(slash - __FILE__) : 0;
-    snprintf(path, sizeof path, "%.*s%s../bench/data/pallas_guide_v5e.csv", dir, __FILE__, slash ? "/" : "");
+    snprintf(path, sizeof path, "%.*s%s../bench/data/%s", dir, __FILE__, slash ? "/" : "", name);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot open %s", path);
     return f;
@@ -49,9 +49,10 @@ static double predict(const char *kernel, const char *chip, char *params)
     return rep.time_s;
 }
 
-Test(published_timings, the_pallas_guides_v5e_rows_within_5_percent, .timeout = 60)
+/* Every row of bench/data/NAME within `within` of its time; returns the rows. */
+static int rows_within(const char *name, double within)
 {
-    FILE *f = open_rows();
+    FILE *f = open_rows(name);
     char line[512], worst[512] = "";
     int rows = 0;
     double worst_err = 0;
@@ -62,13 +63,28 @@ Test(published_timings, the_pallas_guides_v5e_rows_within_5_percent, .timeout = 
         snprintf(shown, sizeof shown, "%s", line);
         cr_assert_eq(sscanf(line, "%63[^,],%15[^,],%lf,%255[^\n]", kernel, chip, &us, params), 4, "%s", line);
         double err = predict(kernel, chip, params) / (us * 1e-6) - 1;
-        cr_expect_lt(fabs(err), 0.05, "%+.1f%%: %s", 100 * err, shown);
+        cr_expect_lt(fabs(err), within, "%+.1f%%: %s", 100 * err, shown);
         if (fabs(err) > fabs(worst_err)) worst_err = err, snprintf(worst, sizeof worst, "%s", shown);
         rows++;
     }
     fclose(f);
-    cr_assert_eq(rows, 11, "the guides' eleven rows");
-    cr_log_info("worst %+.1f%%: %s", 100 * worst_err, worst);
+    cr_log_info("%s: worst %+.1f%%: %s", name, 100 * worst_err, worst);
+    return rows;
+}
+
+Test(published_timings, the_pallas_guides_v5e_rows_within_5_percent, .timeout = 60)
+{
+    cr_assert_eq(rows_within("pallas_guide_v5e.csv", 0.05), 11, "the guides' eleven rows");
+}
+
+/* JAX's flash attention at its default 128 blocks on v5e (jax-ml/jax#24633):
+ * each kv step's online softmax works on (128, 1) columns (m, l, alpha),
+ * each a register per 8 rows with one lane used; charged as the registers
+ * they fill, the rows come within 4 %, where charged by their elements
+ * they were 5-8 % fast. */
+Test(published_timings, jax_flash_attention_on_v5e_within_6_percent, .timeout = 60)
+{
+    cr_assert_eq(rows_within("flash_attention_v5e.csv", 0.06), 4, "four sequence lengths");
 }
 
 /* The guide's point, in tilesim's words: 128^3 blocks are overhead-bound,

@@ -118,6 +118,9 @@ double sim_op_seconds(const pl_chip *chip, const kern_op *op, double *padded)
          * element for exp and the other EUP ops, more for tanh and gelu,
          * every element a reduction reads) are its work */
         double work = op->flops > (double)op->elems ? op->flops : (double)op->elems;
+        /* an elementwise op (m: its destination's register slots) works on whole registers: a (128, 1)
+         * column takes 16 of them, one lane each (docs/CHIPS.md, "VPU ops on columns") */
+        if (op->m > op->elems && op->elems > 0 && !chip->sc_view) work *= (double)op->m / (double)op->elems;
         *padded = pad(work, chip->sc_view && chip->sc_lanes > 0 ? chip->sc_lanes : 1024); /* a subcore's vreg (K5) */
         unit = *padded / chip->vpu_flops;
     }
