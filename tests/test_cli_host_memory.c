@@ -25,6 +25,16 @@ Test(cli_host_memory, run_and_verify_of_a_kernel_refuse_with_exit_2)
     expect_refused(&r, "verify matmul");
 }
 
+/* 2^62 f32 elements are 2^64 bytes: the byte count wrapped to 0, passed the
+ * check, and the inputs were filled through a 1-byte allocation (exit 139) */
+Test(cli_host_memory, an_array_whose_bytes_pass_2_to_the_64_is_refused_not_wrapped)
+{
+    th_run r = TH_RUN("run", "add", "--set", "rows=2147483648", "--set", "cols=2147483648");
+    expect_refused(&r, "run add");
+    r = TH_RUN("verify", "add", "--set", "rows=4294967296", "--set", "cols=1073741824");
+    expect_refused(&r, "verify add");
+}
+
 Test(cli_host_memory, mesh_programs_refuse_with_exit_2)
 {
     th_run r = TH_RUN("run", "ring_allreduce", "--rows", "1048576", "--cols", "1048576");

@@ -92,7 +92,9 @@ size_t pl_array_bytes(const pl_array *a)
 {
     int64_t n = pl_array_size(a);
     if (pl_dtype_bits(a->dtype) == 4) return (size_t)(n / 2 + n % 2); /* int4, fp4: packed two per byte */
-    return (size_t)n * pl_dtype_size(a->dtype);
+    /* saturates at INT64_MAX, as the size does: 2^62 f32 elements wrapped to 0 bytes, passed the host-memory
+     * check and were filled through a 1-byte allocation; INT64_MAX (+ 1 still fits a size_t) is refused */
+    return (size_t)sim_sat_mul(n, (int64_t)pl_dtype_size(a->dtype));
 }
 
 /* ---- random numbers ------------------------------------------------------------ */
