@@ -258,9 +258,9 @@ Test(output_paths, full_device_is_an_error)
 Test(output_paths, dev_stdout_is_written_through)
 {
     char out[64], exe[PATH_MAX];
-    th_temp_file(out, NULL);
+    th_temp_file(out, "PRECIOUS\n");
     th_tilesim_path(exe, sizeof exe);
-    int fd = open(out, O_WRONLY);
+    int fd = open(out, O_WRONLY | O_APPEND); /* a shell's `>> out` */
     struct stat before, after;
     cr_assert(fd >= 0 && fstat(fd, &before) == 0);
     fflush(NULL);
@@ -278,8 +278,30 @@ Test(output_paths, dev_stdout_is_written_through)
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "exit status %d", ws);
     cr_expect(fstat(fd, &after) == 0 && after.st_nlink == 1, "the file behind /dev/stdout was replaced");
     cr_expect(stat(out, &after) == 0 && after.st_ino == before.st_ino, "'%s' is another file now", out);
+    /* reopening /dev/stdout with "w" truncated what the shell had opened to append to */
+    char head[16] = "";
+    FILE *f = fopen(out, "r");
+    cr_assert(f);
+    cr_expect(fgets(head, sizeof head, f) && !strcmp(head, "PRECIOUS\n"), "the file's first line is '%s'", head);
+    cr_expect(fgets(head, sizeof head, f) && head[0] == '{', "the JSON follows it: '%s'", head);
+    fclose(f);
     close(fd);
     unlink(out);
+}
+
+/* An output FIFO no process reads is an error at once (opened without
+ * blocking: ENXIO), where it blocked before any work, with no message. */
+Test(output_paths, a_fifo_nobody_reads_is_refused_not_waited_on, .timeout = 30)
+{
+    char dir[] = "/tmp/tilesim_fifo_XXXXXX", fifo[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/f", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    th_run r = TH_RUN("run", "matmul", "--cost-only", "--trace", fifo);
+    cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "FIFO no process reads"), "%s", r.err);
+    th_run_free(&r);
+    unlink(fifo), rmdir(dir);
 }
 
 /* ---- the trace's size cap -------------------------------------------------------- */

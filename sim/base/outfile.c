@@ -261,6 +261,35 @@ static void out_free(sim_out *o)
     free(o);
 }
 
+/* Our own descriptor N that path names (/dev/stdout, /dev/stderr, /dev/fd/N,
+ * /proc/self/fd/N), or -1. */
+static int own_fd(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout")) return 1;
+    if (!strcmp(path, "/dev/stderr")) return 2;
+    const char *num = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    if (!num || *num < '0' || *num > '9') return -1;
+    char *end;
+    long v = strtol(num, &end, 10);
+    return *end || v > INT_MAX ? -1 : (int)v;
+}
+
+/* A device, FIFO or socket, or the file the shell opened for us, written as
+ * it is and never truncated: our own descriptor is duplicated, so the
+ * writes go where the shell's go (appending after `>>`), where reopening
+ * with fopen(path, "w") emptied the file the shell had opened; a FIFO is
+ * opened without blocking, so that one no process reads is an error
+ * (ENXIO), not a wait forever. */
+static int open_direct(const char *path, const struct stat *st)
+{
+    int own = own_fd(path);
+    if (own >= 0) return dup(own);
+    int fifo = S_ISFIFO(st->st_mode);
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0) | (S_ISREG(st->st_mode) ? O_APPEND : 0));
+    if (fd >= 0 && fifo) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 sim_out *sim_out_open(const char *path, char *err, size_t n)
 {
     int direct, exists;
@@ -272,8 +301,13 @@ sim_out *sim_out_open(const char *path, char *err, size_t n)
     }
     if (plan(path, &direct, &o->target, &st, &exists, err, n) != 0) return out_free(o), NULL;
     if (direct) {
-        if (!(o->f = fopen(path, "w")))
-            return snprintf(err, n, "cannot write '%s': %s", path, strerror(errno)), out_free(o), NULL;
+        int fd = open_direct(path, &st);
+        if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+            int e = errno;
+            if (fd >= 0) close(fd);
+            return snprintf(err, n, "cannot write '%s': %s", path, e == ENXIO ? "it is a FIFO no process reads "
+                            "(start its reader first)" : strerror(e)), out_free(o), NULL;
+        }
         return o;
     }
     int fd = make_tmp(o->target, &o->tmp);
