@@ -34,9 +34,11 @@ static char *profile_table(const pl_report *r)
     if (!f) return NULL;
     int order[PL_MAX_PROFILE], rows = pl_profile_order(r, order);
     pl_format_time(r->time_s, t, sizeof t);
-    fprintf(f, "<p>%s: %s in all; the rows but the overlapped copies add up to it.</p>\n<table>\n<tr><th>category"
+    fprintf(f, "<p>");
+    html_text(f, r->call_name); /* the user's name for the call: text, never markup */
+    fprintf(f, ": %s in all; the rows but the overlapped copies add up to it.</p>\n<table>\n<tr><th>category"
             "</th><th>op</th><th>count</th><th>time</th><th>share</th><th>FLOP/s</th><th>of peak</th>"
-            "<th>bandwidth</th><th>of peak</th><th></th></tr>\n", r->call_name, t);
+            "<th>bandwidth</th><th>of peak</th><th></th></tr>\n", t);
     for (int i = 0; i < rows; i++) {
         const pl_profile_row *row = &r->profile[order[i]];
         pl_profile_rates q = pl_profile_rates_of(r, row);

@@ -82,6 +82,36 @@ Test(trace, matmul_trace_is_well_formed)
     free(a), free(b), free(c);
 }
 
+/* Names are the user's: a call or operand named with a quote, a backslash,
+ * a control character or markup keeps the trace valid JSON, its name
+ * intact (the copy slices printed the operand's name raw). */
+Test(trace, names_with_quotes_and_markup_stay_valid_json)
+{
+    char path[] = "/tmp/tilesim_trace_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    static const char odd[] = "x\"q\\</script>\x1b";
+    pl_call call = th_copy_call_2d(16, 128, 8, 128);
+    call.name = "c\"all";
+    call.in[0].name = odd;
+    pl_array a = PL_ARRAY(NULL, PL_F32, 16, 128), o = PL_ARRAY(NULL, PL_F32, 16, 128);
+    pl_options opt = {.trace_path = path, .cost_only = 1};
+    pl_report rep;
+    cr_assert_eq(pl_pallas_call(&call, &a, &o, &opt, &rep), PL_OK, "%s", rep.error);
+    json_t *doc = th_json_file(path), *ev = json_object_get(doc, "traceEvents");
+    cr_assert(json_is_array(ev), "no traceEvents array");
+    size_t i, copies = 0;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *name = th_json_str(e, "name");
+        if (!strncmp(name, odd, strlen(odd) - 1) && strstr(name, " copy ")) copies++; /* the ESC printed as '?' */
+    }
+    cr_expect_eq(copies, 2, "both copies of the input, named as it is but for its control character");
+    json_decref(doc);
+    unlink(path);
+}
+
 Test(trace, unwritable_trace_path_fails_before_running)
 {
     th_io io = th_io_2d(16, 128);

@@ -96,8 +96,9 @@ static void write_waits(FILE *f, int *first, int pid, const sim_coreline *cl)
 /* A slice of the core's scalar work on the steps' track, t0 to t1 in seconds. */
 static void overhead_slice(FILE *f, int pid, const char *name, double t0, double t1, const char *grid)
 {
-    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f", name, pid, us6(t0),
-            us6(t1) - us6(t0));
+    fprintf(f, ",\n{\"name\":");
+    pl_json_string(f, name);
+    fprintf(f, ",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.6f,\"dur\":%.6f", pid, us6(t0), us6(t1) - us6(t0));
     if (grid) fprintf(f, ",\"args\":{\"grid\":\"%s\"}", grid);
     fprintf(f, "}");
 }
@@ -150,10 +151,14 @@ static void write_pipeline(FILE *f, int pid, const sim_plan *plan, const sim_cor
             const sim_xfer *x = &l->x[j];
             char blk[128] = "";
             if (l->bidx) sim_format_idx(l->bidx + j * l->rank, l->rank, blk, sizeof blk);
-            fprintf(f, ",\n{\"name\":\"%s %s %s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
+            char name[256]; /* the operand's name is the user's: escaped as JSON (pl_json_string) */
+            snprintf(name, sizeof name, "%s %s %s", op->rep->name,
+                     !l->is_out ? "copy" : x->fetch ? "fetch-back" : "write-back", blk);
+            fprintf(f, ",\n{\"name\":");
+            pl_json_string(f, name);
+            fprintf(f, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
                        "\"args\":{\"bytes\":%lld,\"step\":%lld}}",
-                    op->rep->name, !l->is_out ? "copy" : x->fetch ? "fetch-back" : "write-back", blk, pid,
-                    tid_base[i] + x->slot,
+                    pid, tid_base[i] + x->slot,
                     x->t_issue * 1e6, (x->t_done - x->t_issue) * 1e6, (long long)x->bytes, (long long)x->step);
             if (op->space != PL_VMEM) continue;
             int64_t vb = op->rep->vmem_bytes;
