@@ -78,6 +78,15 @@ static void room_for_op(pl_ctx *c)
 {
     if (c->n_ops == c->cap_ops) {
         int cap = c->cap_ops ? 2 * c->cap_ops : 16;
+        /* a kernel that loops over block ops forever grew this log until the host killed the process */
+        if ((c->op_log_max > 0 && (double)cap * sizeof(kern_op) > c->op_log_max) || c->cap_ops > INT32_MAX / 4) {
+            char point[128];
+            kern_format_point(c->idx, c->grid_rank, point, sizeof point);
+            kern_fault(c, PL_ENOMEM, "the kernel made %d block ops at grid point %s without returning, more than "
+                       "this host can record for one grid point (%.0f MiB of it): a loop that never ends, or a grid "
+                       "point that does too much; split its work over more grid points", c->n_ops, point,
+                       c->op_log_max / (1 << 20));
+        }
         kern_op *ops = realloc(c->ops, (size_t)cap * sizeof *ops);
         if (!ops) kern_fault(c, PL_ENOMEM, "out of host memory recording block ops");
         c->ops = ops;
@@ -150,6 +159,7 @@ void kern_ctx_init(pl_ctx *c, const kern_setup *s)
     c->n_scratch = s->n_scratch;
     for (int i = 0; i < s->n_args && i < KERN_MAX_ARGS; i++) c->arg_name[i] = s->arg_name[i];
     c->cost_only = s->cost_only;
+    c->op_log_max = s->op_log_max;
     c->strict = s->strict;
     c->races_off = s->races_off;
     c->parallel_axes = s->parallel_axes;

@@ -378,6 +378,7 @@ struct pl_ctx {
     /* the op log of the current step (reset by the executor) */
     kern_op *ops;
     int n_ops, cap_ops;
+    double op_log_max;          /* bytes the step's op log may take (kern_setup); 0: no cap */
     /* pl_get / pl_set accesses not yet in the log: a counter keeps element
      * access cheap; kern_record and kern_flush_scalar turn it into one
      * KERN_OP_SCALAR op, so it stays in order with DMA starts and waits */
@@ -506,6 +507,7 @@ typedef struct kern_setup {
     int device, n_devices;
     int unit, dev_cores;       /* device x dev_cores + core: the hooks' name for this core; 0: 1 */
     const kern_target *target; /* NULL: no chip checks at ops (T9, T10) */
+    double op_log_max;         /* bytes one grid point's op log may take; 0: no cap */
 } kern_setup;
 
 /* Set c up (it is zeroed first); kern_ctx_free releases what it allocates. */

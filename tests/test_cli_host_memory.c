@@ -5,9 +5,11 @@
  * beyond any host (2^20 squared f32 is 4 TiB a matrix), so the refusal comes
  * before anything is allocated. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run.h"
+#include "../sim/tilesim.h"
 
 static void expect_refused(th_run *r, const char *who)
 {
@@ -76,4 +78,28 @@ Test(cli_host_memory, a_host_memory_cap_that_is_no_size_is_refused)
     th_run r = TH_RUN("chips");
     cr_expect_eq(r.status, 0, "%s", r.err);
     th_run_free(&r);
+}
+
+/* A kernel that never returns from one grid point, looping over block ops,
+ * grew its op log until Linux killed the process (4.6 GB after 200 s, past
+ * TILESIM_HOST_MEMORY): it stops at an eighth of the host's memory, naming
+ * the grid point. (This kernel stops by itself after 2^22 ops, so that a
+ * broken cap fails the test instead of hanging it.) */
+static void many_ops(pl_ctx *c, pl_ref *refs)
+{
+    for (int i = 0; i < 1 << 22; i++) pl_add(c, refs[1], refs[0], refs[0]);
+}
+
+Test(cli_host_memory, a_grid_point_of_endless_ops_stops_at_the_hosts_share, .timeout = 60)
+{
+    setenv("TILESIM_HOST_MEMORY", "64M", 1); /* read once, at this process's first call */
+    pl_call call = {.name = "endless", .kernel = many_ops, .n_in = 1, .n_out = 1,
+                    .in = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}, .out = {PL_BLOCK(PL_MAP(PL_ZERO, PL_ZERO), 8, 128)}};
+    pl_array a = PL_ARRAY(NULL, PL_F32, 8, 128), o = PL_ARRAY(NULL, PL_F32, 8, 128);
+    pl_options opt = {.cost_only = 1};
+    pl_report rep;
+    int rc = pl_pallas_call(&call, &a, &o, &opt, &rep);
+    cr_expect_eq(rc, PL_ENOMEM, "%s", rep.error);
+    cr_expect(strstr(rep.error, "block ops at grid point ()") && strstr(rep.error, "a loop that never ends"), "%s",
+              rep.error);
 }

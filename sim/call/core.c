@@ -1,6 +1,7 @@
 /* sim/call/core.c: one TensorCore as a value (core.h): its buffers, its kernel
  * context, and the merge of what it found into the call's report.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,20 @@ static unsigned parallel_axes(const pl_call *call)
 }
 
 /* The kernel's context: names for messages (M3), options, the checks' table. */
+/* Bytes one grid point's op log may take on a core: an eighth of the host's
+ * memory over every core and device that walks at once, as the walk's
+ * records (walk.c); the host's figure read once, on the first call. */
+static double host_avail;
+static void read_host_avail(void) { host_avail = pl_host_memory_available(); }
+
+static double op_log_max(const sim_exec *x)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_host_avail);
+    double walkers = (double)x->n_cores * (x->mesh.n_devices > 1 ? x->mesh.n_devices : 1);
+    return host_avail > 0 ? host_avail / 8 / walkers : 0;
+}
+
 static void init_context(sim_core *k)
 {
     const sim_exec *x = k->x;
@@ -119,7 +134,7 @@ static void init_context(sim_core *k)
                     .args = k->checking ? k->args : NULL, .warn = sim_kernel_warning, .warn_sink = k,
                     .mesh = x->mesh.ops, .mesh_run = x->mesh.run, .device = x->mesh.device,
                     .n_devices = x->mesh.n_devices, .unit = x->mesh.device * x->n_cores + k->index,
-                    .dev_cores = x->n_cores, .target = chip ? &target : NULL};
+                    .dev_cores = x->n_cores, .target = chip ? &target : NULL, .op_log_max = op_log_max(x)};
     kern_ctx_init(&k->ctx, &s);
 }
 
