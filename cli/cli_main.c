@@ -55,6 +55,9 @@ static int stall_watch(const char *prog, int speak)
 #ifdef TILESIM_MPI
 #include <limits.h>
 #include <mpi.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -69,6 +72,30 @@ static uint64_t argv_hash(int argc, char **argv)
     return h;
 }
 
+/* FNV-1a over the contents of every argument that names a regular file
+ * (a chip file, a plugin, a shapes or measurements CSV): ranks started in
+ * different directories read different files under one command line, and
+ * a sweep mixed rows timed on two chips, or deadlocked when only one rank
+ * refused its file. (A file a CSV names inside it is not followed.) */
+static uint64_t files_hash(int argc, char **argv)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 1; i < argc; i++) {
+        const char *path = argv[i], *eq = strchr(argv[i], '=');
+        if (path[0] == '-' && eq) path = eq + 1; /* --chip-file=F */
+        struct stat st;
+        FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
+        if (!f) continue;
+        unsigned char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            for (size_t j = 0; j < n; j++) h = (h ^ buf[j]) * 1099511628211ULL;
+        fclose(f);
+        h = (h ^ (uint64_t)i) * 1099511628211ULL;
+    }
+    return h;
+}
+
 /* The first rank whose command line (its hash: mine) differs from rank 0's, or -1. */
 static int differing_rank(unsigned long long mine, int rank)
 {
@@ -77,6 +104,27 @@ static int differing_rank(unsigned long long mine, int rank)
     int bad = mine != root ? rank : INT_MAX, first;
     MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return first == INT_MAX ? -1 : first;
+}
+
+/* A rank other than 0 that failed where rank 0 did not (its own input,
+ * its own crash of a callback) says why, each line prefixed with its rank:
+ * its messages went to `said`, not to the terminal. */
+static void relay(FILE *said, int real_err, int rank, int show)
+{
+    fflush(stderr);
+    if (show && real_err >= 0 && fseek(said, 0, SEEK_SET) == 0) {
+        FILE *to = fdopen(dup(real_err), "w");
+        char line[4096];
+        int start = 1;
+        while (to && fgets(line, sizeof line, said)) {
+            if (start) fprintf(to, "rank %d: ", rank);
+            fputs(line, to);
+            start = strchr(line, '\n') != NULL;
+        }
+        if (to) fclose(to);
+    }
+    if (real_err >= 0) dup2(real_err, 2), close(real_err);
+    fclose(said);
 }
 
 int main(int argc, char **argv)
@@ -93,22 +141,34 @@ int main(int argc, char **argv)
     if (provided >= MPI_THREAD_MULTIPLE) cli_watchdog_start(timeout);
     else if (rank == 0)
         fprintf(stderr, "tilesim-mpi: this MPI library gives no MPI_THREAD_MULTIPLE: no --rank-timeout watchdog\n");
-    int differs = differing_rank(hash, rank);
-    if (differs >= 0) {
-        if (rank == 0)
+    int differs = differing_rank(hash, rank), files_differ = differs < 0 ? differing_rank(files_hash(argc, argv), rank) : -1;
+    int real_err = -1;
+    FILE *said = NULL;
+    if (differs >= 0 || files_differ >= 0) {
+        if (rank == 0 && differs >= 0)
             fprintf(stderr, "tilesim-mpi: rank %d was given another command line than rank 0: every rank must run "
                     "the same command (mpirun -n R tilesim-mpi ...)\n", differs);
+        else if (rank == 0)
+            fprintf(stderr, "tilesim-mpi: rank %d reads other files than rank 0 under the same command line (a "
+                    "chip file, plugin or CSV it names differs, as in another working directory): every rank must "
+                    "read the same files\n", files_differ);
         rc = 2;
     } else if (bad_timeout) {
         rc = bad_timeout;
     } else {
-        if (rank != 0) { /* rank 0 speaks for all */
-            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
+        if (rank != 0) { /* rank 0 speaks for all; what another says is kept, shown if it ends otherwise */
+            said = tmpfile();
+            real_err = said ? dup(2) : -1;
+            if (!freopen("/dev/null", "w", stdout) || (said && dup2(fileno(said), 2) < 0)) return 1;
+            if (!said && !freopen("/dev/null", "w", stderr)) return 1;
         }
         pl_guard_kernels("tilesim-mpi"); /* a plugin kernel's crash is reported, not silent */
-        rc = stall_watch("tilesim-mpi", rank == 0);
+        rc = stall_watch("tilesim-mpi", 1); /* another rank's words are kept in `said` */
         if (!rc) rc = tilesim_main(argc, argv);
     }
+    int root_rc = rc;
+    MPI_Bcast(&root_rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (said) relay(said, real_err, rank, rc != root_rc && rc != 0);
     int worst = rc;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     cli_watchdog_stop();

@@ -6,6 +6,8 @@
 #      tune's tables (its shapes' sweeps split the same way);
 #   2. a rank given another command line stops every rank: exit 2, rank 0
 #      names the rank;
+#      so is a rank that reads other files under the same command line;
+#      a failure of one rank alone is said by it, prefixed with its rank;
 #   3. a bad command line exits 2 with one message, not one per rank;
 #   4. meshes across ranks: the ring all-reduce (with data, and 64 devices
 #      cost-only), the all-gather and the collective matmul print on 2 and 4
@@ -65,6 +67,26 @@ timeout 60 $MPIRUN -n 2 sh -c "exec $mpi sweep matmul 512 512 \$((512 + OMPI_COM
 rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && grep -q "rank 1 was given another command line" "$tmp/out"
 check $? "a rank with another command line stops every rank (exit $rc)"
+
+# 2b. one command line, other files: ranks started in other directories read
+# other chip files (a sweep mixed rows of two chips, or deadlocked when one
+# rank refused its file): refused up front, rank 0 names the rank
+mkdir -p "$tmp/r0" "$tmp/r1"
+printf 'base = v5e\nhbm_gbps = 500\n' >"$tmp/r0/c.chip"
+printf 'base = v5e\nhbm_gbps = 50\n' >"$tmp/r1/c.chip"
+mpi_abs="$(cd "$(dirname "$mpi")" && pwd)/$(basename "$mpi")" # --wdir: not relative to here
+timeout 60 $MPIRUN -n 1 --wdir "$tmp/r0" "$mpi_abs" sweep matmul 512 512 512 --chip-file c.chip --csv : \
+    -n 1 --wdir "$tmp/r1" "$mpi_abs" sweep matmul 512 512 512 --chip-file c.chip --csv >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "rank 1 reads other files than rank 0" "$tmp/out"
+check $? "ranks reading other chip files under one command line stop, exit 2 ($rc)"
+
+# 2c. a failure only rank 1 meets (its own environment) is said, prefixed with its rank
+timeout 60 $MPIRUN -n 1 "$mpi" run matmul --cost-only : -n 1 -x TILESIM_HOST_MEMORY=junk "$mpi" run matmul \
+    --cost-only >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "^rank 1: tilesim-mpi: TILESIM_HOST_MEMORY='junk'" "$tmp/out"
+check $? "a failure of rank 1 alone is said by rank 1 (exit $rc)"
 
 # 3. a bad option: one message, exit 2
 timeout 60 $MPIRUN -n 4 "$mpi" sweep matmul 512 512 512 --bogus >"$tmp/out" 2>&1
