@@ -99,7 +99,7 @@ int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, 
     const char *dir = getenv("TMPDIR");
     char trace[4096], msg[PL_MSG_MAX];
     snprintf(trace, sizeof trace, "%s/tilesim_mesh_page_XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(trace);
+    int fd = sim_tmp_make(trace); /* removed on Ctrl-C too */
     if (fd < 0) return fprintf(stderr, "tilesim %s: --html: a temporary trace: %s\n", cmd->name, strerror(errno)), 2;
     close(fd);
     pl_options o = *opt;
@@ -142,6 +142,6 @@ int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, 
     if (in) fclose(in);
     free(report);
     free(reps);
-    unlink(trace);
+    sim_tmp_drop(trace);
     return rc;
 }

@@ -441,6 +441,30 @@ Test(output_paths, a_stop_signal_while_writing_leaves_no_temporary_file)
     }
 }
 
+/* The program's own temporary files (the teaching page's trace, read back)
+ * go on a stop signal too: interrupted `run --html` left them in $TMPDIR. */
+Test(output_paths, a_stop_signal_removes_the_programs_own_temporary_files)
+{
+    char dir[] = "/tmp/tilesim_stoptmp_XXXXXX", tmpl[96];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(tmpl, sizeof tmpl, "%s/tilesim_page_XXXXXX", dir);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (sim_tmp_make(tmpl) < 0) _exit(9);
+        raise(SIGINT);
+        _exit(8);
+    }
+    int status, files = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT, "status %d", status);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) files += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+    if (d) closedir(d);
+    cr_expect_eq(files, 0, "a temporary file was left in %s", dir);
+    rmdir(dir);
+}
+
 /* ---- an output naming an input ---------------------------------------------------- */
 
 /* Every output option, pointed at the chip file the same command reads

@@ -252,6 +252,19 @@ static void live_remove(const char *tmp)
     }
 }
 
+int sim_tmp_make(char *tmpl)
+{
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) live_add(tmpl);
+    return fd;
+}
+
+void sim_tmp_drop(const char *path)
+{
+    unlink(path);
+    live_remove(path);
+}
+
 static void out_free(sim_out *o)
 {
     live_remove(o->tmp);

@@ -51,6 +51,12 @@ int sim_out_probe(const char *path, char *err, size_t n);
  * Call before the threads start. */
 void sim_out_protect(const char *path, const char *what);
 
+/* A temporary file of the program's own (mkstemp on tmpl, "...XXXXXX"),
+ * removed on Ctrl-C, SIGTERM, SIGHUP or a crash as the outputs' temporary
+ * files are: its descriptor, or -1 with errno. sim_tmp_drop removes it. */
+int sim_tmp_make(char *tmpl);
+void sim_tmp_drop(const char *path);
+
 /* --trace-limit's value (pl_options.trace_limit_bytes): BYTES, optionally
  * with K, M, G or T (powers of 1024; "64M", "1G"), or "none" (-1: no
  * limit). 0, or -1 when s is none of these or is 0 or overflows. Here so

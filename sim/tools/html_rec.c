@@ -18,6 +18,7 @@
 #include "html.h"
 #include "../timing/timing.h"
 #include "../kdef/kdef_internal.h"
+#include "../base/outfile.h"
 
 typedef struct recorder {
     sim_page *page;
@@ -253,8 +254,8 @@ static int walk(const pl_kernel_def *d, pl_kernel_build *b, const pl_options *ba
     const char *tmp = getenv("TMPDIR");
     char tpath[512];
     snprintf(tpath, sizeof tpath, "%s/tilesim_page_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(tpath);
-    if (fd < 0 && (fd = mkstemp(path)) >= 0) snprintf(tpath, sizeof tpath, "%s", path);
+    int fd = sim_tmp_make(tpath); /* removed on Ctrl-C too */
+    if (fd < 0 && (fd = sim_tmp_make(path)) >= 0) snprintf(tpath, sizeof tpath, "%s", path);
     if (fd >= 0) close(fd);
     recorder r = {.page = p, .kernel = b->call.kernel, .cur = -1};
     memset(r.last, 0xff, sizeof r.last);
@@ -273,7 +274,7 @@ static int walk(const pl_kernel_def *d, pl_kernel_build *b, const pl_options *ba
     else if (r.oom) snprintf(msg, n, "out of host memory for the page's steps"), rc = PL_ENOMEM;
     if (fd >= 0) {
         if (rc == PL_OK && (p->trace = read_all(tpath, &p->trace_len))) cut_trace(p, &r);
-        unlink(tpath);
+        sim_tmp_drop(tpath);
     }
     return rc;
 }
