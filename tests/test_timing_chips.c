@@ -78,6 +78,8 @@ Test(chips, chip_file_errors_name_file_line_and_key)
     cr_assert_eq(pl_chip_parse("hbm_gbps = fast\n", "f", &c, err, sizeof err), PL_EINVAL);
     cr_assert(strstr(err, "f:1") && strstr(err, "hbm_gbps = 'fast'"), "%s", err);
     cr_assert_eq(pl_chip_parse("hbm_gbps = -3\n", "f", &c, err, sizeof err), PL_EINVAL);
+    cr_assert_eq(pl_chip_parse("hbm_gbps = 0x1p-3\n", "f", &c, err, sizeof err), PL_EINVAL); /* strtod took it */
+    cr_assert(strstr(err, "hbm_gbps = '0x1p-3'"), "%s", err);
     cr_assert_eq(pl_chip_parse("mxu_width = 128.5\n", "f", &c, err, sizeof err), PL_EINVAL);
     cr_assert(strstr(err, "whole number"), "%s", err);
     cr_assert_eq(pl_chip_parse("hbm_gbps 100\n", "f", &c, err, sizeof err), PL_EINVAL);

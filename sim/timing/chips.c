@@ -322,7 +322,9 @@ static int set_key(pl_chip *c, const char *key, const char *val, const char *whe
         char *end;
         errno = 0;
         double v = strtod(val, &end);
-        if (end == val || *sim_text_trim(end) || errno || !(v >= k->min && v <= k->max) ||
+        const char *digits = val + (*val == '+' || *val == '-');
+        int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'); /* 0x1p-3: a number, not a figure */
+        if (end == val || hex || *sim_text_trim(end) || errno || !(v >= k->min && v <= k->max) ||
             (k->kind == K_INT && v != (double)(int)v)) {
             snprintf(err, errlen, "%s:%d: %s = '%s' is not %s from %g to %g%s%s", where, line, key,
                      sim_text_escape(val, ev, sizeof ev),
