@@ -101,6 +101,11 @@ int cli_profile(int argc, char **argv)
     args[0] = (char *)"profile";
     if (rc < 0) rc = cli_kernel_setup(cmd, PROFILE_OPTS, n, args + 1, &o, &d, v, &file_chip, &opt);
     if (rc >= 0) goto out;
+    char why[PL_MSG_MAX];
+    if (svg && sim_out_probe(svg, why, sizeof why)) { /* before the run, as every output: not after its report */
+        rc = cli_fail(&cli_profile_cmd, "--roofline: %s", why);
+        goto out;
+    }
     opt.cost_only = 1;
     int status = pl_kernel_run(d, v, &opt, rep, NULL, NULL);
     if (status != PL_OK) {

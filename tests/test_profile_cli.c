@@ -75,6 +75,7 @@ Test(profile_cli, bad_command_lines_say_what_and_exit_2)
     r = TH_RUN("profile", "rmsnorm", "--roofline", "/nonexistent/dir/r.svg");
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "--roofline: cannot write '/nonexistent/dir/r.svg'"), "%s", r.err);
+    cr_expect_eq(r.out[0], '\0', "refused before the run, no report first: %s", r.out);
     th_run_free(&r);
     r = TH_RUN("profile", "rmsnorm", "--roofline");
     cr_expect_eq(r.status, 2);
