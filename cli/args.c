@@ -158,9 +158,14 @@ int cli_same_file(const char *a, const char *b)
 
 const char *cli_cut(const char *s, char *buf, size_t n)
 {
-    size_t len = strlen(s);
-    if (len <= CLI_ECHO_MAX) return s;
-    snprintf(buf, n, "%.*s...", CLI_ECHO_MAX, s);
+    /* what the user typed or a file held, for a message: at most CLI_ECHO_MAX characters, and a control
+     * character (a CR-only CSV's line ends) as '?', never sent to the terminal */
+    size_t len = strlen(s), at = 0;
+    int plain = len <= CLI_ECHO_MAX;
+    for (size_t i = 0; plain && i < len; i++) plain = (unsigned char)s[i] >= 0x20 && s[i] != 0x7f;
+    if (plain || n < 4) return s;
+    for (; *s && at < CLI_ECHO_MAX && at + 4 < n; s++) buf[at++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    snprintf(buf + at, n - at, "%s", *s ? "..." : "");
     return buf;
 }
 

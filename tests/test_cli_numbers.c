@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run.h"
 
@@ -114,4 +115,25 @@ Test(cli_numbers, mesh_program_numbers_are_strict_too)
         cr_expect(strstr(r.err, "--seed must be a whole number"), "--seed '%s': %s", bad[i], r.err);
         th_run_free(&r);
     }
+}
+
+/* What the user gave comes back cut and without control characters: a
+ * 300-digit --set was echoed whole (a 5000-digit one filled the screen),
+ * and a CSV with CR line ends put a raw CR in the message. */
+Test(cli_numbers, echoed_values_are_cut_and_carry_no_control_characters)
+{
+    char set[400] = "M=";
+    memset(set + 2, '9', 300);
+    th_run r = TH_RUN("run", "matmul", "--set", set);
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "...' is not a non-negative decimal integer"), "%s", r.err);
+    cr_expect_lt(strlen(r.err), 600, "%zu bytes of message", strlen(r.err));
+    th_run_free(&r);
+    char csv[64];
+    th_temp_file(csv, "M,N,K\r512,512,512\r");
+    r = TH_RUN("tune", "matmul", "--shapes", csv);
+    cr_expect_eq(r.status, 2);
+    cr_expect(!strchr(r.err, '\r') && strstr(r.err, "'K?512'"), "%s", r.err);
+    th_run_free(&r);
+    unlink(csv);
 }

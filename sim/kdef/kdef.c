@@ -13,6 +13,15 @@
 #include "kdef_internal.h"
 #include "../../kernel/guard.h"
 
+/* A value the user gave, for a message: escaped (sim_text_escape), and cut
+ * with "..." past what buf holds (a 5000-digit --set was echoed whole). */
+static const char *shown_value(const char *v, char *buf, size_t n)
+{
+    sim_text_escape(v, buf, n - 3);
+    if (strlen(buf) < strlen(v)) strcat(buf, "...");
+    return buf;
+}
+
 static void say(char *msg, size_t n, const char *fmt, ...)
 {
     if (!msg || !n) return;
@@ -105,8 +114,9 @@ int pl_kernel_set(const pl_kernel_def *d, int64_t *v, const char *assignment, ch
     if (d->params[i].kind == PL_PARAM_DTYPE) {
         pl_dtype t;
         if (pl_dtype_parse(val, &t) != PL_OK) {
+            char shown[80];
             say(msg, n, "parameter '%s' of kernel '%s': '%s' is not a dtype (f32, bf16, f16, i32, ...)", name,
-                d->name ? d->name : "?", val);
+                d->name ? d->name : "?", shown_value(val, shown, sizeof shown));
             return PL_EINVAL;
         }
         v[i] = (int64_t)t;
@@ -114,8 +124,9 @@ int pl_kernel_set(const pl_kernel_def *d, int64_t *v, const char *assignment, ch
     }
     int64_t x;
     if (!parse_count(val, &x)) {
+        char shown[80];
         say(msg, n, "parameter '%s' of kernel '%s': '%s' is not a non-negative decimal integer below 2^63", name,
-            d->name ? d->name : "?", val);
+            d->name ? d->name : "?", shown_value(val, shown, sizeof shown));
         return PL_EINVAL;
     }
     v[i] = x;
