@@ -61,7 +61,7 @@ typedef struct guard_thread {
     struct guard_thread *next, **pprev;
     _Atomic(pl_ctx *) kernel;
     _Atomic(const char *) zone_kind, zone_owner, zone_what;
-    atomic_int zone_watched; /* a zone the watch judges: not host code */
+    atomic_int zone_watched; /* a zone the watch judges: 1, or 2 for host code (HOST_PATIENCE times the limit) */
     _Atomic uint64_t beat;
     uint64_t seen; /* the watcher's: the beat it saw last */
 } guard_thread;
@@ -318,7 +318,7 @@ static void mirror_zone(void)
     atomic_store_explicit(&t->zone_kind, zone_kind, memory_order_relaxed);
     atomic_store_explicit(&t->zone_owner, zone_owner, memory_order_relaxed);
     atomic_store_explicit(&t->zone_what, zone_what, memory_order_relaxed);
-    atomic_store_explicit(&t->zone_watched, zone_what && !zone_host, memory_order_release);
+    atomic_store_explicit(&t->zone_watched, !zone_what ? 0 : zone_host ? 2 : 1, memory_order_release);
     kern_beat();
 }
 
@@ -403,13 +403,16 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* User code the watch judges: a kernel, or a zone not marked host code
- * (kern_guard_host_zone: a definition's inputs and reference callbacks
- * compute on the host, without tilesim calls, and may rightly take minutes). */
+/* User code the watch judges: a kernel or a zone (1), or a zone of host
+ * code (2: kern_guard_host_zone: a definition's inputs and reference
+ * callbacks compute on the host without tilesim calls and may rightly take
+ * minutes, so they get HOST_PATIENCE times the limit; an endless loop there
+ * hung for ever). */
+#define HOST_PATIENCE 10
 static int watched(const guard_thread *t)
 {
-    return atomic_load_explicit(&t->kernel, memory_order_acquire) ||
-           atomic_load_explicit(&t->zone_watched, memory_order_acquire);
+    return atomic_load_explicit(&t->kernel, memory_order_acquire) ? 1
+                                                                    : atomic_load_explicit(&t->zone_watched, memory_order_acquire);
 }
 
 /* The report of a stuck thread, from the watcher: the thread is in its own
@@ -441,14 +444,17 @@ static void *watch_main(void *arg)
         nanosleep(&tick, NULL);
         double now = mono_now();
         guard_thread *stuck = NULL;
+        int how = 0;
         pthread_mutex_lock(&watch_lock);
         for (guard_thread *t = threads; t; t = t->next) {
             uint64_t b = atomic_load_explicit(&t->beat, memory_order_acquire);
             if (b != t->seen) t->seen = b, last_change = now;
-            if (!stuck && watched(t)) stuck = t;
+            int w = watched(t);
+            if (w && (!stuck || w < how)) stuck = t, how = w; /* a kernel or zone before host code */
         }
         if (!stuck) last_change = now;
-        if (stuck && now - last_change >= watch_limit) report_stall(stuck, now - last_change); /* does not return */
+        double limit = how == 2 ? HOST_PATIENCE * watch_limit : watch_limit;
+        if (stuck && now - last_change >= limit) report_stall(stuck, now - last_change); /* does not return */
         pthread_mutex_unlock(&watch_lock);
     }
     return NULL;

@@ -54,7 +54,8 @@ void kern_guard_stack(const void *lo, const void *hi, const char *note);
 void kern_guard_zone(const char *kind, const char *owner, const char *what);
 /* The same for a callback that is host code (a definition's inputs and
  * reference): it may compute for long without a tilesim call, so the stall
- * watch (pl_guard_stalls) passes over it; a crash is reported as in any zone. */
+ * watch (pl_guard_stalls) gives it ten times its limit; a crash is reported
+ * as in any zone. */
 void kern_guard_host_zone(const char *kind, const char *owner, const char *what);
 /* The zone this thread is in (NULLs: none), to put back after a nested one. */
 void kern_guard_zone_get(const char **kind, const char **owner, const char **what);

@@ -123,6 +123,20 @@ Test(plugin_stall, a_long_reference_callback_is_not_taken_for_a_stuck_kernel, .t
     th_run_free(&r);
 }
 
+/* ... but an endless loop there was never stopped at all: host callbacks
+ * get ten times the limit (0.5 s here: 5 s), then are reported as any. */
+Test(plugin_stall, an_endless_reference_callback_is_stopped_at_ten_times_the_limit, .timeout = 60)
+{
+    setenv("TILESIM_KERNEL_TIMEOUT", "0.5", 1);
+    double t0 = now_s();
+    th_run r = TH_RUN("run", hostile(), "--set", "how=6", "--set", "where=2");
+    double took = now_s() - t0;
+    cr_assert_eq(r.status, PL_EXIT_KERNEL_CRASHED, "status %d, stderr: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "reference callback made no tilesim call") && strstr(r.err, "for 5 s"), "%s", r.err);
+    cr_expect(took >= 4.5 && took < 30, "stopped after %.1f s", took);
+    th_run_free(&r);
+}
+
 Test(plugin_stall, a_bad_timeout_value_is_refused)
 {
     static const char *bad[] = {"abc", "-1", "", "5s", "nan"};
