@@ -318,6 +318,7 @@ int cli_calibrate(int argc, char **argv)
     /* again, now that the rows' plugins are loaded: -o may name one of them */
     if (!rc && o.out_file && sim_out_probe(o.out_file, why, sizeof why)) rc = cli_fail(cmd, "-o: %s", why);
     if (rc == 0) {
+        sim_calibrate_progress(stderr);
         int frc = sim_calibrate(base, in->rows, in->n, fit, &res, msg, sizeof msg);
         if (frc == PL_ENOMEM) rc = 1, fprintf(stderr, "tilesim calibrate: out of host memory\n");
         else if (frc != PL_OK) rc = cli_fail(cmd, "%s: %s", in->path, msg);

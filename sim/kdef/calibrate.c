@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Bounds: a measured chip runs slower than its spec sheet, rarely faster,
  * so the throughputs may drop to a fifth and rise to twice the base's; the
@@ -49,12 +50,41 @@ typedef struct fit_state {
     pl_report rep;
     char *msg;
     size_t msglen;
+    int passes;                  /* predict() calls so far */
+    double start, said;          /* when the fit began, and last said how far it is (progress) */
 } fit_state;
 
 static void chip_at(const fit_state *s, const double *theta, pl_chip *c)
 {
     *c = *s->base;
     for (int k = 0; k < s->np; k++) *field(c, s->idx[k]) = exp(theta[k]);
+}
+
+static FILE *progress_to;
+void sim_calibrate_progress(FILE *to) { progress_to = to; }
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A fit makes hundreds of passes over the rows: one of seconds (a row of
+ * millions of grid steps) made calibrate run for half an hour in silence.
+ * Said once after the first pass, then every 30 s. */
+static void progress(fit_state *s, double pass_s, int slow_line, double slow_s)
+{
+    double now = mono_s();
+    if (!progress_to) return;
+    if (s->passes == 1 && pass_s >= 1)
+        fprintf(progress_to, "calibrate: one pass over the %d rows takes %.1f s (line %d alone %.1f s); a fit makes "
+                "a few hundred: rows of fewer grid steps fit faster\n", s->n, pass_s, slow_line, slow_s);
+    else if (s->passes > 1 && now - s->said >= 30)
+        fprintf(progress_to, "calibrate: %d passes over the rows so far, %.0f s\n", s->passes, now - s->start);
+    else return;
+    fflush(progress_to);
+    s->said = now;
 }
 
 /* Predicted seconds of every row on the chip at theta. PL_OK or the first
@@ -64,8 +94,13 @@ static int predict(fit_state *s, const double *theta, double *out)
     pl_chip c;
     chip_at(s, theta, &c);
     pl_options opt = {.chip_spec = &c, .cost_only = 1};
+    double t0 = mono_s(), slow_s = 0;
+    int slow_line = 0;
+    if (!s->start) s->start = s->said = t0;
     for (int i = 0; i < s->n; i++) {
+        double ti = mono_s();
         int rc = pl_kernel_run(s->rows[i].d, s->rows[i].v, &opt, &s->rep, NULL, NULL);
+        if (mono_s() - ti > slow_s) slow_s = mono_s() - ti, slow_line = s->rows[i].line;
         if (rc != PL_OK || !(s->rep.time_s > 0)) {
             snprintf(s->msg, s->msglen, "line %d: %s: the simulator refuses this configuration: %s", s->rows[i].line,
                      s->rows[i].d->name, rc != PL_OK ? s->rep.error : "no time");
@@ -73,6 +108,8 @@ static int predict(fit_state *s, const double *theta, double *out)
         }
         out[i] = s->rep.time_s;
     }
+    s->passes++;
+    progress(s, mono_s() - t0, slow_line, slow_s);
     return PL_OK;
 }
 

@@ -22,6 +22,8 @@
 #ifndef TILESIM_SIM_CALIBRATE_H
 #define TILESIM_SIM_CALIBRATE_H
 
+#include <stdio.h>
+
 #include "../kdef.h"
 
 /* The figures a calibration may fit, in this order. */
@@ -53,6 +55,11 @@ typedef struct sim_cal_result {
     int kept[SIM_CAL_NPARAMS]; /* 1: fit[j] was 2 and no row determines it: left at the base's value */
     int at_bound[SIM_CAL_NPARAMS]; /* -1, 1: the fit stopped at its lower, upper bound (the rows pull further) */
 } sim_cal_result;
+
+/* Where sim_calibrate says how long a fit will take, when one pass over the
+ * rows takes a second or more, and then every 30 s how far it is (NULL: it
+ * says nothing; the tilesim command passes stderr). */
+void sim_calibrate_progress(FILE *to);
 
 /* Fit the figures with fit[j] set: 1, or 2 for one that is kept at the
  * base's value (res->kept[j]) when the rows cannot determine it. PL_OK; or PL_EINVAL with msg naming a
