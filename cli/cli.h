@@ -348,6 +348,10 @@ typedef struct cli_narrator {
     int64_t nk;   /* grid size of the contraction axis */
     int megacore; /* the chip splits a parallel axis over two cores (G4) */
     int generic;  /* any kernel: no matmul-specific lines */
+    /* to say which blocks are edge blocks (B6): the blocks' sizes (a validated report) and the arrays, in
+     * the report's operand order (NULL: not said) */
+    const pl_report *blocks;
+    const pl_array *arrays[PL_MAX_CALL_OPERANDS];
 } cli_narrator;
 #define CLI_MAX_EXPLAIN_STEPS 512
 extern const char cli_axis_letter[PL_MAX_GRID]; /* i, j, k, ... */

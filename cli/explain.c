@@ -129,6 +129,22 @@ static void write_backs(const pl_step_info *s, FILE *f)
     }
 }
 
+/* " (an edge block: ...)" when block b of operand i hangs past its array
+ * (B6): the reads there are garbage, the writes dropped. */
+static void edge_note(const cli_narrator *nr, int i, const int64_t *b, int rank, FILE *f)
+{
+    const pl_array *a = nr->blocks && i < nr->blocks->n_operands ? nr->arrays[i] : NULL;
+    if (!a || a->rank != rank || nr->blocks->op[i].rank != rank) return;
+    for (int d = 0; d < rank; d++) {
+        int64_t bs = nr->blocks->op[i].block[d], start = b[d] * bs;
+        if (bs <= 0 || start >= a->shape[d] || start + bs <= a->shape[d]) continue;
+        fprintf(f, " (an edge block: it covers %lld..%lld along dimension %d, the array ends at %lld; past that it "
+                "reads as garbage and what is written there is dropped, rule B6)", (long long)start,
+                (long long)(start + bs - 1), d, (long long)a->shape[d] - 1);
+        return;
+    }
+}
+
 void cli_explain_step(const pl_step_info *s, void *user)
 {
     cli_narrator *nr = user;
@@ -148,12 +164,17 @@ void cli_explain_step(const pl_step_info *s, void *user)
         if (o->action == PL_ACT_NONE) continue;
         fprintf(f, "  %-*s block %-8s ", w, s->names[i], cli_tuple(o->block, s->ranks[i], blk, sizeof blk));
         switch (o->action) {
-        case PL_ACT_COPY: fprintf(f, "copied HBM -> VMEM slot %d (new block, rule P1)\n", o->slot); break;
+        case PL_ACT_COPY:
+            fprintf(f, "copied HBM -> VMEM slot %d (new block, rule P1)", o->slot);
+            edge_note(nr, i, o->block, s->ranks[i], f);
+            fputc('\n', f);
+            break;
         case PL_ACT_SKIP: fprintf(f, "skipped: same block as the previous step (rule P2)\n"); break;
         case PL_ACT_KEEP: fprintf(f, "kept in VMEM: same output block, the kernel accumulates into it (rule P3)\n"); break;
         case PL_ACT_NEW:
-            fprintf(f, "new buffer in slot %d, starts as garbage: the kernel must write all of it (rule P4)\n",
-                    o->slot);
+            fprintf(f, "new buffer in slot %d, starts as garbage: the kernel must write all of it (rule P4)", o->slot);
+            edge_note(nr, i, o->block, s->ranks[i], f);
+            fputc('\n', f);
             break;
         case PL_ACT_FETCH:
             fprintf(f, "fetched back from HBM into slot %d: revisited (RevisitMode.ANY, P5)\n", o->slot);
@@ -283,7 +304,8 @@ int cli_explain(int argc, char **argv)
     cli_explain_specs(&call, &rep, 0, stdout);
 
     /* G4 cuts the first parallel axis with at least 2 points (i or j) */
-    cli_narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1), 0};
+    cli_narrator nr = {stdout, call.grid[2], chip->cores_per_device > 1 && (call.grid[0] > 1 || call.grid[1] > 1), 0,
+                       &rep, {&args[0], &args[1], &out}};
     opt.on_step = cli_explain_step;
     opt.on_step_user = &nr;
     if (pl_pallas_call(&call, args, &out, &opt, &rep) != PL_OK) {

@@ -106,7 +106,9 @@ static int narrate(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *nr
     cli_explain_specs(&b->call, rep, 1, stdout);
     int many = 0;
     for (int a = 0; a < b->call.grid_rank; a++) many |= b->call.semantics[a] == PL_PARALLEL && b->call.grid[a] > 1;
-    cli_narrator nr = {stdout, 1, opt->chip_spec->cores_per_device > 1 && many, 1};
+    cli_narrator nr = {stdout, 1, opt->chip_spec->cores_per_device > 1 && many, 1, rep, {0}};
+    for (int i = 0, n = 0; i < b->n_args + b->n_outs && n < PL_MAX_CALL_OPERANDS; i++)
+        nr.arrays[n++] = i < b->n_args ? &b->args[i] : &b->outs[i - b->n_args];
     opt->on_step = cli_explain_step;
     opt->on_step_user = &nr;
     pl_call call = b->call;

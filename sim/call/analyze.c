@@ -22,7 +22,9 @@ static void heaviest_inputs(const pl_report *r, char *buf, size_t n)
         return;
     }
     if (first < 0) snprintf(buf, n, "the operands");
-    else if (second < 0 || r->op[second].bytes_in + r->op[second].bytes_out == 0) snprintf(buf, n, "%s", r->op[first].name);
+    /* a second operand of a tenth of the first's bytes is not "mostly" (an argmax's 2 KiB index beside 8 MiB) */
+    else if (second < 0 || 10 * (r->op[second].bytes_in + r->op[second].bytes_out) < top)
+        snprintf(buf, n, "%s", r->op[first].name);
     else snprintf(buf, n, "%s and %s", r->op[first].name, r->op[second].name);
 }
 
