@@ -144,7 +144,7 @@ typedef struct pl_review_job {
     int64_t dims[6];
     double time_s;      /* of the fastest tiling */
     int64_t values[PL_KDEF_MAX_PARAMS]; /* that tiling's parameter values (the definition's order) */
-    char label[160];
+    char label[192];
     int status;         /* PL_OK, or the reason no tiling was legal in error */
     char error[PL_MSG_MAX]; /* the whole message of the last tiling refused (it may span lines) */
 } pl_review_job;

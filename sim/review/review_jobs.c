@@ -161,7 +161,11 @@ static int sweep_kind(pl_review_result *r, const pl_review_brief *b, const pl_re
             if (j->status == PL_OK && reps[i].time_s >= j->time_s) continue;
             j->status = PL_OK, j->error[0] = '\0', j->time_s = reps[i].time_s;
             memcpy(j->values, v, sizeof *v * (size_t)s->d->n_params);
-            pl_kernel_format(s->d, v, j->label, sizeof j->label);
+            /* the kernel's name first: `tilesim run NAME --set ...` re-runs the line (review_paged holds every
+             * sequence at max_len, where paged_attention draws the other lengths) */
+            char cfg[sizeof j->label - 40];
+            pl_kernel_format(s->d, v, cfg, sizeof cfg);
+            snprintf(j->label, sizeof j->label, "%.38s %s", s->d->name, cfg);
         }
         r->kernel_runs += cnt;
         pr->base += cnt;
