@@ -59,7 +59,7 @@ static void overwrite(pl_ctx *c, pl_ref *refs, const int64_t *idx, void *user)
 }
 
 static pltpu_pipeline g_add;
-static void add_into(pl_ctx *c, pl_ref *refs) { pltpu_emit_pipeline(c, &g_add, &refs[0], &refs[1], overwrite, NULL); }
+static void add_into(pl_ctx *c, pl_ref *refs) { pltpu_emit_pipeline(c, &g_add, &refs[0], &refs[2], overwrite, NULL); }
 
 static int run_add(int accumulate, pl_memspace out_space, float *x, float *z, pl_report *rep)
 {
@@ -67,10 +67,11 @@ static int run_add(int accumulate, pl_memspace out_space, float *x, float *z, pl
                              .in = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)}, .out = {PL_BLOCK(PL_MAP(0, PL_ZERO), 8, 128)},
                              .should_accumulate_out = accumulate};
     g_add.out[0].space = out_space;
-    pl_array a = PL_ARRAY(x, PL_F32, 32, 128), o = PL_ARRAY(z, PL_F32, 32, 128);
-    pl_call call = {.name = "accumulate", .kernel = add_into, .n_in = 1, .n_out = 1};
-    call.in[0].space = call.out[0].space = PL_ANY; /* an ANY output is the array itself: z as given */
-    return pl_pallas_call(&call, &a, &o, &(pl_options){.chip = "v6e"}, rep);
+    pl_array a[2] = {PL_ARRAY(x, PL_F32, 32, 128), PL_ARRAY(z, PL_F32, 32, 128)}, o = PL_ARRAY(z, PL_F32, 32, 128);
+    /* z as given: the output aliases it (M6); an output of its own would start uninitialized (V1) */
+    pl_call call = {.name = "accumulate", .kernel = add_into, .n_in = 2, .n_out = 1, .n_alias = 1, .alias = {{1, 0}}};
+    call.in[0].space = call.in[1].space = call.out[0].space = PL_ANY;
+    return pl_pallas_call(&call, a, &o, &(pl_options){.chip = "v6e"}, rep);
 }
 
 Test(emit_accumulate, K9_the_ref_gains_what_the_body_writes_and_costs_one_copy_in_more)

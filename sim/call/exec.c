@@ -348,13 +348,14 @@ sim_exec *sim_exec_new(const pl_call *call, const pl_array *args, pl_array *outs
         !sim_host_check(&x->plan, &x->rep) && !open_trace(x, opt) && !init_info(x) && !plan_order(x, seed)) {
         count_prefetch(x);
         copy_aliases(x, args, outs);
+        sim_any_outputs_poison(x);
     }
     return x;
 }
 
 void sim_exec_finish(sim_exec *x)
 {
-    if (!x->rep.status && !sim_check_coverage(&x->plan, x->strict, &x->rep)) time_run(x);
+    if (!x->rep.status && !sim_check_coverage(&x->plan, x->strict, &x->rep) && !sim_any_outputs_check(x)) time_run(x);
 }
 
 void sim_exec_delete(sim_exec *x, pl_report *report)

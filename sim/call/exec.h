@@ -120,6 +120,11 @@ int sim_walk_device_steps(sim_exec *x, int core);
 int sim_walk_device_end(sim_exec *x);
 
 /* Record a finding in the report (and its warning; checks.c). */
+/* Outputs in memory space ANY not aliased to an input (any_outputs.c): poisoned
+ * as the call starts (V1); after the walk a NaN in one is V1's finding
+ * (PL_EPOISON under strict). */
+void sim_any_outputs_poison(sim_exec *x);
+int sim_any_outputs_check(sim_exec *x);
 void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int operand, const int64_t *point,
                      int grid_rank, const int64_t *block, int rank, const char *msg);
 
