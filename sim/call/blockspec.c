@@ -85,7 +85,7 @@ static void nearest_legal(int64_t b, int64_t m, int64_t whole, int squeezed, cha
                  "block (squeezed, 1, cols), or copy the row from an ANY operand (pltpu_async_copy)");
         return;
     }
-    int64_t lo = b / m * m, hi = lo + m;
+    int64_t lo = b / m * m, hi = lo > INT64_MAX - m ? INT64_MAX : lo + m; /* a block near 2^63: no overflow */
     if (lo > 0 && hi < whole) snprintf(buf, n, "; %lld or %lld would do, or %lld", (long long)lo, (long long)hi,
                                        (long long)whole);
     else if (lo > 0) snprintf(buf, n, "; %lld would do, or %lld", (long long)lo, (long long)whole);
