@@ -365,10 +365,20 @@ struct pl_ctx {
      * "AsyncCopyDescriptor was not used" (M7) */
     struct kern_desc {
         const void *src, *dst, *sem;
-        int arg;
+        int arg, src_arg;
         const char *fn;
     } desc[8];
     int n_desc;
+    /* Descriptors by what they copy (fn, source and destination operands, the semaphore): those some grid point
+     * used, and those left unused at a step. JAX logs "not used" for a descriptor never used anywhere in the
+     * kernel, and a kernel may make every descriptor at every step and use each at some (the distributed
+     * guide's, under pl.when): only a kind no grid point used is the finding, once the core's walk ends. */
+    struct kern_desc_site {
+        const char *fn;
+        int src, dst;
+        const void *sem;
+    } used_site[16], idle_site[8];
+    int n_used_site, n_idle_site, sites_lost;
 
     /* warnings go to the executor's report */
     /* arg: the Ref's argument position, or -1; rule: the one the warning cites ("V3", "M7"); what: its kind */
@@ -569,6 +579,8 @@ int kern_dma_hand_over(pl_ctx *c, int arg);
 void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn);
 void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem);
 void kern_desc_step_end(pl_ctx *c);
+/* At the end of a core's walk: a kind of descriptor made and never used at any of its grid points (M7). */
+void kern_desc_walk_end(pl_ctx *c);
 
 /* "refs[0] (input, VMEM f32) 'x'": a Ref for messages, with its argument
  * position, role, space, dtype and name. */

@@ -43,13 +43,25 @@ static void check_regular_spaces(pl_ctx *c, const pl_ref *src, const pl_ref *dst
 void kern_desc_made(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem, const char *fn)
 {
     if (c->n_desc == (int)(sizeof c->desc / sizeof c->desc[0])) return; /* a finding needs only one */
-    c->desc[c->n_desc++] = (struct kern_desc){src->data, dst->data, sem->data, dst->arg, fn};
+    c->desc[c->n_desc++] = (struct kern_desc){src->data, dst->data, sem->data, dst->arg, src->arg, fn};
+}
+
+static int site_index(const struct kern_desc_site *s, int n, const struct kern_desc_site *k)
+{
+    for (int i = 0; i < n; i++)
+        if (s[i].fn == k->fn && s[i].src == k->src && s[i].dst == k->dst && s[i].sem == k->sem) return i;
+    return -1;
 }
 
 void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_ref *sem)
 {
     for (int i = 0; i < c->n_desc; i++)
         if (c->desc[i].src == src->data && c->desc[i].dst == dst->data && c->desc[i].sem == sem->data) {
+            struct kern_desc_site k = {c->desc[i].fn, c->desc[i].src_arg, c->desc[i].arg, c->desc[i].sem};
+            if (site_index(c->used_site, c->n_used_site, &k) < 0) {
+                if (c->n_used_site < (int)(sizeof c->used_site / sizeof *c->used_site)) c->used_site[c->n_used_site++] = k;
+                else c->sites_lost = 1; /* too many kinds to tell: no finding rather than a false one */
+            }
             c->desc[i] = c->desc[--c->n_desc];
             return;
         }
@@ -57,12 +69,30 @@ void kern_desc_used(pl_ctx *c, const pl_ref *src, const pl_ref *dst, const pl_re
 
 void kern_desc_step_end(pl_ctx *c)
 {
-    if (!c->n_desc) return;
-    const struct kern_desc *d = &c->desc[0];
-    kern_warn(c, d->arg, "M7", KERN_WARN_UNUSED_COPY, "%s made a copy descriptor that was never started or waited in this grid step "
-              "(JAX logs \"AsyncCopyDescriptor was not used\"): the copy it describes never happens (rule M7)%s",
-              d->fn, c->n_desc > 1 ? "; and more like it" : "");
+    for (int i = 0; i < c->n_desc; i++) {
+        struct kern_desc_site k = {c->desc[i].fn, c->desc[i].src_arg, c->desc[i].arg, c->desc[i].sem};
+        if (site_index(c->idle_site, c->n_idle_site, &k) >= 0) continue;
+        if (c->n_idle_site < (int)(sizeof c->idle_site / sizeof *c->idle_site)) c->idle_site[c->n_idle_site++] = k;
+    }
     c->n_desc = 0;
+}
+
+void kern_desc_walk_end(pl_ctx *c)
+{
+    if (c->sites_lost) return;
+    for (int i = 0; i < c->n_idle_site; i++) {
+        const struct kern_desc_site *k = &c->idle_site[i];
+        if (site_index(c->used_site, c->n_used_site, k) >= 0) continue; /* made at some steps, used at others */
+        const char *src = k->src >= 0 && k->src < KERN_MAX_ARGS ? c->arg_name[k->src] : NULL;
+        const char *dst = k->dst >= 0 && k->dst < KERN_MAX_ARGS ? c->arg_name[k->dst] : NULL;
+        kern_warn(c, k->dst, "M7", KERN_WARN_UNUSED_COPY,
+                  "%s made copy descriptors%s%s%s%s%s%s that were never started or waited at any grid point (JAX logs "
+                  "\"AsyncCopyDescriptor was not used\"): the copy they describe never happens (rule M7)",
+                  k->fn, src ? " from '" : "", src ? src : "", src ? "'" : "", dst ? " into '" : "", dst ? dst : "",
+                  dst ? "'" : "");
+        break; /* one finding says it */
+    }
+    c->n_idle_site = c->n_used_site = 0;
 }
 
 pltpu_copy pltpu_async_copy(pl_ctx *c, pl_ref src, pl_ref dst, pl_ref sem)

@@ -190,6 +190,7 @@ static int walk_steps(sim_core *k, int check_m10)
         k->rep.steps++;
         sim_grid_iter_next(&it); /* G1: last axis fastest */
     }
+    kern_desc_walk_end(&k->ctx); /* a kind of copy descriptor no grid point used (M7) */
     if (check_m10 && (rc = check_semaphores(k))) return rc;
     for (int i = 0; i < n_ops && check_m10; i++) sim_pipe_sem_out(k, &k->pipe[i]); /* a mesh's: at its end */
     for (int i = 0; i < n_ops; i++)
