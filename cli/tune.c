@@ -122,6 +122,8 @@ static int tune_one(tune_job *job, int i)
     if (best >= 0) {
         memcpy(r->best, values + (size_t)best * (size_t)d->n_params, (size_t)d->n_params * sizeof *values);
         r->best_s = reps[best].time_s;
+        r->vmem_limit = reps[best].vmem_limit; /* a serving stack sets it as the call's vmem_limit_bytes */
+        r->raised = job->opt.chip_spec && reps[best].vmem_limit > job->opt.chip_spec->vmem_default_limit;
         for (int p = 0; p < d->n_params && p < 32; p++) /* the best at the end of its list */
             if (job->tiling[p] && d->params[p].kind == PL_PARAM_INT && r->best[p] == top[p] && top[p] != values[p] &&
                 past_the_end_gains(job, &so, r, p))

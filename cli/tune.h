@@ -48,6 +48,8 @@ typedef struct tune_row {
     int64_t best[PL_KDEF_MAX_PARAMS], second[PL_KDEF_MAX_PARAMS];
     int64_t key[PL_KDEF_MAX_PARAMS]; /* every parameter's value outside the tiling (the first configuration's) */
     double best_s, second_s; /* second_s < 0: no runner-up */
+    int64_t vmem_limit;      /* the scoped VMEM limit the best needs (its vmem_limit_bytes) */
+    int raised;              /* 1: above the chip's default scoped limit: the call must set it */
     char reason[200];        /* none legal: the first configuration's reason */
 } tune_row;
 

@@ -121,8 +121,9 @@ void tune_print_text(const tune_job *job, FILE *f)
     fprintf(f, "tune: %s on %s: %d shape%s, tiling (%s) swept per shape%s%s, cost only\n\n", d->name,
             job->opt.chip_spec->name, job->sh->n, job->sh->n == 1 ? "" : "s", a[0] ? a : "nothing varies", kept,
             defaulted_text(job, defaulted, sizeof defaulted));
-    fprintf(f, "  %-*s %-*s %10s  %-*s %10s %7s %5s\n", ws, "shape", wc, "best", "time", wc, "runner-up", "time", "margin",
-            "ties");
+    fprintf(f, "  %-*s %-*s %10s %10s  %-*s %10s %7s %5s\n", ws, "shape", wc, "best", "time", "limit", wc, "runner-up",
+            "time", "margin", "ties");
+    int raised = 0;
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         shape_text(job, shape, i, a, sizeof a);
@@ -131,14 +132,19 @@ void tune_print_text(const tune_job *job, FILE *f)
             continue;
         }
         params_text(d, job->tiling, r->best, " ", b, sizeof b);
-        fprintf(f, "  %-*s %-*s %10s", ws, a, wc, b, pl_format_time(r->best_s, t1, sizeof t1));
+        char lim[40], lb[32];
+        snprintf(lim, sizeof lim, "%s%s", pl_format_bytes((double)r->vmem_limit, lb, sizeof lb), r->raised ? "*" : "");
+        raised |= r->raised;
+        fprintf(f, "  %-*s %-*s %10s %10s", ws, a, wc, b, pl_format_time(r->best_s, t1, sizeof t1), lim);
         if (r->second_s >= 0)
             fprintf(f, "  %-*s %10s %6.1f%% %5d\n", wc, params_text(d, job->tiling, r->second, " ", c, sizeof c),
                     pl_format_time(r->second_s, t2, sizeof t2), 100.0 * (r->second_s - r->best_s) / r->best_s,
                     r->ties);
         else fprintf(f, "  %-*s %10s %7s %5d\n", wc, "(none)", "", "", r->ties);
     }
-    fprintf(f, "\n  ties: the tilings predicted within %.0f %% of the best, the best included: read them as equal "
+    fprintf(f, "\n  limit: the scoped VMEM limit the best needs%s\n", raised ? "; * above the chip's default: the call "
+            "must set it (vmem_limit_bytes), as --vmem-limit does" : "");
+    fprintf(f, "  ties: the tilings predicted within %.0f %% of the best, the best included: read them as equal "
                "and time\n  them on the chip (a hardware autotuner's choice is usually among them: docs/CHIPS.md)\n",
             100 * TUNE_TIE);
     edge_note(job, f);
@@ -155,7 +161,7 @@ void tune_print_csv(const tune_job *job, FILE *f)
         if (dkey[p]) fprintf(f, "%s,", d->params[p].name);
     for (int p = 0; p < d->n_params; p++)
         if (job->tiling[p]) fprintf(f, "%s,", d->params[p].name);
-    fprintf(f, "time_us,runner_up,runner_up_us,margin_pct,ties,legal,tried,why\n");
+    fprintf(f, "time_us,vmem_limit_bytes,runner_up,runner_up_us,margin_pct,ties,legal,tried,why\n");
     for (int i = 0; i < job->sh->n; i++) {
         const tune_row *r = &job->rows[i];
         for (int c = 0; c < job->sh->n_cols; c++)
@@ -165,8 +171,8 @@ void tune_print_csv(const tune_job *job, FILE *f)
             if (dkey[p]) fprintf(f, "%s,", value_text(d, p, r->key[p], buf, sizeof buf));
         for (int p = 0; p < d->n_params; p++)
             if (job->tiling[p]) fprintf(f, "%s,", r->legal ? value_text(d, p, r->best[p], buf, sizeof buf) : "");
-        if (r->legal) fprintf(f, "%.4f,", r->best_s * 1e6);
-        else fprintf(f, ",");
+        if (r->legal) fprintf(f, "%.4f,%lld,", r->best_s * 1e6, (long long)r->vmem_limit);
+        else fprintf(f, ",,");
         if (r->second_s >= 0)
             fprintf(f, "%s,%.4f,%.2f,", params_text(d, job->tiling, r->second, " ", a, sizeof a), r->second_s * 1e6,
                     100.0 * (r->second_s - r->best_s) / r->best_s);
@@ -221,8 +227,11 @@ void tune_print_json(const tune_job *job, FILE *f)
         fprintf(f, "%s{\"shape\":", i ? "," : "");
         json_params(d, shape, v, f);
         fprintf(f, ",\"legal\":%d,\"tried\":%d,\"best\":", r->legal, r->total);
-        if (r->legal) json_params(d, job->tiling, r->best, f), fprintf(f, ",\"time_us\":%.6g", r->best_s * 1e6);
-        else fprintf(f, "null,\"time_us\":null");
+        if (r->legal)
+            json_params(d, job->tiling, r->best, f), fprintf(f, ",\"time_us\":%.6g,\"vmem_limit_bytes\":%lld,"
+                                                               "\"raised_limit\":%s", r->best_s * 1e6,
+                                                               (long long)r->vmem_limit, r->raised ? "true" : "false");
+        else fprintf(f, "null,\"time_us\":null,\"vmem_limit_bytes\":null,\"raised_limit\":null");
         fprintf(f, ",\"runner_up\":");
         if (r->second_s >= 0)
             json_params(d, job->tiling, r->second, f), fprintf(f, ",\"runner_up_us\":%.6g,\"margin\":%.6g",

@@ -92,7 +92,7 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
     cr_assert_eq(t.status, 0, "%s", t.err);
     /* header, one row: M,N,K,dtype,bm,bn,bk,time_us,... */
     char *row = strchr(t.out, '\n');
-    cr_assert(row && strstr(t.out, "M,N,K,dtype,bm,bn,bk,time_us,runner_up,runner_up_us,margin_pct,ties,legal,tried,why"),
+    cr_assert(row && strstr(t.out, "M,N,K,dtype,bm,bn,bk,time_us,vmem_limit_bytes,runner_up,runner_up_us,margin_pct,ties,legal,tried,why"),
               "%s", t.out);
     long long m, n, k, bm, bn, bk;
     double best;
@@ -113,9 +113,9 @@ Test(tune, no_tiling_of_the_sweep_beats_the_best)
         cr_assert_geq(us, best * (1 - 1e-4), "%s beats the tuned best %g us", json_dumps(e, 0), best);
         near += us <= best * 1.05;
     }
-    /* ties: the sweep's legal tilings within 5 % of the best (field 12 of the row) */
+    /* ties: the sweep's legal tilings within 5 % of the best (field 13 of the row) */
     const char *f = row + 1;
-    for (int c = 0; c < 11 && f; c++) f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+    for (int c = 0; c < 12 && f; c++) f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
     cr_assert(f, "%s", row + 1);
     cr_expect_eq(atoi(f), near, "ties %d, the sweep has %d within 5 %%: %s", atoi(f), near, row + 1);
     cr_expect_geq(near, 1);
@@ -450,4 +450,28 @@ Test(tune, a_repeated_shape_is_tuned_once)
     cr_expect_eq(a.err[0], '\0', "%s", a.err);
     th_run_free(&a), th_run_free(&b);
     unlink(once), unlink(thrice);
+}
+
+/* The best tiling's VMEM limit is part of the table a serving stack reads:
+ * a best that needs more than the chip's default scoped limit is marked,
+ * and the call must set it (rmsnorm 8192 x 8192 bf16 on v6e: br=512 takes
+ * 33 MiB over the 32 MiB default; run refuses it without --vmem-limit). */
+Test(tune, the_table_carries_the_limit_the_best_needs)
+{
+    char shapes[64];
+    th_temp_file(shapes, "rows,d\n8192,8192\n1024,4096\n");
+    th_run t = TH_RUN("tune", "rmsnorm", "--shapes", shapes, "--set", "dtype=bf16", "--chip", "v6e");
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    cr_expect(strstr(t.out, "33.0 MiB*") && strstr(t.out, "must set it (vmem_limit_bytes)"), "%s", t.out);
+    th_run_free(&t);
+    t = TH_RUN("tune", "rmsnorm", "--shapes", shapes, "--set", "dtype=bf16", "--chip", "v6e", "--json");
+    cr_assert_eq(t.status, 0, "%s", t.err);
+    json_t *j = load_json(t.out), *rows = json_object_get(j, "shapes");
+    cr_assert_eq(json_array_size(rows), 2);
+    cr_expect(json_is_true(json_object_get(json_array_get(rows, 0), "raised_limit")));
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(rows, 0), "vmem_limit_bytes")), 33 << 20);
+    cr_expect(json_is_false(json_object_get(json_array_get(rows, 1), "raised_limit")));
+    json_decref(j);
+    th_run_free(&t);
+    unlink(shapes);
 }
