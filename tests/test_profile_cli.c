@@ -125,3 +125,14 @@ Test(profile_cli, a_remote_copys_row_is_against_its_link)
     cr_expect(local && strstr(local, "% HBM"), "a local copy stays against HBM: %s", r.out);
     th_run_free(&r);
 }
+
+/* Copy rows whose HBM shares add past 100 % (each over its own copies'
+ * time) say so: a reader summed 681 + 498 + 547 GB/s to 126 % of v6e's HBM. */
+Test(profile_cli, copy_rows_whose_shares_add_past_the_peak_say_why)
+{
+    th_run r = TH_RUN("profile", "matmul", "--set", "M=1024", "--set", "N=2048", "--set", "K=1024", "--set", "dtype=bf16",
+                      "--set", "bm=1024", "--set", "bn=2048", "--set", "bk=512", "--chip", "v6e");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "the rows' shares of the HBM do not add up"), "%s", r.out);
+    th_run_free(&r);
+}

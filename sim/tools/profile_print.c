@@ -116,6 +116,19 @@ void pl_profile_print(const pl_report *r, FILE *f)
     for (int i = 0; i < n; i++) print_row(r, &r->profile[order[i]], f);
     fprintf(f, "  %-11s %-30s %9s %10s %6s\n", "total", "(all rows but overlapped copies)", "",
             pl_format_time(total, a, sizeof a), "100%");
+    /* each copy row's bandwidth is over its own copies' time, which overlaps the other rows': their
+     * shares of the HBM may add up past 100 % (the run's own share is the busy line's HBM) */
+    double hbm_share = 0;
+    int copy_rows = 0;
+    for (int i = 0; i < n; i++) {
+        const pl_profile_row *row = &r->profile[i];
+        if (!row->overlapped) continue;
+        pl_profile_rates q = pl_profile_rates_of(r, row);
+        if (q.peak_bw > 0) hbm_share += q.bw / q.peak_bw, copy_rows++;
+    }
+    if (copy_rows > 1 && hbm_share > 1)
+        fprintf(f, "  (each copy row's bandwidth is over the time its own copies were in flight, not the run's: "
+                "the rows' shares of the HBM do not add up; the run's is the busy line's HBM)\n");
     sim_report_ideal_line(r, f);
     char busy[256]; /* the report's own rule and label (sim/timing/bound.c) */
     if (sim_bound_busy_line(r, busy, sizeof busy)) fprintf(f, "  busy: %s\n", busy);
