@@ -236,7 +236,9 @@ static void compute_msg(pl_report *r, double per_core)
     double waste = r->mxu_flops_padded > 0 ? 1 - r->mxu_flops / r->mxu_flops_padded : 0;
     if (waste > 0.05 && n > 0 && (size_t)n < sizeof r->bound_msg)
         snprintf(r->bound_msg + n, sizeof r->bound_msg - (size_t)n,
-                 "; %.0f%% of the MXU's work is padding: make the contraction and output widths multiples of %d",
+                 "; %.0f%% of the MXU's work is padding: make the contraction and output widths multiples of %d where "
+                 "the shapes allow (a width the model fixes, as a head dimension, can only be filled by more of "
+                 "them in one dot)",
                  100 * waste, r->chip->mxu_width);
 }
 
