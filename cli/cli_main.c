@@ -164,7 +164,11 @@ int main(int argc, char **argv)
         }
         pl_guard_kernels("tilesim-mpi"); /* a plugin kernel's crash is reported, not silent */
         rc = stall_watch("tilesim-mpi", 1); /* another rank's words are kept in `said` */
-        if (!rc) rc = tilesim_main(argc, argv);
+        /* every rank must run the command or none: a rank that refused its environment alone, skipping it,
+         * left the others in the run's collectives for ever (it says why below, as `rank N:`) */
+        int env_rc = rc;
+        MPI_Allreduce(&rc, &env_rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!env_rc) rc = tilesim_main(argc, argv);
     }
     int root_rc = rc;
     MPI_Bcast(&root_rc, 1, MPI_INT, 0, MPI_COMM_WORLD);

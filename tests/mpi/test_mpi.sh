@@ -88,6 +88,13 @@ rc=$?
 [ $rc = 2 ] && grep -q "^rank 1: tilesim-mpi: TILESIM_HOST_MEMORY='junk'" "$tmp/out"
 check $? "a failure of rank 1 alone is said by rank 1 (exit $rc)"
 
+# 2d. the same failure of rank 1 in a mesh run: rank 0 does not enter the run's collectives alone (it hung)
+timeout 60 $MPIRUN -n 1 "$mpi" run ring_allreduce --devices 8 : -n 1 -x TILESIM_KERNEL_TIMEOUT=junk "$mpi" \
+    run ring_allreduce --devices 8 >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "^rank 1: tilesim-mpi: TILESIM_KERNEL_TIMEOUT='junk'" "$tmp/out"
+check $? "a mesh run where rank 1 alone refuses its environment ends, exit 2 ($rc)"
+
 # 3. a bad option: one message, exit 2
 timeout 60 $MPIRUN -n 4 "$mpi" sweep matmul 512 512 512 --bogus >"$tmp/out" 2>&1
 rc=$?
