@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../sim/base/json.h"
+#include "../kernel/guard.h"
 #include "../sim/kdef/kdef_internal.h"
 #include "../sim/tools/html.h"
 #include "../examples/kernels/mesh_cli.h"
@@ -379,8 +380,10 @@ static int verify_outputs(const pl_kernel_def *d, const vstate *s, FILE *f, pl_c
         int64_t last = s->b.outs[o].shape[s->b.outs[o].rank - 1], flat = k.worst_row * last + k.worst_col;
         int64_t elem[PL_MAX_RANK] = {0};
         for (int i = s->b.outs[o].rank - 1; i >= 0; i--) elem[i] = flat % s->b.outs[o].shape[i], flat /= s->b.outs[o].shape[i];
+        char shown[64];
         fprintf(f, "  output %d '%s' (%s): max abs err %.3g, %s %.3g%s%s  %s\n", o,
-                s->b.call.out[o].name ? s->b.call.out[o].name : "out", pl_dtype_name(s->b.outs[o].dtype),
+                kern_copy_name(shown, sizeof shown, s->b.call.out[o].name ? s->b.call.out[o].name : "out"),
+                pl_dtype_name(s->b.outs[o].dtype),
                 k.max_abs_err, rtol < 0 ? "normalised error" : "worst", k.norm_err,
                 rtol < 0 ? " (a dot: the rounding its contraction explains)" : " of the tolerance",
                 k.n_nan ? ", NaN/inf mismatch" : "", pl_verdict_name(k.verdict));

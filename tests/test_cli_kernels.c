@@ -399,3 +399,24 @@ Test(cli_kernels, a_dot_output_is_checked_by_its_normalised_error)
     th_run_free(&r);
     unlink(src), unlink(so);
 }
+
+/* A plugin names its operands: a newline or an escape in a name reaches no
+ * terminal (the verdict lines printed them raw; the operand table had
+ * printed '?' already). */
+Test(cli_kernels, an_operand_name_with_control_characters_is_printed_safely)
+{
+    char src[] = "/tmp/tck_evil_XXXXXX", so[64], text[sizeof dot_src + 64];
+    const char *at = strstr(dot_src, "PL_BLOCK_NAMED(\"o\"");
+    cr_assert(at);
+    snprintf(text, sizeof text, "%.*sPL_BLOCK_NAMED(\"o\\n\\x1b[31m\"%s", (int)(at - dot_src), dot_src,
+             at + strlen("PL_BLOCK_NAMED(\"o\""));
+    build_plugin(text, src, so, sizeof so);
+    static const char *const verbs[] = {"run", "verify"};
+    for (int i = 0; i < 2; i++) {
+        th_run r = TH_RUN(verbs[i], so, "--set", "dotcheck=1");
+        cr_expect(!strchr(r.out, '\x1b') && !strchr(r.err, '\x1b'), "%s: %s%s", verbs[i], r.out, r.err);
+        cr_expect(strstr(r.out, "'o??[31m'"), "%s: %s", verbs[i], r.out);
+        th_run_free(&r);
+    }
+    unlink(src), unlink(so);
+}

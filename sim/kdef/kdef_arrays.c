@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kdef_internal.h"
+#include "../../kernel/guard.h"
 
 int sim_kdef_fail(pl_report *rep, int code, const char *msg)
 {
@@ -89,7 +90,8 @@ void sim_kdef_verdict_line(FILE *f, const pl_kernel_build *b, int o, const pl_ch
 {
     if (!f) return;
     const pl_array *a = &b->outs[o];
-    const char *name = b->call.out[o].name;
+    char shown[64]; /* a plugin's name for it: no control character reaches the terminal */
+    const char *name = b->call.out[o].name ? kern_copy_name(shown, sizeof shown, b->call.out[o].name) : NULL;
     char shape[96] = "";
     for (int d = 0, at = 0; d < a->rank && at < (int)sizeof shape; d++)
         at += snprintf(shape + at, sizeof shape - (size_t)at, "%s%lld", d ? "x" : "", (long long)a->shape[d]);
