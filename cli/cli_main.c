@@ -49,6 +49,20 @@ static int stall_watch(const char *prog, int speak)
                     "M, G or T (powers of 1024): 16G, 512M\n", prog, cap);
         return 2;
     }
+    /* the mesh's knobs (docs/meshes.md): a value they cannot read was ignored without a word */
+    static const struct { const char *name; long lo, hi; const char *what; } knobs[] = {
+        {"TILESIM_MESH_THREADS", 0, 1, "1 runs each mesh device on a thread of its own, 0 on fibers"},
+        {"TILESIM_MESH_STACK_MB", 1, 1024, "a mesh device's stack in MiB, 1 to 1024"},
+        {"TILESIM_MESH_POOL", 1, 4096, "the threads a mesh's fibers run on, 1 to 4096"},
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) {
+        const char *e = getenv(knobs[i].name);
+        char *end = NULL;
+        long v = e && *e ? strtol(e, &end, 10) : 0;
+        if (!e || !*e || (!*end && v >= knobs[i].lo && v <= knobs[i].hi)) continue;
+        if (speak) fprintf(stderr, "%s: %s='%.40s': give %s\n", prog, knobs[i].name, e, knobs[i].what);
+        return 2;
+    }
     return 0;
 }
 

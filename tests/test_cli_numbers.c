@@ -137,3 +137,23 @@ Test(cli_numbers, echoed_values_are_cut_and_carry_no_control_characters)
     th_run_free(&r);
     unlink(csv);
 }
+
+/* The mesh's knobs refuse what they cannot read, as TILESIM_HOST_MEMORY
+ * does (junk was ignored without a word). */
+Test(cli_numbers, junk_mesh_knobs_are_refused)
+{
+    static const char *const knobs[][2] = {{"TILESIM_MESH_STACK_MB", "junk"}, {"TILESIM_MESH_THREADS", "2"},
+                                           {"TILESIM_MESH_POOL", "-5"}};
+    for (int i = 0; i < 3; i++) {
+        setenv(knobs[i][0], knobs[i][1], 1);
+        th_run r = TH_RUN("run", "ring_allreduce", "--devices", "4", "--cost-only");
+        cr_expect_eq(r.status, 2, "%s=%s: exit %d", knobs[i][0], knobs[i][1], r.status);
+        cr_expect(strstr(r.err, knobs[i][0]), "%s", r.err);
+        th_run_free(&r);
+        unsetenv(knobs[i][0]);
+    }
+    setenv("TILESIM_MESH_POOL", "2", 1);
+    th_run r = TH_RUN("run", "ring_allreduce", "--devices", "4", "--cost-only");
+    cr_expect_eq(r.status, 0, "a good value runs: %s", r.err);
+    th_run_free(&r);
+}
