@@ -12,6 +12,8 @@
  */
 #define _DEFAULT_SOURCE /* _SC_AVPHYS_PAGES, _SC_PHYS_PAGES */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +135,37 @@ int sim_host_check_copies(const sim_plan *plan, int copies)
 {
     char msg[512];
     return pl_host_memory_check(plan_bytes(plan) * copies, msg, sizeof msg) != PL_OK;
+}
+
+/* ---- the process's own size, watched as it grows ------------------------------------ */
+
+/* Resident bytes of this process, or -1. */
+static double resident(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1, rss = -1;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = -1;
+        fclose(f);
+    }
+    return rss < 0 ? -1 : (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double rss_limit;
+static void set_rss_limit(void)
+{
+    /* what the process held when it first asked, and three quarters of what it may take besides */
+    double avail = pl_host_memory_available(), now = resident();
+    rss_limit = isinf(avail) || now < 0 ? INFINITY : now + 0.75 * avail;
+}
+
+int sim_host_grown_past(double *rss, double *limit)
+{
+    static _Atomic unsigned long calls;
+    if (atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed) % 4096) return 0; /* sampled: /proc is a syscall */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, set_rss_limit);
+    double now = resident();
+    *rss = now, *limit = rss_limit;
+    return now > 0 && now > rss_limit;
 }

@@ -187,6 +187,15 @@ static int walk_steps(sim_core *k, int check_m10)
         if (call->num_scalar_prefetch) sim_pipe_look_ahead(k, &it);
         if ((rc = run_kernel(k, step))) return rc;
         if ((rc = records_fit(k, step))) return rc;
+        double rss, limit;
+        if (sim_host_grown_past(&rss, &limit)) {
+            char a[32], b[32];
+            return sim_fail(&k->rep, PL_ENOMEM,
+                            "%s: the run holds %s of host memory, past the %s it may take (TILESIM_HOST_MEMORY, or "
+                            "what the host has): it would be killed part way; fewer grid steps, devices or a "
+                            "smaller problem", k->x->rep.call_name, pl_format_bytes(rss, a, sizeof a),
+                            pl_format_bytes(limit, b, sizeof b));
+        }
         k->rep.steps++;
         sim_grid_iter_next(&it); /* G1: last axis fastest */
     }
