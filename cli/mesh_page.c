@@ -100,7 +100,9 @@ int cli_mesh_page(const cli_cmd *cmd, const pl_kernel_def *d, const int64_t *v, 
     char trace[4096], msg[PL_MSG_MAX];
     snprintf(trace, sizeof trace, "%s/tilesim_mesh_page_XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = sim_tmp_make(trace); /* removed on Ctrl-C too */
-    if (fd < 0) return fprintf(stderr, "tilesim %s: --html: a temporary trace: %s\n", cmd->name, strerror(errno)), 2;
+    if (fd < 0) /* named: a TMPDIR that is not a directory we may write */
+        return fprintf(stderr, "tilesim %s: --html: a temporary trace in '%.200s' (TMPDIR): %s\n", cmd->name,
+                       dir && *dir ? dir : "/tmp", strerror(errno)), 2;
     close(fd);
     pl_options o = *opt;
     o.trace_path = trace;
