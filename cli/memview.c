@@ -110,10 +110,17 @@ int cli_memview_of(const pl_kernel_def *d, const int64_t *v, pl_options *opt, pl
     opt->cost_only = 1;
     int st = pl_memview_recorder(mv, opt);
     if (st != PL_OK) return snprintf(rep->error, sizeof rep->error, "%s", mv->error), st;
-    if ((st = pl_kernel_run(d, v, opt, rep, NULL, NULL)) != PL_OK) return st;
     pl_kernel_build *b = calloc(1, sizeof *b);
     if (!b) return snprintf(rep->error, sizeof rep->error, "out of host memory"), PL_ENOMEM;
     st = sim_kdef_prepare(d, v, opt, b, rep->error, sizeof rep->error); /* the arrays' shapes and aliases */
+    /* the viewer keeps at most 2^20 steps: a grid past that is refused before a walk of minutes */
+    double steps = 1;
+    for (int a = 0; st == PL_OK && a < b->call.grid_rank; a++) steps *= (double)b->call.grid[a];
+    if (st == PL_OK && steps > (double)(1 << 20))
+        st = PL_EINVAL, snprintf(rep->error, sizeof rep->error, "the memory viewer keeps at most %d steps and this "
+                                 "configuration has %.0f; view one with larger blocks (fewer grid steps)", 1 << 20,
+                                 steps);
+    if (st == PL_OK) st = pl_kernel_run(d, v, opt, rep, NULL, NULL);
     if (st == PL_OK && (st = pl_memview_finish(mv, &b->call, b->args, b->outs, rep)) != PL_OK)
         snprintf(rep->error, sizeof rep->error, "%s", mv->error);
     free(b);

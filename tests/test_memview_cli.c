@@ -75,3 +75,14 @@ Test(memview_cli, json_on_stdout_and_errors)
     cr_expect(strstr(r.out, "--svg") && strstr(r.out, "peak"), "%s", r.out);
     th_run_free(&r);
 }
+
+/* A grid past the viewer's 2^20 steps is refused before the walk (8
+ * million steps walked for up to 51 s and 1.65 GB before the refusal). */
+Test(memview_cli, a_grid_past_the_viewers_steps_is_refused_at_once, .timeout = 20)
+{
+    th_run r = TH_RUN("memory", "matmul", "--set", "M=67108864", "--set", "N=128", "--set", "K=128", "--set", "bm=8",
+                      "--set", "bn=128", "--set", "bk=128", "--chip", "v5p");
+    cr_expect_eq(r.status, 2, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "keeps at most 1048576 steps and this configuration has 8388608"), "%s", r.err);
+    th_run_free(&r);
+}
