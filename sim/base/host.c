@@ -13,7 +13,6 @@
 #define _DEFAULT_SOURCE /* _SC_AVPHYS_PAGES, _SC_PHYS_PAGES */
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,8 +160,8 @@ static void set_rss_limit(void)
 
 int sim_host_grown_past(double *rss, double *limit)
 {
-    static _Atomic unsigned long calls;
-    if (atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed) % 4096) return 0; /* sampled: /proc is a syscall */
+    static _Thread_local unsigned long calls; /* per thread: a sweep's threads share no counter's cache line */
+    if (calls++ % 4096) return 0;             /* sampled: /proc is a syscall */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, set_rss_limit);
     double now = resident();
