@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE /* _SC_AVPHYS_PAGES, _SC_PHYS_PAGES */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,8 +161,15 @@ static void set_rss_limit(void)
 
 int sim_host_grown_past(double *rss, double *limit)
 {
-    static _Thread_local unsigned long calls; /* per thread: a sweep's threads share no counter's cache line */
-    if (calls++ % 4096) return 0;             /* sampled: /proc is a syscall */
+    /* sampled once in 4096 calls over all threads (/proc is a syscall): each thread adds its calls to the
+     * shared count 64 at a time, so a sweep's threads seldom touch its cache line, and a mesh's many short
+     * device walks still add up */
+    static _Thread_local unsigned local;
+    static _Atomic unsigned long total;
+    if (++local < 64) return 0;
+    local = 0;
+    unsigned long was = atomic_fetch_add_explicit(&total, 64, memory_order_relaxed);
+    if ((was + 64) / 4096 == was / 4096) return 0;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, set_rss_limit);
     double now = resident();
