@@ -159,17 +159,14 @@ static void set_rss_limit(void)
     rss_limit = isinf(avail) || now < 0 ? INFINITY : now + 0.75 * avail;
 }
 
-int sim_host_grown_past(double *rss, double *limit)
+int sim_host_grown_past(unsigned steps, double *rss, double *limit)
 {
-    /* sampled once in 4096 calls over all threads (/proc is a syscall): each thread adds its calls to the
-     * shared count 64 at a time, so a sweep's threads seldom touch its cache line, and a mesh's many short
-     * device walks still add up */
-    static _Thread_local unsigned local;
+    /* sampled once in 4096 steps over all walks (/proc is a syscall): each adds its steps to the shared
+     * count 64 at a time, so a sweep's threads seldom touch its cache line, and a mesh's many short device
+     * walks still add up */
     static _Atomic unsigned long total;
-    if (++local < 64) return 0;
-    local = 0;
-    unsigned long was = atomic_fetch_add_explicit(&total, 64, memory_order_relaxed);
-    if ((was + 64) / 4096 == was / 4096) return 0;
+    unsigned long was = atomic_fetch_add_explicit(&total, steps, memory_order_relaxed);
+    if ((was + steps) / 4096 == was / 4096) return 0;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, set_rss_limit);
     double now = resident();

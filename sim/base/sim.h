@@ -166,11 +166,12 @@ int sim_host_check(const sim_plan *plan, pl_report *rep);
 int sim_host_check_copies(const sim_plan *plan, int copies);
 /* Has this process grown past what it may hold (host.c): what it held when
  * a walk first asked, and three quarters of the host memory it may take
- * besides (TILESIM_HOST_MEMORY caps that)? Sampled once in 4096 calls, so
- * cheap at every grid step; 1 with the resident bytes and the limit. The
+ * besides (TILESIM_HOST_MEMORY caps that)? A walk asks after `steps` grid
+ * steps (64); sampled once in 4096 steps over all walks; 1 with the
+ * resident bytes and the limit. The
  * estimates before a run cannot see everything (a cost-only mesh's
  * records, a trace's): this stops a run before Linux kills it. */
-int sim_host_grown_past(double *rss, double *limit);
+int sim_host_grown_past(unsigned steps, double *rss, double *limit);
 
 /* The one bound rule (bound.c): fill r->busy from the timed report (and
  * its op profile), pick the resource busy longest, and write the busy line

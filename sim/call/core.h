@@ -28,6 +28,7 @@ typedef struct sim_core {
     sim_exec *x;                               /* the call; read-only while cores walk */
     int index;
     int64_t steps;                             /* grid points it walks */
+    unsigned size_tick;                        /* steps since it last asked sim_host_grown_past */
     int64_t step_base;                         /* global number of its first step */
     int64_t lo[PL_MAX_GRID], hi[PL_MAX_GRID];  /* its box of the grid (G4) */
     int cross_cores;                           /* V4 also looks at the earlier cores' writers (in order only) */

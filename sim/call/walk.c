@@ -187,8 +187,8 @@ static int walk_steps(sim_core *k, int check_m10)
         if (call->num_scalar_prefetch) sim_pipe_look_ahead(k, &it);
         if ((rc = run_kernel(k, step))) return rc;
         if ((rc = records_fit(k, step))) return rc;
-        double rss, limit;
-        if (sim_host_grown_past(&rss, &limit)) {
+        double rss, limit; /* asked every 64 steps: a call a step cost a sweep a tenth of its speed */
+        if (++k->size_tick == 64 && !(k->size_tick = 0) && sim_host_grown_past(64, &rss, &limit)) {
             char a[32], b[32];
             return sim_fail(&k->rep, PL_ENOMEM,
                             "%s: the run holds %s of host memory, past the %s it may take (TILESIM_HOST_MEMORY, or "
