@@ -208,14 +208,15 @@ static void move_past(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
     }
 }
 
-/* The TensorCores of one device share its HBM and run on host threads at
- * once (M13): two cores may copy into the same place, as JAX's
- * test_can_signal_cores does (the same values, harmless on the chip). Their
- * moves take the mesh's lock, so the host sees no data race; a device of
- * one core moves without it. */
+/* The units of a mesh run on host threads at once (M13): two cores may
+ * copy into the same place, as JAX's test_can_signal_cores does (the same
+ * values, harmless on the chip), and a device's copy may land in another
+ * device's block while that one writes the block back (a race the mesh
+ * reports). Every move in a mesh takes the mesh's lock, as its write-backs
+ * do (sim/call/pipeline.c), so the host sees no data race. */
 void kern_dma_move_shared(pl_ctx *c, const pl_ref *dst, const pl_ref *src)
 {
-    int shared = c->mesh && c->dev_cores > 1;
+    int shared = c->mesh != NULL;
     if (shared) c->mesh->lock(c->mesh_run);
     kern_dma_move(dst, src);
     if (shared) c->mesh->unlock(c->mesh_run);

@@ -93,9 +93,14 @@ static int write_back(sim_core *k, sim_pipe *p, int64_t step)
 {
     const sim_operand *op = p->op;
     int64_t global = k->step_base + step;
+    /* in a mesh another device's copy may be landing in this block: its moves take the mesh's lock
+     * (kern_dma_move_shared), and so does reading the block here */
+    const kern_mesh_ops *mesh = k->x->cost_only ? NULL : k->ctx.mesh;
+    if (mesh) mesh->lock(k->ctx.mesh_run);
     int rc = sim_checks_writeback(k, p, global);
+    int64_t bytes = rc ? 0 : k->x->cost_only ? p->win.bytes : sim_copy_out(op, &p->win, sim_pipe_buffer(p));
+    if (mesh) mesh->unlock(k->ctx.mesh_run);
     if (rc) return rc;
-    int64_t bytes = k->x->cost_only ? p->win.bytes : sim_copy_out(op, &p->win, sim_pipe_buffer(p));
     p->tally->bytes_out += bytes;
     p->tally->writebacks++;
     if (push_copy(p, step, bytes, p->cur) ||
