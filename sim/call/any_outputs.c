@@ -29,18 +29,6 @@ void sim_any_outputs_poison(sim_exec *x)
                        x->uninit);
 }
 
-/* The first NaN of a float array: its flat index, or -1. */
-static int64_t first_nan(const pl_array *a)
-{
-    int64_t n = pl_array_size(a);
-    size_t es = pl_dtype_size(a->dtype);
-    for (int64_t e = 0; e < n; e++) {
-        double v = pl_load_elem((const char *)a->data + (size_t)e * es, a->dtype);
-        if (v != v) return e;
-    }
-    return -1;
-}
-
 int sim_any_outputs_check(sim_exec *x)
 {
     if (x->uninit != PL_UNINIT_NAN) return PL_OK;
@@ -48,7 +36,7 @@ int sim_any_outputs_check(sim_exec *x)
         const sim_operand *op = &x->plan.ops[i];
         if (!fresh_any_output(x, i) || !pl_dtype_is_float(op->arr->dtype) || pl_dtype_bits(op->arr->dtype) < 8)
             continue;
-        int64_t e = first_nan(op->arr);
+        int64_t e = sim_nan_in(op->arr->data, op->arr->dtype, pl_array_size(op->arr));
         if (e < 0) continue;
         int64_t pos[PL_MAX_RANK] = {0}, zero[PL_MAX_RANK] = {0}, point[PL_MAX_GRID] = {0};
         for (int d = op->arr->rank - 1; d >= 0; d--) pos[d] = e % op->arr->shape[d], e /= op->arr->shape[d];

@@ -124,6 +124,21 @@ static uint32_t any_nan_16(const uint16_t *h, int64_t n, pl_dtype t)
     return acc & 0x8000u;
 }
 
+int64_t sim_nan_in(const void *p, pl_dtype t, int64_t n)
+{
+    const char *row = p;
+    size_t es = pl_dtype_size(t);
+    /* a branch-free pass first (it vectorizes); the position only when needed */
+    int fl = pl_dtype_is_float(t);
+    uint32_t any = fl && es == 4 ? any_nan_f32((const uint32_t *)p, n)
+                   : fl && es == 2 ? any_nan_16((const uint16_t *)p, n, t)
+                                   : 1; /* 8-bit floats, integers: element by element below */
+    if (any)
+        for (int64_t i = 0; i < n; i++)
+            if (is_nan_bits(row + (size_t)i * es, t)) return i;
+    return -1;
+}
+
 /* First NaN inside the in-bounds window w of a block in buf; its position
  * within the block in *pos. */
 static int find_nan(const sim_operand *op, const sim_window *w, const char *buf, int64_t *pos)
@@ -137,20 +152,12 @@ static int find_nan(const sim_operand *op, const sim_window *w, const char *buf,
     for (;;) {
         int64_t off = 0, stride = 1;
         for (int d = rank - 1; d >= 0; d--) off += (boff[d] + idx[d]) * stride, stride *= op->block[d];
-        const char *row = buf + (size_t)off * es;
-        int64_t n = rank ? count[rank - 1] : 1;
-        /* a branch-free pass first (it vectorizes); the position only when needed */
-        int fl = pl_dtype_is_float(op->arr->dtype);
-        uint32_t any = fl && es == 4 ? any_nan_f32((const uint32_t *)row, n)
-                       : fl && es == 2 ? any_nan_16((const uint16_t *)row, n, op->arr->dtype)
-                                       : 1; /* 8-bit floats, integers: element by element below */
-        if (any)
-            for (int64_t i = 0; i < n; i++)
-                if (is_nan_bits(row + (size_t)i * es, op->arr->dtype)) {
-                    for (int e = 0; e < rank; e++) pos[e] = boff[e] + idx[e];
-                    pos[rank - 1] = boff[rank - 1] + i;
-                    return 1;
-                }
+        int64_t i = sim_nan_in(buf + (size_t)off * es, op->arr->dtype, rank ? count[rank - 1] : 1);
+        if (i >= 0) {
+            for (int e = 0; e < rank; e++) pos[e] = boff[e] + idx[e];
+            pos[rank - 1] = boff[rank - 1] + i;
+            return 1;
+        }
         int d = rank - 2;
         for (; d >= 0; d--) {
             if (++idx[d] < count[d]) break;
@@ -166,9 +173,7 @@ static int inputs_hold_nan(const sim_plan *plan)
     for (int i = 0; i < plan->n_ops; i++) {
         const sim_operand *op = &plan->ops[i];
         if (op->role != PL_ROLE_IN || !pl_dtype_is_float(op->arr->dtype) || !op->arr->data) continue;
-        int64_t n = pl_array_size(op->arr);
-        for (int64_t e = 0; e < n; e++)
-            if (is_nan_bits((const char *)op->arr->data + (size_t)e * op->elem_size, op->arr->dtype)) return 1;
+        if (sim_nan_in(op->arr->data, op->arr->dtype, pl_array_size(op->arr)) >= 0) return 1;
     }
     return 0;
 }

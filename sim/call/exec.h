@@ -124,6 +124,9 @@ int sim_walk_device_end(sim_exec *x);
  * as the call starts (V1); after the walk a NaN in one is V1's finding
  * (PL_EPOISON under strict). */
 void sim_any_outputs_poison(sim_exec *x);
+/* The first of n elements of dtype t at p that is NaN (an integer: its
+ * poison value), or -1 (checks.c: a pass that vectorizes, then the place). */
+int64_t sim_nan_in(const void *p, pl_dtype t, int64_t n);
 int sim_any_outputs_check(sim_exec *x);
 void sim_add_finding(pl_report *rep, pl_finding_kind kind, const char *rule, int operand, const int64_t *point,
                      int grid_rank, const int64_t *block, int rank, const char *msg);
