@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../examples/kernels/options.h"
+#include "../kernel/guard.h"
 #include "cli.h"
 
 static int is_option(const char *s)
@@ -160,12 +161,14 @@ const char *cli_cut(const char *s, char *buf, size_t n)
 {
     /* what the user typed or a file held, for a message: at most CLI_ECHO_MAX characters, and a control
      * character (a CR-only CSV's line ends) as '?', never sent to the terminal */
-    size_t len = strlen(s), at = 0;
+    size_t len = strlen(s);
     int plain = len <= CLI_ECHO_MAX;
     for (size_t i = 0; plain && i < len; i++) plain = (unsigned char)s[i] >= 0x20 && s[i] != 0x7f;
     if (plain || n < 4) return s;
-    for (; *s && at < CLI_ECHO_MAX && at + 4 < n; s++) buf[at++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
-    snprintf(buf + at, n - at, "%s", *s ? "..." : "");
+    size_t keep = len < CLI_ECHO_MAX ? len : CLI_ECHO_MAX;
+    if (keep > n - 4) keep = n - 4;
+    kern_copy_name(buf, keep + 1, s); /* the kernel layer's printable copy: control characters as '?' */
+    if (keep < len) strcat(buf, "...");
     return buf;
 }
 
