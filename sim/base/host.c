@@ -151,12 +151,20 @@ static double resident(void)
     return rss < 0 ? -1 : (double)rss * (double)sysconf(_SC_PAGESIZE);
 }
 
-static double rss_limit;
-static void set_rss_limit(void)
+static double avail_once, rss_limit;
+static void read_once(void)
 {
     /* what the process held when it first asked, and three quarters of what it may take besides */
-    double avail = pl_host_memory_available(), now = resident();
-    rss_limit = isinf(avail) || now < 0 ? INFINITY : now + 0.75 * avail;
+    double now = resident();
+    avail_once = pl_host_memory_available();
+    rss_limit = isinf(avail_once) || now < 0 ? INFINITY : now + 0.75 * avail_once;
+}
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+double sim_host_memory_once(void)
+{
+    pthread_once(&once, read_once);
+    return avail_once;
 }
 
 int sim_host_grown_past(unsigned steps, double *rss, double *limit)
@@ -167,8 +175,7 @@ int sim_host_grown_past(unsigned steps, double *rss, double *limit)
     static _Atomic unsigned long total;
     unsigned long was = atomic_fetch_add_explicit(&total, steps, memory_order_relaxed);
     if ((was + steps) / 4096 == was / 4096) return 0;
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, set_rss_limit);
+    pthread_once(&once, read_once);
     double now = resident();
     *rss = now, *limit = rss_limit;
     return now > 0 && now > rss_limit;

@@ -172,6 +172,9 @@ int sim_host_check_copies(const sim_plan *plan, int copies);
  * estimates before a run cannot see everything (a cost-only mesh's
  * records, a trace's): this stops a run before Linux kills it. */
 int sim_host_grown_past(unsigned steps, double *rss, double *limit);
+/* pl_host_memory_available as this process first read it (what the op
+ * log's cap and the size watch above are taken from); INFINITY: unknown. */
+double sim_host_memory_once(void);
 
 /* The one bound rule (bound.c): fill r->busy from the timed report (and
  * its op profile), pick the resource busy longest, and write the busy line

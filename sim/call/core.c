@@ -1,7 +1,7 @@
 /* sim/call/core.c: one TensorCore as a value (core.h): its buffers, its kernel
  * context, and the merge of what it found into the call's report.
  */
-#include <pthread.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,21 +92,16 @@ static unsigned parallel_axes(const pl_call *call)
     return m;
 }
 
-/* The kernel's context: names for messages (M3), options, the checks' table. */
 /* Bytes one grid point's op log may take on a core: an eighth of the host's
  * memory over every core and device that walks at once, as the walk's
- * records (walk.c); the host's figure read once, on the first call. */
-static double host_avail;
-static void read_host_avail(void) { host_avail = pl_host_memory_available(); }
-
+ * records (walk.c). */
 static double op_log_max(const sim_exec *x)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, read_host_avail);
-    double walkers = (double)x->n_cores * (x->mesh.n_devices > 1 ? x->mesh.n_devices : 1);
-    return host_avail > 0 ? host_avail / 8 / walkers : 0;
+    double avail = sim_host_memory_once(), walkers = (double)x->n_cores * (x->mesh.n_devices > 1 ? x->mesh.n_devices : 1);
+    return avail > 0 && !isinf(avail) ? avail / 8 / walkers : 0;
 }
 
+/* The kernel's context: names for messages (M3), options, the checks' table. */
 static void init_context(sim_core *k)
 {
     const sim_exec *x = k->x;
