@@ -209,9 +209,10 @@ void kern_note_read_spare(pl_ctx *c, const pl_ref *src, const char *fn, unsigned
             int vd = d - (a->tmpl.rank - src->rank), harmless = vd >= 0 && (spare >> vd & 1u);
             if (c->padding_read[0] && harmless) continue; /* a spare one is there already, or a real one */
             c->padding_spare = harmless;
+            c->padding_past = a->vhi[d] <= a->vlo[d];
             kern_ref_name(c, src, name, sizeof name);
             kern_format_point(c->idx, c->grid_rank, point, sizeof point);
-            if (a->vhi[d] <= a->vlo[d]) /* nothing of it inside: a block past the end, read as poison (B7) */
+            if (c->padding_past) /* nothing of it inside: a block past the end, read as poison (B7) */
                 snprintf(c->padding_read, sizeof c->padding_read,
                          "%s read %s at grid point %s, a block that lies wholly past the array's end along "
                          "dimension %d: its index map selected a block out of range, which out-of-bounds reads as "

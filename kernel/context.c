@@ -256,6 +256,7 @@ void kern_new_output_block(pl_ctx *c)
 {
     c->padding_read[0] = '\0';
     c->padding_spare = 0;
+    c->padding_past = 0;
     c->oob_read[0] = '\0';
     c->out_read[0] = '\0';
 }

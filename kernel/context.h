@@ -353,6 +353,7 @@ struct pl_ctx {
     char out_read[512];         /* an output block read before anything wrote all of it (P4) */
     char padding_read[512];     /* an edge block's overhang read */
     int padding_spare;          /* ... only along a dimension whose garbage the write-back drops (a matmul's M) */
+    int padding_past;           /* ... of a block wholly past the array's end (B7), not an edge block's (B6) */
     char oob_read[512];         /* a read outside a Ref that returned poison (V2, poison mode) */
     /* manual DMA (kernel/dma.c); the executor frees dma and checks what is
      * left at the end of the call (M10) */

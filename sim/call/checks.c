@@ -217,7 +217,7 @@ int sim_checks_writeback(sim_core *k, const sim_pipe *p, int64_t last_step)
         else if (k->ctx.uninit_read[0]) cause = "an accumulator that was never zeroed (or a running max or sum never set to its start): ", because = k->ctx.uninit_read;
         else if (k->ctx.out_read[0]) cause = "an output block read before it was written: ", because = k->ctx.out_read;
         else if (k->ctx.padding_read[0]) /* an edge block's overhang (B6), or a whole block past the end (B7) */
-            cause = strstr(k->ctx.padding_read, "rule B7") ? "a read past the array: " : "a read of edge-block padding: ",
+            cause = k->ctx.padding_past ? "a read past the array: " : "a read of edge-block padding: ",
             because = k->ctx.padding_read;
         else if (x->uninit == PL_UNINIT_NAN && !inputs_hold_nan(&x->plan))
             cause = "part of the block left unwritten (rule P4), or a NaN computed by the kernel";
