@@ -75,25 +75,31 @@ static int stall_watch(const char *prog, int speak)
 #include <stdint.h>
 #include <stdio.h>
 
-/* FNV-1a over the words and their boundaries. */
-static uint64_t argv_hash(int argc, char **argv)
+#define FNV_START 1469598103934665603ULL
+
+/* FNV-1a: h after n more bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < argc; i++) {
-        for (const char *p = argv[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        h = (h ^ 0xff) * 1099511628211ULL;
-    }
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
     return h;
 }
 
-/* FNV-1a over the contents of every argument that names a regular file
+/* The words and their boundaries. */
+static uint64_t argv_hash(int argc, char **argv)
+{
+    uint64_t h = FNV_START;
+    for (int i = 0; i < argc; i++) h = fnv(fnv(h, argv[i], strlen(argv[i])), "\xff", 1);
+    return h;
+}
+
+/* The contents of every argument that names a regular file
  * (a chip file, a plugin, a shapes or measurements CSV): ranks started in
  * different directories read different files under one command line, and
  * a sweep mixed rows timed on two chips, or deadlocked when only one rank
  * refused its file. (A file a CSV names inside it is not followed.) */
 static uint64_t files_hash(int argc, char **argv)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = FNV_START;
     for (int i = 1; i < argc; i++) {
         const char *path = argv[i], *eq = strchr(argv[i], '=');
         if (path[0] == '-' && eq) path = eq + 1; /* --chip-file=F */
@@ -102,10 +108,9 @@ static uint64_t files_hash(int argc, char **argv)
         if (!f) continue;
         unsigned char buf[1 << 16];
         size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            for (size_t j = 0; j < n; j++) h = (h ^ buf[j]) * 1099511628211ULL;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = fnv(h, buf, n);
         fclose(f);
-        h = (h ^ (uint64_t)i) * 1099511628211ULL;
+        h = fnv(h, &i, sizeof i); /* which argument it was */
     }
     return h;
 }
